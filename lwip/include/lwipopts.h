@@ -1,0 +1,151 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * lwipopts.h — lwIP 2.1.3 configuration for dpsock.
+ *
+ * One lwIP instance per worker thread (globals made _Thread_local by
+ * lwip/transform.py), driven from a poll loop: NO_SYS, raw API only, IPv4.
+ * Values that are not obvious carry a one-line reason.
+ */
+#ifndef DPSOCK_LWIPOPTS_H
+#define DPSOCK_LWIPOPTS_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdbool.h>
+
+/* ---- hooks into dpsock (defined in lwip/alloc.c, lwip/sys_arch.c, lwip/isn.c) ---- */
+void *dpsock_lwip_malloc(size_t size);
+void *dpsock_lwip_calloc(size_t n, size_t size);
+void dpsock_lwip_free(void *ptr);
+uint32_t dpsock_lwip_rand(void);
+/* set by dpsock_lwip_instance_init() on the thread that owns the instance */
+extern _Thread_local bool dpsock_lwip_tls_owned;
+void dpsock_lwip_core_unlocked(const char *file, int line) __attribute__((noreturn, cold));
+/* appended to timeouts.c by lwip/transform.py: frees all pending timeouts */
+void dpsock_lwip_timeouts_fini(void);
+
+/* ---- system ---- */
+/* DPDK and libc provide htons() and friends; lwIP uses its own lwip_htons(). */
+#define LWIP_DONT_PROVIDE_BYTEORDER_FUNCTIONS 1
+#define NO_SYS                          1
+#define SYS_LIGHTWEIGHT_PROT            0   /* an instance is only ever touched by its own thread */
+#define LWIP_TIMERS                     1
+#define LWIP_SOCKET                     0
+#define LWIP_NETCONN                    0
+#define LWIP_NETIF_API                  0
+#define LWIP_RAW                        0   /* no raw IP pcbs: ICMP echo is answered by icmp.c */
+/* every public lwIP entry point checks it runs on the instance's owner thread */
+#define LWIP_ASSERT_CORE_LOCKED() \
+    do { if (__builtin_expect(!dpsock_lwip_tls_owned, 0)) dpsock_lwip_core_unlocked(__FILE__, __LINE__); } while (0)
+#define LWIP_RAND()                     dpsock_lwip_rand()   /* per-thread PRNG (ports, IGMP delays) */
+
+/* ---- memory: pools and heap both come from the per-thread allocator ---- */
+#define MEM_LIBC_MALLOC                 1
+#define MEMP_MEM_MALLOC                 1
+#define mem_clib_malloc                 dpsock_lwip_malloc
+#define mem_clib_calloc                 dpsock_lwip_calloc
+#define mem_clib_free                   dpsock_lwip_free
+/* must not exceed the allocator's alignment (16): pbuf_alloc(PBUF_RAM) rounds the
+ * payload up past the allocation otherwise (heap corruption seen with 64) */
+#define MEM_ALIGNMENT                   16
+#define MEM_SIZE                        (1024 * 1024) /* unused with MEM_LIBC_MALLOC; kept sane */
+
+/* ---- protocols ---- */
+#define LWIP_IPV4                       1
+#define LWIP_IPV6                       0
+#define LWIP_ARP                        1
+#define LWIP_ETHERNET                   1
+#define LWIP_ICMP                       1
+#define LWIP_IGMP                       1
+#define LWIP_UDP                        1
+#define LWIP_TCP                        1
+#define LWIP_DHCP                       0
+#define LWIP_AUTOIP                     0
+#define LWIP_DNS                        0
+#define LWIP_SINGLE_NETIF               0   /* the daemon and the tests use several netifs */
+#define LWIP_MULTICAST_TX_OPTIONS       1   /* required by IGMP */
+#define IP_DEFAULT_TTL                  64  /* Linux default; lwIP's is 255 */
+#define IP_FORWARD                      0
+#define IP_REASSEMBLY                   1
+#define IP_FRAG                         1
+#define IP_REASS_MAX_PBUFS              64  /* a 64 KiB UDP datagram is 45 fragments at MTU 1500 */
+#define ARP_TABLE_SIZE                  64
+#define ARP_QUEUEING                    1
+#define ETHARP_SUPPORT_STATIC_ENTRIES   1   /* ARP only reaches one queue; other lcores get static entries */
+#define SO_REUSE                        1   /* listeners on several lcores live in separate instances */
+
+/* ---- TCP ---- */
+#define TCP_MSS                         1460
+#define LWIP_WND_SCALE                  1
+#define TCP_RCV_SCALE                   7   /* allows windows up to 8 MiB; one value for all connections */
+#define TCP_WND                         (1024 * 1024)
+#define TCP_SND_BUF                     (512 * 1024)
+/* u16; 4 pbufs per MSS of send buffer, like lwIP's default formula */
+#define TCP_SND_QUEUELEN                ((4 * TCP_SND_BUF + (TCP_MSS - 1)) / TCP_MSS)
+#define TCP_SNDLOWAT                    (32 * 1024) /* the default (SND_BUF/2) trips an #error above 64K */
+#define TCP_SNDQUEUELOWAT               (TCP_SND_QUEUELEN / 2)
+#define TCP_OVERSIZE                    TCP_MSS
+#define LWIP_NETIF_TX_SINGLE_PBUF       0
+#define LWIP_TCP_SACK_OUT               1   /* lwIP only generates SACK blocks; it ignores received ones */
+#define LWIP_TCP_TIMESTAMPS             1   /* echo only; helps Linux peers reuse TIME_WAIT tuples */
+#define TCP_QUEUE_OOSEQ                 1
+/* zero-copy RX pins one mbuf per queued segment: bound what one connection can hold */
+#define TCP_OOSEQ_MAX_BYTES             TCP_WND
+#define TCP_OOSEQ_MAX_PBUFS             1024
+#define TCP_TMR_INTERVAL                25  /* delayed ACK <= 25 ms; RTT measured in 50 ms ticks */
+#define TCP_MSL                         5000UL /* TIME_WAIT of 10 s instead of 120 s */
+#define LWIP_TCP_RTO_TIME               1000 /* initial RTO in ms (2.1.3 hard-codes 3000; see transform.py) */
+#define TCP_TTL                         IP_DEFAULT_TTL
+#define TCP_LISTEN_BACKLOG              1
+#define LWIP_TCP_KEEPALIVE              1   /* SO_KEEPALIVE / TCP_KEEP* set per pcb */
+#define LWIP_CALLBACK_API               1
+#define LWIP_EVENT_API                  0
+#define LWIP_HOOK_FILENAME              "dpsock_lwip_hooks.h"
+#define LWIP_HOOK_TCP_ISN(local_ip, local_port, remote_ip, remote_port) \
+    dpsock_lwip_tcp_isn((local_ip), (local_port), (remote_ip), (remote_port)) /* RFC 6528 */
+
+/* ---- netif ---- */
+#define LWIP_NETIF_STATUS_CALLBACK      1
+#define LWIP_NETIF_LINK_CALLBACK        1
+#define LWIP_NETIF_HWADDRHINT           1   /* per-pcb ARP cache hint */
+#define LWIP_NETIF_LOOPBACK             0
+#define LWIP_HAVE_LOOPIF                0
+#define LWIP_NUM_NETIF_CLIENT_DATA      0
+
+/* ---- checksums: all in software unless the netif says otherwise (NETIF_SET_CHECKSUM_CTRL) ---- */
+#define LWIP_CHECKSUM_CTRL_PER_NETIF    1
+#define CHECKSUM_GEN_IP                 1
+#define CHECKSUM_GEN_UDP                1
+#define CHECKSUM_GEN_TCP                1
+#define CHECKSUM_GEN_ICMP               1
+#define CHECKSUM_CHECK_IP               1
+#define CHECKSUM_CHECK_UDP              1
+#define CHECKSUM_CHECK_TCP              1
+#define CHECKSUM_CHECK_ICMP             1
+
+/* ---- statistics (lwip_stats is thread-local: one set per instance) ---- */
+#define LWIP_STATS                      1
+#define LWIP_STATS_DISPLAY              0
+#define LINK_STATS                      1
+#define ETHARP_STATS                    1
+#define IP_STATS                        1
+#define IPFRAG_STATS                    1
+#define ICMP_STATS                      1
+#define UDP_STATS                       1
+#define TCP_STATS                       1
+#define IGMP_STATS                      1
+#define MEM_STATS                       0   /* the per-thread allocator keeps its own counters */
+#define MEMP_STATS                      0
+#define SYS_STATS                       0
+#define IP6_STATS                       0
+#define ICMP6_STATS                     0
+#define IP6_FRAG_STATS                  0
+#define MLD6_STATS                      0
+#define ND6_STATS                       0
+#define MIB2_STATS                      0
+
+/* ---- debugging: assertions stay on (they log file:line and abort), debug output off ---- */
+#undef LWIP_NOASSERT
+#undef LWIP_DEBUG
+
+#endif /* DPSOCK_LWIPOPTS_H */

@@ -1,0 +1,522 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
+"""Build-time transform of the lwIP 2.1.3 source tree for dpsock.
+
+    transform.py --src <lwip source root> --outdir <dir> [--expect <file>...]
+
+Copies the lwIP sources dpsock compiles (src/core, src/core/ipv4,
+src/netif/ethernet.c) flat into <dir>, the whole src/include tree into
+<dir>/tl-include, and rewrites them on the way:
+
+  * every writable file-scope global and static of the core becomes
+    _Thread_local (definition and extern declaration), so each worker thread
+    owns a private lwIP instance; tcp_pcb_lists[] (statically initialised
+    with the addresses of the list heads) becomes a TLS array filled by
+    tcp_init();
+  * five TCP fixes that lwIP made after 2.1.3, a TIME_WAIT reuse rule like
+    Linux's, and a configurable initial RTO (LWIP_TCP_RTO_TIME).
+
+Every edit names the exact text it expects.  If a pattern is missing or
+appears more than once the script exits non-zero naming the file and the
+symbol/edit: a different lwIP release must break the build, never silently
+leave a shared global or an unfixed bug behind.
+
+The lwIP sources are never stored in the dpsock repository; this script only
+holds the small anchors it has to find.
+"""
+
+import argparse
+import os
+import re
+import shutil
+import sys
+
+# .c files compiled into liblwip_tl (relative to <src>/src). Output names are
+# the basenames, which are unique.
+SOURCES = [
+    'core/def.c',
+    'core/inet_chksum.c',
+    'core/init.c',
+    'core/ip.c',
+    'core/ipv4/etharp.c',
+    'core/ipv4/icmp.c',
+    'core/ipv4/igmp.c',
+    'core/ipv4/ip4.c',
+    'core/ipv4/ip4_addr.c',
+    'core/ipv4/ip4_frag.c',
+    'core/mem.c',
+    'core/memp.c',
+    'core/netif.c',
+    'core/pbuf.c',
+    'core/stats.c',
+    'core/sys.c',
+    'core/tcp.c',
+    'core/tcp_in.c',
+    'core/tcp_out.c',
+    'core/timeouts.c',
+    'core/udp.c',
+    'netif/ethernet.c',
+]
+
+INCLUDE_OUT = 'tl-include'
+STAMP = 'tl-include.stamp.h'
+
+# Writable file-scope objects, per file, as their declaration reads in 2.1.3
+# (one line, leading blanks and a trailing comment ignored). Each must occur
+# exactly once. Objects compiled out by our lwipopts.h are listed as well, so
+# that switching an option on cannot bring a shared global back.
+TLS_DECLS = {
+    'core/ip.c': [
+        'struct ip_globals ip_data;',
+    ],
+    'core/netif.c': [
+        'static netif_ext_callback_t *ext_callback;',
+        'struct netif *netif_list;',
+        'struct netif *netif_default;',
+        'static u8_t netif_num;',
+        'static u8_t netif_client_id;',
+        'static struct netif loop_netif;',
+    ],
+    'core/pbuf.c': [
+        'volatile u8_t pbuf_free_ooseq_pending;',
+    ],
+    'core/stats.c': [
+        'struct stats_ lwip_stats;',
+    ],
+    'core/tcp.c': [
+        'static u16_t tcp_port = TCP_LOCAL_PORT_RANGE_START;',
+        'u32_t tcp_ticks;',
+        'struct tcp_pcb *tcp_bound_pcbs;',
+        'union tcp_listen_pcbs_t tcp_listen_pcbs;',
+        'struct tcp_pcb *tcp_active_pcbs;',
+        'struct tcp_pcb *tcp_tw_pcbs;',
+        'u8_t tcp_active_pcbs_changed;',
+        'static u8_t tcp_timer;',
+        'static u8_t tcp_timer_ctr;',
+        # function-local, unused with LWIP_HOOK_TCP_ISN
+        'static u32_t iss = 6510;',
+    ],
+    'core/tcp_in.c': [
+        'static struct tcp_seg inseg;',
+        'static struct tcp_hdr *tcphdr;',
+        'static u16_t tcphdr_optlen;',
+        'static u16_t tcphdr_opt1len;',
+        'static u8_t *tcphdr_opt2;',
+        'static u16_t tcp_optidx;',
+        'static u32_t seqno, ackno;',
+        'static tcpwnd_size_t recv_acked;',
+        'static u16_t tcplen;',
+        'static u8_t flags;',
+        'static u8_t recv_flags;',
+        'static struct pbuf *recv_data;',
+        'struct tcp_pcb *tcp_input_pcb;',
+    ],
+    'core/timeouts.c': [
+        'static struct sys_timeo *next_timeout;',
+        'static u32_t current_timeout_due_time;',
+        'static int tcpip_tcp_timer_active;',
+    ],
+    'core/udp.c': [
+        'static u16_t udp_port = UDP_LOCAL_PORT_RANGE_START;',
+        'struct udp_pcb *udp_pcbs;',
+    ],
+    'core/ipv4/etharp.c': [
+        'static struct etharp_entry arp_table[ARP_TABLE_SIZE];',
+        'static netif_addr_idx_t etharp_cached_entry;',
+    ],
+    'core/ipv4/igmp.c': [
+        'static ip4_addr_t     allsystems;',
+        'static ip4_addr_t     allrouters;',
+    ],
+    'core/ipv4/ip4.c': [
+        'static struct netif *ip4_default_multicast_netif;',
+        'static u16_t ip_id;',
+    ],
+    'core/ipv4/ip4_addr.c': [
+        # ip4addr_ntoa()'s function-local result buffer
+        'static char str[IP4ADDR_STRLEN_MAX];',
+    ],
+    'core/ipv4/ip4_frag.c': [
+        'static struct ip_reassdata *reassdatagrams;',
+        'static u16_t ip_reass_pbufcount;',
+    ],
+    'include/lwip/ip.h': [
+        'extern struct ip_globals ip_data;',
+    ],
+    'include/lwip/netif.h': [
+        'extern struct netif *netif_list;',
+        'extern struct netif *netif_default;',
+    ],
+    'include/lwip/pbuf.h': [
+        'extern volatile u8_t pbuf_free_ooseq_pending;',
+    ],
+    'include/lwip/priv/tcp_priv.h': [
+        'extern struct tcp_pcb *tcp_input_pcb;',
+        'extern u32_t tcp_ticks;',
+        'extern u8_t tcp_active_pcbs_changed;',
+        'extern struct tcp_pcb *tcp_bound_pcbs;',
+        'extern union tcp_listen_pcbs_t tcp_listen_pcbs;',
+        'extern struct tcp_pcb *tcp_active_pcbs;',
+        'extern struct tcp_pcb *tcp_tw_pcbs;',
+    ],
+    'include/lwip/stats.h': [
+        'extern struct stats_ lwip_stats;',
+    ],
+    'include/lwip/udp.h': [
+        'extern struct udp_pcb *udp_pcbs;',
+    ],
+}
+
+
+class Edit:
+    """Replace `old` (exact text, must occur exactly once) by `new`."""
+
+    def __init__(self, path, what, old, new):
+        self.path, self.what, self.old, self.new = path, what, old, new
+
+
+EDITS = [
+    # ---- tcp_pcb_lists[]: its initialiser takes the addresses of the (now
+    # thread-local) list heads, which are not constants; make it a TLS array
+    # that tcp_init() fills on each instance's thread.
+    Edit('core/tcp.c', 'tcp_pcb_lists definition (TLS array)',
+         'struct tcp_pcb **const tcp_pcb_lists[] = {&tcp_listen_pcbs.pcbs, &tcp_bound_pcbs,\n'
+         '         &tcp_active_pcbs, &tcp_tw_pcbs\n'
+         '};\n',
+         '/* dpsock: thread-local, filled by tcp_init() (the list heads are TLS) */\n'
+         '_Thread_local struct tcp_pcb **tcp_pcb_lists[NUM_TCP_PCB_LISTS];\n'),
+    Edit('core/tcp.c', 'tcp_init fills tcp_pcb_lists',
+         'tcp_init(void)\n{\n',
+         'tcp_init(void)\n{\n'
+         '  /* dpsock: per-thread list of the per-thread pcb list heads */\n'
+         '  tcp_pcb_lists[0] = &tcp_listen_pcbs.pcbs;\n'
+         '  tcp_pcb_lists[1] = &tcp_bound_pcbs;\n'
+         '  tcp_pcb_lists[2] = &tcp_active_pcbs;\n'
+         '  tcp_pcb_lists[3] = &tcp_tw_pcbs;\n'),
+    Edit('include/lwip/priv/tcp_priv.h', 'tcp_pcb_lists extern (TLS array)',
+         'extern struct tcp_pcb ** const tcp_pcb_lists[NUM_TCP_PCB_LISTS];',
+         'extern _Thread_local struct tcp_pcb **tcp_pcb_lists[NUM_TCP_PCB_LISTS];'),
+
+    # ---- fix 003d34ee (bug #51447): the TCP_SEQ_* comparisons converted an
+    # out-of-range u32 difference to s32. Compare with unsigned arithmetic
+    # only; the results are those of the two's-complement reading.
+    Edit('include/lwip/priv/tcp_priv.h', 'TCP_SEQ_* without signed conversion',
+         '#define TCP_SEQ_LT(a,b)     ((s32_t)((u32_t)(a) - (u32_t)(b)) < 0)\n'
+         '#define TCP_SEQ_LEQ(a,b)    ((s32_t)((u32_t)(a) - (u32_t)(b)) <= 0)\n'
+         '#define TCP_SEQ_GT(a,b)     ((s32_t)((u32_t)(a) - (u32_t)(b)) > 0)\n'
+         '#define TCP_SEQ_GEQ(a,b)    ((s32_t)((u32_t)(a) - (u32_t)(b)) >= 0)\n',
+         '/* dpsock fix (upstream 003d34ee, bug #51447): unsigned arithmetic only.\n'
+         ' * a < b  <=> the difference a-b has its top bit set;\n'
+         ' * a > b  <=> a-b is in [1, 2^31-1]. */\n'
+         '#define TCP_SEQ_LT(a,b)     ((((u32_t)(a) - (u32_t)(b)) & 0x80000000U) != 0)\n'
+         '#define TCP_SEQ_GT(a,b)     ((u32_t)((u32_t)(a) - (u32_t)(b) - 1U) < 0x7FFFFFFFU)\n'
+         '#define TCP_SEQ_LEQ(a,b)    (!TCP_SEQ_GT(a,b))\n'
+         '#define TCP_SEQ_GEQ(a,b)    (!TCP_SEQ_LT(a,b))\n'),
+
+    # ---- 239918cc: initial RTO configurable (2.1.3 hard-codes 3 s).
+    Edit('include/lwip/priv/tcp_priv.h', 'LWIP_TCP_RTO_TIME default',
+         '#ifndef TCP_TMR_INTERVAL\n',
+         '/* dpsock (upstream 239918cc): initial retransmission timeout in ms */\n'
+         '#ifndef LWIP_TCP_RTO_TIME\n#define LWIP_TCP_RTO_TIME 3000\n#endif\n\n'
+         '#ifndef TCP_TMR_INTERVAL\n'),
+    Edit('core/tcp.c', 'initial RTO from LWIP_TCP_RTO_TIME',
+         '    pcb->rto = 3000 / TCP_SLOW_INTERVAL;\n'
+         '    pcb->sv = 3000 / TCP_SLOW_INTERVAL;\n',
+         '    /* dpsock (upstream 239918cc): configurable initial RTO */\n'
+         '    pcb->rto = LWIP_TCP_RTO_TIME / TCP_SLOW_INTERVAL;\n'
+         '    pcb->sv = LWIP_TCP_RTO_TIME / TCP_SLOW_INTERVAL;\n'),
+
+    # ---- fix adbc5b5f: in SYN_RCVD a segment with SYN+ACK went down the ACK
+    # path into tcp_receive(), which then treated the SYN as sequence space
+    # (and could corrupt ->ooseq). Handle any SYN first: a retransmitted SYN
+    # gets our SYN|ACK again, anything else with SYN is dropped.
+    Edit('core/tcp_in.c', 'SYN_RCVD: SYN checked before ACK',
+         '    case SYN_RCVD:\n'
+         '      if (flags & TCP_ACK) {\n',
+         '    case SYN_RCVD:\n'
+         '      /* dpsock fix (upstream adbc5b5f): never accept a SYN as data */\n'
+         '      if (flags & TCP_SYN) {\n'
+         '        if (seqno == pcb->rcv_nxt - 1) {\n'
+         '          /* Looks like another copy of the SYN - retransmit our SYN-ACK */\n'
+         '          tcp_rexmit(pcb);\n'
+         '        }\n'
+         '      } else if (flags & TCP_ACK) {\n'),
+    Edit('core/tcp_in.c', 'SYN_RCVD: old SYN branch removed',
+         '      } else if ((flags & TCP_SYN) && (seqno == pcb->rcv_nxt - 1)) {\n'
+         '        /* Looks like another copy of the SYN - retransmit our SYN-ACK */\n'
+         '        tcp_rexmit(pcb);\n'
+         '      }\n'
+         '      break;\n',
+         '      }\n'
+         '      break;\n'),
+
+    # ---- fix b1d3dcb8: an ACK that carries data (or a window update) is not a
+    # duplicate ACK, but it must not reset the dupack count either: with
+    # pipelined bidirectional traffic every ACK from Linux carries data, so
+    # fast retransmit never fired. Only an ACK of new data resets it (below).
+    Edit('core/tcp_in.c', 'dupack count kept across ACKs with data',
+         '      if (!found_dupack) {\n'
+         '        pcb->dupacks = 0;\n'
+         '      }\n',
+         '      /* dpsock fix (upstream b1d3dcb8): do not reset dupacks here */\n'
+         '      LWIP_UNUSED_ARG(found_dupack);\n'),
+
+    # ---- fix 574bd6e5 (bug #56397): an out-of-sequence segment could be put
+    # on ->ooseq extending past the right edge of the receive window (only the
+    # append-at-the-tail path trimmed it); once in order, rcv_wnd underflowed
+    # ("tcp_receive: ooseq tcplen > rcv_wnd"). Trim it to the window before
+    # any of the insertion paths sees it.
+    Edit('core/tcp_in.c', 'ooseq segment trimmed to the receive window',
+         '        /* We get here if the incoming segment is out-of-sequence. */\n'
+         '\n'
+         '#if TCP_QUEUE_OOSEQ\n',
+         '        /* We get here if the incoming segment is out-of-sequence. */\n'
+         '\n'
+         '#if TCP_QUEUE_OOSEQ\n'
+         '        /* dpsock fix (upstream 574bd6e5, bug #56397): keep ->ooseq inside the window */\n'
+         '        if (TCP_SEQ_GT(seqno + TCP_TCPLEN(&inseg), pcb->rcv_nxt + pcb->rcv_wnd)) {\n'
+         '          if (TCPH_FLAGS(inseg.tcphdr) & TCP_FIN) {\n'
+         '            /* the FIN lies beyond the window: drop it with the data */\n'
+         '            TCPH_FLAGS_SET(inseg.tcphdr, TCPH_FLAGS(inseg.tcphdr) & ~(unsigned int)TCP_FIN);\n'
+         '          }\n'
+         '          inseg.len = (u16_t)(pcb->rcv_nxt + pcb->rcv_wnd - seqno);\n'
+         '          if (TCPH_FLAGS(inseg.tcphdr) & TCP_SYN) {\n'
+         '            inseg.len -= 1;\n'
+         '          }\n'
+         '          pbuf_realloc(inseg.p, inseg.len);\n'
+         '          tcplen = TCP_TCPLEN(&inseg);\n'
+         '          LWIP_ASSERT("tcp_receive: ooseq segment not trimmed to rcv_wnd",\n'
+         '                      (seqno + tcplen) == (pcb->rcv_nxt + pcb->rcv_wnd));\n'
+         '        }\n'),
+
+    # ---- fix 3666dcc6: the RST answering a segment that matched no pcb was
+    # routed by destination address, so with several netifs it could leave
+    # through another interface than the one the segment came in on. Send it
+    # back through the input netif. (tcp_rst() is called with pcb == NULL only
+    # from tcp_input() for that case.)
+    Edit('core/tcp_out.c', 'no-pcb RST leaves through the input netif',
+         '  LWIP_ASSERT("tcp_output_control_segment: invalid pbuf", p != NULL);\n'
+         '\n'
+         '  netif = tcp_route(pcb, src, dst);\n',
+         '  LWIP_ASSERT("tcp_output_control_segment: invalid pbuf", p != NULL);\n'
+         '\n'
+         '  /* dpsock fix (upstream 3666dcc6): answer a segment without a pcb on\n'
+         '     the netif it arrived on */\n'
+         '  if ((pcb == NULL) && (ip_current_input_netif() != NULL)) {\n'
+         '    netif = ip_current_input_netif();\n'
+         '  } else {\n'
+         '    netif = tcp_route(pcb, src, dst);\n'
+         '  }\n'),
+
+    # ---- TIME_WAIT reuse (lwip.md "TIME_WAIT interop", unikraft/lib-lwip#76):
+    # lwIP follows RFC 1337 and answers a SYN in TIME_WAIT with an ACK (or RST
+    # when in window); a Linux client reusing the 4-tuple then stalls for up
+    # to 2*MSL. Like Linux (tcp_timewait_state_process), a pure SYN whose
+    # sequence number is beyond rcv_nxt ends TIME_WAIT and goes to the
+    # listener. tcp_timewait_input() now returns 1 when it freed the pcb.
+    # ---- instance teardown: the pending timeouts (cyclic timers, TCP timer)
+    # are allocated from the per-thread allocator but the list head is static
+    # to timeouts.c. Append a function that frees them all, so that
+    # dpsock_lwip_instance_fini() leaves nothing allocated.
+    Edit('core/timeouts.c', 'dpsock_lwip_timeouts_fini() appended',
+         '#endif /* LWIP_TIMERS && !LWIP_TIMERS_CUSTOM */\n',
+         '#endif /* LWIP_TIMERS && !LWIP_TIMERS_CUSTOM */\n'
+         '\n'
+         '#if LWIP_TIMERS && !LWIP_TIMERS_CUSTOM\n'
+         '/* dpsock: free every pending timeout of this thread\'s instance */\n'
+         'void\n'
+         'dpsock_lwip_timeouts_fini(void)\n'
+         '{\n'
+         '  while (next_timeout != NULL) {\n'
+         '    struct sys_timeo *t = next_timeout;\n'
+         '    next_timeout = t->next;\n'
+         '    memp_free(MEMP_SYS_TIMEOUT, t);\n'
+         '  }\n'
+         '#if LWIP_TCP\n'
+         '  tcpip_tcp_timer_active = 0;\n'
+         '#endif\n'
+         '}\n'
+         '#endif\n'),
+
+    Edit('core/tcp_in.c', 'TIME_WAIT reuse: prototype',
+         'static void tcp_timewait_input(struct tcp_pcb *pcb);\n',
+         'static int tcp_timewait_input(struct tcp_pcb *pcb);\n'),
+    Edit('core/tcp_in.c', 'TIME_WAIT reuse: definition',
+         'static void\ntcp_timewait_input(struct tcp_pcb *pcb)\n{\n',
+         'static int\ntcp_timewait_input(struct tcp_pcb *pcb)\n{\n'),
+    Edit('core/tcp_in.c', 'TIME_WAIT reuse: SYN beyond rcv_nxt',
+         '  if (flags & TCP_RST) {\n'
+         '    return;\n'
+         '  }\n'
+         '\n'
+         '  LWIP_ASSERT("tcp_timewait_input: invalid pcb", pcb != NULL);\n'
+         '\n'
+         '  /* - fourth, check the SYN bit, */\n'
+         '  if (flags & TCP_SYN) {\n',
+         '  if (flags & TCP_RST) {\n'
+         '    return 0;\n'
+         '  }\n'
+         '\n'
+         '  LWIP_ASSERT("tcp_timewait_input: invalid pcb", pcb != NULL);\n'
+         '\n'
+         '  /* - fourth, check the SYN bit, */\n'
+         '  if (flags & TCP_SYN) {\n'
+         '    /* dpsock: a new connection reusing the 4-tuple (Linux behaviour) */\n'
+         '    if (((flags & TCP_ACK) == 0) && TCP_SEQ_GT(seqno, pcb->rcv_nxt)) {\n'
+         '      tcp_pcb_remove(&tcp_tw_pcbs, pcb);\n'
+         '      tcp_free(pcb);\n'
+         '      return 1;\n'
+         '    }\n'),
+    Edit('core/tcp_in.c', 'TIME_WAIT reuse: return after RST',
+         '      tcp_rst(pcb, ackno, seqno + tcplen, ip_current_dest_addr(),\n'
+         '              ip_current_src_addr(), tcphdr->dest, tcphdr->src);\n'
+         '      return;\n'
+         '    }\n'
+         '  } else if (flags & TCP_FIN) {\n',
+         '      tcp_rst(pcb, ackno, seqno + tcplen, ip_current_dest_addr(),\n'
+         '              ip_current_src_addr(), tcphdr->dest, tcphdr->src);\n'
+         '      return 0;\n'
+         '    }\n'
+         '  } else if (flags & TCP_FIN) {\n'),
+    Edit('core/tcp_in.c', 'TIME_WAIT reuse: final return',
+         '    /* Acknowledge data, FIN or out-of-window SYN */\n'
+         '    tcp_ack_now(pcb);\n'
+         '    tcp_output(pcb);\n'
+         '  }\n'
+         '  return;\n'
+         '}\n',
+         '    /* Acknowledge data, FIN or out-of-window SYN */\n'
+         '    tcp_ack_now(pcb);\n'
+         '    tcp_output(pcb);\n'
+         '  }\n'
+         '  return 0;\n'
+         '}\n'),
+    Edit('core/tcp_in.c', 'TIME_WAIT reuse: caller falls through to listeners',
+         '        {\n'
+         '          tcp_timewait_input(pcb);\n'
+         '        }\n'
+         '        pbuf_free(p);\n'
+         '        return;\n',
+         '        {\n'
+         '          if (tcp_timewait_input(pcb)) {\n'
+         '            /* dpsock: TIME_WAIT pcb freed; the SYN goes to a listener */\n'
+         '            pcb = NULL;\n'
+         '            break;\n'
+         '          }\n'
+         '        }\n'
+         '        pbuf_free(p);\n'
+         '        return;\n'),
+]
+
+
+def fail(msg):
+    sys.stderr.write('lwip/transform.py: error: %s\n' % msg)
+    sys.exit(1)
+
+
+def make_tls(text, path, decl):
+    """Add _Thread_local to the one line that declares `decl`."""
+    pat = re.compile(r'^([ \t]*)' + re.escape(decl) + r'([ \t]*(/\*.*)?)$', re.M)
+    hits = pat.findall(text)
+    if len(hits) != 1:
+        fail('%s: expected exactly one declaration "%s", found %d '
+             '(different lwIP version?)' % (path, decl, len(hits)))
+    if decl.startswith('static '):
+        new = 'static _Thread_local ' + decl[len('static '):]
+    elif decl.startswith('extern '):
+        new = 'extern _Thread_local ' + decl[len('extern '):]
+    else:
+        new = '_Thread_local ' + decl
+    return pat.sub(lambda m: m.group(1) + new + m.group(2), text)
+
+
+def apply_edit(text, e):
+    n = text.count(e.old)
+    if n != 1:
+        fail('%s: edit "%s": anchor found %d times, expected 1 '
+             '(different lwIP version?)' % (e.path, e.what, n))
+    return text.replace(e.old, e.new)
+
+
+def transform(rel, text):
+    for decl in TLS_DECLS.get(rel, []):
+        text = make_tls(text, rel, decl)
+    for e in EDITS:
+        if e.path == rel:
+            text = apply_edit(text, e)
+    return text
+
+
+def write(path, text):
+    tmp = path + '.tmp'
+    with open(tmp, 'w', encoding='utf-8') as f:
+        f.write(text)
+    os.replace(tmp, path)
+
+
+def banner(rel):
+    return ('/* Generated by dpsock lwip/transform.py from lwIP src/%s: '
+            'do not edit. */\n' % rel)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    ap.add_argument('--src', required=True, help='lwIP source root (contains src/)')
+    ap.add_argument('--outdir', required=True)
+    ap.add_argument('--expect', nargs='*', default=[],
+                    help='output files the build expects (checked against ours)')
+    a = ap.parse_args()
+
+    src = os.path.join(a.src, 'src')
+    if not os.path.isfile(os.path.join(src, 'core', 'tcp_in.c')):
+        fail('lwIP source not found at %s: run scripts/setup' % a.src)
+
+    ours = sorted([os.path.basename(s) for s in SOURCES] + [STAMP])
+    if a.expect:
+        theirs = sorted(os.path.basename(p) for p in a.expect)
+        if theirs != ours:
+            fail('lwip/meson.build lists outputs %s but the transform produces %s'
+                 % (theirs, ours))
+
+    known = set(SOURCES) | {p for p in TLS_DECLS if p.startswith('include/')}
+    for rel in list(TLS_DECLS) + [e.path for e in EDITS]:
+        if rel not in known:
+            fail('internal: %s is edited but not part of the build' % rel)
+
+    os.makedirs(a.outdir, exist_ok=True)
+    for rel in SOURCES:
+        with open(os.path.join(src, rel), encoding='utf-8') as f:
+            text = f.read()
+        write(os.path.join(a.outdir, os.path.basename(rel)), banner(rel) + transform(rel, text))
+
+    inc_out = os.path.join(a.outdir, INCLUDE_OUT)
+    if os.path.isdir(inc_out):
+        shutil.rmtree(inc_out)
+    inc_src = os.path.join(src, 'include')
+    done = set()
+    for root, _dirs, files in os.walk(inc_src):
+        for name in files:
+            if not name.endswith('.h'):
+                continue
+            full = os.path.join(root, name)
+            rel = os.path.relpath(full, src).replace(os.sep, '/')
+            dst = os.path.join(a.outdir, INCLUDE_OUT, os.path.relpath(full, inc_src))
+            os.makedirs(os.path.dirname(dst), exist_ok=True)
+            with open(full, encoding='utf-8', errors='surrogateescape') as f:
+                text = f.read()
+            if rel in known:
+                text = banner(rel) + transform(rel, text)
+                done.add(rel)
+            with open(dst, 'w', encoding='utf-8', errors='surrogateescape') as f:
+                f.write(text)
+    for rel in known:
+        if rel.startswith('include/') and rel not in done:
+            fail('%s: header not found in %s' % (rel, inc_src))
+
+    write(os.path.join(a.outdir, STAMP),
+          '/* lwIP include tree transformed into %s/ */\n' % INCLUDE_OUT)
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())

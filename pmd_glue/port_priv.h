@@ -1,0 +1,91 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Ports: find a DPDK port by name, probe what it can do, and set it up with
+ * one RX/TX queue pair per worker. Capabilities are probed, never assumed;
+ * the rest of dpsock reads them from struct dpsock_port_caps.
+ *
+ * Errors: 0 or -errno; a human-readable reason in the caller's buffer.
+ */
+#ifndef DPSOCK_PORT_PRIV_H
+#define DPSOCK_PORT_PRIV_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <rte_ether.h>
+#include <rte_mempool.h>
+
+#define DPSOCK_RSS_KEY_MAX 64
+#define DPSOCK_RETA_MAX 512
+
+struct dpsock_port_caps {
+	char driver[32];
+	uint16_t max_rx_queues;
+	uint16_t max_tx_queues;
+	uint16_t min_mtu;
+	uint16_t max_mtu;
+	uint64_t rx_offload_capa;
+	uint64_t tx_offload_capa;
+	uint64_t rss_hf;          /* hash functions the port offers */
+	uint8_t rss_key_size;     /* 0: the port does not expose its key */
+	uint16_t reta_size;       /* 0: no redirection table */
+	bool rss;                 /* RSS usable (hash functions offered) */
+	bool flow_5tuple;         /* rte_flow_validate accepted an IPv4/TCP 5-tuple → queue rule */
+	bool rx_ip_cksum;         /* RX IPv4 header checksum verified by the port */
+	bool rx_l4_cksum;         /* RX TCP/UDP checksum verified by the port */
+	bool tx_ip_cksum;
+	bool tx_tcp_cksum;
+	bool tx_udp_cksum;
+	bool tx_multi_segs;
+	bool tso;
+};
+
+struct dpsock_port {
+	uint16_t port_id;
+	uint16_t n_queues;
+	uint16_t mtu;
+	bool started;
+	char name[64];
+	struct rte_ether_addr mac;
+	struct dpsock_port_caps caps;
+	uint64_t rx_offloads;     /* offloads turned on at configure */
+	uint64_t tx_offloads;
+	uint64_t rss_hf;          /* hash functions turned on */
+	uint8_t rss_key[DPSOCK_RSS_KEY_MAX];
+	uint16_t reta[DPSOCK_RETA_MAX];
+	struct rte_mempool *pool;
+};
+
+/*
+ * Find the port called name (PCI address "0000:03:00.0" or vdev name
+ * "net_af_packet0"). Returns 0 and sets *port_id, or -ENODEV with the list
+ * of existing ports in err.
+ */
+int dpsock_port_lookup(const char *name, uint16_t *port_id, char *err, size_t errlen);
+
+/*
+ * Read device info and probe offloads and rte_flow support into p->caps.
+ * p->port_id must be set. Returns 0 or -errno (device info unreadable).
+ */
+int dpsock_port_probe(struct dpsock_port *p, char *err, size_t errlen);
+
+/*
+ * Configure n_queues RX/TX queue pairs (queue k serves worker k), RSS when
+ * the port has it, the checksum offloads it offers, the MTU, and start it.
+ * Reads back the RSS key and RETA actually in use.
+ * Returns 0, or:
+ *   -EINVAL  more queues than the port has, MTU out of the port's range
+ *   other    -errno from ethdev, with the failing call named in err
+ */
+int dpsock_port_start(struct dpsock_port *p, uint16_t n_queues, uint16_t mtu,
+		      uint16_t rx_desc, uint16_t tx_desc, struct rte_mempool *pool,
+		      char *err, size_t errlen);
+
+/* Stop and close the port (idempotent). Frees the mbufs held by its queues. */
+void dpsock_port_stop(struct dpsock_port *p);
+
+/* One line describing the capabilities, for the start-up log. */
+void dpsock_port_caps_describe(const struct dpsock_port *p, char *buf, size_t len);
+
+#endif /* DPSOCK_PORT_PRIV_H */

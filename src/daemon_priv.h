@@ -1,0 +1,141 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * dpsockd's state: the daemon (control plane, main lcore) and its workers
+ * (one per worker lcore, each with its own lwIP instance and one RX/TX queue
+ * pair on every port).
+ *
+ * Ownership: a worker's struct, its lwIP instance, its netifs and its stats
+ * block are touched only by the worker's lcore, except the fields marked
+ * "shared" (atomics). The daemon's struct is written by the main lcore
+ * before the workers start and read-only afterwards, except quit.
+ */
+#ifndef DPSOCK_DAEMON_PRIV_H
+#define DPSOCK_DAEMON_PRIV_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <rte_common.h>
+#include <rte_mbuf.h>
+#include <rte_ring.h>
+
+#include "lwip/netif.h"
+
+#include "config_priv.h"
+#include "port_priv.h"
+#include "stats_priv.h"
+
+#define DPSOCK_TX_BURST 64
+#define DPSOCK_RX_BURST_MAX 512u
+
+struct dpsock_daemon;
+struct dpsock_worker;
+
+/* A worker's view of one port: its lwIP netif and its TX batch. */
+struct dpsock_worker_port {
+	struct netif netif;
+	struct dpsock_worker *w;
+	struct dpsock_port *port;
+	uint16_t port_idx;
+	uint16_t tx_n;
+	struct rte_mbuf *tx[DPSOCK_TX_BURST];
+};
+
+struct dpsock_worker {
+	/* hot: read every iteration */
+	struct dpsock_daemon *d;
+	struct dpsock_worker_stats *stats;
+	struct rte_ring *steer;   /* shared: mbufs other workers hand to this one (MP/SC) */
+	uint16_t queue;           /* this worker's queue id on every port */
+	uint16_t rx_burst;
+	uint16_t n_ports;
+	unsigned int idx;
+	unsigned int lcore_id;
+	uint64_t last_work_tsc;
+	uint64_t idle_poll_tsc;   /* poll this long after the last work before sleeping */
+	uint32_t sleep_us;        /* current back-off step */
+	uint32_t sleep_max_us;
+	uint64_t next_mirror_tsc; /* next copy of lwIP's counters into stats */
+
+	/* sleeping */
+	int efd;                  /* eventfd other threads write to wake the worker */
+	int epfd;                 /* epoll set the worker sleeps on */
+	uint32_t sleeping;        /* shared: 1 while blocked in epoll */
+
+	/* start-up handshake with the main lcore */
+	int init_ret;             /* shared: 0 ok, -errno failed */
+	uint32_t init_done;       /* shared: set once init_ret is final */
+
+	struct dpsock_worker_port ports[DPSOCK_MAX_PORTS];
+} __rte_cache_aligned;
+
+struct dpsock_daemon {
+	struct dpsock_config conf;
+	unsigned int n_ports;
+	struct dpsock_port ports[DPSOCK_MAX_PORTS];
+	unsigned int n_workers;
+	struct dpsock_worker *workers;  /* n_workers, cache aligned */
+	int main_worker;                /* index of the worker the main lcore runs, or -1 */
+	struct dpsock_stats_segment *stats;
+	int stats_fd;
+	char stats_shm[64];
+	uint64_t tsc_hz;
+	volatile uint32_t quit;         /* shared: set by the signal handler */
+	/* port_id -> index in ports[], for mbufs that arrive on a steering ring */
+	uint8_t port_idx[RTE_MAX_ETHPORTS];
+};
+
+/*
+ * Worker life cycle. init and fini run on the worker's own lcore, because
+ * its lwIP instance lives in that thread's thread-local storage.
+ */
+
+/* Create the lwIP instance and one netif per port. Returns 0 or -errno. */
+int dpsock_worker_init(struct dpsock_worker *w);
+
+/* One loop iteration: RX from every port and the steering ring, lwIP
+ * timers, TX flush. Returns the number of packets handled (0 = idle). */
+unsigned int dpsock_worker_poll(struct dpsock_worker *w);
+
+/* After a poll that found nothing: keep polling for idle_poll_us, then
+ * sleep with exponential back-off, at most max_us (and never past lwIP's
+ * next timer). */
+void dpsock_worker_idle(struct dpsock_worker *w, unsigned int work, uint32_t max_us);
+
+/* Tear down netifs, lwIP pcbs and pending mbufs; free the instance. */
+void dpsock_worker_fini(struct dpsock_worker *w);
+
+/* rte_eal_remote_launch entry: init, loop until quit, fini. */
+int dpsock_worker_main(void *arg);
+
+/* Wake a sleeping worker (any thread). */
+void dpsock_worker_wake(struct dpsock_worker *w);
+
+/* netif over mbufs (netif.c) */
+
+/* netif_add init callback; netif->state is the struct dpsock_worker_port. */
+err_t dpsock_netif_init(struct netif *netif);
+
+/* Hand one received frame to lwIP without copying (the mbuf becomes a
+ * PBUF_REF custom pbuf freed back to its pool by lwIP). Consumes m. */
+void dpsock_netif_input(struct dpsock_worker_port *wp, struct rte_mbuf *m);
+
+/* Send the worker's TX batch for one port; counts what the queue refused. */
+void dpsock_netif_flush(struct dpsock_worker_port *wp);
+
+/* Bytes of mbuf private area holding the pbuf_custom. */
+unsigned int dpsock_netif_mbuf_priv_size(void);
+
+/* stats.c */
+
+/* Create (or take over a stale) /dev/shm/dpsock.<name>.stats.
+ * Returns 0, -EEXIST (a live daemon of that name runs; pid in err) or -errno. */
+int dpsock_stats_create(struct dpsock_daemon *d, char *err, size_t errlen);
+
+/* Copy the ports' rte_eth_stats and pool levels into the segment. */
+void dpsock_stats_update_ports(struct dpsock_daemon *d);
+
+/* Mark stopped, unmap and unlink the segment (idempotent). */
+void dpsock_stats_destroy(struct dpsock_daemon *d);
+
+#endif /* DPSOCK_DAEMON_PRIV_H */

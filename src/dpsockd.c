@@ -1,0 +1,594 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * dpsockd — the dpsock daemon: one DPDK EAL process running one lwIP
+ * instance per worker lcore.
+ *
+ *   dpsockd [EAL options] -- [-f dpsock.conf] [--help] [--help-config] [--version]
+ *
+ * The main lcore is the control plane (start-up, stats publication, clean
+ * stop). With a single lcore it also does a worker's job between its
+ * control tasks.
+ */
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <rte_cycles.h>
+#include <rte_eal.h>
+#include <rte_ethdev.h>
+#include <rte_lcore.h>
+#include <rte_malloc.h>
+#include <rte_mbuf.h>
+#include <rte_version.h>
+
+#include "dpsock_build_config.h"
+
+#include "daemon_priv.h"
+#include "log_priv.h"
+
+#define DEFAULT_CONFIG "/etc/dpsock/dpsock.conf"
+#define CONTROL_INTERVAL_US 100000 /* stats publication, quit check */
+
+static struct dpsock_daemon daemon_state;
+
+static void
+usage(FILE *f, const char *prog)
+{
+	fprintf(f,
+		"Usage: %s [EAL options] -- [options]\n"
+		"\n"
+		"dpsock daemon: a kernel-bypass TCP/UDP stack on DPDK, one lwIP instance per\n"
+		"worker lcore. EAL options are DPDK's (see --help before the --): e.g.\n"
+		"  -l 0-2 --no-pci --vdev=net_af_packet0,iface=eth1,qpairs=2\n"
+		"\n"
+		"Options:\n"
+		"  -f, --config FILE   configuration file (default " DEFAULT_CONFIG ")\n"
+		"  -h, --help          this text\n"
+		"      --help-config   every configuration key with its default\n"
+		"  -V, --version       print the version\n",
+		prog);
+}
+
+static const struct option long_opts[] = {
+	{ "config", required_argument, NULL, 'f' },
+	{ "help", no_argument, NULL, 'h' },
+	{ "help-config", no_argument, NULL, 'C' },
+	{ "version", no_argument, NULL, 'V' },
+	{ NULL, 0, NULL, 0 },
+};
+
+/* --help, --help-config and --version must work without hugepages or EAL:
+ * look at what follows the "--" before starting EAL. */
+static void
+early_options(int argc, char **argv)
+{
+	int i, sep = -1;
+
+	for (i = 1; i < argc; i++)
+		if (strcmp(argv[i], "--") == 0) {
+			sep = i;
+			break;
+		}
+	for (i = sep < 0 ? argc : sep + 1; i < argc; i++) {
+		if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
+			usage(stdout, argv[0]);
+			exit(0);
+		}
+		if (strcmp(argv[i], "--help-config") == 0) {
+			dpsock_config_print_help(stdout);
+			exit(0);
+		}
+		if (strcmp(argv[i], "-V") == 0 || strcmp(argv[i], "--version") == 0) {
+			printf("dpsockd %s (%s)\n", DPSOCK_VERSION, rte_version());
+			exit(0);
+		}
+	}
+	if (sep < 0)
+		for (i = 1; i < argc; i++)
+			if (strcmp(argv[i], "--version") == 0) {
+				printf("dpsockd %s (%s)\n", DPSOCK_VERSION, rte_version());
+				exit(0);
+			}
+}
+
+/* Is an EAL option (before the "--") given, as "--opt" or "--opt=..."? */
+static bool
+has_arg(int argc, char **argv, const char *name)
+{
+	size_t len = strlen(name);
+	int i;
+
+	for (i = 1; i < argc && strcmp(argv[i], "--") != 0; i++)
+		if (strncmp(argv[i], name, len) == 0 && (argv[i][len] == '\0' || argv[i][len] == '='))
+			return true;
+	return false;
+}
+
+/*
+ * Nothing attaches to dpsockd through EAL's multi-process channel (the
+ * preload library and dpsock-stat use dpsock's own shared memory), so by
+ * default EAL runs --in-memory (or --no-shconf with --no-huge/--legacy-mem,
+ * which --in-memory does not combine with): no hugepage or runtime files
+ * that could outlive the daemon, even after a crash. --in-memory,
+ * --proc-type, --no-shconf or --huge-unlink given by the user turn this
+ * default off. Returns the argv to give EAL (argv, or a copy with the option).
+ */
+static char **
+eal_default_args(int *argc, char **argv)
+{
+	static const char *const opt_outs[] = {
+		"--in-memory", "--proc-type", "--no-shconf", "--huge-unlink",
+	};
+	char **nargv;
+	unsigned int i;
+
+	for (i = 0; i < RTE_DIM(opt_outs); i++)
+		if (has_arg(*argc, argv, opt_outs[i]))
+			return argv;
+	nargv = calloc(*argc + 2, sizeof(*nargv));
+	if (nargv == NULL)
+		return argv;
+	nargv[0] = argv[0];
+	nargv[1] = (char *)(has_arg(*argc, argv, "--no-huge") || has_arg(*argc, argv, "--legacy-mem") ?
+			    "--no-shconf" : "--in-memory");
+	memcpy(&nargv[2], &argv[1], (*argc - 1) * sizeof(*nargv));
+	(*argc)++;
+	return nargv;
+}
+
+/* EAL's own message for missing hugepages is cryptic; say what to run. */
+static int
+check_hugepages(int argc, char **argv)
+{
+	unsigned long total = 0, free_pages = 0;
+	char line[256];
+	FILE *f;
+	bool mounted = false;
+
+	if (has_arg(argc, argv, "--no-huge"))
+		return 0;
+	f = fopen("/proc/meminfo", "r");
+	if (f != NULL) {
+		while (fgets(line, sizeof(line), f)) {
+			sscanf(line, "HugePages_Total: %lu", &total);
+			sscanf(line, "HugePages_Free: %lu", &free_pages);
+		}
+		fclose(f);
+	}
+	f = fopen("/proc/mounts", "r");
+	if (f != NULL) {
+		while (fgets(line, sizeof(line), f))
+			if (strstr(line, " hugetlbfs ") != NULL)
+				mounted = true;
+		fclose(f);
+	}
+	if (free_pages > 0 && (mounted || has_arg(argc, argv, "--in-memory")))
+		return 0;
+	fprintf(stderr,
+		"dpsockd: no usable hugepages (%lu reserved, %lu free, hugetlbfs %s).\n"
+		"  Run scripts/setup, or by hand:\n"
+		"    echo 1024 > /proc/sys/vm/nr_hugepages\n"
+		"    mkdir -p /dev/hugepages && mount -t hugetlbfs nodev /dev/hugepages\n"
+		"  or run without hugepages: add --no-huge to the EAL options.\n",
+		total, free_pages, mounted ? "mounted" : "not mounted");
+	return -1;
+}
+
+/*
+ * EAL leaves its runtime directory behind, and telemetry unlinks its socket
+ * in there from an atexit handler. This handler is registered before
+ * rte_eal_init, so it runs after theirs and finds the directory empty.
+ */
+static char eal_runtime_dir[PATH_MAX];
+
+static void
+remove_runtime_dir(void)
+{
+	if (eal_runtime_dir[0] != '\0')
+		rmdir(eal_runtime_dir);
+}
+
+static void
+eal_cleanup(void)
+{
+	snprintf(eal_runtime_dir, sizeof(eal_runtime_dir), "%s", rte_eal_get_runtime_dir());
+	rte_eal_cleanup();
+}
+
+static void
+on_signal(int sig)
+{
+	__atomic_store_n(&daemon_state.quit, 1, __ATOMIC_RELAXED);
+}
+
+static void
+banner_line(void *arg, const char *line)
+{
+	DPSOCK_LOG(INFO, main, "  %s", line);
+}
+
+static void
+log_banner(const struct dpsock_daemon *d, const char *cmd)
+{
+	DPSOCK_LOG(NOTICE, main, "dpsockd %s (%s), pid %d", DPSOCK_VERSION, rte_version(),
+		   (int)getpid());
+	DPSOCK_LOG(INFO, main, "command line: %s", cmd);
+	DPSOCK_LOG(INFO, main, "configuration %s; settings that differ from the defaults:",
+		   d->conf.path[0] ? d->conf.path : "(built-in)");
+	dpsock_config_foreach_nondefault(&d->conf, banner_line, NULL);
+}
+
+/* Choose the worker lcores: the configured list, else every EAL worker
+ * lcore, else the main lcore alone. */
+static int
+setup_workers(struct dpsock_daemon *d)
+{
+	const struct dpsock_config *c = &d->conf;
+	unsigned int lcores[DPSOCK_MAX_WORKERS], n = 0, i, lc;
+	unsigned int main_lcore = rte_get_main_lcore();
+
+	if (c->n_workers > 0) {
+		for (i = 0; i < c->n_workers; i++) {
+			lc = c->workers[i];
+			if (lc >= RTE_MAX_LCORE || !rte_lcore_is_enabled(lc)) {
+				char list[256] = "";
+				size_t off = 0;
+				unsigned int e;
+
+				RTE_LCORE_FOREACH(e)
+					off += snprintf(list + off, sizeof(list) - off, "%s%u",
+							off ? "," : "", e);
+				fprintf(stderr,
+					"dpsockd: %s: workers: lcore %u is not one of EAL's lcores (%s); "
+					"add it to -l/--lcores or remove it from workers\n",
+					c->path[0] ? c->path : "config", lc, list);
+				return -EINVAL;
+			}
+			lcores[n++] = lc;
+		}
+	} else {
+		RTE_LCORE_FOREACH_WORKER(lc) {
+			if (n == DPSOCK_MAX_WORKERS)
+				break;
+			lcores[n++] = lc;
+		}
+		if (n == 0)
+			lcores[n++] = main_lcore;
+	}
+	d->workers = rte_zmalloc("dpsock_workers", n * sizeof(*d->workers), RTE_CACHE_LINE_SIZE);
+	if (d->workers == NULL) {
+		fprintf(stderr, "dpsockd: out of memory for %u workers\n", n);
+		return -ENOMEM;
+	}
+	d->n_workers = n;
+	d->main_worker = -1;
+	for (i = 0; i < n; i++) {
+		struct dpsock_worker *w = &d->workers[i];
+		char name[RTE_RING_NAMESIZE];
+
+		w->d = d;
+		w->idx = i;
+		w->lcore_id = lcores[i];
+		w->queue = i;
+		w->efd = w->epfd = -1;
+		w->rx_burst = RTE_MIN(c->rx_burst, DPSOCK_RX_BURST_MAX);
+		w->idle_poll_tsc = d->tsc_hz / 1000000 * c->idle_poll_us;
+		w->sleep_max_us = c->idle_sleep_max_us;
+		snprintf(name, sizeof(name), "dps_steer_%u", i);
+		w->steer = rte_ring_create(name, c->steer_ring, rte_lcore_to_socket_id(lcores[i]),
+					   RING_F_SC_DEQ);
+		if (w->steer == NULL) {
+			fprintf(stderr, "dpsockd: steering ring for worker %u: %s\n", i,
+				rte_strerror(rte_errno));
+			return -ENOMEM;
+		}
+		if (lcores[i] == main_lcore)
+			d->main_worker = i;
+	}
+	return 0;
+}
+
+static int
+setup_ports(struct dpsock_daemon *d)
+{
+	const struct dpsock_config *c = &d->conf;
+	char err[512], caps[512];
+	unsigned int i;
+	int ret;
+
+	for (i = 0; i < c->n_ifaces; i++) {
+		const struct dpsock_iface_conf *ic = &c->ifaces[i];
+		struct dpsock_port *p = &d->ports[i];
+		uint32_t need, data_room;
+		char pool_name[RTE_MEMPOOL_NAMESIZE];
+
+		ret = dpsock_port_lookup(ic->port, &p->port_id, err, sizeof(err));
+		if (ret == 0)
+			ret = dpsock_port_probe(p, err, sizeof(err));
+		if (ret != 0) {
+			fprintf(stderr, "dpsockd: %s:%d: interfaces[%u].port: %s\n",
+				c->path[0] ? c->path : "config", ic->line, i, err);
+			return ret;
+		}
+		d->n_ports = i + 1;
+		d->port_idx[p->port_id] = i;
+		/* Each queue's ring, a full TX batch, the steering ring and the
+		 * per-lcore caches must fit, with room left for lwIP to hold. */
+		need = d->n_workers * (c->rx_desc + c->tx_desc + DPSOCK_TX_BURST + c->steer_ring) +
+		       (d->n_workers + 1) * c->mbuf_cache + 1024;
+		if (c->mbufs < need) {
+			fprintf(stderr,
+				"dpsockd: %s: memory.mbufs = %u is too small for %u workers with "
+				"rx_desc %u, tx_desc %u, steer_ring %u: need at least %u\n",
+				c->path[0] ? c->path : "config", c->mbufs, d->n_workers,
+				c->rx_desc, c->tx_desc, c->steer_ring, need);
+			return -EINVAL;
+		}
+		data_room = RTE_MAX((uint32_t)RTE_MBUF_DEFAULT_BUF_SIZE,
+				    (uint32_t)(RTE_PKTMBUF_HEADROOM + ic->mtu + RTE_ETHER_HDR_LEN +
+					       RTE_ETHER_CRC_LEN + 2 * RTE_VLAN_HLEN));
+		snprintf(pool_name, sizeof(pool_name), "dps_mbuf_%u", i);
+		p->pool = rte_pktmbuf_pool_create(pool_name, c->mbufs, c->mbuf_cache,
+						  dpsock_netif_mbuf_priv_size(), data_room,
+						  rte_eth_dev_socket_id(p->port_id) < 0 ? SOCKET_ID_ANY :
+						  rte_eth_dev_socket_id(p->port_id));
+		if (p->pool == NULL) {
+			fprintf(stderr, "dpsockd: mbuf pool for %s (%u mbufs of %u B): %s%s\n",
+				p->name, c->mbufs, data_room, rte_strerror(rte_errno),
+				rte_errno == ENOMEM ? " (reserve more hugepages, or lower memory.mbufs)" : "");
+			return -rte_errno;
+		}
+		ret = dpsock_port_start(p, d->n_workers, ic->mtu, c->rx_desc, c->tx_desc, p->pool,
+					err, sizeof(err));
+		if (ret != 0) {
+			fprintf(stderr, "dpsockd: %s:%d: interfaces[%u]: %s\n",
+				c->path[0] ? c->path : "config", ic->line, i, err);
+			return ret;
+		}
+		dpsock_port_caps_describe(p, caps, sizeof(caps));
+		DPSOCK_LOG(INFO, pmd, "port %s (id %u), mac " RTE_ETHER_ADDR_PRT_FMT ", mtu %u, "
+			   "%u queue pair(s): %s", p->name, p->port_id,
+			   RTE_ETHER_ADDR_BYTES(&p->mac), p->mtu, p->n_queues, caps);
+		DPSOCK_LOG(INFO, pmd, "port %s: active-open steering will use %s", p->name,
+			   p->n_queues == 1 ? "nothing (one queue)" :
+			   p->caps.flow_5tuple ? "rte_flow 5-tuple rules" :
+			   (p->rss_hf && p->caps.rss_key_size && p->caps.reta_size) ?
+			   "Toeplitz source-port choice" : "software steering between workers");
+	}
+	return 0;
+}
+
+/* Stop everything that started; returns the number of leaked mbufs. */
+static unsigned int
+teardown(struct dpsock_daemon *d)
+{
+	unsigned int i, leaked = 0;
+
+	for (i = 0; i < d->n_ports; i++)
+		dpsock_port_stop(&d->ports[i]);
+	for (i = 0; i < d->n_workers; i++)
+		rte_ring_free(d->workers[i].steer);
+	for (i = 0; i < d->n_ports; i++) {
+		struct rte_mempool *pool = d->ports[i].pool;
+		unsigned int avail;
+
+		if (pool == NULL)
+			continue;
+		avail = rte_mempool_avail_count(pool);
+		if (avail != pool->size) {
+			DPSOCK_LOG(ERR, main, "port %s: %u of %u mbufs not returned (leak)",
+				   d->ports[i].name, pool->size - avail, pool->size);
+			leaked += pool->size - avail;
+		} else {
+			DPSOCK_LOG(INFO, main, "port %s: all %u mbufs back in the pool",
+				   d->ports[i].name, pool->size);
+		}
+		rte_mempool_free(pool);
+		d->ports[i].pool = NULL;
+	}
+	rte_free(d->workers);
+	d->workers = NULL;
+	return leaked;
+}
+
+static void
+control_tasks(struct dpsock_daemon *d)
+{
+	dpsock_stats_update_ports(d);
+}
+
+int
+main(int argc, char **argv)
+{
+	struct dpsock_daemon *d = &daemon_state;
+	const char *config_path = NULL;
+	char err[512];
+	unsigned int i;
+	int ret, opt, n, exit_code = 0;
+	uint64_t next_control;
+	char cmd[1024];
+	size_t off = 0;
+
+	early_options(argc, argv);
+	if (check_hugepages(argc, argv) != 0)
+		return 1;
+	argv = eal_default_args(&argc, argv);
+	atexit(remove_runtime_dir);
+	for (i = 0; i < (unsigned int)argc && off < sizeof(cmd); i++)
+		off += snprintf(cmd + off, sizeof(cmd) - off, "%s%s", i ? " " : "", argv[i]);
+	dpsock_log_init(RTE_LOG_INFO);
+	n = rte_eal_init(argc, argv);
+	if (n < 0) {
+		fprintf(stderr, "dpsockd: EAL initialisation failed: %s (see the EAL messages above; "
+			"`%s --help` lists EAL options)\n", rte_strerror(rte_errno), argv[0]);
+		return 1;
+	}
+	argc -= n;
+	argv += n;
+	argv[0] = "dpsockd";
+	optind = 1;
+	while ((opt = getopt_long(argc, argv, "f:hV", long_opts, NULL)) != -1) {
+		switch (opt) {
+		case 'f':
+			config_path = optarg;
+			break;
+		default:
+			usage(stderr, "dpsockd");
+			eal_cleanup();
+			return 2;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "dpsockd: unexpected argument '%s'\n", argv[optind]);
+		usage(stderr, "dpsockd");
+		eal_cleanup();
+		return 2;
+	}
+	if (config_path == NULL) {
+		struct stat st;
+
+		if (stat(DEFAULT_CONFIG, &st) != 0) {
+			fprintf(stderr, "dpsockd: no configuration: pass -f FILE after the -- "
+				"(example: config/dpsock.conf), or install " DEFAULT_CONFIG "\n");
+			eal_cleanup();
+			return 1;
+		}
+		config_path = DEFAULT_CONFIG;
+	}
+	ret = dpsock_config_load(&d->conf, config_path, err, sizeof(err));
+	if (ret != 0) {
+		fprintf(stderr, "dpsockd: %s\n", err);
+		eal_cleanup();
+		return 1;
+	}
+	dpsock_log_init(d->conf.log_level);
+	for (i = 0; i < d->conf.n_log_modules; i++)
+		if (dpsock_log_set_module_level(d->conf.log_modules[i].module,
+						d->conf.log_modules[i].level) != 0)
+			DPSOCK_LOG(WARNING, main, "log.modules.%s: no such module "
+				   "(main, pmd, worker, lwip, stats)", d->conf.log_modules[i].module);
+	log_banner(d, cmd);
+
+	d->tsc_hz = rte_get_tsc_hz();
+	d->stats_fd = -1;
+	signal(SIGINT, on_signal);
+	signal(SIGTERM, on_signal);
+	signal(SIGPIPE, SIG_IGN);
+
+	if (setup_workers(d) != 0 || setup_ports(d) != 0) {
+		exit_code = 1;
+		goto out;
+	}
+	ret = dpsock_stats_create(d, err, sizeof(err));
+	if (ret != 0) {
+		fprintf(stderr, "dpsockd: %s\n", err);
+		exit_code = 1;
+		goto out;
+	}
+	for (i = 0; i < d->n_workers; i++)
+		d->workers[i].stats = &d->stats->workers[i];
+
+	for (i = 0; i < d->n_workers; i++) {
+		struct dpsock_worker *w = &d->workers[i];
+
+		if ((int)i == d->main_worker)
+			continue;
+		ret = rte_eal_remote_launch(dpsock_worker_main, w, w->lcore_id);
+		if (ret != 0) {
+			fprintf(stderr, "dpsockd: cannot launch worker %u on lcore %u: %s\n", i,
+				w->lcore_id, rte_strerror(-ret));
+			__atomic_store_n(&d->quit, 1, __ATOMIC_RELAXED);
+			exit_code = 1;
+			goto stop;
+		}
+	}
+	if (d->main_worker >= 0) {
+		struct dpsock_worker *w = &d->workers[d->main_worker];
+
+		w->init_ret = dpsock_worker_init(w);
+		__atomic_store_n(&w->init_done, 1, __ATOMIC_RELEASE);
+	}
+	for (i = 0; i < d->n_workers; i++) {
+		struct dpsock_worker *w = &d->workers[i];
+
+		/* acquire: pairs with the worker's release store of init_done */
+		while (!__atomic_load_n(&w->init_done, __ATOMIC_ACQUIRE))
+			rte_delay_us_sleep(1000);
+		if (w->init_ret != 0) {
+			fprintf(stderr, "dpsockd: worker %u (lcore %u) failed to start: %s\n", i,
+				w->lcore_id, strerror(-w->init_ret));
+			exit_code = 1;
+		}
+	}
+	if (exit_code != 0) {
+		__atomic_store_n(&d->quit, 1, __ATOMIC_RELAXED);
+		goto stop;
+	}
+
+	for (i = 0; i < d->n_workers; i++)
+		DPSOCK_LOG(INFO, main, "worker %u on lcore %u, queue %u%s", i, d->workers[i].lcore_id,
+			   d->workers[i].queue, (int)i == d->main_worker ? " (main lcore)" : "");
+	for (i = 0; i < d->n_ports; i++) {
+		const struct dpsock_iface_conf *ic = &d->conf.ifaces[i];
+		struct in_addr a = { .s_addr = ic->addr };
+
+		DPSOCK_LOG(NOTICE, main, "serving %s/%u on %s", inet_ntoa(a), ic->prefix_len,
+			   d->ports[i].name);
+	}
+	control_tasks(d);
+	/* release: the segment's contents are complete before readers see it run */
+	__atomic_store_n(&d->stats->running, 1, __ATOMIC_RELEASE);
+	DPSOCK_LOG(NOTICE, main, "ready: %u worker(s); stats in /dev/shm%s (dpsock-stat -n %s)",
+		   d->n_workers, d->stats_shm, d->conf.name);
+
+	next_control = rte_rdtsc();
+	while (!__atomic_load_n(&d->quit, __ATOMIC_RELAXED)) {
+		uint64_t now = rte_rdtsc();
+
+		if (now >= next_control) {
+			control_tasks(d);
+			next_control = now + d->tsc_hz / (1000000 / CONTROL_INTERVAL_US);
+		}
+		if (d->main_worker >= 0) {
+			struct dpsock_worker *w = &d->workers[d->main_worker];
+			uint64_t until = next_control > now ? next_control - now : 0;
+
+			dpsock_worker_idle(w, dpsock_worker_poll(w),
+					   (uint32_t)(until * 1000000 / d->tsc_hz) + 1);
+		} else {
+			rte_delay_us_sleep(CONTROL_INTERVAL_US);
+		}
+	}
+	DPSOCK_LOG(NOTICE, main, "stopping");
+
+stop:
+	__atomic_store_n(&d->quit, 1, __ATOMIC_RELAXED);
+	for (i = 0; i < d->n_workers; i++)
+		if ((int)i != d->main_worker && d->workers[i].lcore_id != rte_get_main_lcore())
+			dpsock_worker_wake(&d->workers[i]);
+	rte_eal_mp_wait_lcore();
+	if (d->main_worker >= 0 && d->workers[d->main_worker].init_done)
+		dpsock_worker_fini(&d->workers[d->main_worker]);
+	if (d->stats != NULL)
+		control_tasks(d);
+out:
+	if (d->workers != NULL || d->n_ports > 0) {
+		unsigned int leaked = teardown(d);
+
+		if (leaked != 0 && exit_code == 0)
+			exit_code = 3;
+	}
+	dpsock_stats_destroy(d);
+	DPSOCK_LOG(NOTICE, main, "stopped%s", exit_code == 3 ? " (mbuf leak)" : "");
+	eal_cleanup();
+	return exit_code;
+}

@@ -1,0 +1,437 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The worker loop: one per worker lcore, each with its own lwIP instance.
+ *
+ *   rx_burst(queue k of every port) ─► validate ─► lwIP (zero copy)
+ *   steering ring (frames other workers hand over) ─► lwIP
+ *   lwIP timers; lwIP's output batched ─► tx_burst(queue k)
+ *   nothing to do ─► keep polling idle_poll_us, then sleep with back-off
+ *
+ * Frames are validated here, up to the IPv4 header, so that every malformed
+ * frame is counted by name before lwIP sees it; lwIP's own drop counters
+ * (L4 checksums, no pcb...) are mirrored into the same stats block.
+ *
+ * ARP: every worker has a netif with the port's address, so a request is
+ * answered by whichever worker's queue it lands on. Each worker also needs
+ * every neighbour's MAC, so an ARP frame from the NIC is copied to the other
+ * workers' steering rings; a copied request is turned into a reply first, so
+ * the other instances learn the sender without answering it again.
+ */
+
+#include <errno.h>
+#include <inttypes.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <rte_arp.h>
+#include <rte_cycles.h>
+#include <rte_ethdev.h>
+#include <rte_ip.h>
+#include <rte_lcore.h>
+#include <rte_pause.h>
+
+#include "lwip_compat_priv.h"
+
+#include "lwip/etharp.h"
+#include "lwip/init.h"
+#include "lwip/ip4_frag.h"
+#include "lwip/priv/tcp_priv.h"
+#include "lwip/stats.h"
+#include "lwip/tcp.h"
+#include "lwip/timeouts.h"
+#include "lwip/udp.h"
+#include "netif/ethernet.h"
+
+#include "dpsock_lwip.h"
+
+#include "daemon_priv.h"
+#include "log_priv.h"
+
+#define MIRROR_INTERVAL_US 100000 /* lwIP counters → stats block */
+#define SLEEP_MIN_US 16
+
+static inline void
+drop(struct rte_mbuf *m, uint64_t *counter)
+{
+	dpsock_stat_add(counter, 1);
+	rte_pktmbuf_free(m);
+}
+
+/* Hand copies of an ARP frame to every other worker (requests as replies,
+ * see the file comment). */
+static void
+arp_share(struct dpsock_worker *w, struct rte_mbuf *m)
+{
+	struct dpsock_daemon *d = w->d;
+	unsigned int j;
+
+	for (j = 0; j < d->n_workers; j++) {
+		struct dpsock_worker *peer = &d->workers[j];
+		struct rte_arp_hdr *arp;
+		struct rte_mbuf *c;
+
+		if (peer == w)
+			continue;
+		c = rte_pktmbuf_copy(m, m->pool, 0, UINT32_MAX);
+		if (c == NULL) {
+			dpsock_stat_add(&w->stats->rx_nomem, 1);
+			continue;
+		}
+		c->port = m->port;
+		arp = rte_pktmbuf_mtod_offset(c, struct rte_arp_hdr *, RTE_ETHER_HDR_LEN);
+		if (arp->arp_opcode == RTE_BE16(RTE_ARP_OP_REQUEST))
+			arp->arp_opcode = RTE_BE16(RTE_ARP_OP_REPLY);
+		if (rte_ring_mp_enqueue(peer->steer, c) != 0) {
+			drop(c, &w->stats->steer_full);
+			continue;
+		}
+		dpsock_stat_add(&w->stats->arp_shared_out, 1);
+		dpsock_worker_wake(peer);
+	}
+}
+
+static bool
+arp_valid(const struct rte_mbuf *m)
+{
+	const struct rte_arp_hdr *arp;
+
+	if (m->data_len < RTE_ETHER_HDR_LEN + sizeof(*arp))
+		return false;
+	arp = rte_pktmbuf_mtod_offset(m, const struct rte_arp_hdr *, RTE_ETHER_HDR_LEN);
+	return arp->arp_hardware == RTE_BE16(RTE_ARP_HRD_ETHER) &&
+	       arp->arp_protocol == RTE_BE16(RTE_ETHER_TYPE_IPV4) &&
+	       arp->arp_hlen == RTE_ETHER_ADDR_LEN && arp->arp_plen == 4 &&
+	       (arp->arp_opcode == RTE_BE16(RTE_ARP_OP_REQUEST) ||
+		arp->arp_opcode == RTE_BE16(RTE_ARP_OP_REPLY));
+}
+
+/* Validate an IPv4 packet up to its header. Returns the counter to bump, or
+ * NULL when the packet may go to lwIP. */
+static uint64_t *
+ipv4_check(struct dpsock_worker_stats *st, const struct rte_mbuf *m)
+{
+	const struct rte_ipv4_hdr *ip;
+	uint32_t hlen, tot;
+
+	if (m->data_len < RTE_ETHER_HDR_LEN + sizeof(*ip))
+		return &st->rx_drop_ip_len;
+	ip = rte_pktmbuf_mtod_offset(m, const struct rte_ipv4_hdr *, RTE_ETHER_HDR_LEN);
+	if ((ip->version_ihl >> 4) != 4 || (ip->version_ihl & 0xf) < 5)
+		return &st->rx_drop_ip_hdr;
+	hlen = (ip->version_ihl & 0xf) * 4u;
+	tot = rte_be_to_cpu_16(ip->total_length);
+	if (RTE_ETHER_HDR_LEN + hlen > m->data_len || tot < hlen ||
+	    RTE_ETHER_HDR_LEN + tot > m->pkt_len)
+		return &st->rx_drop_ip_len;
+	switch (m->ol_flags & RTE_MBUF_F_RX_IP_CKSUM_MASK) {
+	case RTE_MBUF_F_RX_IP_CKSUM_GOOD:
+		break;
+	case RTE_MBUF_F_RX_IP_CKSUM_BAD:
+		return &st->rx_drop_ip_cksum;
+	default:
+		/* A correct header sums to 0xffff in one's complement. */
+		if (rte_raw_cksum(ip, hlen) != 0xffff)
+			return &st->rx_drop_ip_cksum;
+	}
+	if ((m->ol_flags & RTE_MBUF_F_RX_L4_CKSUM_MASK) == RTE_MBUF_F_RX_L4_CKSUM_BAD)
+		return &st->rx_drop_l4_cksum;
+	if (ip->next_proto_id == IPPROTO_ICMP && m->data_len > RTE_ETHER_HDR_LEN + hlen &&
+	    *((const uint8_t *)ip + hlen) == 8 /* echo request */)
+		dpsock_stat_add(&st->icmp_echo, 1);
+	return NULL;
+}
+
+static void
+rx_frame(struct dpsock_worker *w, struct dpsock_worker_port *wp, struct rte_mbuf *m,
+	 bool from_nic)
+{
+	struct dpsock_worker_stats *st = w->stats;
+	const struct rte_ether_hdr *eth;
+	uint64_t *bad;
+
+	if (unlikely(m->data_len < RTE_ETHER_HDR_LEN)) {
+		drop(m, &st->rx_drop_runt);
+		return;
+	}
+	eth = rte_pktmbuf_mtod(m, const struct rte_ether_hdr *);
+	switch (eth->ether_type) {
+	case RTE_BE16(RTE_ETHER_TYPE_IPV4):
+		bad = ipv4_check(st, m);
+		if (unlikely(bad != NULL)) {
+			drop(m, bad);
+			return;
+		}
+		dpsock_stat_add(&st->ip_in, 1);
+		break;
+	case RTE_BE16(RTE_ETHER_TYPE_ARP):
+		if (!arp_valid(m)) {
+			drop(m, &st->rx_drop_arp);
+			return;
+		}
+		if (from_nic) {
+			dpsock_stat_add(&st->arp_in, 1);
+			if (w->d->n_workers > 1)
+				arp_share(w, m);
+		} else {
+			dpsock_stat_add(&st->arp_shared_in, 1);
+		}
+		break;
+	default:
+		drop(m, &st->rx_drop_ethertype);
+		return;
+	}
+	dpsock_netif_input(wp, m);
+}
+
+static void
+mirror_lwip_stats(struct dpsock_worker *w)
+{
+	struct dpsock_worker_stats *st = w->stats;
+	struct dpsock_lwip_mem_stats mem;
+
+	dpsock_stat_set(&st->lwip_ip_drop, lwip_stats.ip.drop);
+	dpsock_stat_set(&st->lwip_icmp_drop, lwip_stats.icmp.drop);
+	dpsock_stat_set(&st->lwip_icmp_chkerr, lwip_stats.icmp.chkerr);
+	dpsock_stat_set(&st->lwip_icmp_xmit, lwip_stats.icmp.xmit);
+	dpsock_stat_set(&st->lwip_udp_drop, lwip_stats.udp.drop);
+	dpsock_stat_set(&st->lwip_udp_chkerr, lwip_stats.udp.chkerr);
+	dpsock_stat_set(&st->lwip_tcp_drop, lwip_stats.tcp.drop);
+	dpsock_stat_set(&st->lwip_tcp_chkerr, lwip_stats.tcp.chkerr);
+	dpsock_stat_set(&st->lwip_etharp_drop, lwip_stats.etharp.drop);
+	dpsock_lwip_mem_stats(&mem);
+	dpsock_stat_set(&st->lwip_mem_bytes, mem.bytes_in_use);
+	dpsock_stat_set(&st->lwip_mem_objs, mem.objs_in_use);
+}
+
+unsigned int
+dpsock_worker_poll(struct dpsock_worker *w)
+{
+	struct dpsock_daemon *d = w->d;
+	struct dpsock_worker_stats *st = w->stats;
+	struct rte_mbuf *pkts[DPSOCK_RX_BURST_MAX];
+	unsigned int i, k, n, work = 0;
+	uint64_t now;
+
+	for (i = 0; i < w->n_ports; i++) {
+		struct dpsock_worker_port *wp = &w->ports[i];
+		uint64_t bytes = 0;
+
+		n = rte_eth_rx_burst(wp->port->port_id, w->queue, pkts, w->rx_burst);
+		if (n == 0)
+			continue;
+		for (k = 0; k < n; k++)
+			bytes += pkts[k]->pkt_len;
+		dpsock_stat_add(&st->rx_bursts, 1);
+		dpsock_stat_add(&st->rx_packets, n);
+		dpsock_stat_add(&st->rx_bytes, bytes);
+		for (k = 0; k < n; k++)
+			rx_frame(w, wp, pkts[k], true);
+		work += n;
+	}
+
+	n = rte_ring_sc_dequeue_burst(w->steer, (void **)pkts, w->rx_burst, NULL);
+	for (k = 0; k < n; k++)
+		rx_frame(w, &w->ports[d->port_idx[pkts[k]->port]], pkts[k], false);
+	work += n;
+
+	if (sys_timeouts_sleeptime() == 0) {
+		sys_check_timeouts();
+		dpsock_stat_add(&st->timer_runs, 1);
+	}
+	now = rte_rdtsc();
+	if (now >= w->next_mirror_tsc) {
+		mirror_lwip_stats(w);
+		w->next_mirror_tsc = now + d->tsc_hz / (1000000 / MIRROR_INTERVAL_US);
+	}
+	for (i = 0; i < w->n_ports; i++)
+		dpsock_netif_flush(&w->ports[i]);
+
+	dpsock_stat_add(&st->loops, 1);
+	if (work)
+		dpsock_stat_add(&st->busy_loops, 1);
+	return work;
+}
+
+void
+dpsock_worker_idle(struct dpsock_worker *w, unsigned int work, uint32_t max_us)
+{
+	struct dpsock_worker_stats *st = w->stats;
+	struct epoll_event ev;
+	struct timespec ts, t0, t1;
+	uint64_t now = rte_rdtsc();
+	uint32_t us, timer_ms;
+	int n;
+
+	if (work) {
+		w->last_work_tsc = now;
+		w->sleep_us = 0;
+		return;
+	}
+	if (now - w->last_work_tsc < w->idle_poll_tsc) {
+		rte_pause();
+		return;
+	}
+	us = w->sleep_us ? w->sleep_us * 2 : SLEEP_MIN_US;
+	us = RTE_MIN(us, w->sleep_max_us);
+	us = RTE_MIN(us, max_us);
+	timer_ms = sys_timeouts_sleeptime();
+	if (timer_ms != SYS_TIMEOUTS_SLEEPTIME_INFINITE && (uint64_t)timer_ms * 1000 < us)
+		us = timer_ms * 1000;
+	if (us == 0)
+		return;
+	w->sleep_us = us;
+
+	/* Announce the sleep, then look at the steering ring once more.
+	 * seq_cst: pairs with the fence in dpsock_worker_wake, which enqueues
+	 * before it reads `sleeping`; either the waker sees sleeping == 1 and
+	 * writes the eventfd, or this load sees its mbuf. */
+	__atomic_store_n(&w->sleeping, 1, __ATOMIC_RELAXED);
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	if (!rte_ring_empty(w->steer)) {
+		__atomic_store_n(&w->sleeping, 0, __ATOMIC_RELAXED);
+		return;
+	}
+	ts.tv_sec = us / 1000000;
+	ts.tv_nsec = (us % 1000000) * 1000L;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	n = epoll_pwait2(w->epfd, &ev, 1, &ts, NULL);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	__atomic_store_n(&w->sleeping, 0, __ATOMIC_RELAXED);
+	if (n > 0) {
+		uint64_t v;
+
+		if (read(w->efd, &v, sizeof(v)) == sizeof(v))
+			dpsock_stat_add(&st->wakeups, 1);
+		w->sleep_us = 0;
+	}
+	dpsock_stat_add(&st->sleeps, 1);
+	dpsock_stat_add(&st->sleep_us, (uint64_t)(t1.tv_sec - t0.tv_sec) * 1000000 +
+					       (t1.tv_nsec - t0.tv_nsec) / 1000);
+}
+
+void
+dpsock_worker_wake(struct dpsock_worker *w)
+{
+	static const uint64_t one = 1;
+
+	/* seq_cst: pairs with the fence in dpsock_worker_idle (see there). */
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	if (__atomic_load_n(&w->sleeping, __ATOMIC_RELAXED) &&
+	    write(w->efd, &one, sizeof(one)) < 0 && errno != EAGAIN)
+		DPSOCK_LOG(ERR, worker, "worker %u: eventfd write: %s", w->idx, strerror(errno));
+}
+
+int
+dpsock_worker_init(struct dpsock_worker *w)
+{
+	struct dpsock_daemon *d = w->d;
+	struct dpsock_lwip_params params;
+	struct epoll_event ev = { .events = EPOLLIN };
+	unsigned int i;
+	int ret;
+
+	memset(&params, 0, sizeof(params));
+	params.instance = w->idx;
+	ret = dpsock_lwip_instance_init(&params);
+	if (ret != 0) {
+		DPSOCK_LOG(ERR, worker, "worker %u: lwIP instance: %s", w->idx, strerror(-ret));
+		return ret;
+	}
+	w->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	w->epfd = epoll_create1(EPOLL_CLOEXEC);
+	ev.data.fd = w->efd;
+	if (w->efd < 0 || w->epfd < 0 || epoll_ctl(w->epfd, EPOLL_CTL_ADD, w->efd, &ev) != 0) {
+		ret = -errno;
+		DPSOCK_LOG(ERR, worker, "worker %u: eventfd/epoll: %s", w->idx, strerror(errno));
+		return ret;
+	}
+	for (i = 0; i < d->n_ports; i++) {
+		const struct dpsock_iface_conf *ic = &d->conf.ifaces[i];
+		struct dpsock_worker_port *wp = &w->ports[i];
+		ip4_addr_t addr, mask, gw;
+
+		wp->w = w;
+		wp->port = &d->ports[i];
+		wp->port_idx = i;
+		ip4_addr_set_u32(&addr, ic->addr);
+		ip4_addr_set_u32(&mask, ic->prefix_len ? rte_cpu_to_be_32(~0u << (32 - ic->prefix_len)) : 0);
+		ip4_addr_set_u32(&gw, ic->gateway);
+		if (netif_add(&wp->netif, &addr, &mask, &gw, wp, dpsock_netif_init,
+			      ethernet_input) == NULL) {
+			DPSOCK_LOG(ERR, worker, "worker %u: netif_add for port %s failed", w->idx,
+				   wp->port->name);
+			return -ENOMEM;
+		}
+		w->n_ports = i + 1;
+		if (i == 0 || (ic->gateway && netif_default->gw.addr == 0))
+			netif_set_default(&wp->netif);
+		netif_set_up(&wp->netif);
+	}
+	w->stats->lcore_id = w->lcore_id;
+	w->last_work_tsc = rte_rdtsc();
+	return 0;
+}
+
+void
+dpsock_worker_fini(struct dpsock_worker *w)
+{
+	struct dpsock_lwip_mem_stats mem;
+	struct rte_mbuf *m;
+	unsigned int i;
+
+	/* Connections first (an abort frees their queues), then interfaces
+	 * (netif_remove drops ARP-queued packets), then what the timers would
+	 * have freed later: IP fragments waiting for reassembly. */
+	while (tcp_active_pcbs != NULL)
+		tcp_abort(tcp_active_pcbs);
+	while (tcp_tw_pcbs != NULL)
+		tcp_abort(tcp_tw_pcbs);
+	while (tcp_listen_pcbs.pcbs != NULL)
+		tcp_close((struct tcp_pcb *)tcp_listen_pcbs.pcbs);
+	while (udp_pcbs != NULL)
+		udp_remove(udp_pcbs);
+	for (i = 0; i < w->n_ports; i++) {
+		dpsock_netif_flush(&w->ports[i]);
+		netif_remove(&w->ports[i].netif);
+	}
+#if IP_REASSEMBLY
+	for (i = 0; i <= IP_REASS_MAXAGE; i++)
+		ip_reass_tmr();
+#endif
+	while (rte_ring_sc_dequeue(w->steer, (void **)&m) == 0)
+		rte_pktmbuf_free(m);
+	for (i = 0; i < w->n_ports; i++)
+		if (w->ports[i].tx_n) /* anything lwIP sent while tearing down */
+			rte_pktmbuf_free_bulk(w->ports[i].tx, w->ports[i].tx_n);
+	mirror_lwip_stats(w);
+	dpsock_lwip_mem_stats(&mem);
+	DPSOCK_LOG(DEBUG, worker, "worker %u: lwIP holds %" PRIu64 " objects (%" PRIu64
+		   " bytes) at exit (timers)", w->idx, mem.objs_in_use, mem.bytes_in_use);
+	dpsock_lwip_instance_fini();
+	if (w->epfd >= 0)
+		close(w->epfd);
+	if (w->efd >= 0)
+		close(w->efd);
+	w->epfd = w->efd = -1;
+}
+
+int
+dpsock_worker_main(void *arg)
+{
+	struct dpsock_worker *w = arg;
+	struct dpsock_daemon *d = w->d;
+	int ret;
+
+	ret = dpsock_worker_init(w);
+	__atomic_store_n(&w->init_ret, ret, __ATOMIC_RELAXED);
+	/* release: publishes init_ret to the main lcore's acquire load */
+	__atomic_store_n(&w->init_done, 1, __ATOMIC_RELEASE);
+	if (ret == 0)
+		while (!__atomic_load_n(&d->quit, __ATOMIC_RELAXED))
+			dpsock_worker_idle(w, dpsock_worker_poll(w), UINT32_MAX);
+	dpsock_worker_fini(w);
+	return ret;
+}

@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# dpsockd refuses bad start-up conditions with a clear message and a
+# non-zero exit, and leaves nothing behind: a bad config (file:line:key), an
+# unknown port (the ports that exist are listed), a worker lcore EAL does not
+# have, more workers than the port has queues, no hugepages (what to run).
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+
+require_root
+require_cmd ip unshare timeout
+require_tools dpsockd
+name=$TEST_NAME
+test_topo_up 42
+dir=$TEST_TMP
+dpsockd=$DPSOCKD
+
+# expect_fail DESCRIPTION EXPECTED_SUBSTRING COMMAND...
+expect_fail() {
+	local what=$1 want=$2 out rc=0
+	shift 2
+	out=$(timeout 60 "$@" 2>&1) || rc=$?
+	[ "$rc" -ne 0 ] || fail "$what: dpsockd exited 0; output: $out"
+	[ "$rc" -ne 124 ] || fail "$what: dpsockd hung (timeout)"
+	echo "$out" | grep -qF -- "$want" || fail "$what: message lacks '$want'; output: $out"
+	[ ! -e "/dev/shm/dpsock.$name.stats" ] || fail "$what: stats segment left behind"
+	[ ! -e "/var/run/dpdk/$name" ] || fail "$what: EAL runtime directory left behind"
+	ok "$what: exit $rc, '$want'"
+}
+
+eal=(--no-huge -m 256 --no-pci --file-prefix "$name" --log-level=lib.eal:error)
+vdev="--vdev=net_af_packet0,iface=$TOPO_IF_A,qpairs=1"
+
+printf 'name = "%s";\nworker = { rx_burst = 5000; };\ninterfaces = ( { port = "net_af_packet0"; address = "%s/24"; } );\n' \
+	"$name" "$TOPO_ADDR_A" >"$dir/bad.conf"
+expect_fail "bad config" "$dir/bad.conf:2: worker.rx_burst" \
+	ip netns exec "$TOPO_NS_A" "$dpsockd" -l 0 "${eal[@]}" "$vdev" -- -f "$dir/bad.conf"
+
+expect_fail "missing config" "$dir/none.conf" \
+	ip netns exec "$TOPO_NS_A" "$dpsockd" -l 0 "${eal[@]}" "$vdev" -- -f "$dir/none.conf"
+
+printf 'name = "%s";\ninterfaces = ( { port = "net_nosuch0"; address = "%s/24"; } );\n' \
+	"$name" "$TOPO_ADDR_A" >"$dir/port.conf"
+expect_fail "unknown port" "ports that exist: net_af_packet0" \
+	ip netns exec "$TOPO_NS_A" "$dpsockd" -l 0 "${eal[@]}" "$vdev" -- -f "$dir/port.conf"
+
+printf 'name = "%s";\nworkers = [ 7 ];\ninterfaces = ( { port = "net_af_packet0"; address = "%s/24"; } );\n' \
+	"$name" "$TOPO_ADDR_A" >"$dir/lcore.conf"
+expect_fail "lcore not in EAL's list" "lcore 7 is not one of EAL's lcores" \
+	ip netns exec "$TOPO_NS_A" "$dpsockd" -l 0 "${eal[@]}" "$vdev" -- -f "$dir/lcore.conf"
+
+printf 'name = "%s";\nworkers = [ 0, 1 ];\ninterfaces = ( { port = "net_af_packet0"; address = "%s/24"; } );\n' \
+	"$name" "$TOPO_ADDR_A" >"$dir/queues.conf"
+expect_fail "more workers than queues" "2 workers need one pair each" \
+	ip netns exec "$TOPO_NS_A" "$dpsockd" -l 0-1 "${eal[@]}" "$vdev" -- -f "$dir/queues.conf"
+
+# No hugepages: a private mount namespace where hugetlbfs is not mounted.
+expect_fail "no hugepages" "add --no-huge to the EAL options" \
+	unshare -m sh -c "umount -l /dev/hugepages 2>/dev/null; \
+		exec ip netns exec $TOPO_NS_A $dpsockd -l 0 --no-pci --file-prefix $name $vdev -- -f $dir/queues.conf"
+
+out=$("$dpsockd" -- --version) || fail "--version failed"
+echo "$out" | grep -q '^dpsockd ' || fail "--version printed '$out'"
+"$dpsockd" -- --help | grep -q 'Usage: ' || fail "--help printed no usage"
+"$dpsockd" -- --help-config | grep -q 'memory.mbufs' || fail "--help-config lacks memory.mbufs"
+pass "--version, --help, --help-config work without EAL"

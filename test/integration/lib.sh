@@ -1,0 +1,536 @@
+# SPDX-License-Identifier: BSD-3-Clause
+# shellcheck shell=bash disable=SC2034,SC2153
+# (SC2034/SC2153: variables here are set for, or by, the sourcing test.)
+#
+# test/integration/lib.sh — helpers for integration tests (bash). Source it
+# first thing:
+#
+#   . "$(dirname "$0")/lib.sh"
+#   require_root
+#   require_tools dpsockd dpsock-stat badframes
+#   test_topo_up 7                    # namespaces + veth, torn down on exit
+#   dpsockd_start "$TEST_NAME" "$(dpsock_conf "$TEST_NAME")"
+#   in_b ping -c 1 -W 1 "$TOPO_ADDR_A" >/dev/null || fail "no ping reply"
+#   wait_counter_ge "$TEST_NAME" icmp_echo 1 5
+#   dpsockd_stop || fail "dpsockd exited with status $?"
+#   pass "ping answered"
+#
+# Exit codes follow meson/automake: 0 pass, 1 fail, 77 skip. Nothing here
+# changes the caller's shell options; the helpers work with and without
+# `set -eu`.
+#
+# Environment:
+#   DPSOCK_BUILD           build dir holding dpsockd, dpsock-stat and
+#                          test/tools/badframes (default: <source>/build,
+#                          then ./build)
+#   DPSOCK_EAL_MEM         EAL memory arguments, overriding eal_mem_args
+#   DPSOCK_MIN_HUGE_MB     free hugepage memory needed to use hugepages (256)
+#   DPSOCK_TEST_LCORES     EAL -l for dpsockd_eal_args (0-1)
+#   DPSOCK_TEST_QPAIRS     af_packet qpairs for dpsockd_eal_args (2)
+#   DPSOCKD_START_TIMEOUT  seconds dpsockd_start waits (30)
+#   DPSOCKD_STOP_TIMEOUT   seconds dpsockd_stop waits after SIGTERM (10)
+#   DPSOCK_KEEP_TMP=1      keep the test's temp dir even when it passes
+#
+# Functions (see each one's comment):
+#   outcome   fail MSG, pass MSG, ok MSG, skip MSG, note MSG
+#   checks    require_root, require_cmd CMD..., require_tools TOOL...
+#   cleanup   on_exit CMD... (LIFO; runs on EXIT/INT/TERM)
+#   names     TEST_NAME, TEST_TMP, unique_name [SUFFIX]
+#   waiting   wait_until TIMEOUT_S CMD..., poll_until TIMEOUT_S CMD...
+#   stats     stat_get NAME SCOPE.IDX.COUNTER, stat_sum NAME COUNTER,
+#             stat_read NAME COUNTER|KEY, wait_counter_ge NAME COUNTER VALUE [T]
+#   topology  test_topo_up [IDX] [NAME], in_a CMD..., in_b CMD...
+#             (and everything in scripts/topo.sh)
+#   daemon    eal_mem_args, dpsockd_eal_args NAME, dpsock_conf NAME [LINE...],
+#             dpsockd_start NAME CONF [EAL_ARGS...], dpsockd_stop [NAME]
+#   frames    badframes_send COUNT CASE..., badframes_counter CASE
+
+DPSOCK_SRC=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+# shellcheck source=../../scripts/topo.sh
+. "$DPSOCK_SRC/scripts/topo.sh"
+
+# ---- outcome ---------------------------------------------------------------
+
+# fail MSG: print "FAIL: MSG" and exit 1 (cleanup runs).
+fail() {
+	echo "FAIL: $*" >&2
+	exit 1
+}
+
+# pass MSG: print "PASS: MSG" and exit 0 (cleanup runs).
+pass() {
+	echo "PASS: $*"
+	exit 0
+}
+
+# ok MSG: one check of several passed; print "ok: MSG" and go on.
+ok() {
+	echo "ok: $*"
+}
+
+# skip MSG: print "SKIP: MSG" and exit 77 (cleanup runs).
+skip() {
+	echo "SKIP: $*"
+	exit 77
+}
+
+# note MSG: progress line, does not end the test.
+note() {
+	echo "-- $*"
+}
+
+# ---- checks ----------------------------------------------------------------
+
+# require_root: skip unless root and `ip netns` works.
+require_root() {
+	[ "$(id -u)" -eq 0 ] || skip "needs root (network namespaces, AF_PACKET, hugepages)"
+	command -v ip >/dev/null 2>&1 || skip "needs 'ip' (apt-get install iproute2)"
+	ip netns list >/dev/null 2>&1 || skip "'ip netns' does not work here"
+}
+
+# require_cmd CMD...: skip unless every CMD is on PATH.
+require_cmd() {
+	local c missing=()
+	for c in "$@"; do
+		command -v "$c" >/dev/null 2>&1 || missing+=("$c")
+	done
+	[ ${#missing[@]} -eq 0 ] || skip "needs command(s) not found: ${missing[*]}"
+}
+
+# ---- build products --------------------------------------------------------
+
+# _lib_build_dirs: candidate build dirs, best first.
+_lib_build_dirs() {
+	if [ -n "${DPSOCK_BUILD:-}" ]; then
+		echo "$DPSOCK_BUILD"
+		return
+	fi
+	echo "$DPSOCK_SRC/build"
+	echo "$PWD/build"
+}
+
+# dpsock_tool NAME: print the path of a built program (dpsockd, dpsock-stat,
+# badframes...) or return 1.
+dpsock_tool() {
+	local name=$1 b sub f
+	while read -r b; do
+		[ -d "$b" ] || continue
+		for sub in "" src tools apps test/tools; do
+			f=$b/${sub:+$sub/}$name
+			if [ -f "$f" ] && [ -x "$f" ]; then
+				echo "$f"
+				return 0
+			fi
+		done
+		f=$(find "$b" -maxdepth 3 -type f -name "$name" -perm -u+x 2>/dev/null | head -n 1)
+		if [ -n "$f" ]; then
+			echo "$f"
+			return 0
+		fi
+	done < <(_lib_build_dirs)
+	return 1
+}
+
+DPSOCKD=$(dpsock_tool dpsockd) || DPSOCKD=
+DPSOCK_STAT=$(dpsock_tool dpsock-stat) || DPSOCK_STAT=
+BADFRAMES=$(dpsock_tool badframes) || BADFRAMES=
+
+# require_tools TOOL...: skip unless each built program is found.
+require_tools() {
+	local t missing=()
+	for t in "$@"; do
+		dpsock_tool "$t" >/dev/null || missing+=("$t")
+	done
+	[ ${#missing[@]} -eq 0 ] ||
+		skip "not built: ${missing[*]} (looked in: $(_lib_build_dirs | tr '\n' ' ')— set DPSOCK_BUILD)"
+}
+
+# ---- names and temp dir ----------------------------------------------------
+
+# TEST_NAME: short and unique per run, usable as a topology, daemon and
+# EAL file-prefix name: up to 8 characters of the script's name + pid.
+_lib_base=$(basename "${0%.sh}" | tr -cd 'A-Za-z0-9')
+[ -n "$_lib_base" ] || _lib_base=t
+TEST_NAME=${TEST_NAME:-${_lib_base:0:8}-$$}
+unset _lib_base
+
+# unique_name [SUFFIX]: TEST_NAME plus a suffix, for a second daemon or
+# topology in the same test (unique_name b → "<test>-<pid>b").
+unique_name() {
+	printf '%s%s\n' "$TEST_NAME" "${1:-}"
+}
+
+TEST_TMP=$(mktemp -d "${TMPDIR:-/tmp}/dpsock-$TEST_NAME.XXXXXX") ||
+	{ echo "FAIL: mktemp failed" >&2; exit 1; }
+
+# ---- cleanup ---------------------------------------------------------------
+
+_LIB_ON_EXIT=()
+declare -A _LIB_DAEMON_PID=()
+declare -A _LIB_DAEMON_LOG=()
+_LIB_CLEANED=0
+
+# on_exit CMD...: at exit, after the daemons are stopped, in reverse order
+# of registration, run CMD: one argument is a shell command string
+# (on_exit 'rm -f "$f"; echo done'); several are one command and its
+# arguments, kept as words (on_exit topo_down "$name").
+on_exit() {
+	if [ $# -eq 1 ]; then
+		_LIB_ON_EXIT+=("$1")
+	else
+		_LIB_ON_EXIT+=("$(printf '%q ' "$@")")
+	fi
+}
+
+_lib_cleanup() {
+	local rc=$1 i name
+	[ "$_LIB_CLEANED" = 1 ] && return
+	_LIB_CLEANED=1
+	trap - INT TERM
+	set +e
+	for name in "${!_LIB_DAEMON_PID[@]}"; do
+		_lib_daemon_kill "$name" 5
+	done
+	for name in "${!_LIB_DAEMON_LOG[@]}"; do
+		if [ "$rc" -ne 0 ] && [ "$rc" -ne 77 ]; then
+			_lib_show_log "$name"
+		fi
+		_lib_daemon_leftovers "$name"
+	done
+	for ((i = ${#_LIB_ON_EXIT[@]} - 1; i >= 0; i--)); do
+		eval "${_LIB_ON_EXIT[i]}" || true
+	done
+	if [ "$rc" -eq 0 ] || [ "$rc" -eq 77 ]; then
+		[ "${DPSOCK_KEEP_TMP:-0}" = 1 ] || rm -rf "$TEST_TMP"
+	else
+		echo "logs kept in $TEST_TMP" >&2
+	fi
+}
+
+trap '_lib_cleanup $?' EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+# ---- waiting ---------------------------------------------------------------
+
+_lib_now_ms() {
+	local t=${EPOCHREALTIME/./}
+	echo $((t / 1000))
+}
+
+# poll_until TIMEOUT_S CMD...: run CMD (quietly) every 50 ms until it
+# succeeds (return 0) or TIMEOUT_S seconds (may be fractional) pass
+# (return 1). CMD may be a function. Its last output is in POLL_OUTPUT.
+poll_until() {
+	local timeout=$1 deadline
+	shift
+	deadline=$(($(_lib_now_ms) + $(awk -v t="$timeout" 'BEGIN { printf "%d", t * 1000 }')))
+	while :; do
+		if POLL_OUTPUT=$("$@" 2>&1); then
+			return 0
+		fi
+		[ "$(_lib_now_ms)" -lt "$deadline" ] || return 1
+		sleep 0.05
+	done
+}
+
+# wait_until TIMEOUT_S CMD...: poll_until, but fail the test on timeout,
+# naming the command and showing its last output.
+wait_until() {
+	local timeout=$1
+	shift
+	poll_until "$timeout" "$@" && return 0
+	fail "timed out after ${timeout}s waiting for: $*${POLL_OUTPUT:+ (last output: $POLL_OUTPUT)}"
+}
+
+# ---- counters --------------------------------------------------------------
+
+_lib_stat_dump() {
+	local name=$1 out
+	if [ -z "$DPSOCK_STAT" ]; then
+		echo "dpsock-stat not built (set DPSOCK_BUILD)" >&2
+		return 1
+	fi
+	if ! out=$("$DPSOCK_STAT" -n "$name" 2>&1); then
+		echo "dpsock-stat -n $name failed: $out" >&2
+		return 1
+	fi
+	printf '%s\n' "$out"
+}
+
+# stat_get NAME SCOPE.IDX.COUNTER: print one counter (e.g. port.0.rx_packets).
+# Returns 1 with a message when the daemon or the counter does not exist.
+stat_get() {
+	local name=$1 key=$2 out
+	out=$(_lib_stat_dump "$name") || return 1
+	awk -v k="$key" '$1 == k { print $2; found = 1; exit } END { exit !found }' \
+		<<<"$out" && return 0
+	echo "stat_get: no counter '$key' in dpsock-stat -n $name" >&2
+	return 1
+}
+
+# stat_sum NAME COUNTER: sum of worker.*.COUNTER. Returns 1 when no worker
+# has that counter (a misspelt name must not read as 0).
+stat_sum() {
+	local name=$1 counter=$2 out
+	out=$(_lib_stat_dump "$name") || return 1
+	awk -v c="$counter" '
+		{ n = split($1, p, ".") }
+		n == 3 && p[1] == "worker" && p[3] == c { s += $2; found = 1 }
+		END { if (found) printf "%d\n", s; exit !found }' <<<"$out" && return 0
+	echo "stat_sum: no worker counter '$counter' in dpsock-stat -n $name" >&2
+	return 1
+}
+
+# stat_read NAME COUNTER|SCOPE.IDX.COUNTER: stat_sum for a bare worker
+# counter name, stat_get for a full key.
+stat_read() {
+	case "$2" in
+	*.*) stat_get "$1" "$2" ;;
+	*) stat_sum "$1" "$2" ;;
+	esac
+}
+
+_lib_counter_ge() {
+	local v
+	v=$(stat_read "$1" "$2") || return 1
+	echo "$v"
+	[ "$v" -ge "$3" ]
+}
+
+# wait_counter_ge NAME COUNTER VALUE [TIMEOUT_S=10]: wait until the counter
+# (summed over workers, or a full SCOPE.IDX.COUNTER key) is >= VALUE; fail
+# the test on timeout, with the last value. The value is left in STAT_VALUE.
+wait_counter_ge() {
+	local name=$1 counter=$2 value=$3 timeout=${4:-10}
+	if poll_until "$timeout" _lib_counter_ge "$name" "$counter" "$value"; then
+		STAT_VALUE=$POLL_OUTPUT
+		return 0
+	fi
+	fail "timed out after ${timeout}s waiting for $name $counter >= $value (last: ${POLL_OUTPUT:-none})"
+}
+
+# ---- topology --------------------------------------------------------------
+
+# test_topo_up [IDX] [NAME]: topo_up NAME (default TEST_NAME) and register
+# its removal; fail the test if it cannot be built.
+test_topo_up() {
+	local idx=${1:-1} name=${2:-$TEST_NAME}
+	on_exit topo_down "$name"
+	topo_up "$name" "$idx" || fail "could not build topology $name"
+}
+
+# in_a CMD... / in_b CMD...: run in namespace A / B of the last topology.
+in_a() { ip netns exec "$TOPO_NS_A" "$@"; }
+in_b() { ip netns exec "$TOPO_NS_B" "$@"; }
+
+# ---- dpsockd ---------------------------------------------------------------
+
+# eal_mem_args: EAL memory options. Hugepages (EAL's default; dpsockd runs
+# EAL --in-memory by default, so no hugepage file outlives it) when a
+# hugetlbfs is mounted with at least DPSOCK_MIN_HUGE_MB MiB free, else
+# "--no-huge -m 512". DPSOCK_EAL_MEM overrides the choice.
+eal_mem_args() {
+	if [ -n "${DPSOCK_EAL_MEM+set}" ]; then
+		echo "$DPSOCK_EAL_MEM"
+		return
+	fi
+	local free_kb
+	free_kb=$(awk '/^HugePages_Free:/ { f = $2 } /^Hugepagesize:/ { s = $2 }
+		END { printf "%d", f * s }' /proc/meminfo 2>/dev/null)
+	if awk '$3 == "hugetlbfs" { found = 1 } END { exit !found }' /proc/mounts &&
+		[ "${free_kb:-0}" -ge $((${DPSOCK_MIN_HUGE_MB:-256} * 1024)) ]; then
+		echo ""
+	else
+		echo "--no-huge -m 512"
+	fi
+}
+
+# dpsockd_eal_args NAME: print the standard EAL options for the current
+# topology, space-separated (no word contains a space): lcores, no PCI, a
+# file prefix named after the daemon, af_packet on TOPO_IF_A, eal_mem_args.
+dpsockd_eal_args() {
+	local name=$1
+	# shellcheck disable=SC2046
+	echo -l "${DPSOCK_TEST_LCORES:-0-1}" --no-pci --file-prefix "$name" \
+		"--vdev=net_af_packet0,iface=$TOPO_IF_A,qpairs=${DPSOCK_TEST_QPAIRS:-2}" \
+		$(eal_mem_args)
+}
+
+# dpsock_conf NAME [LINE...]: write a dpsock.conf for the current topology
+# (name, one af_packet port owning TOPO_ADDR_A) plus any extra LINEs into
+# TEST_TMP and print its path.
+dpsock_conf() {
+	local name=$1 f
+	shift
+	f=$TEST_TMP/$name.conf
+	{
+		printf 'name = "%s";\n' "$name"
+		printf 'interfaces = ( { port = "net_af_packet0"; address = "%s/%s"; } );\n' \
+			"$TOPO_ADDR_A" "$TOPO_PLEN"
+		[ $# -eq 0 ] || printf '%s\n' "$@"
+	} >"$f"
+	echo "$f"
+}
+
+_lib_has_opt() {
+	# _lib_has_opt "OPT1 OPT2..." ARGS...: any ARG equal to an OPT or
+	# starting with "OPT=".
+	local opts=$1 a o
+	shift
+	for a in "$@"; do
+		for o in $opts; do
+			[ "$a" = "$o" ] && return 0
+			case "$a" in "$o"=*) return 0 ;; esac
+		done
+	done
+	return 1
+}
+
+_lib_show_log() {
+	local log=${_LIB_DAEMON_LOG[$1]:-}
+	[ -n "$log" ] && [ -s "$log" ] || return 0
+	echo "---- dpsockd $1 log ($log), last 60 lines ----" >&2
+	tail -n 60 "$log" >&2
+	echo "---- end of log ----" >&2
+}
+
+# _lib_daemon_kill NAME GRACE_S: TERM, wait GRACE_S, then KILL.
+_lib_daemon_kill() {
+	local name=$1 grace=$2 pid
+	pid=${_LIB_DAEMON_PID[$name]:-}
+	if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then
+		kill -TERM "$pid" 2>/dev/null
+		poll_until "$grace" _lib_dead "$pid" ||
+			{ kill -KILL "$pid" 2>/dev/null; poll_until 5 _lib_dead "$pid"; }
+	fi
+	[ -n "$pid" ] && wait "$pid" 2>/dev/null
+	unset '_LIB_DAEMON_PID[$name]'
+	return 0
+}
+
+# _lib_daemon_leftovers NAME: remove what an EAL process named NAME (file
+# prefix) may leave: hugepage files, runtime dir, stats segment. Only
+# called once that daemon is gone.
+_lib_daemon_leftovers() {
+	local name=$1 mnt
+	while read -r mnt; do
+		rm -f "$mnt/${name}map_"* 2>/dev/null
+	done < <(awk '$3 == "hugetlbfs" { print $2 }' /proc/mounts)
+	rm -rf "/var/run/dpdk/$name" 2>/dev/null
+	rm -f "/dev/shm/dpsock.$name.stats" 2>/dev/null
+	return 0
+}
+
+_lib_dead() {
+	# A child that has exited is reaped by bash (SIGCHLD), so kill -0 fails.
+	! kill -0 "$1" 2>/dev/null
+}
+
+# _lib_daemon_up NAME PID: done when dpsock-stat answers or PID is gone.
+_lib_daemon_up() {
+	if ! kill -0 "$2" 2>/dev/null; then
+		echo "exited"
+		return 0
+	fi
+	"$DPSOCK_STAT" -n "$1" >/dev/null 2>&1
+}
+
+# dpsockd_start NAME CONF [EAL_ARGS...]: start dpsockd in namespace A in the
+# background, log in $TEST_TMP/dpsockd-NAME.log, and wait (30 s) until
+# `dpsock-stat -n NAME` answers. Without EAL_ARGS, dpsockd_eal_args NAME is
+# used; otherwise --file-prefix NAME, --no-pci and eal_mem_args are added
+# when EAL_ARGS does not say otherwise. Sets DPSOCKD_PID, DPSOCKD_LOG,
+# DPSOCKD_NAME. Fails the test if dpsockd exits or does not come up; the
+# exit trap then prints the log. Call it in the test's own shell, not in
+# $(...), so that dpsockd_stop can collect the exit status.
+dpsockd_start() {
+	local name=${1:-} conf=${2:-} log pid timeout=${DPSOCKD_START_TIMEOUT:-30}
+	local -a eal
+	if [ -z "$name" ] || [ -z "$conf" ]; then
+		fail "usage: dpsockd_start NAME CONF [EAL_ARGS...]"
+	fi
+	shift 2
+	[ -n "$DPSOCKD" ] || fail "dpsockd not built (set DPSOCK_BUILD)"
+	[ -n "$DPSOCK_STAT" ] || fail "dpsock-stat not built (set DPSOCK_BUILD)"
+	[ -n "${TOPO_NS_A:-}" ] || fail "dpsockd_start: no topology (call test_topo_up first)"
+	[ -r "$conf" ] || fail "dpsockd_start: cannot read config $conf"
+	[ -z "${_LIB_DAEMON_PID[$name]:-}" ] || fail "dpsockd_start: $name already started"
+
+	if [ $# -eq 0 ]; then
+		# shellcheck disable=SC2207
+		eal=($(dpsockd_eal_args "$name"))
+	else
+		eal=("$@")
+		_lib_has_opt "--file-prefix" "${eal[@]}" || eal+=(--file-prefix "$name")
+		_lib_has_opt "--no-pci -a --allow -b --block --pci-whitelist --pci-blacklist" \
+			"${eal[@]}" || eal+=(--no-pci)
+		# shellcheck disable=SC2207
+		_lib_has_opt "--no-huge -m --socket-mem --in-memory" "${eal[@]}" ||
+			eal+=($(eal_mem_args))
+	fi
+
+	log=$TEST_TMP/dpsockd-$name.log
+	echo "+ ip netns exec $TOPO_NS_A $DPSOCKD ${eal[*]} -- -f $conf" >"$log"
+	# `ip netns exec` execs the program: $! is dpsockd's own pid.
+	ip netns exec "$TOPO_NS_A" "$DPSOCKD" "${eal[@]}" -- -f "$conf" \
+		>>"$log" 2>&1 </dev/null &
+	pid=$!
+	_LIB_DAEMON_PID[$name]=$pid
+	_LIB_DAEMON_LOG[$name]=$log
+	DPSOCKD_PID=$pid
+	DPSOCKD_LOG=$log
+	DPSOCKD_NAME=$name
+
+	# On failure the exit trap stops the daemon and prints its log.
+	if ! poll_until "$timeout" _lib_daemon_up "$name" "$pid"; then
+		fail "dpsockd $name did not come up within ${timeout}s (dpsock-stat -n $name never answered)"
+	fi
+	if [ "$POLL_OUTPUT" = exited ]; then
+		local rc=0
+		wait "$pid" 2>/dev/null || rc=$?
+		fail "dpsockd $name exited with status $rc while starting"
+	fi
+}
+
+# dpsockd_stop [NAME]: SIGTERM dpsockd (default: the last one started), wait
+# up to DPSOCKD_STOP_TIMEOUT (10) seconds, and return its exit status. If it
+# does not stop it is killed (SIGKILL), a message says so, and the status
+# is non-zero (137).
+dpsockd_stop() {
+	local name=${1:-${DPSOCKD_NAME:-}} pid rc=0 timeout=${DPSOCKD_STOP_TIMEOUT:-10}
+	pid=${_LIB_DAEMON_PID[$name]:-}
+	if [ -z "$pid" ]; then
+		echo "dpsockd_stop: no running dpsockd '$name' started by this test" >&2
+		return 1
+	fi
+	kill -TERM "$pid" 2>/dev/null
+	if ! poll_until "$timeout" _lib_dead "$pid"; then
+		echo "dpsockd_stop: $name (pid $pid) still running ${timeout}s after SIGTERM; killing it" >&2
+		kill -KILL "$pid" 2>/dev/null
+		poll_until 5 _lib_dead "$pid"
+	fi
+	wait "$pid" 2>/dev/null || rc=$?
+	unset '_LIB_DAEMON_PID[$name]'
+	return "$rc"
+}
+
+# ---- bad frames ------------------------------------------------------------
+
+# badframes_send COUNT CASE...: send COUNT frames of each CASE from B to
+# dpsockd's address and MAC on A. Fails the test if badframes fails.
+badframes_send() {
+	local count=$1
+	shift
+	[ -n "$BADFRAMES" ] || fail "badframes not built (set DPSOCK_BUILD)"
+	in_b "$BADFRAMES" -i "$TOPO_IF_B" -m "$TOPO_MAC_A" -s "$TOPO_ADDR_B" \
+		-d "$TOPO_ADDR_A" -n "$count" "$@" ||
+		fail "badframes -n $count $* failed"
+}
+
+# badframes_counter CASE: print the worker counter CASE is expected to bump.
+badframes_counter() {
+	[ -n "$BADFRAMES" ] || fail "badframes not built (set DPSOCK_BUILD)"
+	"$BADFRAMES" --list-all | awk -v c="$1" '$1 == c { print $2; found = 1 }
+		END { exit !found }' || fail "badframes has no case '$1'"
+}

@@ -1,0 +1,640 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Unit test of the dpsock.conf parser (src/config.c).
+ *
+ * Runs from the project root (meson: workdir) so it can read
+ * the files in test/unit/data and the shipped example config/dpsock.conf.
+ * Exit 0 = pass, 1 = fail.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "config_priv.h"
+
+static int failures;
+
+#define CHECK(cond, ...)                                                       \
+	do {                                                                   \
+		if (!(cond)) {                                                 \
+			failures++;                                            \
+			fprintf(stderr, "%s:%d: CHECK(%s) failed: ", __FILE__, \
+				__LINE__, #cond);                              \
+			fprintf(stderr, __VA_ARGS__);                          \
+			fputc('\n', stderr);                                   \
+		}                                                              \
+	} while (0)
+
+#define IF0 "interfaces = ( { port = \"p0\"; address = \"198.18.0.1/24\"; } );\n"
+
+static uint32_t
+ip(const char *s)
+{
+	struct in_addr a;
+
+	if (inet_pton(AF_INET, s, &a) != 1)
+		abort();
+	return a.s_addr;
+}
+
+/* ---------------------------------------------------------------------- */
+
+static void
+check_defaults(const struct dpsock_config *c, const char *what)
+{
+	CHECK(strcmp(c->name, "dpsock") == 0, "%s: name '%s'", what, c->name);
+	CHECK(strcmp(c->runtime_dir, "/run/dpsock") == 0, "%s: runtime_dir '%s'",
+	      what, c->runtime_dir);
+	CHECK(c->log_level == 7, "%s: log_level %u", what, c->log_level);
+	CHECK(c->n_log_modules == 0, "%s: n_log_modules %u", what, c->n_log_modules);
+	CHECK(c->n_workers == 0, "%s: n_workers %u", what, c->n_workers);
+	CHECK(c->mbufs == 16383, "%s: mbufs %u", what, c->mbufs);
+	CHECK(c->mbuf_cache == 256, "%s: mbuf_cache %u", what, c->mbuf_cache);
+	CHECK(c->rx_desc == 1024, "%s: rx_desc %u", what, c->rx_desc);
+	CHECK(c->tx_desc == 1024, "%s: tx_desc %u", what, c->tx_desc);
+	CHECK(c->steer_ring == 1024, "%s: steer_ring %u", what, c->steer_ring);
+	CHECK(c->rx_burst == 32, "%s: rx_burst %u", what, c->rx_burst);
+	CHECK(c->idle_poll_us == 200, "%s: idle_poll_us %u", what, c->idle_poll_us);
+	CHECK(c->idle_sleep_max_us == 1000, "%s: idle_sleep_max_us %u", what,
+	      c->idle_sleep_max_us);
+}
+
+static void
+test_defaults(void)
+{
+	struct dpsock_config c;
+	char err[256];
+	int rc;
+
+	memset(&c, 0xa5, sizeof(c));
+	dpsock_config_defaults(&c);
+	check_defaults(&c, "defaults");
+	CHECK(c.path[0] == '\0', "defaults: path '%s'", c.path);
+	CHECK(c.n_ifaces == 0, "defaults: n_ifaces %u", c.n_ifaces);
+
+	/* the smallest valid file: one interface, everything else default */
+	memset(&c, 0xa5, sizeof(c));
+	rc = dpsock_config_load_string(&c, IF0, "min.conf", err, sizeof(err));
+	CHECK(rc == 0, "minimal: rc %d: %s", rc, err);
+	CHECK(err[0] == '\0', "minimal: error text on success: %s", err);
+	check_defaults(&c, "minimal");
+	CHECK(c.n_ifaces == 1, "minimal: n_ifaces %u", c.n_ifaces);
+	CHECK(strcmp(c.ifaces[0].port, "p0") == 0, "minimal: port");
+	CHECK(c.ifaces[0].addr == ip("198.18.0.1"), "minimal: addr");
+	CHECK(c.ifaces[0].prefix_len == 24, "minimal: prefix %u", c.ifaces[0].prefix_len);
+	CHECK(c.ifaces[0].gateway == 0, "minimal: gateway");
+	CHECK(c.ifaces[0].mtu == 1500, "minimal: mtu %u", c.ifaces[0].mtu);
+	CHECK(c.ifaces[0].line == 1, "minimal: line %d", c.ifaces[0].line);
+}
+
+static void
+test_full_file(void)
+{
+	static const uint32_t workers[] = { 3, 1, 1023 };
+	struct dpsock_config c;
+	const char *path = "test/unit/data/full.conf";
+	char err[256];
+	unsigned int i;
+	int rc;
+
+	rc = dpsock_config_load(&c, path, err, sizeof(err));
+	CHECK(rc == 0, "full: rc %d: %s", rc, err);
+	if (rc != 0)
+		return;
+	CHECK(strcmp(c.path, path) == 0, "full: path '%s'", c.path);
+	CHECK(strcmp(c.name, "edge-7_b") == 0, "full: name '%s'", c.name);
+	CHECK(strcmp(c.runtime_dir, "/var/run/dpsock-test") == 0, "full: runtime_dir");
+	CHECK(c.log_level == 8, "full: log_level %u", c.log_level);
+	CHECK(c.n_log_modules == 3, "full: n_log_modules %u", c.n_log_modules);
+	if (c.n_log_modules == 3) {
+		CHECK(strcmp(c.log_modules[0].module, "pmd") == 0 &&
+		      c.log_modules[0].level == 4, "full: module 0");
+		CHECK(strcmp(c.log_modules[1].module, "lwip") == 0 &&
+		      c.log_modules[1].level == 5, "full: module 1");
+		CHECK(strcmp(c.log_modules[2].module, "tcp_in") == 0 &&
+		      c.log_modules[2].level == 6, "full: module 2");
+	}
+	CHECK(c.n_workers == 3, "full: n_workers %u", c.n_workers);
+	for (i = 0; i < 3 && i < c.n_workers; i++)
+		CHECK(c.workers[i] == workers[i], "full: workers[%u] = %u", i, c.workers[i]);
+	CHECK(c.mbufs == 65535, "full: mbufs %u", c.mbufs);
+	CHECK(c.mbuf_cache == 512, "full: mbuf_cache %u", c.mbuf_cache);
+	CHECK(c.rx_desc == 4096, "full: rx_desc %u", c.rx_desc);
+	CHECK(c.tx_desc == 2048, "full: tx_desc %u", c.tx_desc);
+	CHECK(c.steer_ring == 8192, "full: steer_ring %u", c.steer_ring);
+	CHECK(c.rx_burst == 64, "full: rx_burst %u", c.rx_burst);
+	CHECK(c.idle_poll_us == 0, "full: idle_poll_us %u", c.idle_poll_us);
+	CHECK(c.idle_sleep_max_us == 100000, "full: idle_sleep_max_us %u",
+	      c.idle_sleep_max_us);
+
+	CHECK(c.n_ifaces == 4, "full: n_ifaces %u", c.n_ifaces);
+	if (c.n_ifaces != 4)
+		return;
+	CHECK(strcmp(c.ifaces[0].port, "0000:03:00.0") == 0, "full: if0 port");
+	CHECK(c.ifaces[0].addr == ip("198.18.0.1"), "full: if0 addr");
+	CHECK(c.ifaces[0].prefix_len == 24, "full: if0 prefix");
+	CHECK(c.ifaces[0].gateway == ip("198.18.0.254"), "full: if0 gateway");
+	CHECK(c.ifaces[0].mtu == 9000, "full: if0 mtu %u", c.ifaces[0].mtu);
+	CHECK(c.ifaces[0].line == 26, "full: if0 line %d", c.ifaces[0].line);
+	CHECK(strcmp(c.ifaces[1].port, "net_af_packet0") == 0, "full: if1 port");
+	CHECK(c.ifaces[1].addr == ip("198.19.255.254"), "full: if1 addr");
+	CHECK(c.ifaces[1].prefix_len == 15, "full: if1 prefix");
+	CHECK(c.ifaces[1].gateway == 0, "full: if1 gateway");
+	CHECK(c.ifaces[1].mtu == 68, "full: if1 mtu %u", c.ifaces[1].mtu);
+	CHECK(c.ifaces[1].line == 32, "full: if1 line %d", c.ifaces[1].line);
+	CHECK(strcmp(c.ifaces[2].port, "net_memif1") == 0, "full: if2 port");
+	CHECK(c.ifaces[2].addr == ip("10.1.2.3"), "full: if2 addr");
+	CHECK(c.ifaces[2].prefix_len == 31, "full: if2 prefix");
+	CHECK(c.ifaces[2].gateway == ip("10.1.2.2"), "full: if2 gateway");
+	CHECK(c.ifaces[2].mtu == 1500, "full: if2 mtu %u", c.ifaces[2].mtu);
+	CHECK(strcmp(c.ifaces[3].port, "net_tap0") == 0, "full: if3 port");
+	CHECK(c.ifaces[3].addr == ip("192.0.2.9"), "full: if3 addr");
+	CHECK(c.ifaces[3].prefix_len == 32, "full: if3 prefix");
+}
+
+/* ---------------------------------------------------------------------- */
+/* bad input: each class of error, its line and message */
+
+struct bad_case {
+	const char *text;
+	int line;            /* expected line; 0 = message has no line */
+	const char *want;    /* substring of the message */
+	const char *unwanted; /* must not appear, or NULL */
+};
+
+static const struct bad_case bad_cases[] = {
+	/* syntax (libconfig) */
+	{ IF0 "memory = { mbufs = ; };\n", 2, "syntax error", NULL },
+	{ IF0 "name = \"a\";\nname = \"b\";\n", 3, "syntax error: duplicate setting name", NULL },
+	/* unknown keys, with and without a suggestion */
+	{ IF0 "memroy = { mbufs = 1023; };\n", 2,
+	  "memroy: unknown key 'memroy' (did you mean 'memory'?)", NULL },
+	{ IF0 "memory = {\n\tmbufs = 1023;\n\tmbfus = 1023;\n};\n", 4,
+	  "memory.mbfus: unknown key 'mbfus' (did you mean 'mbufs'?)", NULL },
+	{ IF0 "log = { levle = \"info\"; };\n", 2,
+	  "log.levle: unknown key 'levle' (did you mean 'level'?)", NULL },
+	{ IF0 "colour = 1;\n", 2, "colour: unknown key 'colour'", "did you mean" },
+	{ IF0 "rx_burst = 16;\n", 2,
+	  "rx_burst: unknown key 'rx_burst' (did you mean 'worker.rx_burst'?)", NULL },
+	{ "interfaces = ( { port = \"p0\";\n\taddress = \"198.18.0.1/24\";\n\tadress = \"198.18.0.2/24\"; } );\n", 3,
+	  "interfaces[0].adress: unknown key 'adress' (did you mean 'address'?)", NULL },
+	{ IF0 "worker = { rx_burst = 32; sleep = 5; };\n", 2,
+	  "worker.sleep: unknown key 'sleep'", "did you mean" },
+	/* wrong type */
+	{ IF0 "memory = { mbufs = \"lots\"; };\n", 2,
+	  "memory.mbufs: expected an integer, got a string", NULL },
+	{ IF0 "worker = { rx_burst = 32.0; };\n", 2,
+	  "worker.rx_burst: expected an integer, got a float", NULL },
+	{ IF0 "name = 5;\n", 2, "name: expected a string, got an integer", NULL },
+	{ IF0 "memory = 5;\n", 2, "memory: expected a group", NULL },
+	{ IF0 "workers = \"1,2\";\n", 2, "workers: expected a list of lcore ids", NULL },
+	{ IF0 "workers = [ 1.5 ];\n", 2, "workers[0]: expected an integer, got a float", NULL },
+	{ IF0 "log = { level = true; };\n", 2, "log.level: expected a string, got a boolean", NULL },
+	{ IF0 "log = { modules = \"debug\"; };\n", 2, "log.modules: expected a group", NULL },
+	{ "interfaces = { port = \"p0\"; };\n", 1, "interfaces: expected a list of groups", NULL },
+	{ "interfaces = ( \"p0\" );\n", 1, "interfaces[0]: expected a group", NULL },
+	{ "interfaces = ( { port = 0; address = \"198.18.0.1/24\"; } );\n", 1,
+	  "interfaces[0].port: expected a string, got an integer", NULL },
+	{ "interfaces = ( { port = \"p0\"; address = \"198.18.0.1/24\";\n\tgateway = 7; } );\n", 2,
+	  "interfaces[0].gateway: expected a string, got an integer", NULL },
+	/* out of range */
+	{ IF0 "worker = { rx_burst = 0; };\n", 2, "worker.rx_burst: must be between 1 and 512 (got 0)", NULL },
+	{ IF0 "worker = { idle_sleep_max_us = 100001; };\n", 2,
+	  "worker.idle_sleep_max_us: must be between 1 and 100000", NULL },
+	{ IF0 "worker = { idle_sleep_max_us = 0; };\n", 2,
+	  "worker.idle_sleep_max_us: must be between 1 and 100000", NULL },
+	{ IF0 "worker = { idle_poll_us = 1000001; };\n", 2,
+	  "worker.idle_poll_us: must be between 0 and 1000000", NULL },
+	{ IF0 "memory = { mbufs = -1; };\n", 2, "memory.mbufs: must be between 511 and 16777215 (got -1)", NULL },
+	{ IF0 "memory = { mbufs = 5000000000L; };\n", 2, "memory.mbufs: must be between 511 and 16777215 (got 5000000000)", NULL },
+	{ IF0 "memory = { mbuf_cache = 513; };\n", 2, "memory.mbuf_cache: must be between 0 and 512", NULL },
+	{ IF0 "memory = { rx_desc = 1000; };\n", 2, "memory.rx_desc: must be a power of two between 64 and 32768", NULL },
+	{ IF0 "memory = { tx_desc = 65536; };\n", 2, "memory.tx_desc: must be between 64 and 32768", NULL },
+	{ IF0 "memory = { steer_ring = 32; };\n", 2, "memory.steer_ring: must be between 64 and 65536", NULL },
+	{ IF0 "memory = {\n\tmbuf_cache = 400;\n\tmbufs = 511;\n};\n", 3,
+	  "memory.mbuf_cache: mbuf_cache (400) must be at most mbufs / 1.5 (mbufs = 511)", NULL },
+	{ "interfaces = ( { port = \"p0\"; address = \"198.18.0.1/24\";\n\tmtu = 9001; } );\n", 2,
+	  "interfaces[0].mtu: must be between 68 and 9000", NULL },
+	{ "interfaces = ( { port = \"p0\"; address = \"198.18.0.1/24\";\n\tmtu = 67; } );\n", 2,
+	  "interfaces[0].mtu: must be between 68 and 9000", NULL },
+	{ IF0 "workers = [ 1, 1024 ];\n", 2, "workers[1]: must be between 0 and 1023", NULL },
+	{ IF0 "workers = [ -1 ];\n", 2, "workers[0]: must be between 0 and 1023", NULL },
+	/* strings, log levels */
+	{ IF0 "log = { level = \"verbose\"; };\n", 2, "log.level: unknown log level 'verbose'", NULL },
+	{ IF0 "log = { level = 9; };\n", 2, "log.level: must be between 1 and 8", NULL },
+	{ IF0 "log = { modules = { pmd = \"loud\"; }; };\n", 2, "log.modules.pmd: unknown log level 'loud'", NULL },
+	{ IF0 "log = { modules = { PMD = \"debug\"; }; };\n", 2,
+	  "log.modules.PMD: module names may contain only a-z, 0-9 and '_'", NULL },
+	{ IF0 "name = \"my name\";\n", 2, "name: 'my name' must contain only letters, digits", NULL },
+	{ IF0 "name = \"\";\n", 2, "name: must be 1 to 31 characters long (got 0)", NULL },
+	{ IF0 "name = \"abcdefghijklmnopqrstuvwxyz012345\";\n", 2,
+	  "name: must be 1 to 31 characters long (got 32)", NULL },
+	{ IF0 "runtime_dir = \"run/dpsock\";\n", 2, "runtime_dir: 'run/dpsock' must be an absolute path", NULL },
+	{ IF0 "runtime_dir = \"/0123456789012345678901234567890123456789012345678901234567890123\";\n", 2,
+	  "runtime_dir: must be 1 to 64 characters long (got 65)", NULL },
+	{ "interfaces = ( { port = \"net_af_packet0,iface=veth0\"; address = \"198.18.0.1/24\"; } );\n", 1,
+	  "interfaces[0].port: 'net_af_packet0,iface=veth0' must be a PCI address or vdev name", NULL },
+	/* bad addresses and prefixes */
+	{ "interfaces = ( { port = \"p0\";\n\taddress = \"198.18.0.1\"; } );\n", 2,
+	  "interfaces[0].address: '198.18.0.1' has no prefix length", NULL },
+	{ "interfaces = ( { port = \"p0\"; address = \"198.18.0.1/33\"; } );\n", 1,
+	  "interfaces[0].address: '198.18.0.1/33': prefix length must be between 1 and 32", NULL },
+	{ "interfaces = ( { port = \"p0\"; address = \"198.18.0.1/0\"; } );\n", 1,
+	  "prefix length must be between 1 and 32", NULL },
+	{ "interfaces = ( { port = \"p0\"; address = \"198.18.0.1/24x\"; } );\n", 1,
+	  "prefix length must be between 1 and 32", NULL },
+	{ "interfaces = ( { port = \"p0\"; address = \"198.18.0.1/\"; } );\n", 1,
+	  "prefix length must be between 1 and 32", NULL },
+	{ "interfaces = ( { port = \"p0\"; address = \"198.18.0.1/+24\"; } );\n", 1,
+	  "prefix length must be between 1 and 32", NULL },
+	{ "interfaces = ( { port = \"p0\"; address = \"198.18.0.256/24\"; } );\n", 1,
+	  "interfaces[0].address: '198.18.0.256/24' is not an IPv4 address", NULL },
+	{ "interfaces = ( { port = \"p0\"; address = \"198.18.1/24\"; } );\n", 1,
+	  "is not an IPv4 address", NULL },
+	{ "interfaces = ( { port = \"p0\"; address = \"127.0.0.1/8\"; } );\n", 1,
+	  "127.0.0.1 is a loopback address", NULL },
+	{ "interfaces = ( { port = \"p0\"; address = \"224.0.0.1/4\"; } );\n", 1,
+	  "224.0.0.1 is a multicast address", NULL },
+	{ "interfaces = ( { port = \"p0\"; address = \"0.1.2.3/8\"; } );\n", 1,
+	  "0.1.2.3 is in 0.0.0.0/8", NULL },
+	/* network / broadcast address */
+	{ "interfaces = ( { port = \"p0\"; address = \"198.18.0.0/24\"; } );\n", 1,
+	  "interfaces[0].address: 198.18.0.0 is the network address of 198.18.0.0/24", NULL },
+	{ "interfaces = ( { port = \"p0\"; address = \"198.18.0.255/24\"; } );\n", 1,
+	  "interfaces[0].address: 198.18.0.255 is the broadcast address of 198.18.0.0/24", NULL },
+	{ "interfaces = ( { port = \"p0\"; address = \"198.19.255.255/15\"; } );\n", 1,
+	  "198.19.255.255 is the broadcast address of 198.18.0.0/15", NULL },
+	/* gateway */
+	{ "interfaces = ( { port = \"p0\";\n\taddress = \"198.18.0.1/24\";\n\tgateway = \"198.18.1.1\"; } );\n", 3,
+	  "interfaces[0].gateway: gateway 198.18.1.1 is outside the interface subnet 198.18.0.0/24", NULL },
+	/* the gateway written before the address is checked all the same */
+	{ "interfaces = ( { port = \"p0\";\n\tgateway = \"10.0.0.1\";\n\taddress = \"198.18.0.1/24\"; } );\n", 2,
+	  "interfaces[0].gateway: gateway 10.0.0.1 is outside the interface subnet 198.18.0.0/24", NULL },
+	{ "interfaces = ( { port = \"p0\"; address = \"198.18.0.1/24\"; gateway = \"198.18.0.1\"; } );\n", 1,
+	  "gateway 198.18.0.1 is the interface's own address", NULL },
+	{ "interfaces = ( { port = \"p0\"; address = \"198.18.0.1/24\"; gateway = \"198.18.0.255\"; } );\n", 1,
+	  "gateway 198.18.0.255 is the network or broadcast address of 198.18.0.0/24", NULL },
+	{ "interfaces = ( { port = \"p0\"; address = \"198.18.0.1/24\"; gateway = \"none\"; } );\n", 1,
+	  "interfaces[0].gateway: 'none' is not an IPv4 address", NULL },
+	{ "interfaces = ( { port = \"p0\"; address = \"198.18.0.1/24\"; gateway = \"0.0.0.0\"; } );\n", 1,
+	  "interfaces[0].gateway: 0.0.0.0 is in 0.0.0.0/8", NULL },
+	/* duplicates */
+	{ "interfaces = (\n\t{ port = \"p0\"; address = \"198.18.0.1/24\"; },\n"
+	  "\t{ port = \"p0\"; address = \"198.18.1.1/24\"; }\n);\n", 3,
+	  "interfaces[1].port: duplicate port 'p0' (also interfaces[0], line 2)", NULL },
+	{ "interfaces = (\n\t{ port = \"p0\"; address = \"198.18.0.1/24\"; },\n"
+	  "\t{ port = \"p1\"; address = \"198.18.0.1/16\"; }\n);\n", 3,
+	  "interfaces[1].address: address 198.18.0.1 is already used by interfaces[0]", NULL },
+	{ IF0 "workers = [ 1,\n\t2,\n\t1 ];\n", 4,
+	  "workers[2]: lcore 1 is listed twice (also workers[0])", NULL },
+	/* interfaces missing, empty, incomplete, too many */
+	{ "name = \"x\";\n", 0, "interfaces: at least one interface is required", NULL },
+	{ "", 0, "interfaces: at least one interface is required", NULL },
+	{ "name = \"x\";\ninterfaces = ( );\n", 2, "interfaces: at least one interface is required", NULL },
+	{ "name = \"x\";\ninterfaces = [ ];\n", 2, "interfaces: at least one interface is required", NULL },
+	{ "interfaces = (\n\t{ port = \"p0\"; }\n);\n", 2,
+	  "interfaces[0]: missing required key 'address'", NULL },
+	{ "interfaces = (\n\t{ port = \"p0\"; address = \"198.18.0.1/24\"; },\n\t{ mtu = 1500; address = \"198.18.1.1/24\"; }\n);\n", 3,
+	  "interfaces[1]: missing required key 'port'", NULL },
+	{ "interfaces = (\n"
+	  "\t{ port = \"p0\"; address = \"198.18.0.1/24\"; },\n"
+	  "\t{ port = \"p1\"; address = \"198.18.1.1/24\"; },\n"
+	  "\t{ port = \"p2\"; address = \"198.18.2.1/24\"; },\n"
+	  "\t{ port = \"p3\"; address = \"198.18.3.1/24\"; },\n"
+	  "\t{ port = \"p4\"; address = \"198.18.4.1/24\"; }\n);\n", 6,
+	  "interfaces[4]: too many interfaces: at most 4 are supported (got 5)", NULL },
+};
+
+static void
+test_bad_cases(void)
+{
+	struct dpsock_config c;
+	char err[512], prefix[64];
+	size_t i;
+
+	for (i = 0; i < sizeof(bad_cases) / sizeof(bad_cases[0]); i++) {
+		const struct bad_case *b = &bad_cases[i];
+		int rc;
+
+		err[0] = '\0';
+		rc = dpsock_config_load_string(&c, b->text, "bad.conf", err, sizeof(err));
+		if (b->line > 0)
+			snprintf(prefix, sizeof(prefix), "bad.conf:%d: ", b->line);
+		else
+			snprintf(prefix, sizeof(prefix), "bad.conf: ");
+		CHECK(rc == -EINVAL, "case %zu: rc %d (want -EINVAL), err '%s'", i, rc, err);
+		CHECK(strncmp(err, prefix, strlen(prefix)) == 0,
+		      "case %zu: message '%s' does not start with '%s'", i, err, prefix);
+		CHECK(strstr(err, b->want) != NULL,
+		      "case %zu: message '%s' lacks '%s'", i, err, b->want);
+		CHECK(b->unwanted == NULL || strstr(err, b->unwanted) == NULL,
+		      "case %zu: message '%s' has '%s'", i, err, b->unwanted);
+	}
+}
+
+/* Edges that must be accepted. */
+static void
+test_good_cases(void)
+{
+	static const char *const good[] = {
+		IF0 "memory = { mbufs = 1023; mbuf_cache = 512; };\n", /* 512 * 1.5 <= 1023 */
+		IF0 "memory = { mbufs = 511; mbuf_cache = 0; rx_desc = 64; tx_desc = 32768; steer_ring = 65536; };\n",
+		IF0 "memory = { rx_desc = 0x400; };\n",           /* hex */
+		IF0 "worker = { rx_burst = 512; idle_sleep_max_us = 1; };\n",
+		IF0 "workers = ( 0, 1023 );\n",                   /* a list works as well as an array */
+		IF0 "log = { level = 1; modules = { a_1 = 8; }; };\n",
+		"interfaces = ( { port = \"p0\"; address = \"198.18.0.0/31\"; gateway = \"198.18.0.1\"; } );\n",
+		"interfaces = ( { port = \"p0\"; address = \"198.18.0.0/32\"; } );\n",
+		"interfaces = ( { port = \"p0\"; address = \"198.18.0.1/1\"; } );\n",
+		"interfaces = ( { port = \"p0\"; address = \"198.18.0.1/24\"; gateway = \"198.18.0.254\"; mtu = 68; } );\n",
+	};
+	struct dpsock_config c;
+	char err[512];
+	size_t i;
+
+	for (i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+		int rc = dpsock_config_load_string(&c, good[i], "good.conf", err, sizeof(err));
+
+		CHECK(rc == 0, "good case %zu: rc %d, '%s'", i, rc, err);
+	}
+}
+
+/* Cases too long to write out: built in a buffer. */
+static void
+test_bad_generated(void)
+{
+	struct dpsock_config c;
+	char text[4096], err[512];
+	size_t used;
+	int rc, i;
+
+	/* 65 workers: more than DPSOCK_MAX_WORKERS */
+	used = (size_t)snprintf(text, sizeof(text), IF0 "workers = [ 0");
+	for (i = 1; i <= DPSOCK_MAX_WORKERS; i++)
+		used += (size_t)snprintf(text + used, sizeof(text) - used, ", %d", i);
+	snprintf(text + used, sizeof(text) - used, " ];\n");
+	rc = dpsock_config_load_string(&c, text, "gen.conf", err, sizeof(err));
+	CHECK(rc == -EINVAL && strstr(err, "gen.conf:2: workers: at most 64 workers (got 65)"),
+	      "65 workers: rc %d, '%s'", rc, err);
+
+	/* exactly DPSOCK_MAX_WORKERS is fine */
+	used = (size_t)snprintf(text, sizeof(text), IF0 "workers = [ 0");
+	for (i = 1; i < DPSOCK_MAX_WORKERS; i++)
+		used += (size_t)snprintf(text + used, sizeof(text) - used, ", %d", i * 2);
+	snprintf(text + used, sizeof(text) - used, " ];\n");
+	rc = dpsock_config_load_string(&c, text, "gen.conf", err, sizeof(err));
+	CHECK(rc == 0 && c.n_workers == DPSOCK_MAX_WORKERS && c.workers[63] == 126,
+	      "64 workers: rc %d, '%s'", rc, err);
+
+	/* DPSOCK_LOG_MODULE_MAX + 1 log modules */
+	used = (size_t)snprintf(text, sizeof(text), IF0 "log = { modules = {\n");
+	for (i = 0; i <= DPSOCK_LOG_MODULE_MAX; i++)
+		used += (size_t)snprintf(text + used, sizeof(text) - used,
+					 "m%d = \"debug\";\n", i);
+	snprintf(text + used, sizeof(text) - used, "}; };\n");
+	rc = dpsock_config_load_string(&c, text, "gen.conf", err, sizeof(err));
+	CHECK(rc == -EINVAL && strstr(err, "gen.conf:19: log.modules.m16: at most 16 log modules"),
+	      "17 modules: rc %d, '%s'", rc, err);
+}
+
+static void
+test_files(void)
+{
+	struct dpsock_config c;
+	char err[512];
+	int rc;
+
+	rc = dpsock_config_load(&c, "test/unit/data/no-such.conf", err, sizeof(err));
+	CHECK(rc == -ENOENT, "missing file: rc %d", rc);
+	CHECK(strstr(err, "test/unit/data/no-such.conf") && strstr(err, strerror(ENOENT)),
+	      "missing file: '%s'", err);
+
+	rc = dpsock_config_load(&c, "test/unit/data", err, sizeof(err));
+	CHECK(rc == -ENOENT, "directory: rc %d, '%s'", rc, err);
+	CHECK(strstr(err, "test/unit/data: ") && strstr(err, strerror(EISDIR)),
+	      "directory: '%s'", err);
+
+	rc = dpsock_config_load(&c, "test/unit/data/bad_syntax.conf", err, sizeof(err));
+	CHECK(rc == -EINVAL && strcmp(err, "test/unit/data/bad_syntax.conf:4: syntax error") == 0,
+	      "bad_syntax: rc %d, '%s'", rc, err);
+
+	rc = dpsock_config_load(&c, "test/unit/data/bad_range.conf", err, sizeof(err));
+	CHECK(rc == -EINVAL && strcmp(err, "test/unit/data/bad_range.conf:5: worker.rx_burst: "
+				       "must be between 1 and 512 (got 513)") == 0,
+	      "bad_range: rc %d, '%s'", rc, err);
+
+	/* a short buffer is cut, NUL-terminated; no buffer at all is fine */
+	memset(err, 'x', sizeof(err));
+	rc = dpsock_config_load(&c, "test/unit/data/bad_range.conf", err, 8);
+	CHECK(rc == -EINVAL && strlen(err) == 7 && err[8] == 'x', "short buffer: '%.8s'", err);
+	rc = dpsock_config_load(&c, "test/unit/data/bad_range.conf", NULL, 0);
+	CHECK(rc == -EINVAL, "no buffer: rc %d", rc);
+	rc = dpsock_config_load(&c, "test/unit/data/no-such.conf", NULL, 0);
+	CHECK(rc == -ENOENT, "no buffer, missing file: rc %d", rc);
+}
+
+/* ---------------------------------------------------------------------- */
+/* non-default banner, shipped example, help */
+
+struct lines {
+	unsigned int n;
+	char line[32][128];
+};
+
+static void
+collect(void *arg, const char *line)
+{
+	struct lines *l = arg;
+
+	if (l->n < 32)
+		snprintf(l->line[l->n], sizeof(l->line[0]), "%s", line);
+	l->n++;
+}
+
+static void
+test_nondefault(void)
+{
+	static const char *const want[] = {
+		"log.level = warning",
+		"log.modules.pmd = debug",
+		"workers = 2,4",
+		"memory.rx_desc = 2048",
+		"interfaces[0].port = net_af_packet0",
+		"interfaces[0].address = 198.18.0.1/24",
+		"interfaces[0].gateway = none",
+		"interfaces[0].mtu = 1500",
+	};
+	struct dpsock_config c;
+	struct lines l = { 0 };
+	char err[512];
+	unsigned int i;
+	int rc;
+
+	rc = dpsock_config_load(&c, "test/unit/data/few.conf", err, sizeof(err));
+	CHECK(rc == 0, "few: rc %d: %s", rc, err);
+	dpsock_config_foreach_nondefault(&c, collect, &l);
+	CHECK(l.n == sizeof(want) / sizeof(want[0]), "few: %u lines", l.n);
+	for (i = 0; i < l.n && i < sizeof(want) / sizeof(want[0]); i++)
+		CHECK(strcmp(l.line[i], want[i]) == 0, "few: line %u '%s', want '%s'",
+		      i, l.line[i], want[i]);
+
+	/* the full file changes every key: one line per scalar key at least */
+	memset(&l, 0, sizeof(l));
+	rc = dpsock_config_load(&c, "test/unit/data/full.conf", err, sizeof(err));
+	CHECK(rc == 0, "full: rc %d: %s", rc, err);
+	dpsock_config_foreach_nondefault(&c, collect, &l);
+	/* 11 scalars + workers + 3 modules + 4 interfaces * 4 */
+	CHECK(l.n == 11 + 1 + 3 + 16, "full: %u non-default lines", l.n);
+	CHECK(strcmp(l.line[0], "name = edge-7_b") == 0, "full: first '%s'", l.line[0]);
+	CHECK(strcmp(l.line[l.n - 1], "interfaces[3].mtu = 1500") == 0,
+	      "full: last '%s'", l.line[l.n - 1]);
+}
+
+/* config/dpsock.conf must parse and hold only defaults (plus its interface). */
+static void
+test_example(void)
+{
+	struct dpsock_config c;
+	struct lines l = { 0 };
+	char err[512];
+	unsigned int i;
+	int rc;
+
+	rc = dpsock_config_load(&c, "config/dpsock.conf", err, sizeof(err));
+	CHECK(rc == 0, "example: rc %d: %s", rc, err);
+	if (rc != 0)
+		return;
+	check_defaults(&c, "example");
+	dpsock_config_foreach_nondefault(&c, collect, &l);
+	CHECK(l.n == 4, "example: %u non-default lines", l.n);
+	for (i = 0; i < l.n && i < 32; i++)
+		CHECK(strncmp(l.line[i], "interfaces[0].", 14) == 0,
+		      "example: '%s' is not the default", l.line[i]);
+}
+
+static void
+test_help(void)
+{
+	static const char *const keys[] = {
+		"name", "runtime_dir", "log.level", "log.modules.<module>", "workers",
+		"memory.mbufs", "memory.mbuf_cache", "memory.rx_desc", "memory.tx_desc",
+		"memory.steer_ring", "worker.rx_burst", "worker.idle_poll_us",
+		"worker.idle_sleep_max_us", "interfaces", "interfaces[].port",
+		"interfaces[].address", "interfaces[].gateway", "interfaces[].mtu",
+	};
+	char *buf = NULL, *line, *save = NULL;
+	size_t len = 0, i, type_col = 0, n = 0;
+	FILE *f = open_memstream(&buf, &len);
+
+	if (f == NULL) {
+		CHECK(0, "open_memstream: %s", strerror(errno));
+		return;
+	}
+	dpsock_config_print_help(f);
+	fclose(f);
+	for (i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+		char pat[80];
+
+		snprintf(pat, sizeof(pat), "\n%s ", keys[i]);
+		CHECK(strstr(buf, pat) != NULL, "help lacks key '%s'", keys[i]);
+	}
+	CHECK(strstr(buf, "\nmemory.mbufs") && strstr(strstr(buf, "\nmemory.mbufs"), "16383"),
+	      "help: mbufs default");
+	CHECK(strstr(buf, "(required)") != NULL, "help: required marker");
+	/* aligned: the TYPE column starts at the same place on every line */
+	for (line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save), n++) {
+		size_t k = strcspn(line, " ");
+		size_t col = k + strspn(line + k, " ");
+
+		if (n == 0)
+			type_col = col;
+		else
+			CHECK(col == type_col, "help line %zu misaligned: '%s'", n, line);
+	}
+	CHECK(n == 1 + sizeof(keys) / sizeof(keys[0]), "help: %zu lines", n);
+	free(buf);
+}
+
+static void
+test_log_levels(void)
+{
+	static const char *const names[] = {
+		NULL, "emerg", "alert", "crit", "error", "warning", "notice", "info", "debug",
+	};
+	char num[4];
+	int i;
+
+	for (i = 1; i <= 8; i++) {
+		CHECK(dpsock_log_level_parse(names[i]) == i, "parse %s", names[i]);
+		CHECK(strcmp(dpsock_log_level_name((uint32_t)i), names[i]) == 0, "name %d", i);
+		snprintf(num, sizeof(num), "%d", i);
+		CHECK(dpsock_log_level_parse(num) == i, "parse %s", num);
+	}
+	CHECK(dpsock_log_level_parse("INFO") == 7, "case-insensitive");
+	CHECK(dpsock_log_level_parse("err") == 4, "alias err");
+	CHECK(dpsock_log_level_parse("warn") == 5, "alias warn");
+	CHECK(dpsock_log_level_parse("0") == -EINVAL, "0");
+	CHECK(dpsock_log_level_parse("9") == -EINVAL, "9");
+	CHECK(dpsock_log_level_parse("77") == -EINVAL, "77");
+	CHECK(dpsock_log_level_parse("") == -EINVAL, "empty");
+	CHECK(dpsock_log_level_parse(NULL) == -EINVAL, "NULL");
+	CHECK(dpsock_log_level_parse("infox") == -EINVAL, "infox");
+	CHECK(strcmp(dpsock_log_level_name(0), "invalid") == 0, "name 0");
+	CHECK(strcmp(dpsock_log_level_name(9), "invalid") == 0, "name 9");
+}
+
+/* Every prefix of a valid file either parses or fails with a message that
+ * names the file: errors are never silent. */
+static void
+test_truncations(void)
+{
+	struct dpsock_config c;
+	char *text, err[512];
+	size_t len, i;
+	FILE *f = fopen("test/unit/data/full.conf", "r");
+
+	if (f == NULL) {
+		CHECK(0, "open full.conf: %s", strerror(errno));
+		return;
+	}
+	text = calloc(1, 8192);
+	len = fread(text, 1, 8191, f);
+	fclose(f);
+	for (i = 0; i <= len; i++) {
+		char saved = text[i];
+		int rc;
+
+		text[i] = '\0';
+		err[0] = '\0';
+		rc = dpsock_config_load_string(&c, text, "cut.conf", err, sizeof(err));
+		CHECK(rc == 0 || (rc == -EINVAL && strncmp(err, "cut.conf", 8) == 0),
+		      "prefix %zu: rc %d, '%s'", i, rc, err);
+		text[i] = saved;
+	}
+	free(text);
+}
+
+int
+main(void)
+{
+	test_defaults();
+	test_full_file();
+	test_good_cases();
+	test_bad_cases();
+	test_bad_generated();
+	test_files();
+	test_nondefault();
+	test_example();
+	test_help();
+	test_log_levels();
+	test_truncations();
+	if (failures != 0) {
+		fprintf(stderr, "config_test: %d check(s) failed\n", failures);
+		return 1;
+	}
+	printf("config_test: all checks passed (%zu bad-input cases)\n",
+	       sizeof(bad_cases) / sizeof(bad_cases[0]));
+	return 0;
+}
