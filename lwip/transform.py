@@ -237,7 +237,7 @@ EDITS = [
          '      /* dpsock fix (upstream adbc5b5f): never accept a SYN as data */\n'
          '      if (flags & TCP_SYN) {\n'
          '        if (seqno == pcb->rcv_nxt - 1) {\n'
-         '          /* Looks like another copy of the SYN - retransmit our SYN-ACK */\n'
+         '          /* the peer sent its SYN again: answer with our SYN|ACK again */\n'
          '          tcp_rexmit(pcb);\n'
          '        }\n'
          '      } else if (flags & TCP_ACK) {\n'),
