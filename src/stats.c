@@ -110,6 +110,22 @@ dpsock_stats_update_ports(struct dpsock_daemon *d)
 		struct dpsock_port_stats *ps = &d->stats->ports[i];
 		struct rte_eth_stats es;
 
+		if (p->started) {
+			struct rte_eth_link link;
+
+			memset(&link, 0, sizeof(link));
+			if (rte_eth_link_get_nowait(p->port_id, &link) == 0 &&
+			    link.link_status != dpsock_stat_read(&ps->link_up)) {
+				char text[RTE_ETH_LINK_MAX_STR_LEN];
+
+				rte_eth_link_to_str(text, sizeof(text), &link);
+				DPSOCK_LOG(NOTICE, pmd, "port %s: %s", p->name, text);
+				dpsock_stat_set(&ps->link_up, link.link_status);
+				dpsock_stat_set(&ps->link_speed_mbps,
+						link.link_speed == RTE_ETH_SPEED_NUM_UNKNOWN ? 0 :
+						link.link_speed);
+			}
+		}
 		if (p->started && rte_eth_stats_get(p->port_id, &es) == 0) {
 			dpsock_stat_set(&ps->rx_packets, es.ipackets);
 			dpsock_stat_set(&ps->rx_bytes, es.ibytes);

@@ -22,6 +22,8 @@
 
 /* Per port, written by the main lcore from rte_eth_stats (refreshed ~10/s). */
 #define DPSOCK_PORT_COUNTERS(X)                                                \
+	X(link_up, "1 while the port's link is up")                            \
+	X(link_speed_mbps, "link speed in Mbit/s (0 unknown)")                 \
 	X(rx_packets, "packets received by the port")                          \
 	X(rx_bytes, "bytes received by the port")                              \
 	X(tx_packets, "packets sent by the port")                              \

@@ -28,7 +28,7 @@
 #   DPSOCK_TEST_LCORES     EAL -l for dpsockd_eal_args (0-1)
 #   DPSOCK_TEST_QPAIRS     af_packet qpairs for dpsockd_eal_args (2)
 #   DPSOCKD_START_TIMEOUT  seconds dpsockd_start waits (30)
-#   DPSOCKD_STOP_TIMEOUT   seconds dpsockd_stop waits after SIGTERM (10)
+#   DPSOCKD_STOP_TIMEOUT   seconds dpsockd_stop waits after its signal (10)
 #   DPSOCK_KEEP_TMP=1      keep the test's temp dir even when it passes
 #
 # Functions (see each one's comment):
@@ -42,7 +42,7 @@
 #   topology  test_topo_up [IDX] [NAME], in_a CMD..., in_b CMD...
 #             (and everything in scripts/topo.sh)
 #   daemon    eal_mem_args, dpsockd_eal_args NAME, dpsock_conf NAME [LINE...],
-#             dpsockd_start NAME CONF [EAL_ARGS...], dpsockd_stop [NAME]
+#             dpsockd_start NAME CONF [EAL_ARGS...], dpsockd_stop [NAME] [SIGNAL]
 #   frames    badframes_send COUNT CASE..., badframes_counter CASE
 
 DPSOCK_SRC=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -493,20 +493,24 @@ dpsockd_start() {
 	fi
 }
 
-# dpsockd_stop [NAME]: SIGTERM dpsockd (default: the last one started), wait
-# up to DPSOCKD_STOP_TIMEOUT (10) seconds, and return its exit status. If it
-# does not stop it is killed (SIGKILL), a message says so, and the status
-# is non-zero (137).
+# dpsockd_stop [NAME] [SIGNAL]: send SIGNAL (default TERM; e.g. INT) to
+# dpsockd (default NAME: the last one started; "" also means that one),
+# wait up to DPSOCKD_STOP_TIMEOUT (10) seconds, and return its exit status.
+# If it does not stop it is killed (SIGKILL), a message says so, and the
+# status is non-zero (137).
 dpsockd_stop() {
-	local name=${1:-${DPSOCKD_NAME:-}} pid rc=0 timeout=${DPSOCKD_STOP_TIMEOUT:-10}
+	local name=${1:-${DPSOCKD_NAME:-}} sig=${2:-TERM} pid rc=0 timeout=${DPSOCKD_STOP_TIMEOUT:-10}
 	pid=${_LIB_DAEMON_PID[$name]:-}
 	if [ -z "$pid" ]; then
 		echo "dpsockd_stop: no running dpsockd '$name' started by this test" >&2
 		return 1
 	fi
-	kill -TERM "$pid" 2>/dev/null
+	sig=${sig#SIG}
+	if ! kill -"$sig" "$pid" 2>/dev/null && kill -0 "$pid" 2>/dev/null; then
+		echo "dpsockd_stop: cannot send SIG$sig to $name (pid $pid)" >&2
+	fi
 	if ! poll_until "$timeout" _lib_dead "$pid"; then
-		echo "dpsockd_stop: $name (pid $pid) still running ${timeout}s after SIGTERM; killing it" >&2
+		echo "dpsockd_stop: $name (pid $pid) still running ${timeout}s after SIG$sig; killing it" >&2
 		kill -KILL "$pid" 2>/dev/null
 		poll_until 5 _lib_dead "$pid"
 	fi
