@@ -88,16 +88,23 @@ void
 dpsock_netif_flush(struct dpsock_worker_port *wp)
 {
 	struct dpsock_worker_stats *st = wp->w->stats;
-	uint16_t sent, n = wp->tx_n;
+	uint16_t i, sent, n = wp->tx_n;
+	uint64_t bytes = 0;
 
 	if (n == 0)
 		return;
+	/* Sum first: the PMD may free what it sent before tx_burst returns. */
+	for (i = 0; i < n; i++)
+		bytes += wp->tx[i]->pkt_len;
 	sent = rte_eth_tx_burst(wp->port->port_id, wp->w->queue, wp->tx, n);
 	if (unlikely(sent < n)) {
+		for (i = sent; i < n; i++)
+			bytes -= wp->tx[i]->pkt_len;
 		dpsock_stat_add(&st->tx_drops, n - sent);
 		rte_pktmbuf_free_bulk(&wp->tx[sent], n - sent);
 	}
 	dpsock_stat_add(&st->tx_packets, sent);
+	dpsock_stat_add(&st->tx_bytes, bytes);
 	wp->tx_n = 0;
 }
 
@@ -187,7 +194,6 @@ netif_linkoutput(struct netif *netif, struct pbuf *p)
 		return ERR_MEM;
 	}
 	tx_offload(wp->port, m);
-	dpsock_stat_add(&st->tx_bytes, m->pkt_len);
 	wp->tx[wp->tx_n++] = m;
 	if (wp->tx_n == DPSOCK_TX_BURST)
 		dpsock_netif_flush(wp);

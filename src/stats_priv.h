@@ -45,8 +45,8 @@
 	X(rx_bursts, "non-empty RX bursts")                                    \
 	X(rx_packets, "packets taken from the worker's RX queues")             \
 	X(rx_bytes, "bytes taken from the worker's RX queues")                 \
-	X(tx_packets, "packets handed to the worker's TX queues")              \
-	X(tx_bytes, "bytes handed to the worker's TX queues")                  \
+	X(tx_packets, "packets the worker's TX queues took")              \
+	X(tx_bytes, "bytes the worker's TX queues took")                  \
 	X(tx_drops, "packets the TX queue refused (queue full)")               \
 	X(tx_nombuf, "packets not sent: no mbuf")                              \
 	X(arp_in, "ARP frames received on the worker's own queues")            \
