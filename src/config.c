@@ -75,6 +75,7 @@ struct conf_key {
 static const char *check_name(const char *v);
 static const char *check_abs_path(const char *v);
 static const char *check_port(const char *v);
+static const char *check_steering(const char *v);
 
 #define K_UINT(st, k, f, d, lo, hi, fl, h)                                     \
 	{ .key = (k), .type = CONF_UINT, .flags = (fl), .off = offsetof(st, f), \
@@ -119,6 +120,16 @@ static const struct conf_key conf_main_keys[] = {
 	       "keep polling this long after the last work before sleeping (0 = sleep at once)"),
 	K_UINT(DC, "worker.idle_sleep_max_us", idle_sleep_max_us, 1000, 1, 100000, 0,
 	       "longest single sleep of an idle worker"),
+	K_UINT(DC, "memory.lwip_mb", lwip_mb, 256, 16, 65536, 0,
+	       "memory each worker's lwIP may hold (MiB); past it new connections are refused"),
+	K_UINT(DC, "tcp.ephemeral_min", ephemeral_min, 32768, 1024, 65535, 0,
+	       "lowest local port an active open may choose"),
+	K_UINT(DC, "tcp.ephemeral_max", ephemeral_max, 60999, 1024, 65535, 0,
+	       "highest local port an active open may choose"),
+	K_UINT(DC, "tcp.max_connections", max_connections, 65536, 1, 1048576, 0,
+	       "connections per worker; a SYN beyond it is answered with RST"),
+	K_STR(DC, "tcp.steering", steering, "auto", 1, 15, check_steering, 0,
+	      "active-open steering: auto (probe), toeplitz, rte_flow or software"),
 	K_SPECIAL(DC, "interfaces", CONF_IFACE_LIST, ifaces, 0, CONF_F_REQUIRED,
 		  "ports and their addresses, ( { port = ...; address = ...; }, ... ); 1..4 entries"),
 };
@@ -210,6 +221,18 @@ check_port(const char *v)
 	return check_chars(v, "_:.-") ?
 		"must be a PCI address or vdev name (letters, digits, '_', ':', '.', '-'); device arguments belong on the EAL command line" :
 		NULL;
+}
+
+static const char *
+check_steering(const char *v)
+{
+	static const char *const names[] = { "auto", "toeplitz", "rte_flow", "software" };
+	unsigned int i;
+
+	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (strcmp(v, names[i]) == 0)
+			return NULL;
+	return "must be auto, toeplitz, rte_flow or software";
 }
 
 /* Build a key path; long user-supplied names are cut, never overflow. */
@@ -876,6 +899,15 @@ main_validate(struct parse_ctx *p, const struct dpsock_config *c,
 		}
 		return fail(p, s ? s : root, key, "mbuf_cache (%u) must be at most mbufs / 1.5 (mbufs = %u)",
 			    c->mbuf_cache, c->mbufs);
+	}
+	/* at least one port per worker must remain, whatever the worker count */
+	if (c->ephemeral_min + 63 > c->ephemeral_max) {
+		const char *key = seen_key(sc, "tcp.ephemeral_max") ? "tcp.ephemeral_max" : "tcp.ephemeral_min";
+
+		s = seen_key(sc, key);
+		return fail(p, s ? s : root, key,
+			    "the ephemeral range %u..%u must hold at least 64 ports",
+			    c->ephemeral_min, c->ephemeral_max);
 	}
 	return 0;
 }

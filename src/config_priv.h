@@ -65,6 +65,13 @@ struct dpsock_config {
 	uint32_t idle_poll_us;  /* keep polling this long after the last packet */
 	uint32_t idle_sleep_max_us; /* longest single sleep when idle */
 
+	/* tcp / udp */
+	uint32_t ephemeral_min;  /* local ports active opens choose from */
+	uint32_t ephemeral_max;
+	uint32_t max_connections; /* per worker; more are refused with RST */
+	uint32_t lwip_mb;        /* per worker: memory lwIP may hold (MiB) */
+	char steering[16];       /* auto, toeplitz, rte_flow, software */
+
 	/* interfaces */
 	unsigned int n_ifaces;
 	struct dpsock_iface_conf ifaces[DPSOCK_MAX_PORTS];

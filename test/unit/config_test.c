@@ -59,6 +59,11 @@ check_defaults(const struct dpsock_config *c, const char *what)
 	CHECK(c->idle_poll_us == 200, "%s: idle_poll_us %u", what, c->idle_poll_us);
 	CHECK(c->idle_sleep_max_us == 1000, "%s: idle_sleep_max_us %u", what,
 	      c->idle_sleep_max_us);
+	CHECK(c->lwip_mb == 256, "%s: lwip_mb %u", what, c->lwip_mb);
+	CHECK(c->ephemeral_min == 32768 && c->ephemeral_max == 60999, "%s: ephemeral %u..%u",
+	      what, c->ephemeral_min, c->ephemeral_max);
+	CHECK(c->max_connections == 65536, "%s: max_connections %u", what, c->max_connections);
+	CHECK(strcmp(c->steering, "auto") == 0, "%s: steering '%s'", what, c->steering);
 }
 
 static void
@@ -128,6 +133,11 @@ test_full_file(void)
 	CHECK(c.idle_poll_us == 0, "full: idle_poll_us %u", c.idle_poll_us);
 	CHECK(c.idle_sleep_max_us == 100000, "full: idle_sleep_max_us %u",
 	      c.idle_sleep_max_us);
+	CHECK(c.lwip_mb == 1024, "full: lwip_mb %u", c.lwip_mb);
+	CHECK(c.ephemeral_min == 40000 && c.ephemeral_max == 50000, "full: ephemeral %u..%u",
+	      c.ephemeral_min, c.ephemeral_max);
+	CHECK(c.max_connections == 1000, "full: max_connections %u", c.max_connections);
+	CHECK(strcmp(c.steering, "software") == 0, "full: steering '%s'", c.steering);
 
 	CHECK(c.n_ifaces == 4, "full: n_ifaces %u", c.n_ifaces);
 	if (c.n_ifaces != 4)
@@ -137,13 +147,13 @@ test_full_file(void)
 	CHECK(c.ifaces[0].prefix_len == 24, "full: if0 prefix");
 	CHECK(c.ifaces[0].gateway == ip("198.18.0.254"), "full: if0 gateway");
 	CHECK(c.ifaces[0].mtu == 9000, "full: if0 mtu %u", c.ifaces[0].mtu);
-	CHECK(c.ifaces[0].line == 26, "full: if0 line %d", c.ifaces[0].line);
+	CHECK(c.ifaces[0].line == 33, "full: if0 line %d", c.ifaces[0].line);
 	CHECK(strcmp(c.ifaces[1].port, "net_af_packet0") == 0, "full: if1 port");
 	CHECK(c.ifaces[1].addr == ip("198.19.255.254"), "full: if1 addr");
 	CHECK(c.ifaces[1].prefix_len == 15, "full: if1 prefix");
 	CHECK(c.ifaces[1].gateway == 0, "full: if1 gateway");
 	CHECK(c.ifaces[1].mtu == 68, "full: if1 mtu %u", c.ifaces[1].mtu);
-	CHECK(c.ifaces[1].line == 32, "full: if1 line %d", c.ifaces[1].line);
+	CHECK(c.ifaces[1].line == 39, "full: if1 line %d", c.ifaces[1].line);
 	CHECK(strcmp(c.ifaces[2].port, "net_memif1") == 0, "full: if2 port");
 	CHECK(c.ifaces[2].addr == ip("10.1.2.3"), "full: if2 addr");
 	CHECK(c.ifaces[2].prefix_len == 31, "full: if2 prefix");
@@ -205,6 +215,12 @@ static const struct bad_case bad_cases[] = {
 	  "worker.idle_sleep_max_us: must be between 1 and 100000", NULL },
 	{ IF0 "worker = { idle_sleep_max_us = 0; };\n", 2,
 	  "worker.idle_sleep_max_us: must be between 1 and 100000", NULL },
+	{ IF0 "tcp = { steering = \"magic\"; };\n", 2,
+	  "tcp.steering: 'magic' must be auto, toeplitz, rte_flow or software", NULL },
+	{ IF0 "tcp = { ephemeral_min = 50000; ephemeral_max = 50010; };\n", 2,
+	  "tcp.ephemeral_max: the ephemeral range 50000..50010 must hold at least 64 ports", NULL },
+	{ IF0 "memory = { lwip_mb = 8; };\n", 2,
+	  "memory.lwip_mb: must be between 16 and 65536", NULL },
 	{ IF0 "worker = { idle_poll_us = 1000001; };\n", 2,
 	  "worker.idle_poll_us: must be between 0 and 1000000", NULL },
 	{ IF0 "memory = { mbufs = -1; };\n", 2, "memory.mbufs: must be between 511 and 16777215 (got -1)", NULL },
@@ -440,7 +456,7 @@ test_files(void)
 
 struct lines {
 	unsigned int n;
-	char line[32][128];
+	char line[64][128];
 };
 
 static void
@@ -448,7 +464,7 @@ collect(void *arg, const char *line)
 {
 	struct lines *l = arg;
 
-	if (l->n < 32)
+	if (l->n < sizeof(l->line) / sizeof(l->line[0]))
 		snprintf(l->line[l->n], sizeof(l->line[0]), "%s", line);
 	l->n++;
 }
@@ -485,8 +501,8 @@ test_nondefault(void)
 	rc = dpsock_config_load(&c, "test/unit/data/full.conf", err, sizeof(err));
 	CHECK(rc == 0, "full: rc %d: %s", rc, err);
 	dpsock_config_foreach_nondefault(&c, collect, &l);
-	/* 11 scalars + workers + 3 modules + 4 interfaces * 4 */
-	CHECK(l.n == 11 + 1 + 3 + 16, "full: %u non-default lines", l.n);
+	/* 16 scalars + workers + 3 modules + 4 interfaces * 4 */
+	CHECK(l.n == 16 + 1 + 3 + 16, "full: %u non-default lines", l.n);
 	CHECK(strcmp(l.line[0], "name = edge-7_b") == 0, "full: first '%s'", l.line[0]);
 	CHECK(strcmp(l.line[l.n - 1], "interfaces[3].mtu = 1500") == 0,
 	      "full: last '%s'", l.line[l.n - 1]);
@@ -521,7 +537,9 @@ test_help(void)
 		"name", "runtime_dir", "log.level", "log.modules.<module>", "workers",
 		"memory.mbufs", "memory.mbuf_cache", "memory.rx_desc", "memory.tx_desc",
 		"memory.steer_ring", "worker.rx_burst", "worker.idle_poll_us",
-		"worker.idle_sleep_max_us", "interfaces", "interfaces[].port",
+		"worker.idle_sleep_max_us", "memory.lwip_mb", "tcp.ephemeral_min",
+		"tcp.ephemeral_max", "tcp.max_connections", "tcp.steering",
+		"interfaces", "interfaces[].port",
 		"interfaces[].address", "interfaces[].gateway", "interfaces[].mtu",
 	};
 	char *buf = NULL, *line, *save = NULL;
