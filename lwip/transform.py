@@ -95,6 +95,9 @@ TLS_DECLS = {
         'static u8_t tcp_timer_ctr;',
         # function-local, unused with LWIP_HOOK_TCP_ISN
         'static u32_t iss = 6510;',
+        # ext-arg slot counter (LWIP_TCP_PCB_NUM_EXT_ARGS): each instance
+        # allocates its own slots
+        'static u8_t tcp_ext_arg_id;',
     ],
     'core/tcp_in.c': [
         'static struct tcp_seg inseg;',

@@ -15,11 +15,16 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include <sys/queue.h>
+
 #include <rte_common.h>
 #include <rte_mbuf.h>
 #include <rte_ring.h>
+#include <rte_spinlock.h>
 
 #include "lwip/netif.h"
+
+#include "dpsock/dpsock.h"
 
 #include "config_priv.h"
 #include "port_priv.h"
@@ -30,6 +35,9 @@
 
 struct dpsock_daemon;
 struct dpsock_worker;
+struct dpsock_sock;
+struct dpsock_app;
+struct rte_flow;
 
 /* A worker's view of one port: its lwIP netif and its TX batch. */
 struct dpsock_worker_port {
@@ -67,7 +75,27 @@ struct dpsock_worker {
 	uint32_t init_done;       /* shared: set once init_ret is final */
 
 	struct dpsock_worker_port ports[DPSOCK_MAX_PORTS];
+
+	/* sockets (sock.c): every live socket of this worker, for teardown */
+	TAILQ_HEAD(, dpsock_sock) socks;
+	uint32_t n_conns;         /* TCP connections (accepted or connecting/connected) */
+	uint32_t port_hint;       /* where the next ephemeral port search starts */
+	uint8_t extarg_id;        /* lwIP ext-arg slot for our pcb callbacks */
+	bool app_ready;           /* app->worker_init succeeded */
 } __rte_cache_aligned;
+
+/* Active-open steering backend (steer.c): how a connection's packets come
+ * back to the worker that opened it. Chosen once at start. */
+struct dpsock_steer_ops {
+	const char *name;
+	/* Claim a local port for a connection from worker w to raddr:rport
+	 * (network order). Returns the port (host order) or 0 (none left). */
+	uint16_t (*claim_port)(struct dpsock_worker *w, uint32_t laddr, uint32_t raddr,
+			       uint16_t rport);
+	/* The connection's pcb is gone (after TIME_WAIT): release the port and
+	 * whatever steers it. */
+	void (*release_port)(struct dpsock_worker *w, uint16_t lport);
+};
 
 struct dpsock_daemon {
 	struct dpsock_config conf;
@@ -83,6 +111,20 @@ struct dpsock_daemon {
 	volatile uint32_t quit;         /* shared: set by the signal handler */
 	/* port_id -> index in ports[], for mbufs that arrive on a steering ring */
 	uint8_t port_idx[RTE_MAX_ETHPORTS];
+
+	const struct dpsock_app *app;
+	void *app_arg;
+	bool initialised;               /* dpsock_init succeeded */
+
+	/* One port allocator and TIME_WAIT view for all workers (steer.c):
+	 * port_owner[p] is 0 when local port p is free, k + 1 while worker k
+	 * owns it (from the active open until its pcb leaves TIME_WAIT). Any
+	 * worker reads it to hand a segment to the port's owner. */
+	const struct dpsock_steer_ops *steer;
+	uint16_t eph_min, eph_max;
+	uint8_t *port_owner;            /* [65536], shared, atomics */
+	struct rte_flow **flows;        /* [65536] rte_flow backend rules */
+	rte_spinlock_t flow_lock;       /* rte_flow calls from several lcores */
 };
 
 /*
@@ -102,6 +144,9 @@ unsigned int dpsock_worker_poll(struct dpsock_worker *w);
  * next timer). */
 void dpsock_worker_idle(struct dpsock_worker *w, unsigned int work, uint32_t max_us);
 
+/* Send what lwIP queued for every port. */
+void dpsock_worker_flush(struct dpsock_worker *w);
+
 /* Tear down netifs, lwIP pcbs and pending mbufs; free the instance. */
 void dpsock_worker_fini(struct dpsock_worker *w);
 
@@ -110,6 +155,28 @@ int dpsock_worker_main(void *arg);
 
 /* Wake a sleeping worker (any thread). */
 void dpsock_worker_wake(struct dpsock_worker *w);
+
+/* The worker running on the calling thread (NULL elsewhere). */
+extern _Thread_local struct dpsock_worker *dpsock_self;
+
+/* steer.c */
+
+/* Choose the steering backend (config tcp.steering, probed capabilities)
+ * and allocate the shared port table. Returns 0 or -errno (message printed). */
+int dpsock_steer_setup(struct dpsock_daemon *d);
+void dpsock_steer_teardown(struct dpsock_daemon *d);
+
+/* Where does a received IPv4 frame belong? Returns the worker index that
+ * must process it, or -1 for "here". Looks at fragments (one owner per
+ * datagram, so that reassembly sees every piece) and at TCP/UDP segments
+ * for a local port another worker opened. */
+int dpsock_steer_owner(const struct dpsock_worker *w, const struct rte_mbuf *m);
+
+/* sock.c */
+
+/* Per-worker socket layer set-up and teardown (on the worker's lcore). */
+int dpsock_sock_worker_init(struct dpsock_worker *w);
+void dpsock_sock_worker_fini(struct dpsock_worker *w);
 
 /* netif over mbufs (netif.c) */
 

@@ -15,7 +15,8 @@
 	X(pmd)                \
 	X(worker)             \
 	X(lwip)               \
-	X(stats)
+	X(stats)              \
+	X(tcp)
 
 #define DPSOCK_LOGTYPE_DECL(m) extern int dpsock_logtype_##m;
 DPSOCK_LOG_MODULES(DPSOCK_LOGTYPE_DECL)

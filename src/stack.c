@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * dpsockd — the dpsock daemon: one DPDK EAL process running one lwIP
- * instance per worker lcore.
+ * The stack's life cycle (dpsock_init, dpsock_run): EAL, configuration,
+ * ports, workers, stats, clean stop. dpsockd and the native apps are thin
+ * programs around it.
  *
- *   dpsockd [EAL options] -- [-f dpsock.conf] [--help] [--help-config] [--version]
+ *   prog [EAL options] -- [-f dpsock.conf] [--help-config] [--version] [prog's options]
  *
  * The main lcore is the control plane (start-up, stats publication, clean
  * stop). With a single lcore it also does a worker's job between its
@@ -31,6 +32,7 @@
 #include <rte_version.h>
 
 #include "dpsock_build_config.h"
+#include "dpsock/dpsock.h"
 
 #include "daemon_priv.h"
 #include "log_priv.h"
@@ -39,65 +41,54 @@
 #define CONTROL_INTERVAL_US 100000 /* stats publication, quit check */
 
 static struct dpsock_daemon daemon_state;
+static const char *prog_name = "dpsock";
 
-static void
-usage(FILE *f, const char *prog)
+void
+dpsock_usage(FILE *f)
 {
 	fprintf(f,
-		"Usage: %s [EAL options] -- [options]\n"
-		"\n"
-		"dpsock daemon: a kernel-bypass TCP/UDP stack on DPDK, one lwIP instance per\n"
-		"worker lcore. EAL options are DPDK's (see --help before the --): e.g.\n"
-		"  -l 0-2 --no-pci --vdev=net_af_packet0,iface=eth1,qpairs=2\n"
-		"\n"
-		"Options:\n"
+		"dpsock options (after the --, before the program's own):\n"
 		"  -f, --config FILE   configuration file (default " DEFAULT_CONFIG ")\n"
-		"  -h, --help          this text\n"
 		"      --help-config   every configuration key with its default\n"
-		"  -V, --version       print the version\n",
-		prog);
+		"  -V, --version       print the version\n"
+		"EAL options come before the --, DPDK style (`--help` there lists them), e.g.\n"
+		"  -l 0-2 --no-pci --vdev=net_af_packet0,iface=eth1,qpairs=2\n");
 }
 
-static const struct option long_opts[] = {
-	{ "config", required_argument, NULL, 'f' },
-	{ "help", no_argument, NULL, 'h' },
-	{ "help-config", no_argument, NULL, 'C' },
-	{ "version", no_argument, NULL, 'V' },
-	{ NULL, 0, NULL, 0 },
-};
-
-/* --help, --help-config and --version must work without hugepages or EAL:
- * look at what follows the "--" before starting EAL. */
-static void
-early_options(int argc, char **argv)
+static int
+first_app_arg(int argc, char **argv)
 {
-	int i, sep = -1;
+	int i;
 
 	for (i = 1; i < argc; i++)
-		if (strcmp(argv[i], "--") == 0) {
-			sep = i;
-			break;
-		}
-	for (i = sep < 0 ? argc : sep + 1; i < argc; i++) {
-		if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
-			usage(stdout, argv[0]);
-			exit(0);
-		}
+		if (strcmp(argv[i], "--") == 0)
+			return i + 1;
+	return argc;
+}
+
+/*
+ * --help-config and --version must work without hugepages or EAL, and so
+ * must the program's own --help: look at what follows the "--" first.
+ * Returns true when the program's --help is asked for.
+ */
+static bool
+early_options(int argc, char **argv)
+{
+	int i, sep = first_app_arg(argc, argv);
+
+	for (i = sep; i < argc; i++) {
 		if (strcmp(argv[i], "--help-config") == 0) {
 			dpsock_config_print_help(stdout);
 			exit(0);
 		}
 		if (strcmp(argv[i], "-V") == 0 || strcmp(argv[i], "--version") == 0) {
-			printf("dpsockd %s (%s)\n", DPSOCK_VERSION, rte_version());
+			printf("%s %s (dpsock, %s)\n", prog_name, DPSOCK_VERSION, rte_version());
 			exit(0);
 		}
+		if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0)
+			return true;
 	}
-	if (sep < 0)
-		for (i = 1; i < argc; i++)
-			if (strcmp(argv[i], "--version") == 0) {
-				printf("dpsockd %s (%s)\n", DPSOCK_VERSION, rte_version());
-				exit(0);
-			}
+	return false;
 }
 
 /* Is an EAL option (before the "--") given, as "--opt" or "--opt=..."? */
@@ -174,12 +165,12 @@ check_hugepages(int argc, char **argv)
 	if (free_pages > 0 && (mounted || has_arg(argc, argv, "--in-memory")))
 		return 0;
 	fprintf(stderr,
-		"dpsockd: no usable hugepages (%lu reserved, %lu free, hugetlbfs %s).\n"
+		"%s: no usable hugepages (%lu reserved, %lu free, hugetlbfs %s).\n"
 		"  Run scripts/setup, or by hand:\n"
 		"    echo 1024 > /proc/sys/vm/nr_hugepages\n"
 		"    mkdir -p /dev/hugepages && mount -t hugetlbfs nodev /dev/hugepages\n"
 		"  or run without hugepages: add --no-huge to the EAL options.\n",
-		total, free_pages, mounted ? "mounted" : "not mounted");
+		prog_name, total, free_pages, mounted ? "mounted" : "not mounted");
 	return -1;
 }
 
@@ -219,7 +210,7 @@ banner_line(void *arg, const char *line)
 static void
 log_banner(const struct dpsock_daemon *d, const char *cmd)
 {
-	DPSOCK_LOG(NOTICE, main, "dpsockd %s (%s), pid %d", DPSOCK_VERSION, rte_version(),
+	DPSOCK_LOG(NOTICE, main, "%s: dpsock %s (%s), pid %d", prog_name, DPSOCK_VERSION, rte_version(),
 		   (int)getpid());
 	DPSOCK_LOG(INFO, main, "command line: %s", cmd);
 	DPSOCK_LOG(INFO, main, "configuration %s; settings that differ from the defaults:",
@@ -248,9 +239,9 @@ setup_workers(struct dpsock_daemon *d)
 					off += snprintf(list + off, sizeof(list) - off, "%s%u",
 							off ? "," : "", e);
 				fprintf(stderr,
-					"dpsockd: %s: workers: lcore %u is not one of EAL's lcores (%s); "
+					"%s: %s: workers: lcore %u is not one of EAL's lcores (%s); "
 					"add it to -l/--lcores or remove it from workers\n",
-					c->path[0] ? c->path : "config", lc, list);
+					prog_name, c->path[0] ? c->path : "config", lc, list);
 				return -EINVAL;
 			}
 			lcores[n++] = lc;
@@ -266,7 +257,7 @@ setup_workers(struct dpsock_daemon *d)
 	}
 	d->workers = rte_zmalloc("dpsock_workers", n * sizeof(*d->workers), RTE_CACHE_LINE_SIZE);
 	if (d->workers == NULL) {
-		fprintf(stderr, "dpsockd: out of memory for %u workers\n", n);
+		fprintf(stderr, "%s: out of memory for %u workers\n", prog_name, n);
 		return -ENOMEM;
 	}
 	d->n_workers = n;
@@ -287,7 +278,7 @@ setup_workers(struct dpsock_daemon *d)
 		w->steer = rte_ring_create(name, c->steer_ring, rte_lcore_to_socket_id(lcores[i]),
 					   RING_F_SC_DEQ);
 		if (w->steer == NULL) {
-			fprintf(stderr, "dpsockd: steering ring for worker %u: %s\n", i,
+			fprintf(stderr, "%s: steering ring for worker %u: %s\n", prog_name, i,
 				rte_strerror(rte_errno));
 			return -ENOMEM;
 		}
@@ -315,7 +306,7 @@ setup_ports(struct dpsock_daemon *d)
 		if (ret == 0)
 			ret = dpsock_port_probe(p, err, sizeof(err));
 		if (ret != 0) {
-			fprintf(stderr, "dpsockd: %s:%d: interfaces[%u].port: %s\n",
+			fprintf(stderr, "%s: %s:%d: interfaces[%u].port: %s\n", prog_name,
 				c->path[0] ? c->path : "config", ic->line, i, err);
 			return ret;
 		}
@@ -327,9 +318,9 @@ setup_ports(struct dpsock_daemon *d)
 		       (d->n_workers + 1) * c->mbuf_cache + 1024;
 		if (c->mbufs < need) {
 			fprintf(stderr,
-				"dpsockd: %s: memory.mbufs = %u is too small for %u workers with "
+				"%s: %s: memory.mbufs = %u is too small for %u workers with "
 				"rx_desc %u, tx_desc %u, steer_ring %u: need at least %u\n",
-				c->path[0] ? c->path : "config", c->mbufs, d->n_workers,
+				prog_name, c->path[0] ? c->path : "config", c->mbufs, d->n_workers,
 				c->rx_desc, c->tx_desc, c->steer_ring, need);
 			return -EINVAL;
 		}
@@ -342,7 +333,7 @@ setup_ports(struct dpsock_daemon *d)
 						  rte_eth_dev_socket_id(p->port_id) < 0 ? SOCKET_ID_ANY :
 						  rte_eth_dev_socket_id(p->port_id));
 		if (p->pool == NULL) {
-			fprintf(stderr, "dpsockd: mbuf pool for %s (%u mbufs of %u B): %s%s\n",
+			fprintf(stderr, "%s: mbuf pool for %s (%u mbufs of %u B): %s%s\n", prog_name,
 				p->name, c->mbufs, data_room, rte_strerror(rte_errno),
 				rte_errno == ENOMEM ? " (reserve more hugepages, or lower memory.mbufs)" : "");
 			return -rte_errno;
@@ -350,7 +341,7 @@ setup_ports(struct dpsock_daemon *d)
 		ret = dpsock_port_start(p, d->n_workers, ic->mtu, c->rx_desc, c->tx_desc, p->pool,
 					err, sizeof(err));
 		if (ret != 0) {
-			fprintf(stderr, "dpsockd: %s:%d: interfaces[%u]: %s\n",
+			fprintf(stderr, "%s: %s:%d: interfaces[%u]: %s\n", prog_name,
 				c->path[0] ? c->path : "config", ic->line, i, err);
 			return ret;
 		}
@@ -406,91 +397,141 @@ control_tasks(struct dpsock_daemon *d)
 	dpsock_stats_update_ports(d);
 }
 
+void
+dpsock_fini(void)
+{
+	eal_cleanup();
+}
+
 int
-main(int argc, char **argv)
+dpsock_init(int argc, char **argv)
 {
 	struct dpsock_daemon *d = &daemon_state;
 	const char *config_path = NULL;
-	char err[512];
-	unsigned int i;
-	int ret, opt, n, exit_code = 0;
-	uint64_t next_control;
-	char cmd[1024];
+	char **eal_argv, err[512], cmd[1024];
+	int i, n, eal_argc = argc, idx;
 	size_t off = 0;
 
-	early_options(argc, argv);
-	if (check_hugepages(argc, argv) != 0)
-		return 1;
-	argv = eal_default_args(&argc, argv);
-	atexit(remove_runtime_dir);
-	for (i = 0; i < (unsigned int)argc && off < sizeof(cmd); i++)
-		off += snprintf(cmd + off, sizeof(cmd) - off, "%s%s", i ? " " : "", argv[i]);
-	dpsock_log_init(RTE_LOG_INFO);
-	n = rte_eal_init(argc, argv);
-	if (n < 0) {
-		fprintf(stderr, "dpsockd: EAL initialisation failed: %s (see the EAL messages above; "
-			"`%s --help` lists EAL options)\n", rte_strerror(rte_errno), argv[0]);
-		return 1;
+	if (argc > 0 && argv[0] != NULL) {
+		const char *slash = strrchr(argv[0], '/');
+
+		prog_name = slash ? slash + 1 : argv[0];
 	}
-	argc -= n;
-	argv += n;
-	argv[0] = "dpsockd";
-	optind = 1;
-	while ((opt = getopt_long(argc, argv, "f:hV", long_opts, NULL)) != -1) {
-		switch (opt) {
-		case 'f':
-			config_path = optarg;
+	if (early_options(argc, argv)) {
+		/* the program prints its help; nothing is started */
+		idx = first_app_arg(argc, argv);
+		if (idx > 0)
+			argv[idx - 1] = argv[0];
+		return idx;
+	}
+	if (check_hugepages(argc, argv) != 0)
+		return -1;
+	eal_argv = eal_default_args(&eal_argc, argv);
+	atexit(remove_runtime_dir);
+	for (i = 0; i < eal_argc && off < sizeof(cmd); i++)
+		off += snprintf(cmd + off, sizeof(cmd) - off, "%s%s", i ? " " : "", eal_argv[i]);
+	dpsock_log_init(RTE_LOG_INFO);
+	n = rte_eal_init(eal_argc, eal_argv);
+	if (n < 0) {
+		fprintf(stderr, "%s: EAL initialisation failed: %s (see the EAL messages above; "
+			"`%s --help` lists EAL options)\n", prog_name, rte_strerror(rte_errno), argv[0]);
+		return -1;
+	}
+	/* EAL parsed eal_argv[1..n] (the "--" included, where it put the
+	 * program name); eal_argv holds one more argument than argv when it got
+	 * the added default option. */
+	idx = n + 1 - (eal_argv != argv ? 1 : 0);
+	if (idx > argc)
+		idx = argc;
+	while (idx < argc) {
+		const char *a = argv[idx];
+
+		if ((strcmp(a, "-f") == 0 || strcmp(a, "--config") == 0) && idx + 1 < argc) {
+			config_path = argv[idx + 1];
+			idx += 2;
+		} else if (strncmp(a, "--config=", 9) == 0) {
+			config_path = a + 9;
+			idx++;
+		} else if (strncmp(a, "-f", 2) == 0 && a[2] != '\0') {
+			config_path = a + 2;
+			idx++;
+		} else {
 			break;
-		default:
-			usage(stderr, "dpsockd");
-			eal_cleanup();
-			return 2;
 		}
 	}
-	if (optind < argc) {
-		fprintf(stderr, "dpsockd: unexpected argument '%s'\n", argv[optind]);
-		usage(stderr, "dpsockd");
-		eal_cleanup();
-		return 2;
-	}
+	argv[idx - 1] = argv[0];
 	if (config_path == NULL) {
 		struct stat st;
 
 		if (stat(DEFAULT_CONFIG, &st) != 0) {
-			fprintf(stderr, "dpsockd: no configuration: pass -f FILE after the -- "
-				"(example: config/dpsock.conf), or install " DEFAULT_CONFIG "\n");
+			fprintf(stderr, "%s: no configuration: pass -f FILE after the -- "
+				"(example: config/dpsock.conf), or install " DEFAULT_CONFIG "\n", prog_name);
 			eal_cleanup();
-			return 1;
+			return -1;
 		}
 		config_path = DEFAULT_CONFIG;
 	}
-	ret = dpsock_config_load(&d->conf, config_path, err, sizeof(err));
-	if (ret != 0) {
-		fprintf(stderr, "dpsockd: %s\n", err);
+	if (dpsock_config_load(&d->conf, config_path, err, sizeof(err)) != 0) {
+		fprintf(stderr, "%s: %s\n", prog_name, err);
 		eal_cleanup();
-		return 1;
+		return -1;
 	}
 	dpsock_log_init(d->conf.log_level);
-	for (i = 0; i < d->conf.n_log_modules; i++)
+	for (i = 0; i < (int)d->conf.n_log_modules; i++)
 		if (dpsock_log_set_module_level(d->conf.log_modules[i].module,
 						d->conf.log_modules[i].level) != 0)
 			DPSOCK_LOG(WARNING, main, "log.modules.%s: no such module "
-				   "(main, pmd, worker, lwip, stats)", d->conf.log_modules[i].module);
+				   "(main, pmd, worker, lwip, stats, tcp)", d->conf.log_modules[i].module);
 	log_banner(d, cmd);
-
 	d->tsc_hz = rte_get_tsc_hz();
 	d->stats_fd = -1;
+	d->initialised = true;
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
 	signal(SIGPIPE, SIG_IGN);
+	return idx;
+}
 
-	if (setup_workers(d) != 0 || setup_ports(d) != 0) {
+void
+dpsock_stop(void)
+{
+	__atomic_store_n(&daemon_state.quit, 1, __ATOMIC_RELAXED);
+}
+
+unsigned int
+dpsock_worker_count(void)
+{
+	return daemon_state.n_workers;
+}
+
+uint32_t
+dpsock_local_addr(void)
+{
+	return daemon_state.conf.ifaces[0].addr;
+}
+
+int
+dpsock_run(const struct dpsock_app *app, void *arg)
+{
+	struct dpsock_daemon *d = &daemon_state;
+	char err[512];
+	unsigned int i;
+	int ret, exit_code = 0;
+	uint64_t next_control;
+
+	if (!d->initialised) {
+		fprintf(stderr, "%s: dpsock_run before a successful dpsock_init\n", prog_name);
+		return 1;
+	}
+	d->app = app;
+	d->app_arg = arg;
+	if (setup_workers(d) != 0 || setup_ports(d) != 0 || dpsock_steer_setup(d) != 0) {
 		exit_code = 1;
 		goto out;
 	}
 	ret = dpsock_stats_create(d, err, sizeof(err));
 	if (ret != 0) {
-		fprintf(stderr, "dpsockd: %s\n", err);
+		fprintf(stderr, "%s: %s\n", prog_name, err);
 		exit_code = 1;
 		goto out;
 	}
@@ -504,7 +545,7 @@ main(int argc, char **argv)
 			continue;
 		ret = rte_eal_remote_launch(dpsock_worker_main, w, w->lcore_id);
 		if (ret != 0) {
-			fprintf(stderr, "dpsockd: cannot launch worker %u on lcore %u: %s\n", i,
+			fprintf(stderr, "%s: cannot launch worker %u on lcore %u: %s\n", prog_name, i,
 				w->lcore_id, rte_strerror(-ret));
 			__atomic_store_n(&d->quit, 1, __ATOMIC_RELAXED);
 			exit_code = 1;
@@ -524,7 +565,7 @@ main(int argc, char **argv)
 		while (!__atomic_load_n(&w->init_done, __ATOMIC_ACQUIRE))
 			rte_delay_us_sleep(1000);
 		if (w->init_ret != 0) {
-			fprintf(stderr, "dpsockd: worker %u (lcore %u) failed to start: %s\n", i,
+			fprintf(stderr, "%s: worker %u (lcore %u) failed to start: %s\n", prog_name, i,
 				w->lcore_id, strerror(-w->init_ret));
 			exit_code = 1;
 		}
@@ -547,8 +588,9 @@ main(int argc, char **argv)
 	control_tasks(d);
 	/* release: the segment's contents are complete before readers see it run */
 	__atomic_store_n(&d->stats->running, 1, __ATOMIC_RELEASE);
-	DPSOCK_LOG(NOTICE, main, "ready: %u worker(s); stats in /dev/shm%s (dpsock-stat -n %s)",
-		   d->n_workers, d->stats_shm, d->conf.name);
+	DPSOCK_LOG(NOTICE, main, "ready: %u worker(s)%s%s; stats in /dev/shm%s (dpsock-stat -n %s)",
+		   d->n_workers, app && app->name ? ", app " : "", app && app->name ? app->name : "",
+		   d->stats_shm, d->conf.name);
 
 	next_control = rte_rdtsc();
 	while (!__atomic_load_n(&d->quit, __ATOMIC_RELAXED)) {
@@ -573,7 +615,7 @@ main(int argc, char **argv)
 stop:
 	__atomic_store_n(&d->quit, 1, __ATOMIC_RELAXED);
 	for (i = 0; i < d->n_workers; i++)
-		if ((int)i != d->main_worker && d->workers[i].lcore_id != rte_get_main_lcore())
+		if ((int)i != d->main_worker)
 			dpsock_worker_wake(&d->workers[i]);
 	rte_eal_mp_wait_lcore();
 	if (d->main_worker >= 0 && d->workers[d->main_worker].init_done)
@@ -581,6 +623,7 @@ stop:
 	if (d->stats != NULL)
 		control_tasks(d);
 out:
+	dpsock_steer_teardown(d);
 	if (d->workers != NULL || d->n_ports > 0) {
 		unsigned int leaked = teardown(d);
 

@@ -74,7 +74,23 @@
 	X(lwip_etharp_drop, "dropped by lwIP's ARP")                          \
 	X(lwip_mem_bytes, "bytes lwIP holds in the worker's allocator")       \
 	X(lwip_mem_objs, "objects lwIP holds in the worker's allocator")      \
-	X(timer_runs, "lwIP timer checks that ran timers")
+	X(timer_runs, "lwIP timer checks that ran timers")                     \
+	X(steer_out, "frames handed to the worker that owns their flow")      \
+	X(steer_in, "frames received from other workers (not ARP)")            \
+	X(tcp_accepted, "TCP connections accepted")                           \
+	X(tcp_connected, "active opens that connected")                        \
+	X(tcp_connect_failed, "active opens that failed")                      \
+	X(tcp_refused, "SYNs refused with RST (connection or memory limit)")   \
+	X(tcp_reset, "connections ended by RST or timeout")                    \
+	X(tcp_closed, "connections closed by the application")                 \
+	X(tcp_conns, "TCP connections open now")                               \
+	X(tcp_rx_bytes, "TCP payload bytes received")                          \
+	X(tcp_tx_bytes, "TCP payload bytes accepted for sending")              \
+	X(udp_rx, "UDP datagrams delivered")                                   \
+	X(udp_tx, "UDP datagrams sent")                                        \
+	X(port_claim_failed, "active opens with no local port left")           \
+	X(lwip_tcp_memerr, "lwIP TCP allocation failures")                     \
+	X(lwip_ipfrag_drop, "IP fragments dropped (reassembly limits, timeouts)")
 
 #define DPSOCK_STATS_FIELD(name, help) uint64_t name;
 

@@ -93,6 +93,18 @@ arp_share(struct dpsock_worker *w, struct rte_mbuf *m)
 	}
 }
 
+/* Hand a validated frame to the worker that owns its flow. */
+static void
+steer_to(struct dpsock_worker *w, struct dpsock_worker *owner, struct rte_mbuf *m)
+{
+	if (unlikely(rte_ring_mp_enqueue(owner->steer, m) != 0)) {
+		drop(m, &w->stats->steer_full);
+		return;
+	}
+	dpsock_stat_add(&w->stats->steer_out, 1);
+	dpsock_worker_wake(owner);
+}
+
 static bool
 arp_valid(const struct rte_mbuf *m)
 {
@@ -159,10 +171,21 @@ rx_frame(struct dpsock_worker *w, struct dpsock_worker_port *wp, struct rte_mbuf
 	eth = rte_pktmbuf_mtod(m, const struct rte_ether_hdr *);
 	switch (eth->ether_type) {
 	case RTE_BE16(RTE_ETHER_TYPE_IPV4):
-		bad = ipv4_check(st, m);
-		if (unlikely(bad != NULL)) {
-			drop(m, bad);
-			return;
+		if (from_nic) {
+			int owner;
+
+			bad = ipv4_check(st, m);
+			if (unlikely(bad != NULL)) {
+				drop(m, bad);
+				return;
+			}
+			owner = w->d->n_workers > 1 ? dpsock_steer_owner(w, m) : -1;
+			if (owner >= 0) {
+				steer_to(w, &w->d->workers[owner], m);
+				return;
+			}
+		} else {
+			dpsock_stat_add(&st->steer_in, 1);
 		}
 		dpsock_stat_add(&st->ip_in, 1);
 		break;
@@ -201,9 +224,20 @@ mirror_lwip_stats(struct dpsock_worker *w)
 	dpsock_stat_set(&st->lwip_tcp_drop, lwip_stats.tcp.drop);
 	dpsock_stat_set(&st->lwip_tcp_chkerr, lwip_stats.tcp.chkerr);
 	dpsock_stat_set(&st->lwip_etharp_drop, lwip_stats.etharp.drop);
+	dpsock_stat_set(&st->lwip_tcp_memerr, lwip_stats.tcp.memerr);
+	dpsock_stat_set(&st->lwip_ipfrag_drop, lwip_stats.ip_frag.drop);
 	dpsock_lwip_mem_stats(&mem);
 	dpsock_stat_set(&st->lwip_mem_bytes, mem.bytes_in_use);
 	dpsock_stat_set(&st->lwip_mem_objs, mem.objs_in_use);
+}
+
+void
+dpsock_worker_flush(struct dpsock_worker *w)
+{
+	unsigned int i;
+
+	for (i = 0; i < w->n_ports; i++)
+		dpsock_netif_flush(&w->ports[i]);
 }
 
 unsigned int
@@ -237,6 +271,9 @@ dpsock_worker_poll(struct dpsock_worker *w)
 		rx_frame(w, &w->ports[d->port_idx[pkts[k]->port]], pkts[k], false);
 	work += n;
 
+	if (d->app != NULL && d->app->worker_poll != NULL && w->app_ready)
+		work += d->app->worker_poll(w, d->app_arg);
+
 	if (sys_timeouts_sleeptime() == 0) {
 		sys_check_timeouts();
 		dpsock_stat_add(&st->timer_runs, 1);
@@ -246,8 +283,7 @@ dpsock_worker_poll(struct dpsock_worker *w)
 		mirror_lwip_stats(w);
 		w->next_mirror_tsc = now + d->tsc_hz / (1000000 / MIRROR_INTERVAL_US);
 	}
-	for (i = 0; i < w->n_ports; i++)
-		dpsock_netif_flush(&w->ports[i]);
+	dpsock_worker_flush(w);
 
 	dpsock_stat_add(&st->loops, 1);
 	if (work)
@@ -372,6 +408,19 @@ dpsock_worker_init(struct dpsock_worker *w)
 	}
 	w->stats->lcore_id = w->lcore_id;
 	w->last_work_tsc = rte_rdtsc();
+	ret = dpsock_sock_worker_init(w);
+	if (ret != 0)
+		return ret;
+	if (d->app != NULL && d->app->worker_init != NULL) {
+		ret = d->app->worker_init(w, d->app_arg);
+		if (ret != 0) {
+			DPSOCK_LOG(ERR, worker, "worker %u: %s: worker_init: %s", w->idx,
+				   d->app->name ? d->app->name : "app", strerror(ret < 0 ? -ret : ret));
+			return ret < 0 ? ret : -ret;
+		}
+	}
+	w->app_ready = true;
+	dpsock_worker_flush(w);
 	return 0;
 }
 
@@ -382,6 +431,12 @@ dpsock_worker_fini(struct dpsock_worker *w)
 	struct rte_mbuf *m;
 	unsigned int i;
 
+	if (w->app_ready && w->d->app != NULL && w->d->app->worker_fini != NULL)
+		w->d->app->worker_fini(w, w->d->app_arg);
+	w->app_ready = false;
+	/* The app's sockets: reset, callbacks told (-ECONNABORTED). */
+	if (dpsock_self == w)
+		dpsock_sock_worker_fini(w);
 	/* Connections first (an abort frees their queues), then interfaces
 	 * (netif_remove drops ARP-queued packets), then what the timers would
 	 * have freed later: IP fragments waiting for reassembly. */

@@ -97,6 +97,9 @@ void dpsock_lwip_timeouts_fini(void);
 #define LWIP_TCP_RTO_TIME               1000 /* initial RTO in ms (2.1.3 hard-codes 3000; see transform.py) */
 #define TCP_TTL                         IP_DEFAULT_TTL
 #define TCP_LISTEN_BACKLOG              1
+/* one ext-arg slot per pcb: dpsock learns when a pcb is freed (after
+ * TIME_WAIT) to release its port, and admits or refuses SYNs */
+#define LWIP_TCP_PCB_NUM_EXT_ARGS       1
 #define LWIP_TCP_KEEPALIVE              1   /* SO_KEEPALIVE / TCP_KEEP* set per pcb */
 #define LWIP_CALLBACK_API               1
 #define LWIP_EVENT_API                  0

@@ -1,0 +1,231 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * dpsock native API: run-to-completion applications on the worker lcores.
+ *
+ * An application is a DPDK EAL program that embeds the dpsock stack:
+ *
+ *   int main(int argc, char **argv)
+ *   {
+ *           int n = dpsock_init(argc, argv);     // EAL options, then "--",
+ *           if (n < 0)                           // then -f dpsock.conf
+ *                   return 1;
+ *           ...parse the application's own options in argv + n...
+ *           return dpsock_run(&my_app, my_arg);  // until SIGINT/SIGTERM
+ *   }
+ *
+ * The stack runs one worker per worker lcore, each with its own lwIP
+ * instance. Sockets belong to the worker that created them (or, for
+ * accepted connections, to the worker whose queue got the SYN) and every call
+ * on a socket must be made on that worker's lcore, from a callback or from
+ * the app's per-worker hooks. Nothing here blocks and nothing takes a lock.
+ *
+ * Listening: create the listening socket on every worker (in worker_init);
+ * RSS spreads new connections over the workers. Connecting: the stack picks
+ * a local port whose packets come back to the calling worker (Toeplitz
+ * hash, rte_flow rule or software steering, whichever the port supports).
+ *
+ * Receive is zero-copy: the readable callback gets a struct dpsock_rx whose
+ * segments point into the received mbufs. By default the stack releases
+ * them (and opens the receive window) when the callback returns; an app that
+ * wants to keep the data calls dpsock_rx_hold() and releases it later.
+ * Send copies once (dpsock_send) or takes an mbuf (dpsock_send_mbuf).
+ *
+ * Errors: functions return 0 (or a count) on success and -errno on failure;
+ * functions that create an object return NULL and set errno.
+ */
+#ifndef DPSOCK_H
+#define DPSOCK_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/types.h>
+#include <sys/uio.h>
+#include <netinet/in.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct rte_mbuf;
+struct dpsock_worker;
+struct dpsock_sock;
+struct dpsock_rx;
+
+/* Per-socket event callbacks. Any may be NULL. They run on the socket's
+ * worker, inside its loop: keep them short, never block. */
+struct dpsock_sock_ops {
+	/* A listening socket accepted child. The child inherits the listener's
+	 * ops and user data; set others with dpsock_sock_set_ops/_set_user.
+	 * Return 0 to keep it, or -errno to refuse it (it is reset). */
+	int (*accepted)(struct dpsock_sock *listener, struct dpsock_sock *child);
+	/* An active open finished: err is 0, -ECONNREFUSED, -ETIMEDOUT or
+	 * -EHOSTUNREACH. After an error the socket is closed: closed follows. */
+	void (*connected)(struct dpsock_sock *s, int err);
+	/* Data arrived (TCP). rx is valid during the callback only, unless
+	 * held. An end of stream is reported by closed(s, 0), not here. */
+	void (*readable)(struct dpsock_sock *s, struct dpsock_rx *rx);
+	/* A datagram arrived (UDP), from the given source. */
+	void (*datagram)(struct dpsock_sock *s, const struct sockaddr_in *from,
+			 struct dpsock_rx *rx);
+	/* Send space came back after dpsock_send returned -EAGAIN or a short
+	 * count; space is what dpsock_send_space would now return. */
+	void (*writable)(struct dpsock_sock *s, size_t space);
+	/* The connection ended: 0 = the peer closed its side (EOF; the socket
+	 * may still send until dpsock_close), -ECONNRESET, -ETIMEDOUT, or
+	 * -ECONNABORTED (the stack stopped). After a non-zero reason the
+	 * socket is gone when the callback returns: do not use it again. */
+	void (*closed)(struct dpsock_sock *s, int reason);
+};
+
+/* Application hooks, all optional; each runs on every worker lcore. */
+struct dpsock_app {
+	const char *name;
+	/* After the worker's stack is up, before its first packet: create the
+	 * listening/UDP sockets here. Return 0 or -errno (stops the start). */
+	int (*worker_init)(struct dpsock_worker *w, void *arg);
+	/* Once per loop iteration: return how much work it did (0 = idle, which
+	 * lets the worker sleep). Load generators open connections here. */
+	unsigned int (*worker_poll)(struct dpsock_worker *w, void *arg);
+	/* Before the worker's stack is torn down (its sockets still exist;
+	 * whatever the app does not close is reset). */
+	void (*worker_fini)(struct dpsock_worker *w, void *arg);
+};
+
+/*
+ * Start EAL and read dpsock's own options, which follow the "--":
+ *   -f/--config FILE, --help-config, --version.
+ * Returns the index of the program's own options (they start at argv[ret];
+ * argv[ret - 1] is set to the program name, for getopt on argv + ret - 1),
+ * or -1 after printing why (bad config, no hugepages, EAL failure).
+ * --help-config and --version print and exit(0). When the program's options
+ * hold -h/--help, nothing is started: the program prints its help (with
+ * dpsock_usage) and exits.
+ */
+int dpsock_init(int argc, char **argv);
+
+/* Print dpsock's own options (for the program's --help). */
+void dpsock_usage(FILE *f);
+
+/* Undo a successful dpsock_init without running (bad program options). */
+void dpsock_fini(void);
+
+/*
+ * Bring the ports and workers up and run until SIGINT/SIGTERM, then stop
+ * cleanly (sockets reset, mbufs back, shared memory removed). app may be
+ * NULL (dpsockd). Returns the process exit status: 0 clean, 1 start-up
+ * failure, 3 mbufs leaked.
+ */
+int dpsock_run(const struct dpsock_app *app, void *arg);
+
+/* Ask every worker to stop (any thread, also from a signal handler). */
+void dpsock_stop(void);
+
+/* The worker running the calling lcore, or NULL. */
+struct dpsock_worker *dpsock_worker_self(void);
+/* Index (0..n-1) of a worker; number of workers. */
+unsigned int dpsock_worker_index(const struct dpsock_worker *w);
+unsigned int dpsock_worker_count(void);
+/* Address of port 0's interface, network byte order. */
+uint32_t dpsock_local_addr(void);
+
+/*
+ * TCP. All return -EINVAL for a NULL or non-TCP socket and -EPERM when
+ * called off the socket's worker lcore.
+ */
+
+/* Listen on port (host order) of every local address, on worker w.
+ * Returns NULL with errno EADDRINUSE, ENOMEM (no pcb), EINVAL. */
+struct dpsock_sock *dpsock_tcp_listen(struct dpsock_worker *w, uint16_t port, int backlog,
+				      const struct dpsock_sock_ops *ops, void *user);
+
+/* Connect to addr (network order) : port (host order). The result comes
+ * through ops->connected. Returns NULL with errno EADDRNOTAVAIL (no local
+ * port steers to this worker), ENETUNREACH (no route), ENOMEM. */
+struct dpsock_sock *dpsock_tcp_connect(struct dpsock_worker *w, uint32_t addr, uint16_t port,
+				       const struct dpsock_sock_ops *ops, void *user);
+
+#define DPSOCK_SEND_MORE 0x1 /* more data follows at once: hold the push (MSG_MORE) */
+
+/* Copy up to len bytes into the send buffer. Returns the bytes taken (maybe
+ * fewer than len: wait for writable), -EAGAIN when none fit, -ENOTCONN,
+ * -EPIPE after the local side was shut down, -ECONNRESET. */
+ssize_t dpsock_send(struct dpsock_sock *s, const void *buf, size_t len, int flags);
+
+/* Send an mbuf's data (all of its segments). On success the stack owns m and
+ * frees it once the peer acknowledged the data. Returns 0 or -EAGAIN (not
+ * enough space for all of it; the app keeps m), -ENOTCONN, -EPIPE,
+ * -ECONNRESET. */
+int dpsock_send_mbuf(struct dpsock_sock *s, struct rte_mbuf *m);
+
+/* Bytes dpsock_send would accept now. */
+size_t dpsock_send_space(const struct dpsock_sock *s);
+
+/* Shut down the sending side (FIN after the queued data). Returns 0,
+ * -ENOTCONN. */
+int dpsock_shutdown_write(struct dpsock_sock *s);
+
+/*
+ * Close: orderly (FIN after queued data; the stack finishes the close and
+ * frees the socket). After this call the socket must not be used and no
+ * callback runs for it. Returns 0; never fails.
+ */
+int dpsock_close(struct dpsock_sock *s);
+/* Abortive close: RST now, queued data dropped. */
+void dpsock_abort(struct dpsock_sock *s);
+
+/* Socket options. Return 0 or -EINVAL. */
+int dpsock_set_nodelay(struct dpsock_sock *s, bool on);
+/* idle, interval in seconds; count probes. */
+int dpsock_set_keepalive(struct dpsock_sock *s, bool on, unsigned int idle,
+			 unsigned int interval, unsigned int count);
+
+/*
+ * UDP.
+ */
+
+/* Bind port (host order) on worker w; datagrams to it arriving on this
+ * worker's queues reach ops->datagram. Create it on every worker to
+ * receive everything. Returns NULL with errno EADDRINUSE, ENOMEM. */
+struct dpsock_sock *dpsock_udp_bind(struct dpsock_worker *w, uint16_t port,
+				    const struct dpsock_sock_ops *ops, void *user);
+
+/* Send one datagram (len up to 65507; larger than the MTU is fragmented).
+ * Returns len, -EMSGSIZE, -ENOMEM (no buffer), -EHOSTUNREACH. */
+ssize_t dpsock_udp_sendto(struct dpsock_sock *s, const void *buf, size_t len,
+			  const struct sockaddr_in *to);
+
+/*
+ * Received data (the readable and datagram callbacks).
+ */
+
+/* Total bytes. */
+size_t dpsock_rx_len(const struct dpsock_rx *rx);
+/* Fill up to n iovecs with the segments (zero-copy, pointing into mbufs);
+ * returns the number of segments in all (which may exceed n). */
+unsigned int dpsock_rx_iov(const struct dpsock_rx *rx, struct iovec *iov, unsigned int n);
+/* Copy up to len bytes from offset off; returns the bytes copied. */
+size_t dpsock_rx_copy(const struct dpsock_rx *rx, void *buf, size_t len, size_t off);
+/* Keep the data past the callback; the receive window stays closed by its
+ * size until dpsock_rx_release. Returns a handle (never NULL). */
+struct dpsock_rx *dpsock_rx_hold(struct dpsock_rx *rx);
+/* Release held data (opens the window by its size if the socket lives). */
+void dpsock_rx_release(struct dpsock_rx *rx);
+
+/*
+ * Socket accessors.
+ */
+void dpsock_sock_set_user(struct dpsock_sock *s, void *user);
+void *dpsock_sock_user(const struct dpsock_sock *s);
+void dpsock_sock_set_ops(struct dpsock_sock *s, const struct dpsock_sock_ops *ops);
+struct dpsock_worker *dpsock_sock_worker(const struct dpsock_sock *s);
+/* Local and remote address/port (network byte order in sockaddr_in). */
+void dpsock_sock_local(const struct dpsock_sock *s, struct sockaddr_in *sa);
+void dpsock_sock_peer(const struct dpsock_sock *s, struct sockaddr_in *sa);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* DPSOCK_H */

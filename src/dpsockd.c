@@ -1,0 +1,43 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * dpsockd — the dpsock daemon: the stack (src/stack.c) with no embedded
+ * application; preloaded programs are served by it.
+ *
+ *   dpsockd [EAL options] -- [-f dpsock.conf] [--help] [--help-config] [--version]
+ */
+
+#include <stdio.h>
+#include <string.h>
+
+#include "dpsock/dpsock.h"
+
+static void
+usage(FILE *f, const char *prog)
+{
+	fprintf(f,
+		"Usage: %s [EAL options] -- [-f FILE] [--help] [--help-config] [--version]\n"
+		"\n"
+		"dpsock daemon: a kernel-bypass TCP/UDP stack on DPDK, one lwIP instance per\n"
+		"worker lcore.\n\n",
+		prog);
+	dpsock_usage(f);
+}
+
+int
+main(int argc, char **argv)
+{
+	int n = dpsock_init(argc, argv);
+
+	if (n < 0)
+		return 1;
+	if (n < argc) {
+		bool help = strcmp(argv[n], "-h") == 0 || strcmp(argv[n], "--help") == 0;
+
+		if (!help)
+			fprintf(stderr, "dpsockd: unexpected argument '%s'\n", argv[n]);
+		usage(help ? stdout : stderr, "dpsockd");
+		dpsock_fini();
+		return help ? 0 : 2;
+	}
+	return dpsock_run(NULL, NULL);
+}

@@ -1,0 +1,996 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The native socket layer (include/dpsock/dpsock.h) over lwIP's raw API, on
+ * one worker. A struct dpsock_sock wraps a tcp_pcb or udp_pcb, translates
+ * lwIP's callbacks into the app's ops, and err_t into -errno, once.
+ *
+ * Lifetimes. A socket lives from its creation until the app closes it or the
+ * stack reports its end (closed with a non-zero reason). After dpsock_close
+ * the pcb finishes the TCP close on its own; the socket stays behind,
+ * detached from the app, only while mbufs given to dpsock_send_mbuf wait for
+ * their acknowledgement. lwIP's pcb may outlive the socket in TIME_WAIT; its
+ * ext-arg destroy callback releases an active open's port when lwIP finally
+ * frees it, so no worker reuses a port whose old connection still lingers.
+ *
+ * Admission. A listener's ext-arg passive_open callback sees every SYN
+ * before lwIP answers it: beyond tcp.max_connections, near memory.lwip_mb,
+ * or with the mbuf pool nearly empty, the SYN gets a RST and is counted,
+ * and the connections already open keep their memory.
+ */
+
+#include <errno.h>
+#include <string.h>
+
+#include <rte_branch_prediction.h>
+#include <rte_lcore.h>
+#include <rte_mbuf.h>
+
+#include "lwip_compat_priv.h"
+
+#include "lwip/ip4_addr.h"
+#include "lwip/mem.h"
+#include "lwip/priv/tcp_priv.h"
+#include "lwip/tcp.h"
+#include "lwip/udp.h"
+
+#include "dpsock/dpsock.h"
+#include "dpsock_lwip.h"
+
+#include "daemon_priv.h"
+#include "log_priv.h"
+
+enum sock_type {
+	SOCK_TCP_LISTEN = 1,
+	SOCK_TCP,
+	SOCK_UDP,
+};
+
+/* mbufs handed to dpsock_send_mbuf, freed as the peer acknowledges them. */
+struct txm {
+	struct txm *next;
+	struct rte_mbuf *m;
+	uint32_t left; /* bytes of m not yet acknowledged */
+};
+
+struct dpsock_sock {
+	TAILQ_ENTRY(dpsock_sock) link;
+	struct dpsock_worker *w;
+	const struct dpsock_sock_ops *ops;
+	void *user;
+	union {
+		struct tcp_pcb *tcp;
+		struct udp_pcb *udp;
+	} pcb;
+	uint8_t type;
+	bool connecting;   /* active open in progress */
+	bool closed_by_app; /* dpsock_close called: detached from the app */
+	bool shut_wr;
+	bool want_writable;
+	bool counted;      /* counted in w->n_conns / tcp_conns */
+	uint16_t owned_port; /* active open: port from the shared allocator */
+	struct txm *txm_head, *txm_tail;
+};
+
+/* Received data handed to the app: valid during the callback, or until
+ * released when held. */
+struct dpsock_rx {
+	struct pbuf *p;
+	struct dpsock_sock *s; /* NULL once the socket is gone */
+	uint32_t len;
+	bool held;
+	bool heap; /* allocated by dpsock_rx_hold */
+};
+
+_Thread_local struct dpsock_worker *dpsock_self;
+
+/* ---- helpers ------------------------------------------------------------- */
+
+static inline bool
+on_owner(const struct dpsock_sock *s)
+{
+	return s != NULL && s->w == dpsock_self;
+}
+
+static int
+err_to_errno(err_t e)
+{
+	switch (e) {
+	case ERR_OK: return 0;
+	case ERR_MEM: return -ENOMEM;
+	case ERR_BUF: return -ENOBUFS;
+	case ERR_TIMEOUT: return -ETIMEDOUT;
+	case ERR_RTE: return -EHOSTUNREACH;
+	case ERR_INPROGRESS: return -EINPROGRESS;
+	case ERR_VAL: return -EINVAL;
+	case ERR_WOULDBLOCK: return -EAGAIN;
+	case ERR_USE: return -EADDRINUSE;
+	case ERR_ALREADY: return -EALREADY;
+	case ERR_ISCONN: return -EISCONN;
+	case ERR_CONN: return -ENOTCONN;
+	case ERR_IF: return -ENETDOWN;
+	case ERR_ABRT: return -ECONNABORTED;
+	case ERR_RST: return -ECONNRESET;
+	case ERR_CLSD: return -ENOTCONN;
+	case ERR_ARG: return -EINVAL;
+	default: return -EIO;
+	}
+}
+
+static struct dpsock_sock *
+sock_new(struct dpsock_worker *w, uint8_t type, const struct dpsock_sock_ops *ops, void *user)
+{
+	struct dpsock_sock *s = mem_calloc(1, sizeof(*s));
+
+	if (s == NULL)
+		return NULL;
+	s->w = w;
+	s->type = type;
+	s->ops = ops;
+	s->user = user;
+	TAILQ_INSERT_TAIL(&w->socks, s, link);
+	return s;
+}
+
+static void
+conn_count(struct dpsock_sock *s, bool on)
+{
+	struct dpsock_worker *w = s->w;
+
+	if (s->counted == on)
+		return;
+	s->counted = on;
+	if (on)
+		w->n_conns++;
+	else
+		w->n_conns--;
+	dpsock_stat_set(&w->stats->tcp_conns, w->n_conns);
+}
+
+static void
+txm_free_all(struct dpsock_sock *s)
+{
+	while (s->txm_head != NULL) {
+		struct txm *t = s->txm_head;
+
+		s->txm_head = t->next;
+		rte_pktmbuf_free(t->m);
+		mem_free(t);
+	}
+	s->txm_tail = NULL;
+}
+
+/* Forget the socket: the pcb is gone or no longer points at it. */
+static void
+sock_free(struct dpsock_sock *s)
+{
+	txm_free_all(s);
+	if (s->type == SOCK_TCP)
+		conn_count(s, false);
+	TAILQ_REMOVE(&s->w->socks, s, link);
+	mem_free(s);
+}
+
+/* Detach lwIP's callbacks from a pcb whose socket goes away. */
+static void
+tcp_detach(struct tcp_pcb *pcb)
+{
+	tcp_arg(pcb, NULL);
+	tcp_recv(pcb, NULL);
+	tcp_sent(pcb, NULL);
+	tcp_err(pcb, NULL);
+	tcp_poll(pcb, NULL, 0);
+	if (pcb->state == LISTEN)
+		tcp_accept(pcb, NULL);
+}
+
+/* Open the receive window by n bytes (tcp_recved takes a u16). */
+static void
+window_open(struct tcp_pcb *pcb, uint32_t n)
+{
+	while (n > 0) {
+		uint16_t k = n > 0xffff ? 0xffff : (uint16_t)n;
+
+		tcp_recved(pcb, k);
+		n -= k;
+	}
+}
+
+/* ---- pcb ext-arg callbacks ---------------------------------------------- */
+
+/* lwIP frees the pcb (closed, aborted or out of TIME_WAIT): an active
+ * open's port goes back to the shared allocator now, not earlier. */
+static void
+pcb_destroyed(u8_t id, void *data)
+{
+	struct dpsock_worker *w = dpsock_self;
+	uint16_t port = (uint16_t)(uintptr_t)data;
+
+	if (port != 0 && w != NULL)
+		w->d->steer->release_port(w, port);
+}
+
+/* A SYN reached a listener: admit it or answer RST. */
+static err_t
+pcb_passive_open(u8_t id, struct tcp_pcb_listen *lpcb, struct tcp_pcb *cpcb)
+{
+	struct dpsock_worker *w = dpsock_self;
+	const struct dpsock_config *c = &w->d->conf;
+	struct dpsock_lwip_mem_stats mem;
+	const struct rte_mempool *pool = w->d->ports[0].pool;
+	const char *why = NULL;
+
+	dpsock_lwip_mem_stats(&mem);
+	if (w->n_conns >= c->max_connections)
+		why = "connection limit";
+	else if (mem.bytes_in_use > (uint64_t)c->lwip_mb * (1u << 20) / 10 * 9)
+		why = "memory limit";
+	else if (rte_mempool_avail_count(pool) < pool->size / 16)
+		why = "mbuf pool nearly empty";
+	if (why == NULL)
+		return ERR_OK;
+	/* RST|ACK acknowledging the SYN; lwIP then drops the new pcb. */
+	tcp_rst(cpcb, 0, cpcb->rcv_nxt, &cpcb->local_ip, &cpcb->remote_ip, cpcb->local_port,
+		cpcb->remote_port);
+	dpsock_stat_add(&w->stats->tcp_refused, 1);
+	DPSOCK_LOG_DP(DEBUG, tcp, "SYN refused: %s", why);
+	return ERR_MEM;
+}
+
+static const struct tcp_ext_arg_callbacks listen_extarg = {
+	.passive_open = pcb_passive_open,
+};
+static const struct tcp_ext_arg_callbacks active_extarg = {
+	.destroy = pcb_destroyed,
+};
+
+/* ---- TCP callbacks -------------------------------------------------------- */
+
+static void
+deliver_closed(struct dpsock_sock *s, int reason)
+{
+	if (!s->closed_by_app && s->ops != NULL && s->ops->closed != NULL)
+		s->ops->closed(s, reason);
+}
+
+/* The pcb is already freed by lwIP when this runs. */
+static void
+on_tcp_err(void *arg, err_t err)
+{
+	struct dpsock_sock *s = arg;
+	int reason = err_to_errno(err);
+
+	if (s == NULL)
+		return;
+	s->pcb.tcp = NULL;
+	if (reason == -ECONNABORTED && !s->closed_by_app)
+		reason = -ECONNRESET;
+	if (s->connecting) {
+		s->connecting = false;
+		dpsock_stat_add(&s->w->stats->tcp_connect_failed, 1);
+		if (!s->closed_by_app && s->ops != NULL && s->ops->connected != NULL)
+			s->ops->connected(s, reason == -ECONNRESET ? -ECONNREFUSED : reason);
+	} else {
+		dpsock_stat_add(&s->w->stats->tcp_reset, 1);
+	}
+	deliver_closed(s, reason);
+	sock_free(s);
+}
+
+static err_t
+on_tcp_recv(void *arg, struct tcp_pcb *pcb, struct pbuf *p, err_t err)
+{
+	struct dpsock_sock *s = arg;
+	struct dpsock_rx rx;
+
+	if (s == NULL || s->closed_by_app) {
+		/* The app closed the socket: nothing will read this. */
+		if (p != NULL) {
+			window_open(pcb, p->tot_len);
+			pbuf_free(p);
+		}
+		return ERR_OK;
+	}
+	if (p == NULL) {
+		/* FIN: end of stream; the app may still send, then close. */
+		deliver_closed(s, 0);
+		return ERR_OK;
+	}
+	dpsock_stat_add(&s->w->stats->tcp_rx_bytes, p->tot_len);
+	rx = (struct dpsock_rx){ .p = p, .s = s, .len = p->tot_len };
+	if (s->ops != NULL && s->ops->readable != NULL)
+		s->ops->readable(s, &rx);
+	if (rx.held)
+		return ERR_OK; /* the held copy owns p now; window opens on release */
+	/* The app may have closed or aborted the socket in the callback. */
+	if (s->pcb.tcp == NULL) {
+		pbuf_free(p);
+		return ERR_ABRT;
+	}
+	window_open(pcb, rx.len);
+	pbuf_free(p);
+	return ERR_OK;
+}
+
+/* Acknowledged bytes: release acknowledged mbufs, report send space. */
+static err_t
+on_tcp_sent(void *arg, struct tcp_pcb *pcb, u16_t len)
+{
+	struct dpsock_sock *s = arg;
+	uint32_t n = len;
+
+	if (s == NULL)
+		return ERR_OK;
+	while (n > 0 && s->txm_head != NULL) {
+		struct txm *t = s->txm_head;
+		uint32_t k = n < t->left ? n : t->left;
+
+		t->left -= k;
+		n -= k;
+		if (t->left == 0) {
+			s->txm_head = t->next;
+			if (s->txm_head == NULL)
+				s->txm_tail = NULL;
+			rte_pktmbuf_free(t->m);
+			mem_free(t);
+		}
+	}
+	if (s->closed_by_app) {
+		if (s->txm_head == NULL) {
+			tcp_detach(pcb);
+			sock_free(s);
+		}
+		return ERR_OK;
+	}
+	if (s->want_writable && s->ops != NULL && s->ops->writable != NULL) {
+		s->want_writable = false;
+		s->ops->writable(s, tcp_sndbuf(pcb));
+	}
+	return ERR_OK;
+}
+
+static void
+tcp_setup_callbacks(struct dpsock_sock *s)
+{
+	struct tcp_pcb *pcb = s->pcb.tcp;
+
+	tcp_arg(pcb, s);
+	tcp_recv(pcb, on_tcp_recv);
+	tcp_sent(pcb, on_tcp_sent);
+	tcp_err(pcb, on_tcp_err);
+}
+
+static err_t
+on_tcp_accept(void *arg, struct tcp_pcb *newpcb, err_t err)
+{
+	struct dpsock_sock *ls = arg, *s;
+	struct dpsock_worker *w = dpsock_self;
+
+	if (newpcb == NULL || err != ERR_OK) {
+		/* lwIP could not allocate a pcb for a SYN */
+		dpsock_stat_add(&w->stats->tcp_refused, 1);
+		return ERR_MEM;
+	}
+	tcp_backlog_accepted(newpcb);
+	if (ls == NULL || (s = sock_new(w, SOCK_TCP, ls->ops, ls->user)) == NULL) {
+		dpsock_stat_add(&w->stats->tcp_refused, 1);
+		tcp_abort(newpcb);
+		return ERR_ABRT;
+	}
+	s->pcb.tcp = newpcb;
+	tcp_setup_callbacks(s);
+	conn_count(s, true);
+	dpsock_stat_add(&w->stats->tcp_accepted, 1);
+	if (ls->ops != NULL && ls->ops->accepted != NULL && ls->ops->accepted(ls, s) != 0) {
+		/* refused by the app */
+		tcp_detach(newpcb);
+		sock_free(s);
+		tcp_abort(newpcb);
+		return ERR_ABRT;
+	}
+	if (s->pcb.tcp == NULL)
+		return ERR_ABRT; /* the app aborted it in the callback */
+	return ERR_OK;
+}
+
+static err_t
+on_tcp_connected(void *arg, struct tcp_pcb *pcb, err_t err)
+{
+	struct dpsock_sock *s = arg;
+
+	if (s == NULL)
+		return ERR_OK;
+	s->connecting = false;
+	dpsock_stat_add(&s->w->stats->tcp_connected, 1);
+	if (!s->closed_by_app && s->ops != NULL && s->ops->connected != NULL)
+		s->ops->connected(s, 0);
+	return s->pcb.tcp == NULL ? ERR_ABRT : ERR_OK;
+}
+
+/* ---- public TCP API --------------------------------------------------------- */
+
+struct dpsock_sock *
+dpsock_tcp_listen(struct dpsock_worker *w, uint16_t port, int backlog,
+		  const struct dpsock_sock_ops *ops, void *user)
+{
+	struct tcp_pcb *pcb, *lpcb;
+	struct dpsock_sock *s;
+	err_t e;
+
+	if (w == NULL || w != dpsock_self) {
+		errno = w == NULL ? EINVAL : EPERM;
+		return NULL;
+	}
+	pcb = tcp_new();
+	if (pcb == NULL) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	ip_set_option(pcb, SOF_REUSEADDR);
+	e = tcp_bind(pcb, IP4_ADDR_ANY, port);
+	if (e != ERR_OK) {
+		tcp_abort(pcb);
+		errno = -err_to_errno(e);
+		return NULL;
+	}
+	lpcb = tcp_listen_with_backlog_and_err(pcb, backlog > 0 && backlog < 255 ? backlog : 255, &e);
+	if (lpcb == NULL) {
+		tcp_abort(pcb);
+		errno = -err_to_errno(e);
+		return NULL;
+	}
+	s = sock_new(w, SOCK_TCP_LISTEN, ops, user);
+	if (s == NULL) {
+		tcp_close(lpcb);
+		errno = ENOMEM;
+		return NULL;
+	}
+	s->pcb.tcp = lpcb;
+	tcp_arg(lpcb, s);
+	tcp_accept(lpcb, on_tcp_accept);
+	tcp_ext_arg_set_callbacks(lpcb, w->extarg_id, &listen_extarg);
+	return s;
+}
+
+struct dpsock_sock *
+dpsock_tcp_connect(struct dpsock_worker *w, uint32_t addr, uint16_t port,
+		   const struct dpsock_sock_ops *ops, void *user)
+{
+	struct dpsock_daemon *d;
+	struct dpsock_sock *s;
+	struct tcp_pcb *pcb;
+	struct netif *nif;
+	ip4_addr_t dst;
+	uint16_t lport;
+	err_t e;
+
+	if (w == NULL || w != dpsock_self) {
+		errno = w == NULL ? EINVAL : EPERM;
+		return NULL;
+	}
+	d = w->d;
+	ip4_addr_set_u32(&dst, addr);
+	nif = ip4_route(&dst);
+	if (nif == NULL) {
+		errno = ENETUNREACH;
+		return NULL;
+	}
+	if (w->n_conns >= d->conf.max_connections) {
+		errno = ENOBUFS;
+		return NULL;
+	}
+	lport = d->steer->claim_port(w, ip4_addr_get_u32(netif_ip4_addr(nif)), addr,
+				     rte_cpu_to_be_16(port));
+	if (lport == 0) {
+		dpsock_stat_add(&w->stats->port_claim_failed, 1);
+		errno = EADDRNOTAVAIL;
+		return NULL;
+	}
+	pcb = tcp_new();
+	if (pcb == NULL) {
+		d->steer->release_port(w, lport);
+		errno = ENOMEM;
+		return NULL;
+	}
+	/* From here the pcb's destroy callback owns the port. */
+	tcp_ext_arg_set_callbacks(pcb, w->extarg_id, &active_extarg);
+	tcp_ext_arg_set(pcb, w->extarg_id, (void *)(uintptr_t)lport);
+	ip_set_option(pcb, SOF_REUSEADDR);
+	e = tcp_bind(pcb, netif_ip4_addr(nif), lport);
+	if (e == ERR_OK) {
+		s = sock_new(w, SOCK_TCP, ops, user);
+		if (s == NULL)
+			e = ERR_MEM;
+	}
+	if (e != ERR_OK) {
+		tcp_abort(pcb); /* frees the pcb: the destroy callback releases lport */
+		errno = -err_to_errno(e);
+		return NULL;
+	}
+	s->pcb.tcp = pcb;
+	s->owned_port = lport;
+	s->connecting = true;
+	tcp_setup_callbacks(s);
+	conn_count(s, true);
+	e = tcp_connect(pcb, &dst, port, on_tcp_connected);
+	if (e != ERR_OK) {
+		tcp_detach(pcb);
+		sock_free(s);
+		tcp_abort(pcb);
+		errno = -err_to_errno(e);
+		return NULL;
+	}
+	return s;
+}
+
+static int
+tcp_usable(const struct dpsock_sock *s)
+{
+	if (s == NULL || s->type != SOCK_TCP)
+		return -EINVAL;
+	if (!on_owner(s))
+		return -EPERM;
+	if (s->pcb.tcp == NULL)
+		return -ECONNRESET;
+	if (s->connecting)
+		return -ENOTCONN;
+	if (s->shut_wr)
+		return -EPIPE;
+	return 0;
+}
+
+ssize_t
+dpsock_send(struct dpsock_sock *s, const void *buf, size_t len, int flags)
+{
+	struct tcp_pcb *pcb;
+	size_t done = 0;
+	int rc = tcp_usable(s);
+
+	if (rc != 0)
+		return rc;
+	pcb = s->pcb.tcp;
+	while (done < len) {
+		size_t room = tcp_sndbuf(pcb);
+		uint16_t n;
+		err_t e;
+
+		if (room == 0 || pcb->snd_queuelen >= TCP_SND_QUEUELEN - 1)
+			break;
+		n = (uint16_t)RTE_MIN(RTE_MIN(room, len - done), (size_t)0xffff);
+		e = tcp_write(pcb, (const char *)buf + done, n,
+			      TCP_WRITE_FLAG_COPY |
+			      ((flags & DPSOCK_SEND_MORE) || done + n < len ? TCP_WRITE_FLAG_MORE : 0));
+		if (e == ERR_MEM)
+			break;
+		if (e != ERR_OK)
+			return done ? (ssize_t)done : err_to_errno(e);
+		done += n;
+	}
+	if (done < len)
+		s->want_writable = true;
+	if (done == 0)
+		return -EAGAIN;
+	dpsock_stat_add(&s->w->stats->tcp_tx_bytes, done);
+	if (!(flags & DPSOCK_SEND_MORE))
+		tcp_output(pcb);
+	return (ssize_t)done;
+}
+
+int
+dpsock_send_mbuf(struct dpsock_sock *s, struct rte_mbuf *m)
+{
+	struct tcp_pcb *pcb;
+	struct rte_mbuf *seg;
+	struct txm *t;
+	uint16_t queued;
+	int rc = tcp_usable(s);
+
+	if (rc != 0)
+		return rc;
+	if (m == NULL)
+		return -EINVAL;
+	pcb = s->pcb.tcp;
+	if (tcp_sndbuf(pcb) < m->pkt_len ||
+	    pcb->snd_queuelen + m->nb_segs + 1 >= TCP_SND_QUEUELEN) {
+		s->want_writable = true;
+		return -EAGAIN;
+	}
+	t = mem_malloc(sizeof(*t));
+	if (t == NULL)
+		return -ENOMEM;
+	/* lwIP references the data (no copy) until it is acknowledged; the
+	 * mbuf is freed from on_tcp_sent when its last byte is. */
+	queued = pcb->snd_queuelen;
+	for (seg = m; seg != NULL; seg = seg->next) {
+		err_t e = tcp_write(pcb, rte_pktmbuf_mtod(seg, void *), seg->data_len,
+				    seg->next ? TCP_WRITE_FLAG_MORE : 0);
+
+		if (e != ERR_OK) {
+			/* cannot happen after the checks above unless memory ran
+			 * out half way; lwIP keeps what it queued, so the mbuf
+			 * must stay: account what went in and report ENOMEM */
+			if (pcb->snd_queuelen == queued) {
+				mem_free(t);
+				return -ENOMEM;
+			}
+			break;
+		}
+	}
+	t->m = m;
+	t->left = m->pkt_len;
+	t->next = NULL;
+	if (s->txm_tail)
+		s->txm_tail->next = t;
+	else
+		s->txm_head = t;
+	s->txm_tail = t;
+	dpsock_stat_add(&s->w->stats->tcp_tx_bytes, m->pkt_len);
+	tcp_output(pcb);
+	return 0;
+}
+
+size_t
+dpsock_send_space(const struct dpsock_sock *s)
+{
+	if (tcp_usable(s) != 0)
+		return 0;
+	return tcp_sndbuf(s->pcb.tcp);
+}
+
+int
+dpsock_shutdown_write(struct dpsock_sock *s)
+{
+	int rc = tcp_usable(s);
+
+	if (rc != 0)
+		return rc == -EPIPE ? 0 : rc;
+	s->shut_wr = true;
+	return err_to_errno(tcp_shutdown(s->pcb.tcp, 0, 1));
+}
+
+int
+dpsock_close(struct dpsock_sock *s)
+{
+	if (s == NULL || !on_owner(s))
+		return s == NULL ? -EINVAL : -EPERM;
+	if (s->type == SOCK_UDP) {
+		if (s->pcb.udp != NULL)
+			udp_remove(s->pcb.udp);
+		sock_free(s);
+		return 0;
+	}
+	if (s->type == SOCK_TCP)
+		dpsock_stat_add(&s->w->stats->tcp_closed, 1);
+	if (s->pcb.tcp != NULL) {
+		struct tcp_pcb *pcb = s->pcb.tcp;
+
+		s->closed_by_app = true;
+		if (s->type == SOCK_TCP)
+			conn_count(s, false);
+		if (tcp_close(pcb) != ERR_OK) {
+			/* no memory for the FIN: reset instead */
+			tcp_detach(pcb);
+			s->pcb.tcp = NULL;
+			tcp_abort(pcb);
+		} else if (s->txm_head != NULL) {
+			/* stays until its mbufs are acknowledged (on_tcp_sent) or
+			 * the connection fails (on_tcp_err) */
+			return 0;
+		} else {
+			tcp_detach(pcb);
+			/* keep discarding what the peer still sends */
+			tcp_recv(pcb, on_tcp_recv);
+			s->pcb.tcp = NULL;
+		}
+	}
+	sock_free(s);
+	return 0;
+}
+
+void
+dpsock_abort(struct dpsock_sock *s)
+{
+	struct tcp_pcb *pcb;
+
+	if (s == NULL || !on_owner(s))
+		return;
+	if (s->type != SOCK_TCP) {
+		dpsock_close(s);
+		return;
+	}
+	pcb = s->pcb.tcp;
+	s->pcb.tcp = NULL;
+	if (pcb != NULL) {
+		tcp_detach(pcb);
+		tcp_abort(pcb);
+	}
+	dpsock_stat_add(&s->w->stats->tcp_closed, 1);
+	sock_free(s);
+}
+
+int
+dpsock_set_nodelay(struct dpsock_sock *s, bool on)
+{
+	if (s == NULL || s->type != SOCK_TCP || s->pcb.tcp == NULL || !on_owner(s))
+		return -EINVAL;
+	if (on)
+		tcp_nagle_disable(s->pcb.tcp);
+	else
+		tcp_nagle_enable(s->pcb.tcp);
+	return 0;
+}
+
+int
+dpsock_set_keepalive(struct dpsock_sock *s, bool on, unsigned int idle, unsigned int interval,
+		     unsigned int count)
+{
+	struct tcp_pcb *pcb;
+
+	if (s == NULL || s->type != SOCK_TCP || s->pcb.tcp == NULL || !on_owner(s))
+		return -EINVAL;
+	pcb = s->pcb.tcp;
+	if (!on) {
+		ip_reset_option(pcb, SOF_KEEPALIVE);
+		return 0;
+	}
+	ip_set_option(pcb, SOF_KEEPALIVE);
+	if (idle)
+		pcb->keep_idle = idle * 1000u;
+	if (interval)
+		pcb->keep_intvl = interval * 1000u;
+	if (count)
+		pcb->keep_cnt = count;
+	return 0;
+}
+
+/* ---- UDP ---------------------------------------------------------------- */
+
+static void
+on_udp_recv(void *arg, struct udp_pcb *pcb, struct pbuf *p, const ip_addr_t *addr, u16_t port)
+{
+	struct dpsock_sock *s = arg;
+	struct sockaddr_in from = { .sin_family = AF_INET, .sin_port = rte_cpu_to_be_16(port) };
+	struct dpsock_rx rx = { .p = p, .s = s, .len = p->tot_len };
+
+	from.sin_addr.s_addr = ip4_addr_get_u32(addr);
+	dpsock_stat_add(&s->w->stats->udp_rx, 1);
+	if (s->ops != NULL && s->ops->datagram != NULL)
+		s->ops->datagram(s, &from, &rx);
+	if (!rx.held)
+		pbuf_free(p);
+}
+
+struct dpsock_sock *
+dpsock_udp_bind(struct dpsock_worker *w, uint16_t port, const struct dpsock_sock_ops *ops,
+		void *user)
+{
+	struct dpsock_sock *s;
+	struct udp_pcb *pcb;
+	err_t e;
+
+	if (w == NULL || w != dpsock_self) {
+		errno = w == NULL ? EINVAL : EPERM;
+		return NULL;
+	}
+	pcb = udp_new();
+	if (pcb == NULL) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	e = udp_bind(pcb, IP4_ADDR_ANY, port);
+	if (e == ERR_OK && (s = sock_new(w, SOCK_UDP, ops, user)) == NULL)
+		e = ERR_MEM;
+	if (e != ERR_OK) {
+		udp_remove(pcb);
+		errno = -err_to_errno(e);
+		return NULL;
+	}
+	s->pcb.udp = pcb;
+	udp_recv(pcb, on_udp_recv, s);
+	return s;
+}
+
+ssize_t
+dpsock_udp_sendto(struct dpsock_sock *s, const void *buf, size_t len, const struct sockaddr_in *to)
+{
+	ip4_addr_t dst;
+	struct pbuf *p;
+	err_t e;
+
+	if (s == NULL || s->type != SOCK_UDP || to == NULL)
+		return -EINVAL;
+	if (!on_owner(s))
+		return -EPERM;
+	if (len > 65507)
+		return -EMSGSIZE;
+	p = pbuf_alloc(PBUF_TRANSPORT, (u16_t)len, PBUF_RAM);
+	if (p == NULL)
+		return -ENOMEM;
+	pbuf_take(p, buf, (u16_t)len);
+	ip4_addr_set_u32(&dst, to->sin_addr.s_addr);
+	e = udp_sendto(s->pcb.udp, p, &dst, rte_be_to_cpu_16(to->sin_port));
+	pbuf_free(p);
+	if (e != ERR_OK)
+		return err_to_errno(e);
+	dpsock_stat_add(&s->w->stats->udp_tx, 1);
+	return (ssize_t)len;
+}
+
+/* ---- received data ---------------------------------------------------------- */
+
+size_t
+dpsock_rx_len(const struct dpsock_rx *rx)
+{
+	return rx->len;
+}
+
+unsigned int
+dpsock_rx_iov(const struct dpsock_rx *rx, struct iovec *iov, unsigned int n)
+{
+	const struct pbuf *q;
+	unsigned int i = 0;
+
+	for (q = rx->p; q != NULL; q = q->next) {
+		if (q->len == 0)
+			continue;
+		if (i < n) {
+			iov[i].iov_base = q->payload;
+			iov[i].iov_len = q->len;
+		}
+		i++;
+	}
+	return i;
+}
+
+size_t
+dpsock_rx_copy(const struct dpsock_rx *rx, void *buf, size_t len, size_t off)
+{
+	if (off >= rx->len)
+		return 0;
+	if (len > rx->len - off)
+		len = rx->len - off;
+	return pbuf_copy_partial(rx->p, buf, (u16_t)RTE_MIN(len, (size_t)0xffff), (u16_t)off);
+}
+
+struct dpsock_rx *
+dpsock_rx_hold(struct dpsock_rx *rx)
+{
+	struct dpsock_rx *h;
+
+	if (rx->held)
+		return rx;
+	h = mem_malloc(sizeof(*h));
+	if (h == NULL) {
+		/* keep the data in place: copy the descriptor is impossible, so
+		 * hold a reference on the pbuf instead */
+		pbuf_ref(rx->p);
+		rx->held = false;
+		return NULL;
+	}
+	*h = *rx;
+	h->held = true;
+	h->heap = true;
+	rx->held = true;
+	return h;
+}
+
+void
+dpsock_rx_release(struct dpsock_rx *rx)
+{
+	struct dpsock_sock *s;
+
+	if (rx == NULL || !rx->heap)
+		return;
+	s = rx->s;
+	/* Reopen the window only if the socket still exists on this worker
+	 * and its pcb is alive. */
+	if (s != NULL && s->type == SOCK_TCP && s->pcb.tcp != NULL && !s->closed_by_app)
+		window_open(s->pcb.tcp, rx->len);
+	pbuf_free(rx->p);
+	mem_free(rx);
+}
+
+/* ---- accessors ------------------------------------------------------------ */
+
+void
+dpsock_sock_set_user(struct dpsock_sock *s, void *user)
+{
+	s->user = user;
+}
+
+void *
+dpsock_sock_user(const struct dpsock_sock *s)
+{
+	return s->user;
+}
+
+void
+dpsock_sock_set_ops(struct dpsock_sock *s, const struct dpsock_sock_ops *ops)
+{
+	s->ops = ops;
+}
+
+struct dpsock_worker *
+dpsock_sock_worker(const struct dpsock_sock *s)
+{
+	return s->w;
+}
+
+void
+dpsock_sock_local(const struct dpsock_sock *s, struct sockaddr_in *sa)
+{
+	memset(sa, 0, sizeof(*sa));
+	sa->sin_family = AF_INET;
+	if (s->type == SOCK_UDP && s->pcb.udp != NULL) {
+		sa->sin_addr.s_addr = ip4_addr_get_u32(&s->pcb.udp->local_ip);
+		sa->sin_port = rte_cpu_to_be_16(s->pcb.udp->local_port);
+	} else if (s->type != SOCK_UDP && s->pcb.tcp != NULL) {
+		sa->sin_addr.s_addr = ip4_addr_get_u32(&s->pcb.tcp->local_ip);
+		sa->sin_port = rte_cpu_to_be_16(s->pcb.tcp->local_port);
+	}
+}
+
+void
+dpsock_sock_peer(const struct dpsock_sock *s, struct sockaddr_in *sa)
+{
+	memset(sa, 0, sizeof(*sa));
+	sa->sin_family = AF_INET;
+	if (s->type == SOCK_TCP && s->pcb.tcp != NULL) {
+		sa->sin_addr.s_addr = ip4_addr_get_u32(&s->pcb.tcp->remote_ip);
+		sa->sin_port = rte_cpu_to_be_16(s->pcb.tcp->remote_port);
+	}
+}
+
+struct dpsock_worker *
+dpsock_worker_self(void)
+{
+	return dpsock_self;
+}
+
+unsigned int
+dpsock_worker_index(const struct dpsock_worker *w)
+{
+	return w->idx;
+}
+
+/* ---- per-worker set-up ------------------------------------------------------ */
+
+int
+dpsock_sock_worker_init(struct dpsock_worker *w)
+{
+	TAILQ_INIT(&w->socks);
+	w->extarg_id = tcp_ext_arg_alloc_id();
+	dpsock_self = w;
+	return 0;
+}
+
+void
+dpsock_sock_worker_fini(struct dpsock_worker *w)
+{
+	struct dpsock_sock *s;
+
+	/* Whatever is left is reset: the peers see RST, nothing leaks. */
+	while ((s = TAILQ_FIRST(&w->socks)) != NULL) {
+		if (s->type == SOCK_TCP && s->pcb.tcp != NULL && !s->closed_by_app) {
+			struct tcp_pcb *pcb = s->pcb.tcp;
+
+			deliver_closed(s, -ECONNABORTED);
+			if (TAILQ_FIRST(&w->socks) != s)
+				continue; /* the app closed it from the callback */
+			s->pcb.tcp = NULL;
+			tcp_detach(pcb);
+			tcp_abort(pcb);
+		} else if (s->type == SOCK_TCP && s->pcb.tcp != NULL) {
+			struct tcp_pcb *pcb = s->pcb.tcp;
+
+			s->pcb.tcp = NULL;
+			tcp_detach(pcb);
+			tcp_abort(pcb);
+		} else if (s->type == SOCK_TCP_LISTEN && s->pcb.tcp != NULL) {
+			tcp_detach(s->pcb.tcp);
+			tcp_close(s->pcb.tcp);
+		} else if (s->type == SOCK_UDP && s->pcb.udp != NULL) {
+			udp_remove(s->pcb.udp);
+		}
+		sock_free(s);
+	}
+}

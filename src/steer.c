@@ -1,0 +1,308 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Flow steering: how every packet of a connection reaches the worker that
+ * owns it.
+ *
+ * Passive connections need nothing: a connection belongs to the worker whose
+ * queue got its SYN, and RSS (or af_packet's fanout hash) keeps sending the
+ * flow there. Active opens choose their local port so that the answer comes
+ * back to the opening worker. Three backends, chosen once at start:
+ *
+ *   toeplitz  the port exposes its RSS key and RETA: pick a local port whose
+ *             Toeplitz hash of the 4-tuple maps to the worker's queue;
+ *   rte_flow  the port validates 5-tuple rules: any free port, plus a rule
+ *             sending that flow to the worker's queue;
+ *   software  neither (af_packet, small NICs): any free port; the worker
+ *             that receives a segment for it hands it over through the
+ *             owner's steering ring.
+ *
+ * All backends share one port allocator and TIME_WAIT view: port_owner[p]
+ * says which worker owns local port p, from the active open until lwIP frees
+ * the pcb after TIME_WAIT, so no worker reuses a port another one's
+ * connection still lingers on. The same table is the software backend's
+ * redirect, and the safety net of the other two (a rule that could not be
+ * installed, a RETA that changed).
+ *
+ * IP fragments carry ports only in the first piece, so every fragment of a
+ * datagram goes to one worker, chosen from (source, destination, id,
+ * protocol), where lwIP reassembles it.
+ */
+
+#include <errno.h>
+#include <string.h>
+
+#include <rte_byteorder.h>
+#include <rte_ethdev.h>
+#include <rte_flow.h>
+#include <rte_ip.h>
+#include <rte_malloc.h>
+#include <rte_random.h>
+#include <rte_thash.h>
+
+#include "daemon_priv.h"
+#include "log_priv.h"
+
+/* Try to take port p for worker w. */
+static inline bool
+port_take(struct dpsock_daemon *d, uint16_t p, const struct dpsock_worker *w)
+{
+	uint8_t expect = 0;
+
+	/* acq_rel: the winner's later stores (rules, pcb) follow the claim;
+	 * pairs with the release in port_give */
+	return __atomic_compare_exchange_n(&d->port_owner[p], &expect, (uint8_t)(w->idx + 1), false,
+					   __ATOMIC_ACQ_REL, __ATOMIC_RELAXED);
+}
+
+static inline void
+port_give(struct dpsock_daemon *d, uint16_t p)
+{
+	/* release: everything done with the port (rule removed) is visible
+	 * before another worker can take it */
+	__atomic_store_n(&d->port_owner[p], 0, __ATOMIC_RELEASE);
+}
+
+/* Walk the ephemeral range from the worker's hint; accept(p) decides. */
+static uint16_t
+port_search(struct dpsock_worker *w, bool (*accept)(struct dpsock_worker *, uint16_t, const void *),
+	    const void *ctx)
+{
+	struct dpsock_daemon *d = w->d;
+	uint32_t span = d->eph_max - d->eph_min + 1u, i;
+
+	for (i = 0; i < span; i++) {
+		uint16_t p = d->eph_min + (w->port_hint + i) % span;
+
+		if (__atomic_load_n(&d->port_owner[p], __ATOMIC_RELAXED) != 0)
+			continue;
+		if (accept != NULL && !accept(w, p, ctx))
+			continue;
+		if (port_take(d, p, w)) {
+			w->port_hint = (w->port_hint + i + 1) % span;
+			return p;
+		}
+	}
+	return 0;
+}
+
+/* ---- software ------------------------------------------------------------ */
+
+static uint16_t
+sw_claim(struct dpsock_worker *w, uint32_t laddr, uint32_t raddr, uint16_t rport)
+{
+	return port_search(w, NULL, NULL);
+}
+
+static void
+sw_release(struct dpsock_worker *w, uint16_t lport)
+{
+	port_give(w->d, lport);
+}
+
+static const struct dpsock_steer_ops steer_software = {
+	.name = "software",
+	.claim_port = sw_claim,
+	.release_port = sw_release,
+};
+
+/* ---- toeplitz ------------------------------------------------------------ */
+
+struct thash_ctx {
+	struct rte_ipv4_tuple t; /* host order, as the NIC sees the answer */
+	const struct dpsock_port *port;
+};
+
+static bool
+thash_accept(struct dpsock_worker *w, uint16_t p, const void *arg)
+{
+	const struct thash_ctx *c = arg;
+	struct rte_ipv4_tuple t = c->t;
+	uint32_t h;
+
+	t.dport = p;
+	h = rte_softrss((uint32_t *)&t, RTE_THASH_V4_L4_LEN, c->port->rss_key);
+	return c->port->reta[h % c->port->caps.reta_size] == w->queue;
+}
+
+static uint16_t
+thash_claim(struct dpsock_worker *w, uint32_t laddr, uint32_t raddr, uint16_t rport)
+{
+	struct thash_ctx c = {
+		.t = { .src_addr = rte_be_to_cpu_32(raddr), .dst_addr = rte_be_to_cpu_32(laddr),
+		       .sport = rte_be_to_cpu_16(rport) },
+		.port = &w->d->ports[0],
+	};
+
+	return port_search(w, thash_accept, &c);
+}
+
+static const struct dpsock_steer_ops steer_toeplitz = {
+	.name = "toeplitz",
+	.claim_port = thash_claim,
+	.release_port = sw_release,
+};
+
+/* ---- rte_flow ------------------------------------------------------------ */
+
+static uint16_t
+flow_claim(struct dpsock_worker *w, uint32_t laddr, uint32_t raddr, uint16_t rport)
+{
+	struct dpsock_daemon *d = w->d;
+	uint16_t p = port_search(w, NULL, NULL);
+	struct rte_flow_attr attr = { .ingress = 1 };
+	struct rte_flow_item_ipv4 ip_spec = { .hdr = { .src_addr = raddr, .dst_addr = laddr } };
+	struct rte_flow_item_ipv4 ip_mask = { .hdr = { .src_addr = RTE_BE32(0xffffffff),
+						       .dst_addr = RTE_BE32(0xffffffff) } };
+	struct rte_flow_item_tcp tcp_spec, tcp_mask = { .hdr = { .src_port = RTE_BE16(0xffff),
+								 .dst_port = RTE_BE16(0xffff) } };
+	struct rte_flow_item pattern[] = {
+		{ .type = RTE_FLOW_ITEM_TYPE_ETH },
+		{ .type = RTE_FLOW_ITEM_TYPE_IPV4, .spec = &ip_spec, .mask = &ip_mask },
+		{ .type = RTE_FLOW_ITEM_TYPE_TCP, .spec = &tcp_spec, .mask = &tcp_mask },
+		{ .type = RTE_FLOW_ITEM_TYPE_END },
+	};
+	struct rte_flow_action_queue queue = { .index = w->queue };
+	struct rte_flow_action actions[] = {
+		{ .type = RTE_FLOW_ACTION_TYPE_QUEUE, .conf = &queue },
+		{ .type = RTE_FLOW_ACTION_TYPE_END },
+	};
+	struct rte_flow_error ferr;
+	struct rte_flow *f;
+
+	if (p == 0)
+		return 0;
+	memset(&tcp_spec, 0, sizeof(tcp_spec));
+	tcp_spec.hdr.src_port = rport;
+	tcp_spec.hdr.dst_port = rte_cpu_to_be_16(p);
+	memset(&ferr, 0, sizeof(ferr));
+	rte_spinlock_lock(&d->flow_lock);
+	f = rte_flow_create(d->ports[0].port_id, &attr, pattern, actions, &ferr);
+	rte_spinlock_unlock(&d->flow_lock);
+	if (f == NULL)
+		/* The port table still redirects this flow in software. */
+		DPSOCK_LOG(WARNING, pmd, "rte_flow rule for local port %u failed: %s; "
+			   "steering it in software", p, ferr.message ? ferr.message : "?");
+	d->flows[p] = f;
+	return p;
+}
+
+static void
+flow_release(struct dpsock_worker *w, uint16_t lport)
+{
+	struct dpsock_daemon *d = w->d;
+
+	if (d->flows[lport] != NULL) {
+		struct rte_flow_error ferr;
+
+		rte_spinlock_lock(&d->flow_lock);
+		rte_flow_destroy(d->ports[0].port_id, d->flows[lport], &ferr);
+		rte_spinlock_unlock(&d->flow_lock);
+		d->flows[lport] = NULL;
+	}
+	port_give(d, lport);
+}
+
+static const struct dpsock_steer_ops steer_rte_flow = {
+	.name = "rte_flow",
+	.claim_port = flow_claim,
+	.release_port = flow_release,
+};
+
+/* ---- choice --------------------------------------------------------------- */
+
+int
+dpsock_steer_setup(struct dpsock_daemon *d)
+{
+	const struct dpsock_port *p = &d->ports[0];
+	const char *want = d->conf.steering;
+	bool thash_ok = p->rss_hf && p->caps.rss_key_size && p->caps.reta_size &&
+			!(p->caps.reta_size & (p->caps.reta_size - 1));
+	bool flow_ok = p->caps.flow_5tuple;
+	unsigned int i;
+
+	d->eph_min = d->conf.ephemeral_min;
+	d->eph_max = d->conf.ephemeral_max;
+	d->port_owner = rte_zmalloc("dpsock_port_owner", 65536, RTE_CACHE_LINE_SIZE);
+	d->flows = rte_zmalloc("dpsock_flows", 65536 * sizeof(*d->flows), RTE_CACHE_LINE_SIZE);
+	if (d->port_owner == NULL || d->flows == NULL) {
+		DPSOCK_LOG(ERR, main, "out of memory for the port table");
+		return -ENOMEM;
+	}
+	rte_spinlock_init(&d->flow_lock);
+	for (i = 0; i < d->n_workers; i++)
+		d->workers[i].port_hint = (uint32_t)(rte_rand() % (d->eph_max - d->eph_min + 1u));
+
+	if (strcmp(want, "toeplitz") == 0 && !thash_ok)
+		DPSOCK_LOG(WARNING, main, "tcp.steering = toeplitz, but port %s exposes no usable "
+			   "RSS key and RETA; using software steering", p->name);
+	if (strcmp(want, "rte_flow") == 0 && !flow_ok)
+		DPSOCK_LOG(WARNING, main, "tcp.steering = rte_flow, but port %s does not validate "
+			   "5-tuple rules; using software steering", p->name);
+	if (d->n_workers == 1 || d->n_ports > 1 || strcmp(want, "software") == 0)
+		d->steer = &steer_software;
+	else if (strcmp(want, "rte_flow") == 0 && flow_ok)
+		d->steer = &steer_rte_flow;
+	else if (strcmp(want, "toeplitz") == 0 && thash_ok)
+		d->steer = &steer_toeplitz;
+	else if (strcmp(want, "auto") == 0 && flow_ok)
+		d->steer = &steer_rte_flow;
+	else if (strcmp(want, "auto") == 0 && thash_ok)
+		d->steer = &steer_toeplitz;
+	else
+		d->steer = &steer_software;
+	DPSOCK_LOG(NOTICE, main, "active-open steering: %s%s (ephemeral ports %u-%u)",
+		   d->steer->name,
+		   d->n_workers == 1 ? " (one worker)" :
+		   d->n_ports > 1 ? " (several ports)" : "",
+		   d->eph_min, d->eph_max);
+	return 0;
+}
+
+void
+dpsock_steer_teardown(struct dpsock_daemon *d)
+{
+	unsigned int p;
+
+	if (d->flows != NULL) {
+		for (p = 0; p < 65536; p++)
+			if (d->flows[p] != NULL) {
+				struct rte_flow_error ferr;
+
+				rte_flow_destroy(d->ports[0].port_id, d->flows[p], &ferr);
+			}
+		rte_free(d->flows);
+		d->flows = NULL;
+	}
+	rte_free(d->port_owner);
+	d->port_owner = NULL;
+}
+
+int
+dpsock_steer_owner(const struct dpsock_worker *w, const struct rte_mbuf *m)
+{
+	const struct dpsock_daemon *d = w->d;
+	const struct rte_ipv4_hdr *ip =
+		rte_pktmbuf_mtod_offset(m, const struct rte_ipv4_hdr *, RTE_ETHER_HDR_LEN);
+	uint32_t hlen = (ip->version_ihl & 0xf) * 4u;
+	uint16_t dport;
+	uint8_t owner;
+
+	if (ip->fragment_offset & RTE_BE16(RTE_IPV4_HDR_MF_FLAG | RTE_IPV4_HDR_OFFSET_MASK)) {
+		uint32_t h = rte_be_to_cpu_32(ip->src_addr) * 0x9e3779b1u ^
+			     rte_be_to_cpu_32(ip->dst_addr) * 0x85ebca6bu ^
+			     ((uint32_t)rte_be_to_cpu_16(ip->packet_id) << 8 | ip->next_proto_id);
+		unsigned int k = (h ^ h >> 16) % d->n_workers;
+
+		return k == w->idx ? -1 : (int)k;
+	}
+	if ((ip->next_proto_id != IPPROTO_TCP && ip->next_proto_id != IPPROTO_UDP) ||
+	    m->data_len < RTE_ETHER_HDR_LEN + hlen + 4)
+		return -1;
+	dport = rte_be_to_cpu_16(*(const uint16_t *)((const char *)ip + hlen + 2));
+	if (dport < d->eph_min || dport > d->eph_max)
+		return -1;
+	owner = __atomic_load_n(&d->port_owner[dport], __ATOMIC_RELAXED);
+	if (owner == 0 || owner - 1 == w->idx)
+		return -1;
+	return owner - 1;
+}
