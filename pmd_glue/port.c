@@ -104,6 +104,8 @@ dpsock_port_probe(struct dpsock_port *p, char *err, size_t errlen)
 	c->tx_udp_cksum = info.tx_offload_capa & RTE_ETH_TX_OFFLOAD_UDP_CKSUM;
 	c->tx_multi_segs = info.tx_offload_capa & RTE_ETH_TX_OFFLOAD_MULTI_SEGS;
 	c->tso = info.tx_offload_capa & RTE_ETH_TX_OFFLOAD_TCP_TSO;
+	/* per-PMD quirks */
+	c->fixed_rx_queues = strcmp(info.driver_name, "net_af_packet") == 0;
 	return 0;
 }
 
@@ -122,6 +124,13 @@ dpsock_port_start(struct dpsock_port *p, uint16_t n_queues, uint16_t mtu,
 	if (n_queues > c->max_rx_queues || n_queues > c->max_tx_queues) {
 		snprintf(err, errlen, "port %s has %u RX / %u TX queues; %u workers need one pair each",
 			 p->name, c->max_rx_queues, c->max_tx_queues, n_queues);
+		return -EINVAL;
+	}
+	if (c->fixed_rx_queues && n_queues != c->max_rx_queues) {
+		snprintf(err, errlen, "port %s (%s) spreads packets over all of its %u queues; "
+			 "%u worker(s) would leave some unread: make them equal "
+			 "(e.g. qpairs=%u in --vdev, or %u workers)",
+			 p->name, c->driver, c->max_rx_queues, n_queues, n_queues, c->max_rx_queues);
 		return -EINVAL;
 	}
 	if ((c->min_mtu && mtu < c->min_mtu) || (c->max_mtu && mtu > c->max_mtu)) {

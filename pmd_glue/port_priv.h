@@ -39,6 +39,11 @@ struct dpsock_port_caps {
 	bool tx_udp_cksum;
 	bool tx_multi_segs;
 	bool tso;
+	/* The PMD spreads received packets over every queue it was created
+	 * with, whatever rte_eth_dev_configure asks for (af_packet's fanout
+	 * over its qpairs sockets): the port must be given exactly that many
+	 * queues, or the flows hashed to the others are lost. */
+	bool fixed_rx_queues;
 };
 
 struct dpsock_port {

@@ -67,6 +67,10 @@ struct dpsock_sock {
 	bool shut_wr;
 	bool want_writable;
 	bool counted;      /* counted in w->n_conns / tcp_conns */
+	bool aborted;      /* dpsock_abort ran inside a callback: answer ERR_ABRT */
+	bool dead;         /* released; freed once in_cb and holds drop to 0 */
+	uint16_t in_cb;    /* app callbacks running on this socket */
+	uint32_t holds;    /* received data the app holds (dpsock_rx_hold) */
 	uint16_t owned_port; /* active open: port from the shared allocator */
 	struct txm *txm_head, *txm_tail;
 };
@@ -159,16 +163,39 @@ txm_free_all(struct dpsock_sock *s)
 	s->txm_tail = NULL;
 }
 
-/* Forget the socket: the pcb is gone or no longer points at it. */
+/* Free a released socket once no callback runs on it and no held data
+ * refers to it. */
+static void
+sock_reap(struct dpsock_sock *s)
+{
+	if (s->dead && s->in_cb == 0 && s->holds == 0)
+		mem_free(s);
+}
+
+/* Release the socket: the pcb is gone or no longer points at it. The app
+ * may be inside one of its callbacks, or hold its data: the memory goes
+ * when both are over (sock_reap). Idempotent. */
 static void
 sock_free(struct dpsock_sock *s)
 {
+	if (s->dead)
+		return;
 	txm_free_all(s);
 	if (s->type == SOCK_TCP)
 		conn_count(s, false);
 	TAILQ_REMOVE(&s->w->socks, s, link);
-	mem_free(s);
+	s->dead = true;
+	sock_reap(s);
 }
+
+/* Bracket every call into the app: a socket closed from inside its own
+ * callback is only freed after the callback returned. */
+#define APP_CALL(s, call)                                                       \
+	do {                                                                    \
+		(s)->in_cb++;                                                   \
+		call;                                                           \
+		(s)->in_cb--;                                                   \
+	} while (0)
 
 /* Detach lwIP's callbacks from a pcb whose socket goes away. */
 static void
@@ -248,8 +275,8 @@ static const struct tcp_ext_arg_callbacks active_extarg = {
 static void
 deliver_closed(struct dpsock_sock *s, int reason)
 {
-	if (!s->closed_by_app && s->ops != NULL && s->ops->closed != NULL)
-		s->ops->closed(s, reason);
+	if (!s->closed_by_app && !s->dead && s->ops != NULL && s->ops->closed != NULL)
+		APP_CALL(s, s->ops->closed(s, reason));
 }
 
 /* The pcb is already freed by lwIP when this runs. */
@@ -268,7 +295,7 @@ on_tcp_err(void *arg, err_t err)
 		s->connecting = false;
 		dpsock_stat_add(&s->w->stats->tcp_connect_failed, 1);
 		if (!s->closed_by_app && s->ops != NULL && s->ops->connected != NULL)
-			s->ops->connected(s, reason == -ECONNRESET ? -ECONNREFUSED : reason);
+			APP_CALL(s, s->ops->connected(s, reason == -ECONNRESET ? -ECONNREFUSED : reason));
 	} else {
 		dpsock_stat_add(&s->w->stats->tcp_reset, 1);
 	}
@@ -281,6 +308,7 @@ on_tcp_recv(void *arg, struct tcp_pcb *pcb, struct pbuf *p, err_t err)
 {
 	struct dpsock_sock *s = arg;
 	struct dpsock_rx rx;
+	bool aborted;
 
 	if (s == NULL || s->closed_by_app) {
 		/* The app closed the socket: nothing will read this. */
@@ -298,17 +326,17 @@ on_tcp_recv(void *arg, struct tcp_pcb *pcb, struct pbuf *p, err_t err)
 	dpsock_stat_add(&s->w->stats->tcp_rx_bytes, p->tot_len);
 	rx = (struct dpsock_rx){ .p = p, .s = s, .len = p->tot_len };
 	if (s->ops != NULL && s->ops->readable != NULL)
-		s->ops->readable(s, &rx);
-	if (rx.held)
-		return ERR_OK; /* the held copy owns p now; window opens on release */
-	/* The app may have closed or aborted the socket in the callback. */
-	if (s->pcb.tcp == NULL) {
+		APP_CALL(s, s->ops->readable(s, &rx));
+	/* The app may have closed (pcb still valid: tcp_close keeps it in
+	 * these states) or aborted (pcb gone) the socket in the callback. */
+	aborted = s->aborted;
+	if (!rx.held) {
+		if (!aborted)
+			window_open(pcb, rx.len);
 		pbuf_free(p);
-		return ERR_ABRT;
-	}
-	window_open(pcb, rx.len);
-	pbuf_free(p);
-	return ERR_OK;
+	} /* else the held copy owns p; the window opens on release */
+	sock_reap(s);
+	return aborted ? ERR_ABRT : ERR_OK;
 }
 
 /* Acknowledged bytes: release acknowledged mbufs, report send space. */
@@ -343,7 +371,12 @@ on_tcp_sent(void *arg, struct tcp_pcb *pcb, u16_t len)
 	}
 	if (s->want_writable && s->ops != NULL && s->ops->writable != NULL) {
 		s->want_writable = false;
-		s->ops->writable(s, tcp_sndbuf(pcb));
+		APP_CALL(s, s->ops->writable(s, tcp_sndbuf(pcb)));
+		if (s->aborted) {
+			sock_reap(s);
+			return ERR_ABRT;
+		}
+		sock_reap(s);
 	}
 	return ERR_OK;
 }
@@ -380,15 +413,27 @@ on_tcp_accept(void *arg, struct tcp_pcb *newpcb, err_t err)
 	tcp_setup_callbacks(s);
 	conn_count(s, true);
 	dpsock_stat_add(&w->stats->tcp_accepted, 1);
-	if (ls->ops != NULL && ls->ops->accepted != NULL && ls->ops->accepted(ls, s) != 0) {
-		/* refused by the app */
-		tcp_detach(newpcb);
-		sock_free(s);
-		tcp_abort(newpcb);
-		return ERR_ABRT;
+	if (ls->ops != NULL && ls->ops->accepted != NULL) {
+		bool aborted;
+		int rc;
+
+		/* the child too is in a callback: the app may close it there */
+		s->in_cb++;
+		APP_CALL(ls, rc = ls->ops->accepted(ls, s));
+		if (rc != 0 && !s->dead) {
+			/* refused by the app */
+			tcp_detach(newpcb);
+			tcp_abort(newpcb);
+			s->aborted = true;
+			sock_free(s);
+		}
+		aborted = s->aborted;
+		s->in_cb--;
+		sock_reap(s);
+		sock_reap(ls);
+		if (aborted)
+			return ERR_ABRT; /* refused, or aborted in the callback */
 	}
-	if (s->pcb.tcp == NULL)
-		return ERR_ABRT; /* the app aborted it in the callback */
 	return ERR_OK;
 }
 
@@ -402,8 +447,13 @@ on_tcp_connected(void *arg, struct tcp_pcb *pcb, err_t err)
 	s->connecting = false;
 	dpsock_stat_add(&s->w->stats->tcp_connected, 1);
 	if (!s->closed_by_app && s->ops != NULL && s->ops->connected != NULL)
-		s->ops->connected(s, 0);
-	return s->pcb.tcp == NULL ? ERR_ABRT : ERR_OK;
+		APP_CALL(s, s->ops->connected(s, 0));
+	if (s->aborted) {
+		sock_reap(s);
+		return ERR_ABRT;
+	}
+	sock_reap(s);
+	return ERR_OK;
 }
 
 /* ---- public TCP API --------------------------------------------------------- */
@@ -652,9 +702,12 @@ dpsock_close(struct dpsock_sock *s)
 {
 	if (s == NULL || !on_owner(s))
 		return s == NULL ? -EINVAL : -EPERM;
+	if (s->dead || s->closed_by_app)
+		return 0;
 	if (s->type == SOCK_UDP) {
 		if (s->pcb.udp != NULL)
 			udp_remove(s->pcb.udp);
+		s->pcb.udp = NULL;
 		sock_free(s);
 		return 0;
 	}
@@ -671,6 +724,7 @@ dpsock_close(struct dpsock_sock *s)
 			tcp_detach(pcb);
 			s->pcb.tcp = NULL;
 			tcp_abort(pcb);
+			s->aborted = true;
 		} else if (s->txm_head != NULL) {
 			/* stays until its mbufs are acknowledged (on_tcp_sent) or
 			 * the connection fails (on_tcp_err) */
@@ -691,7 +745,7 @@ dpsock_abort(struct dpsock_sock *s)
 {
 	struct tcp_pcb *pcb;
 
-	if (s == NULL || !on_owner(s))
+	if (s == NULL || !on_owner(s) || s->dead)
 		return;
 	if (s->type != SOCK_TCP) {
 		dpsock_close(s);
@@ -702,6 +756,7 @@ dpsock_abort(struct dpsock_sock *s)
 	if (pcb != NULL) {
 		tcp_detach(pcb);
 		tcp_abort(pcb);
+		s->aborted = true; /* a running lwIP callback must answer ERR_ABRT */
 	}
 	dpsock_stat_add(&s->w->stats->tcp_closed, 1);
 	sock_free(s);
@@ -754,9 +809,10 @@ on_udp_recv(void *arg, struct udp_pcb *pcb, struct pbuf *p, const ip_addr_t *add
 	from.sin_addr.s_addr = ip4_addr_get_u32(addr);
 	dpsock_stat_add(&s->w->stats->udp_rx, 1);
 	if (s->ops != NULL && s->ops->datagram != NULL)
-		s->ops->datagram(s, &from, &rx);
+		APP_CALL(s, s->ops->datagram(s, &from, &rx));
 	if (!rx.held)
 		pbuf_free(p);
+	sock_reap(s);
 }
 
 struct dpsock_sock *
@@ -856,20 +912,19 @@ dpsock_rx_hold(struct dpsock_rx *rx)
 {
 	struct dpsock_rx *h;
 
-	if (rx->held)
+	if (rx->heap)
 		return rx;
+	/* The descriptor is small; when even that cannot be had, the data is
+	 * copied into one pbuf instead of being lost. */
 	h = mem_malloc(sizeof(*h));
-	if (h == NULL) {
-		/* keep the data in place: copy the descriptor is impossible, so
-		 * hold a reference on the pbuf instead */
-		pbuf_ref(rx->p);
-		rx->held = false;
+	if (h == NULL)
 		return NULL;
-	}
 	*h = *rx;
 	h->held = true;
 	h->heap = true;
 	rx->held = true;
+	if (h->s != NULL)
+		h->s->holds++;
 	return h;
 }
 
@@ -881,10 +936,13 @@ dpsock_rx_release(struct dpsock_rx *rx)
 	if (rx == NULL || !rx->heap)
 		return;
 	s = rx->s;
-	/* Reopen the window only if the socket still exists on this worker
-	 * and its pcb is alive. */
-	if (s != NULL && s->type == SOCK_TCP && s->pcb.tcp != NULL && !s->closed_by_app)
-		window_open(s->pcb.tcp, rx->len);
+	if (s != NULL) {
+		/* Reopen the window only while the connection is the app's. */
+		if (!s->dead && s->type == SOCK_TCP && s->pcb.tcp != NULL && !s->closed_by_app)
+			window_open(s->pcb.tcp, rx->len);
+		s->holds--;
+		sock_reap(s);
+	}
 	pbuf_free(rx->p);
 	mem_free(rx);
 }
@@ -968,18 +1026,11 @@ dpsock_sock_worker_fini(struct dpsock_worker *w)
 {
 	struct dpsock_sock *s;
 
-	/* Whatever is left is reset: the peers see RST, nothing leaks. */
+	/* Whatever is left is reset: the peers see RST, nothing leaks. The
+	 * app's worker_fini has run: no callback reaches it any more. */
 	while ((s = TAILQ_FIRST(&w->socks)) != NULL) {
-		if (s->type == SOCK_TCP && s->pcb.tcp != NULL && !s->closed_by_app) {
-			struct tcp_pcb *pcb = s->pcb.tcp;
-
-			deliver_closed(s, -ECONNABORTED);
-			if (TAILQ_FIRST(&w->socks) != s)
-				continue; /* the app closed it from the callback */
-			s->pcb.tcp = NULL;
-			tcp_detach(pcb);
-			tcp_abort(pcb);
-		} else if (s->type == SOCK_TCP && s->pcb.tcp != NULL) {
+		s->closed_by_app = true;
+		if (s->type == SOCK_TCP && s->pcb.tcp != NULL) {
 			struct tcp_pcb *pcb = s->pcb.tcp;
 
 			s->pcb.tcp = NULL;

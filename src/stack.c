@@ -485,6 +485,11 @@ dpsock_init(int argc, char **argv)
 	log_banner(d, cmd);
 	d->tsc_hz = rte_get_tsc_hz();
 	d->stats_fd = -1;
+	if (setup_workers(d) != 0) {
+		teardown(d);
+		eal_cleanup();
+		return -1;
+	}
 	d->initialised = true;
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
@@ -525,7 +530,7 @@ dpsock_run(const struct dpsock_app *app, void *arg)
 	}
 	d->app = app;
 	d->app_arg = arg;
-	if (setup_workers(d) != 0 || setup_ports(d) != 0 || dpsock_steer_setup(d) != 0) {
+	if (setup_ports(d) != 0 || dpsock_steer_setup(d) != 0) {
 		exit_code = 1;
 		goto out;
 	}

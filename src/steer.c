@@ -302,7 +302,7 @@ dpsock_steer_owner(const struct dpsock_worker *w, const struct rte_mbuf *m)
 	if (dport < d->eph_min || dport > d->eph_max)
 		return -1;
 	owner = __atomic_load_n(&d->port_owner[dport], __ATOMIC_RELAXED);
-	if (owner == 0 || owner - 1 == w->idx)
+	if (owner == 0 || (unsigned int)(owner - 1) == w->idx)
 		return -1;
 	return owner - 1;
 }

@@ -54,14 +54,17 @@ struct dpsock_sock;
 struct dpsock_rx;
 
 /* Per-socket event callbacks. Any may be NULL. They run on the socket's
- * worker, inside its loop: keep them short, never block. */
+ * worker, inside its loop: keep them short, never block. Inside a callback
+ * the app may call anything on the socket, dpsock_close and dpsock_abort
+ * included; after those two, no callback runs for the socket again. */
 struct dpsock_sock_ops {
 	/* A listening socket accepted child. The child inherits the listener's
 	 * ops and user data; set others with dpsock_sock_set_ops/_set_user.
 	 * Return 0 to keep it, or -errno to refuse it (it is reset). */
 	int (*accepted)(struct dpsock_sock *listener, struct dpsock_sock *child);
 	/* An active open finished: err is 0, -ECONNREFUSED, -ETIMEDOUT or
-	 * -EHOSTUNREACH. After an error the socket is closed: closed follows. */
+	 * -EHOSTUNREACH. After an error, closed(s, err) follows at once (unless
+	 * the app closed the socket in this callback). */
 	void (*connected)(struct dpsock_sock *s, int err);
 	/* Data arrived (TCP). rx is valid during the callback only, unless
 	 * held. An end of stream is reported by closed(s, 0), not here. */
@@ -70,7 +73,8 @@ struct dpsock_sock_ops {
 	void (*datagram)(struct dpsock_sock *s, const struct sockaddr_in *from,
 			 struct dpsock_rx *rx);
 	/* Send space came back after dpsock_send returned -EAGAIN or a short
-	 * count; space is what dpsock_send_space would now return. */
+	 * count (or dpsock_send_mbuf -EAGAIN): it always follows those, once
+	 * the peer acknowledges data; space is what dpsock_send_space returns. */
 	void (*writable)(struct dpsock_sock *s, size_t space);
 	/* The connection ended: 0 = the peer closed its side (EOF; the socket
 	 * may still send until dpsock_close), -ECONNRESET, -ETIMEDOUT, or
@@ -88,8 +92,9 @@ struct dpsock_app {
 	/* Once per loop iteration: return how much work it did (0 = idle, which
 	 * lets the worker sleep). Load generators open connections here. */
 	unsigned int (*worker_poll)(struct dpsock_worker *w, void *arg);
-	/* Before the worker's stack is torn down (its sockets still exist;
-	 * whatever the app does not close is reset). */
+	/* Before the worker's stack is torn down (its sockets still exist).
+	 * Sockets the app leaves open are then reset without further callbacks;
+	 * held data (dpsock_rx_hold) must be released here at the latest. */
 	void (*worker_fini)(struct dpsock_worker *w, void *arg);
 };
 
@@ -124,7 +129,7 @@ void dpsock_stop(void);
 
 /* The worker running the calling lcore, or NULL. */
 struct dpsock_worker *dpsock_worker_self(void);
-/* Index (0..n-1) of a worker; number of workers. */
+/* Index (0..n-1) of a worker; number of workers (valid after dpsock_init). */
 unsigned int dpsock_worker_index(const struct dpsock_worker *w);
 unsigned int dpsock_worker_count(void);
 /* Address of port 0's interface, network byte order. */
@@ -135,7 +140,8 @@ uint32_t dpsock_local_addr(void);
  * called off the socket's worker lcore.
  */
 
-/* Listen on port (host order) of every local address, on worker w.
+/* Listen on port (host order) of every local address, on worker w, with a
+ * backlog of 1..255 (lwIP's limit; other values mean 255).
  * Returns NULL with errno EADDRINUSE, ENOMEM (no pcb), EINVAL. */
 struct dpsock_sock *dpsock_tcp_listen(struct dpsock_worker *w, uint16_t port, int backlog,
 				      const struct dpsock_sock_ops *ops, void *user);
@@ -208,7 +214,10 @@ unsigned int dpsock_rx_iov(const struct dpsock_rx *rx, struct iovec *iov, unsign
 /* Copy up to len bytes from offset off; returns the bytes copied. */
 size_t dpsock_rx_copy(const struct dpsock_rx *rx, void *buf, size_t len, size_t off);
 /* Keep the data past the callback; the receive window stays closed by its
- * size until dpsock_rx_release. Returns a handle (never NULL). */
+ * size until dpsock_rx_release. The handle stays readable (len, iov, copy)
+ * after the callback, and may be released after its socket was closed,
+ * aborted or reset. Returns the handle, or NULL when out of memory (the data
+ * is then released after the callback as usual). */
 struct dpsock_rx *dpsock_rx_hold(struct dpsock_rx *rx);
 /* Release held data (opens the window by its size if the socket lives). */
 void dpsock_rx_release(struct dpsock_rx *rx);

@@ -50,8 +50,16 @@ expect_fail "lcore not in EAL's list" "lcore 7 is not one of EAL's lcores" \
 
 printf 'name = "%s";\nworkers = [ 0, 1 ];\ninterfaces = ( { port = "net_af_packet0"; address = "%s/24"; } );\n' \
 	"$name" "$TOPO_ADDR_A" >"$dir/queues.conf"
+printf 'name = "%s";\ninterfaces = ( { port = "net_af_packet0"; address = "%s/24"; } );\n' \
+	"$name" "$TOPO_ADDR_A" >"$dir/lcore.conf.ok"
 expect_fail "more workers than queues" "2 workers need one pair each" \
 	ip netns exec "$TOPO_NS_A" "$dpsockd" -l 0-1 "${eal[@]}" "$vdev" -- -f "$dir/queues.conf"
+
+# af_packet fans packets out over all its qpairs: fewer workers would lose
+# the flows hashed to the unread queues.
+expect_fail "fewer workers than af_packet queues" "would leave some unread" \
+	ip netns exec "$TOPO_NS_A" "$dpsockd" -l 0 "${eal[@]}" \
+	"--vdev=net_af_packet0,iface=$TOPO_IF_A,qpairs=2" -- -f "$dir/lcore.conf.ok"
 
 # No hugepages: a private mount namespace where hugetlbfs is not mounted.
 expect_fail "no hugepages" "add --no-huge to the EAL options" \

@@ -1,0 +1,859 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * dpsock-loadgen — TCP load client on the dpsock native API, for benchmarks
+ * and tests. Runs on the workers: worker k opens its share of the
+ * connections (active opens steered back to it by the stack).
+ *
+ *   dpsock-loadgen [EAL options] -- -f dpsock.conf -d IP [-p PORT] [-c CONNS]
+ *                  [-m rr|churn|bulk] [-s BYTES] [-n COUNT] [-t SECONDS] [--verify]
+ *
+ * Modes:
+ *   rr     each connection sends a request of -s bytes and waits for the
+ *          same number of bytes back (an echo server), then the next one;
+ *          a transaction is one request/reply, timed from its first byte.
+ *   churn  connect, send one request, read the reply, close, again; a
+ *          transaction is one whole connection, timed from the connect.
+ *   bulk   send as fast as the window allows (to a sink); what comes back
+ *          is counted and dropped. Bytes count when dpsock_send takes them.
+ *
+ * -n bounds the work of each connection (rr: transactions, churn:
+ * connections, bulk: bytes), -t the whole run. Each worker stops when its
+ * time is up or its connections are done, closing what is open; the last
+ * worker to stop calls dpsock_stop(). Workers poll without sleeping while
+ * they run, so that latencies are not stretched by idle sleeps.
+ *
+ * Each worker first opens a single connection and the others once that one
+ * is established (or after a second): the first SYN then resolves the
+ * neighbour, instead of a burst of SYNs waiting on ARP.
+ *
+ * Output (stdout, one line each, key=value):
+ *   loadgen: worker K lcore=L conns=.. connected=.. transactions=.. errors=.. ...
+ *   loadgen: total mode=.. workers=.. conns=.. connected=.. transactions=.. errors=..
+ *            ... elapsed_s=.. rate=../s ... p50_us=.. p99_us=.. p999_us=.. max_us=..
+ * Exit status: 0 when there were no errors and some work was done
+ * (transactions, or bytes in bulk mode), else 1 (or dpsock_run's status).
+ */
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <rte_cycles.h>
+#include <rte_lcore.h>
+
+#include "dpsock/dpsock.h"
+
+#include "app_common.h"
+
+#define LG_DEFAULT_PORT 11111
+#define LG_DEFAULT_SIZE 64
+#define LG_DEFAULT_TIME 5
+#define LG_MAX_TIME 300
+#define LG_MAX_CONNS 100000
+#define LG_MAX_SIZE (1u << 20)
+#define LG_BULK_CHUNK 65536
+#define LG_SHIFTS 4096	       /* request start offsets into the pattern */
+#define LG_CONNECT_BURST 16    /* connects per poll */
+#define LG_BOUNCE 4096
+#define LG_HIST_BUCKETS (62 * 8) /* see hist_bucket() */
+
+enum lg_mode {
+	MODE_RR,
+	MODE_CHURN,
+	MODE_BULK,
+};
+
+static const char *const mode_names[] = {
+	[MODE_RR] = "rr",
+	[MODE_CHURN] = "churn",
+	[MODE_BULK] = "bulk",
+};
+
+struct lg_cfg {
+	uint32_t addr;	 /* network order */
+	uint16_t port;
+	uint32_t conns;
+	enum lg_mode mode;
+	uint32_t size;	 /* request bytes (rr, churn) */
+	uint64_t count;	 /* per connection, 0 = until the time is up */
+	uint32_t seconds;
+	bool verify;
+	uint8_t *pat;	 /* request pattern, pat_len bytes */
+	size_t pat_len;
+};
+
+/* Per-worker counters: one table for the struct, the sums and the printer.
+ * The err_* ones add up to "errors". */
+#define LG_COUNTERS(X)                                                                 \
+	X(connected)	/* connections established (connected callback, err 0) */       \
+	X(transactions) /* rr: replies; churn: connections; bulk: connections done */    \
+	X(bytes_tx)	/* bytes dpsock_send took */                                     \
+	X(bytes_rx)	/* bytes received */                                             \
+	X(err_connect)	/* dpsock_tcp_connect failed */                                  \
+	X(err_refused)	/* the connect failed (refused, timed out, unreachable) */       \
+	X(err_reset)	/* an open connection was reset or timed out */                  \
+	X(err_eof)	/* the server closed while a request was due */                  \
+	X(err_send)	/* dpsock_send failed */                                         \
+	X(err_verify)	/* reply bytes differ from the request, or too many */           \
+	X(err_steer)	/* a callback ran off the socket's creating worker */
+
+#define LG_ERRORS(X) X(err_connect) X(err_refused) X(err_reset) X(err_eof) X(err_send) \
+	X(err_verify) X(err_steer)
+
+struct lg_stats {
+#define X(name) uint64_t name;
+	LG_COUNTERS(X)
+#undef X
+};
+
+enum lg_state {
+	ST_IDLE,       /* in the idle stack, to be connected */
+	ST_CONNECTING,
+	ST_OPEN,
+	ST_FAILED,     /* connected(err) came; closed() follows */
+	ST_DONE,       /* its work is done (or it failed, in rr and bulk) */
+};
+
+struct lg_worker;
+
+struct lg_conn {
+	struct lg_worker *w;
+	struct dpsock_sock *s;
+	uint32_t idx;
+	uint32_t state;
+	uint64_t done;	 /* rr: transactions, churn: connections, bulk: bytes */
+	uint64_t t0;	 /* tsc at the start of the current transaction */
+	size_t sent;	 /* request bytes sent */
+	size_t rcvd;	 /* reply bytes received */
+	size_t shift;	 /* the request is pat[shift .. shift + size) */
+};
+
+struct lg_worker {
+	unsigned int idx;
+	unsigned int lcore;
+	struct dpsock_worker *dw;
+	const struct lg_cfg *cfg;
+	struct lg_conn *conns;
+	uint32_t n_conns;     /* slots allocated (0 after worker_fini) */
+	uint32_t share;	      /* connections assigned to this worker */
+	uint32_t *idle;	      /* stack of slots to connect */
+	uint32_t n_idle;
+	uint32_t active;      /* slots not ST_DONE */
+	uint32_t connecting;  /* slots in ST_CONNECTING */
+	bool gate;	      /* one connection at a time until one is up */
+	bool finished;
+	uint64_t hz;
+	uint64_t start_tsc, deadline_tsc, gate_tsc, retry_tsc, end_tsc;
+	struct lg_stats st;
+	uint64_t lat_n, lat_sum, lat_max; /* tsc cycles */
+	uint64_t hist[LG_HIST_BUCKETS];
+	uint8_t bounce[LG_BOUNCE];
+} __attribute__((aligned(64)));
+
+/* Slot k is written by worker k only; main reads them after dpsock_run. */
+static struct lg_worker *workers[APP_MAX_WORKERS];
+/* Workers done (the last one stops the run). */
+static atomic_uint lg_finished;
+
+/*
+ * Latency histogram: 8 linear sub-buckets per power of two (1/8 resolution).
+ */
+
+static unsigned int
+hist_bucket(uint64_t v)
+{
+	unsigned int msb;
+
+	if (v < 8)
+		return (unsigned int)v;
+	msb = 63u - (unsigned int)__builtin_clzll(v); /* 3..63 */
+	return (msb - 2) * 8 + (unsigned int)((v >> (msb - 3)) & 7);
+}
+
+/* Middle of bucket b's value range. */
+static double
+hist_value(unsigned int b)
+{
+	unsigned int msb;
+	double lo, width;
+
+	if (b < 8)
+		return b;
+	msb = b / 8 + 2;
+	width = (double)(1ull << (msb - 3));
+	lo = (double)(8 + b % 8) * width;
+	return lo + width / 2;
+}
+
+static void
+hist_add(struct lg_worker *w, uint64_t cycles)
+{
+	unsigned int b = hist_bucket(cycles);
+
+	w->hist[b < LG_HIST_BUCKETS ? b : LG_HIST_BUCKETS - 1]++;
+	w->lat_n++;
+	w->lat_sum += cycles;
+	if (cycles > w->lat_max)
+		w->lat_max = cycles;
+}
+
+/* Percentile p (0..1) in microseconds (a bucket's middle, at most the
+ * largest sample max), 0 without samples. */
+static double
+hist_pct_us(const uint64_t *hist, uint64_t n, double p, uint64_t max, uint64_t hz)
+{
+	uint64_t target = (uint64_t)(p * (double)n + 0.999999), sum = 0;
+	unsigned int b;
+
+	if (n == 0 || hz == 0)
+		return 0;
+	if (target == 0)
+		target = 1;
+	for (b = 0; b < LG_HIST_BUCKETS; b++) {
+		sum += hist[b];
+		if (sum >= target) {
+			double v = hist_value(b);
+
+			return (v < (double)max ? v : (double)max) * 1e6 / (double)hz;
+		}
+	}
+	return (double)max * 1e6 / (double)hz;
+}
+
+/*
+ * Connections
+ */
+
+static const struct dpsock_sock_ops lg_ops;
+
+/* The slot's work is over. */
+static void
+slot_done(struct lg_conn *c)
+{
+	c->s = NULL;
+	c->state = ST_DONE;
+	c->w->active--;
+}
+
+/* The slot lost its socket (already closed or gone): churn connects again,
+ * rr and bulk slots stop. */
+static void
+slot_release(struct lg_conn *c)
+{
+	struct lg_worker *w = c->w;
+
+	if (w->cfg->mode == MODE_CHURN && !w->finished &&
+	    (w->cfg->count == 0 || c->done < w->cfg->count)) {
+		c->s = NULL;
+		c->state = ST_IDLE;
+		w->idle[w->n_idle++] = c->idx;
+	} else {
+		slot_done(c);
+	}
+}
+
+/* Local failure on an open socket: reset it. */
+static void
+slot_fail(struct lg_conn *c)
+{
+	dpsock_abort(c->s);
+	slot_release(c);
+}
+
+/* Send what the request still lacks. Returns 0 or -errno. */
+static int
+send_pump(struct lg_conn *c)
+{
+	const struct lg_cfg *cfg = c->w->cfg;
+
+	while (c->sent < cfg->size) {
+		ssize_t r = dpsock_send(c->s, cfg->pat + c->shift + c->sent, cfg->size - c->sent, 0);
+
+		if (r == -EAGAIN || r == 0)
+			break;
+		if (r < 0)
+			return (int)r;
+		c->sent += (size_t)r;
+		c->w->st.bytes_tx += (uint64_t)r;
+	}
+	return 0;
+}
+
+static int
+start_request(struct lg_conn *c)
+{
+	c->shift = (size_t)((c->done * 257 + c->idx * 31) % LG_SHIFTS);
+	c->sent = 0;
+	c->rcvd = 0;
+	if (c->w->cfg->mode == MODE_RR)
+		c->t0 = rte_rdtsc(); /* churn: timed from the connect */
+	return send_pump(c);
+}
+
+/* Bulk: fill the send buffer. Returns 0 or -errno; closes the connection
+ * when its byte count is reached (the slot is then done). */
+static int
+bulk_pump(struct lg_conn *c)
+{
+	struct lg_worker *w = c->w;
+	const struct lg_cfg *cfg = w->cfg;
+
+	while (cfg->count == 0 || c->done < cfg->count) {
+		size_t want = LG_BULK_CHUNK;
+		ssize_t r;
+
+		if (cfg->count != 0 && cfg->count - c->done < want)
+			want = (size_t)(cfg->count - c->done);
+		r = dpsock_send(c->s, cfg->pat + (c->done % LG_SHIFTS), want, 0);
+		if (r == -EAGAIN || r == 0)
+			return 0;
+		if (r < 0)
+			return (int)r;
+		c->done += (uint64_t)r;
+		w->st.bytes_tx += (uint64_t)r;
+	}
+	w->st.transactions++;
+	dpsock_close(c->s);
+	slot_done(c);
+	return 0;
+}
+
+static bool
+verify(struct lg_conn *c, const struct dpsock_rx *rx, size_t n)
+{
+	struct lg_worker *w = c->w;
+	const uint8_t *want = w->cfg->pat + c->shift + c->rcvd;
+	size_t off = 0;
+
+	while (off < n) {
+		const uint8_t *p;
+		size_t k = app_rx_piece(rx, off, &p, w->bounce, LG_BOUNCE);
+
+		if (k == 0 || memcmp(p, want + off, k) != 0)
+			return false;
+		off += k;
+	}
+	return true;
+}
+
+static void
+check_worker(struct lg_conn *c, struct dpsock_sock *s)
+{
+	if (dpsock_worker_self() != c->w->dw || dpsock_sock_worker(s) != c->w->dw)
+		c->w->st.err_steer++;
+}
+
+static void
+on_connected(struct dpsock_sock *s, int err)
+{
+	struct lg_conn *c = dpsock_sock_user(s);
+	struct lg_worker *w = c->w;
+	int r;
+
+	check_worker(c, s);
+	w->connecting--;
+	if (err != 0) {
+		w->st.err_refused++;
+		if (w->st.err_refused == 1)
+			fprintf(stderr, "dpsock-loadgen: worker %u: connect: %s\n", w->idx,
+				strerror(-err));
+		c->state = ST_FAILED; /* closed() follows; not ours to close */
+		c->s = NULL;
+		return;
+	}
+	w->st.connected++;
+	w->gate = false;
+	c->state = ST_OPEN;
+	dpsock_set_nodelay(s, true);
+	r = w->cfg->mode == MODE_BULK ? bulk_pump(c) : start_request(c);
+	if (r < 0) {
+		w->st.err_send++;
+		slot_fail(c);
+	}
+}
+
+static void
+on_readable(struct dpsock_sock *s, struct dpsock_rx *rx)
+{
+	struct lg_conn *c = dpsock_sock_user(s);
+	struct lg_worker *w = c->w;
+	const struct lg_cfg *cfg = w->cfg;
+	size_t n = dpsock_rx_len(rx);
+	int r;
+
+	w->st.bytes_rx += n;
+	if (cfg->mode == MODE_BULK || c->state != ST_OPEN)
+		return; /* a sink has nothing to say: dropped */
+	if (c->rcvd + n > c->sent || (cfg->verify && !verify(c, rx, n))) {
+		w->st.err_verify++;
+		slot_fail(c);
+		return;
+	}
+	c->rcvd += n;
+	if (c->rcvd < cfg->size)
+		return;
+	/* transaction complete */
+	hist_add(w, rte_rdtsc() - c->t0);
+	w->st.transactions++;
+	c->done++;
+	if (cfg->mode == MODE_CHURN) {
+		dpsock_close(s);
+		slot_release(c);
+		return;
+	}
+	if (cfg->count != 0 && c->done >= cfg->count) {
+		dpsock_close(s);
+		slot_done(c);
+		return;
+	}
+	r = start_request(c);
+	if (r < 0) {
+		w->st.err_send++;
+		slot_fail(c);
+	}
+}
+
+static void
+on_writable(struct dpsock_sock *s, size_t space)
+{
+	struct lg_conn *c = dpsock_sock_user(s);
+	int r;
+
+	if (c->state != ST_OPEN)
+		return;
+	r = c->w->cfg->mode == MODE_BULK ? bulk_pump(c) : send_pump(c);
+	if (r < 0) {
+		c->w->st.err_send++;
+		slot_fail(c);
+	}
+}
+
+static void
+on_closed(struct dpsock_sock *s, int reason)
+{
+	struct lg_conn *c = dpsock_sock_user(s);
+	struct lg_worker *w = c->w;
+
+	check_worker(c, s);
+	if (c->state == ST_CONNECTING)
+		w->connecting--;
+	if (reason == 0) {
+		/* the server closed its side: we never ask for that */
+		if (c->state == ST_OPEN)
+			w->st.err_eof++;
+		dpsock_close(s);
+	} else if (c->state == ST_OPEN || c->state == ST_CONNECTING) {
+		w->st.err_reset++;
+	}
+	slot_release(c);
+}
+
+static const struct dpsock_sock_ops lg_ops = {
+	.connected = on_connected,
+	.readable = on_readable,
+	.writable = on_writable,
+	.closed = on_closed,
+};
+
+/*
+ * Worker hooks
+ */
+
+/* Close every open socket (orderly: the server sees an EOF). */
+static void
+close_all(struct lg_worker *w)
+{
+	uint32_t i;
+
+	for (i = 0; i < w->n_conns; i++) {
+		struct lg_conn *c = &w->conns[i];
+
+		if (c->s != NULL) {
+			dpsock_close(c->s);
+			c->s = NULL;
+			c->state = ST_DONE;
+		}
+	}
+}
+
+static void
+finish(struct lg_worker *w)
+{
+	close_all(w);
+	w->end_tsc = rte_rdtsc();
+	w->finished = true;
+	/* release: our counters are final before the last worker stops the run
+	 * (main reads them after dpsock_run, which joins the lcores) */
+	if (atomic_fetch_add_explicit(&lg_finished, 1, memory_order_acq_rel) + 1 ==
+	    dpsock_worker_count())
+		dpsock_stop();
+}
+
+static unsigned int
+lg_worker_poll(struct dpsock_worker *dw, void *arg)
+{
+	const struct lg_cfg *cfg = arg;
+	struct lg_worker *w = workers[dpsock_worker_index(dw)];
+	unsigned int opened = 0, limit = LG_CONNECT_BURST;
+	uint64_t now;
+
+	if (w->finished)
+		return 0;
+	now = rte_rdtsc();
+	if (now >= w->deadline_tsc || w->active == 0) {
+		finish(w);
+		return 0;
+	}
+	if (w->gate && now < w->gate_tsc)
+		limit = w->connecting == 0 ? 1 : 0;
+	while (opened < limit && w->n_idle > 0 && now >= w->retry_tsc) {
+		struct lg_conn *c = &w->conns[w->idle[w->n_idle - 1]];
+
+		c->s = dpsock_tcp_connect(dw, cfg->addr, cfg->port, &lg_ops, c);
+		if (c->s == NULL) {
+			int err = errno;
+
+			if (w->st.err_connect++ == 0)
+				fprintf(stderr, "dpsock-loadgen: worker %u: dpsock_tcp_connect: %s\n",
+					w->idx, strerror(err));
+			if (cfg->mode == MODE_CHURN) {
+				w->retry_tsc = now + w->hz / 1000; /* 1 ms, then again */
+			} else {
+				w->n_idle--;
+				slot_done(c);
+			}
+			break;
+		}
+		w->n_idle--;
+		c->state = ST_CONNECTING;
+		c->t0 = now;
+		w->connecting++;
+		opened++;
+	}
+	return 1; /* never idle while running: no sleeps in the measurements */
+}
+
+static int
+lg_worker_init(struct dpsock_worker *dw, void *arg)
+{
+	const struct lg_cfg *cfg = arg;
+	unsigned int idx = dpsock_worker_index(dw), nw = dpsock_worker_count();
+	struct lg_worker *w;
+	uint32_t i, share;
+
+	if (idx >= APP_MAX_WORKERS || nw == 0)
+		return -EINVAL;
+	share = cfg->conns / nw + (idx < cfg->conns % nw ? 1 : 0);
+	w = aligned_alloc(64, sizeof(*w));
+	if (w == NULL)
+		return -ENOMEM;
+	memset(w, 0, sizeof(*w));
+	workers[idx] = w;
+	w->idx = idx;
+	w->lcore = rte_lcore_id();
+	w->dw = dw;
+	w->cfg = cfg;
+	w->n_conns = share;
+	w->share = share;
+	if (share != 0) {
+		w->conns = calloc(share, sizeof(*w->conns));
+		w->idle = calloc(share, sizeof(*w->idle));
+		if (w->conns == NULL || w->idle == NULL)
+			return -ENOMEM;
+	}
+	for (i = 0; i < share; i++) {
+		w->conns[i].w = w;
+		w->conns[i].idx = i;
+		w->conns[i].state = ST_IDLE;
+		w->idle[w->n_idle++] = share - 1 - i; /* slot 0 first */
+	}
+	w->active = share;
+	w->gate = true;
+	w->hz = rte_get_tsc_hz();
+	w->start_tsc = rte_rdtsc();
+	w->deadline_tsc = w->start_tsc + (uint64_t)cfg->seconds * w->hz;
+	w->gate_tsc = w->start_tsc + w->hz;
+	return 0;
+}
+
+static void
+lg_worker_fini(struct dpsock_worker *dw, void *arg)
+{
+	unsigned int idx = dpsock_worker_index(dw);
+	struct lg_worker *w = idx < APP_MAX_WORKERS ? workers[idx] : NULL;
+
+	if (w == NULL)
+		return;
+	if (!w->finished) { /* stopped from outside (signal) */
+		close_all(w);
+		w->end_tsc = rte_rdtsc();
+		w->finished = true;
+	}
+	free(w->conns);
+	free(w->idle);
+	w->conns = NULL;
+	w->idle = NULL;
+	w->n_conns = 0;
+}
+
+/*
+ * Report
+ */
+
+static uint64_t
+errors_of(const struct lg_stats *st)
+{
+	uint64_t e = 0;
+
+#define X(name) e += st->name;
+	LG_ERRORS(X)
+#undef X
+	return e;
+}
+
+/* "key=value ..." for counters, elapsed time, rates and latencies. */
+static void
+report(const char *head, const struct lg_stats *st, uint32_t conns, double elapsed,
+       const uint64_t *hist, uint64_t lat_n, uint64_t lat_sum, uint64_t lat_max, uint64_t hz)
+{
+	char line[2048];
+	size_t off = 0;
+	double us = hz ? 1e6 / (double)hz : 0;
+
+#define OUT(...)                                                                    \
+	do {                                                                        \
+		if (off < sizeof(line))                                             \
+			off += snprintf(line + off, sizeof(line) - off, __VA_ARGS__); \
+	} while (0)
+	OUT("loadgen: %s conns=%" PRIu32, head, conns);
+	OUT(" connected=%" PRIu64 " transactions=%" PRIu64 " errors=%" PRIu64, st->connected,
+	    st->transactions, errors_of(st));
+	OUT(" bytes_tx=%" PRIu64 " bytes_rx=%" PRIu64, st->bytes_tx, st->bytes_rx);
+#define X(name) OUT(" " #name "=%" PRIu64, st->name);
+	LG_ERRORS(X)
+#undef X
+	OUT(" elapsed_s=%.3f", elapsed);
+	OUT(" rate=%.1f/s", elapsed > 0 ? (double)st->transactions / elapsed : 0.0);
+	OUT(" tx_mbit_s=%.1f rx_mbit_s=%.1f",
+	    elapsed > 0 ? (double)st->bytes_tx * 8 / elapsed / 1e6 : 0.0,
+	    elapsed > 0 ? (double)st->bytes_rx * 8 / elapsed / 1e6 : 0.0);
+	OUT(" mean_us=%.2f p50_us=%.2f p99_us=%.2f p999_us=%.2f max_us=%.2f",
+	    lat_n ? (double)lat_sum / (double)lat_n * us : 0.0,
+	    hist_pct_us(hist, lat_n, 0.50, lat_max, hz), hist_pct_us(hist, lat_n, 0.99, lat_max, hz),
+	    hist_pct_us(hist, lat_n, 0.999, lat_max, hz), (double)lat_max * us);
+#undef OUT
+	printf("%s\n", line);
+}
+
+/*
+ * Command line
+ */
+
+static void
+usage(FILE *f, const char *prog)
+{
+	fprintf(f,
+		"Usage: %s [EAL options] -- [-f dpsock.conf] -d IP [options]\n"
+		"\n"
+		"TCP load generator on dpsock: connections spread over the workers, each\n"
+		"worker opening its share. Prints one line per worker and a total line.\n"
+		"\n"
+		"Options:\n"
+		"  -d, --dest IP          server address (required)\n"
+		"  -p, --port PORT        server port (default %u)\n"
+		"  -c, --connections N    connections in all, 1..%u (default 1)\n"
+		"  -m, --mode MODE        rr     request/reply over long connections (default)\n"
+		"                         churn  connect, request/reply, close, again\n"
+		"                         bulk   send as fast as possible (to a sink)\n"
+		"  -s, --size BYTES       request size for rr and churn, 1..1M (default %u)\n"
+		"  -n, --requests N       per connection: transactions (rr), connections (churn),\n"
+		"                         bytes (bulk, suffixes k/m/g); 0 = until the time is up\n"
+		"  -t, --time SECONDS     run time, 1..%u (default %u); also bounds -n runs\n"
+		"      --verify           check that every reply byte equals the request's\n"
+		"  -h, --help             this text\n"
+		"\n"
+		"Exit status: 0 with no errors and some work done, 1 otherwise.\n"
+		"\n",
+		prog, LG_DEFAULT_PORT, LG_MAX_CONNS, LG_DEFAULT_SIZE, LG_MAX_TIME, LG_DEFAULT_TIME);
+	dpsock_usage(f);
+}
+
+enum {
+	OPT_VERIFY = 256,
+};
+
+static const struct option long_opts[] = {
+	{ "dest", required_argument, NULL, 'd' },
+	{ "port", required_argument, NULL, 'p' },
+	{ "connections", required_argument, NULL, 'c' },
+	{ "mode", required_argument, NULL, 'm' },
+	{ "size", required_argument, NULL, 's' },
+	{ "requests", required_argument, NULL, 'n' },
+	{ "time", required_argument, NULL, 't' },
+	{ "verify", no_argument, NULL, OPT_VERIFY },
+	{ "help", no_argument, NULL, 'h' },
+	{ NULL, 0, NULL, 0 },
+};
+
+/* Deterministic pseudo-random pattern (xorshift32). */
+static void
+fill_pattern(uint8_t *p, size_t n)
+{
+	uint32_t x = 0x9e3779b9u;
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		x ^= x << 13;
+		x ^= x >> 17;
+		x ^= x << 5;
+		p[i] = (uint8_t)x;
+	}
+}
+
+int
+main(int argc, char **argv)
+{
+	static struct lg_cfg cfg = {
+		.port = LG_DEFAULT_PORT,
+		.conns = 1,
+		.mode = MODE_RR,
+		.size = LG_DEFAULT_SIZE,
+		.seconds = LG_DEFAULT_TIME,
+	};
+	const struct dpsock_app app = {
+		.name = "dpsock-loadgen",
+		.worker_init = lg_worker_init,
+		.worker_poll = lg_worker_poll,
+		.worker_fini = lg_worker_fini,
+	};
+	const char *prog = app_prog_name(argv[0]);
+	const char *dest = NULL;
+	struct lg_stats total;
+	uint64_t hist[LG_HIST_BUCKETS], lat_n = 0, lat_sum = 0, lat_max = 0, hz = 0, errors;
+	double elapsed_max = 0;
+	unsigned int i, b, n_workers = 0;
+	int n, argc2, opt, ret;
+	char **argv2;
+	bool ok;
+
+	n = dpsock_init(argc, argv);
+	if (n < 0)
+		return 1;
+	argc2 = argc - n + 1;
+	argv2 = argv + n - 1;
+	if (app_wants_help(argc2, argv2)) {
+		usage(stdout, prog);
+		return 0;
+	}
+	optind = 1;
+	while ((opt = getopt_long(argc2, argv2, "d:p:c:m:s:n:t:h", long_opts, NULL)) != -1) {
+		switch (opt) {
+		case 'd':
+			dest = optarg;
+			break;
+		case 'p':
+			cfg.port = (uint16_t)app_parse_u64(prog, "--port", optarg, 1, 65535, false);
+			break;
+		case 'c':
+			cfg.conns = (uint32_t)app_parse_u64(prog, "--connections", optarg, 1,
+							    LG_MAX_CONNS, false);
+			break;
+		case 'm':
+			for (i = 0; i < RTE_DIM(mode_names); i++)
+				if (strcmp(optarg, mode_names[i]) == 0)
+					break;
+			if (i == RTE_DIM(mode_names))
+				app_bad_usage(prog, "--mode: '%s' is not rr, churn or bulk", optarg);
+			cfg.mode = (enum lg_mode)i;
+			break;
+		case 's':
+			cfg.size = (uint32_t)app_parse_u64(prog, "--size", optarg, 1, LG_MAX_SIZE,
+							   true);
+			break;
+		case 'n':
+			cfg.count = app_parse_u64(prog, "--requests", optarg, 0, UINT64_MAX / 2,
+						  true);
+			break;
+		case 't':
+			cfg.seconds = (uint32_t)app_parse_u64(prog, "--time", optarg, 1, LG_MAX_TIME,
+							      false);
+			break;
+		case OPT_VERIFY:
+			cfg.verify = true;
+			break;
+		default:
+			app_usage_exit(prog);
+		}
+	}
+	if (optind < argc2)
+		app_bad_usage(prog, "unexpected argument '%s'", argv2[optind]);
+	if (dest == NULL)
+		app_bad_usage(prog, "-d/--dest IP is required");
+	if (inet_pton(AF_INET, dest, &cfg.addr) != 1)
+		app_bad_usage(prog, "--dest: '%s' is not an IPv4 address", dest);
+	cfg.pat_len = (cfg.size > LG_BULK_CHUNK ? cfg.size : LG_BULK_CHUNK) + LG_SHIFTS;
+	cfg.pat = malloc(cfg.pat_len);
+	if (cfg.pat == NULL) {
+		fprintf(stderr, "%s: out of memory\n", prog);
+		dpsock_fini();
+		return 1;
+	}
+	fill_pattern(cfg.pat, cfg.pat_len);
+
+	ret = dpsock_run(&app, &cfg);
+
+	memset(&total, 0, sizeof(total));
+	memset(hist, 0, sizeof(hist));
+	for (i = 0; i < APP_MAX_WORKERS; i++) {
+		struct lg_worker *w = workers[i];
+		double elapsed;
+		char head[64];
+
+		if (w == NULL)
+			continue;
+		n_workers++;
+		hz = w->hz;
+		elapsed = w->hz && w->end_tsc > w->start_tsc ?
+				  (double)(w->end_tsc - w->start_tsc) / (double)w->hz : 0;
+		if (elapsed > elapsed_max)
+			elapsed_max = elapsed;
+		snprintf(head, sizeof(head), "worker %u lcore=%u", i, w->lcore);
+		report(head, &w->st, w->share, elapsed, w->hist, w->lat_n, w->lat_sum, w->lat_max,
+		       w->hz);
+#define X(name) total.name += w->st.name;
+		LG_COUNTERS(X)
+#undef X
+		for (b = 0; b < LG_HIST_BUCKETS; b++)
+			hist[b] += w->hist[b];
+		lat_n += w->lat_n;
+		lat_sum += w->lat_sum;
+		if (w->lat_max > lat_max)
+			lat_max = w->lat_max;
+		free(w->conns); /* when worker_fini did not run */
+		free(w->idle);
+		free(w);
+		workers[i] = NULL;
+	}
+	if (n_workers != 0) {
+		char head[96];
+
+		snprintf(head, sizeof(head), "total mode=%s workers=%u", mode_names[cfg.mode],
+			 n_workers);
+		report(head, &total, cfg.conns, elapsed_max, hist, lat_n, lat_sum, lat_max, hz);
+	}
+	fflush(stdout);
+	free(cfg.pat);
+	if (ret != 0)
+		return ret;
+	errors = errors_of(&total);
+	ok = errors == 0 &&
+	     (cfg.mode == MODE_BULK ? total.bytes_tx > 0 : total.transactions > 0);
+	return ok ? 0 : 1;
+}
