@@ -166,6 +166,11 @@ extern _Thread_local struct dpsock_worker *dpsock_self;
 int dpsock_steer_setup(struct dpsock_daemon *d);
 void dpsock_steer_teardown(struct dpsock_daemon *d);
 
+/* The Toeplitz hash a NIC computes for an IPv4 TCP/UDP packet with this
+ * 4-tuple (all network order) under an RSS key (40 bytes or more). */
+uint32_t dpsock_rss_hash_ipv4_l4(const uint8_t *key, uint32_t saddr, uint32_t daddr,
+				 uint16_t sport, uint16_t dport);
+
 /* Where does a received IPv4 frame belong? Returns the worker index that
  * must process it, or -1 for "here". Looks at fragments (one owner per
  * datagram, so that reassembly sees every piece) and at TCP/UDP segments

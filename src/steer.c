@@ -107,20 +107,35 @@ static const struct dpsock_steer_ops steer_software = {
 
 /* ---- toeplitz ------------------------------------------------------------ */
 
+uint32_t
+dpsock_rss_hash_ipv4_l4(const uint8_t *key, uint32_t saddr, uint32_t daddr, uint16_t sport,
+			uint16_t dport)
+{
+	struct rte_ipv4_tuple t = {
+		.src_addr = rte_be_to_cpu_32(saddr),
+		.dst_addr = rte_be_to_cpu_32(daddr),
+		.sport = rte_be_to_cpu_16(sport),
+		.dport = rte_be_to_cpu_16(dport),
+	};
+
+	return rte_softrss((uint32_t *)&t, RTE_THASH_V4_L4_LEN, key);
+}
+
 struct thash_ctx {
-	struct rte_ipv4_tuple t; /* host order, as the NIC sees the answer */
+	uint32_t laddr, raddr; /* network order */
+	uint16_t rport;        /* network order */
 	const struct dpsock_port *port;
 };
 
+/* Would the answer to a connection from local port p land on w's queue?
+ * The NIC hashes the received packet: the remote end is its source. */
 static bool
 thash_accept(struct dpsock_worker *w, uint16_t p, const void *arg)
 {
 	const struct thash_ctx *c = arg;
-	struct rte_ipv4_tuple t = c->t;
-	uint32_t h;
+	uint32_t h = dpsock_rss_hash_ipv4_l4(c->port->rss_key, c->raddr, c->laddr, c->rport,
+					     rte_cpu_to_be_16(p));
 
-	t.dport = p;
-	h = rte_softrss((uint32_t *)&t, RTE_THASH_V4_L4_LEN, c->port->rss_key);
 	return c->port->reta[h % c->port->caps.reta_size] == w->queue;
 }
 
@@ -128,9 +143,7 @@ static uint16_t
 thash_claim(struct dpsock_worker *w, uint32_t laddr, uint32_t raddr, uint16_t rport)
 {
 	struct thash_ctx c = {
-		.t = { .src_addr = rte_be_to_cpu_32(raddr), .dst_addr = rte_be_to_cpu_32(laddr),
-		       .sport = rte_be_to_cpu_16(rport) },
-		.port = &w->d->ports[0],
+		.laddr = laddr, .raddr = raddr, .rport = rport, .port = &w->d->ports[0],
 	};
 
 	return port_search(w, thash_accept, &c);
@@ -288,10 +301,17 @@ dpsock_steer_owner(const struct dpsock_worker *w, const struct rte_mbuf *m)
 	uint8_t owner;
 
 	if (ip->fragment_offset & RTE_BE16(RTE_IPV4_HDR_MF_FLAG | RTE_IPV4_HDR_OFFSET_MASK)) {
-		uint32_t h = rte_be_to_cpu_32(ip->src_addr) * 0x9e3779b1u ^
-			     rte_be_to_cpu_32(ip->dst_addr) * 0x85ebca6bu ^
-			     ((uint32_t)rte_be_to_cpu_16(ip->packet_id) << 8 | ip->next_proto_id);
-		unsigned int k = (h ^ h >> 16) % d->n_workers;
+		uint32_t h = ip->src_addr ^ (ip->dst_addr << 16 | ip->dst_addr >> 16) ^
+			     ((uint32_t)ip->packet_id << 8 | ip->next_proto_id);
+		unsigned int k;
+
+		/* murmur3's finaliser: every input bit reaches every output bit */
+		h ^= h >> 16;
+		h *= 0x85ebca6bu;
+		h ^= h >> 13;
+		h *= 0xc2b2ae35u;
+		h ^= h >> 16;
+		k = h % d->n_workers;
 
 		return k == w->idx ? -1 : (int)k;
 	}
