@@ -4,7 +4,9 @@
  * (MEM_LIBC_MALLOC + MEMP_MEM_MALLOC route mem_clib_* here).
  *
  * Each thread that owns an lwIP instance has its own size-class free lists
- * carved from 64 KiB chunks obtained with malloc(); nothing is shared, so no
+ * carved from 64 KiB chunks (from malloc(), or from the memory source the
+ * instance was given: dpsockd uses DPDK memory, so that lwIP's buffers can be
+ * handed to the NIC without a copy); nothing is shared, so no
  * locks and no false sharing between workers. Blocks above the largest class
  * go straight to malloc() but stay on a per-thread list, so that
  * dpsock_lwip_instance_fini() can release everything. Freed class blocks go
@@ -75,6 +77,8 @@ struct thread_alloc {
     unsigned char *bump, *bump_end;     /* uncarved rest of the newest chunk */
     struct big_link big;                /* list head of big blocks */
     struct dpsock_lwip_mem_stats st;
+    void *(*mem_get)(size_t size);      /* where chunks come from */
+    void (*mem_put)(void *p);
 };
 
 static _Thread_local struct thread_alloc ta;
@@ -106,7 +110,7 @@ carve(unsigned int c)
     uint32_t sz = class_size[c];
 
     if ((size_t)(ta.bump_end - ta.bump) < sz) {
-        struct chunk *ch = malloc(sizeof(*ch) + CHUNK_SIZE);
+        struct chunk *ch = ta.mem_get(sizeof(*ch) + CHUNK_SIZE);
 
         if (ch == NULL)
             return NULL;
@@ -150,7 +154,7 @@ dpsock_lwip_malloc(size_t size)
         }
         h->cls = (uint16_t)c;
     } else {
-        struct big_link *l = malloc(sizeof(*l) + total);
+        struct big_link *l = ta.mem_get(sizeof(*l) + total);
 
         if (l == NULL) {
             ta.st.fails++;
@@ -207,7 +211,7 @@ dpsock_lwip_free(void *ptr)
 
         l->prev->next = l->next;
         l->next->prev = l->prev;
-        free(l);
+        ta.mem_put(l);
     } else {
         struct free_blk *f = (struct free_blk *)h;
 
@@ -217,7 +221,7 @@ dpsock_lwip_free(void *ptr)
 }
 
 int
-dpsock_lwip_alloc_init(uint64_t mem_limit)
+dpsock_lwip_alloc_init(uint64_t mem_limit, void *(*mem_get)(size_t), void (*mem_put)(void *))
 {
     memset(&ta, 0, sizeof(ta));
     /* ids start at 1; wrap-around after 2^32 instances is harmless (only
@@ -226,6 +230,8 @@ dpsock_lwip_alloc_init(uint64_t mem_limit)
         ta.id = atomic_fetch_add_explicit(&alloc_instance_seq, 1, memory_order_relaxed) + 1;
     } while (ta.id == 0);
     ta.limit = mem_limit;
+    ta.mem_get = mem_get != NULL ? mem_get : malloc;
+    ta.mem_put = mem_put != NULL ? mem_put : free;
     ta.big.prev = ta.big.next = &ta.big;
     return 0;
 }
@@ -237,13 +243,13 @@ dpsock_lwip_alloc_fini(void)
         struct big_link *l = ta.big.next;
 
         ta.big.next = l->next;
-        free(l);
+        ta.mem_put(l);
     }
     while (ta.chunks != NULL) {
         struct chunk *ch = ta.chunks;
 
         ta.chunks = ch->next;
-        free(ch);
+        ta.mem_put(ch);
     }
     memset(ta.free_list, 0, sizeof(ta.free_list));
     ta.bump = ta.bump_end = NULL;

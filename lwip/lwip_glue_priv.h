@@ -7,7 +7,7 @@
 #include <stdint.h>
 
 /* alloc.c: start this thread's allocator (counters reset). Returns 0. */
-int dpsock_lwip_alloc_init(uint64_t mem_limit);
+int dpsock_lwip_alloc_init(uint64_t mem_limit, void *(*mem_get)(size_t), void (*mem_put)(void *));
 /* alloc.c: free every chunk and big block of this thread's allocator. */
 void dpsock_lwip_alloc_fini(void);
 

@@ -101,7 +101,7 @@ dpsock_lwip_instance_init(const struct dpsock_lwip_params *p)
         if (rc < 0)
             return rc;
     }
-    dpsock_lwip_alloc_init(p->mem_limit);
+    dpsock_lwip_alloc_init(p->mem_limit, p->mem_get, p->mem_put);
     instance_name = p->instance;
     dpsock_lwip_tls_owned = true;
     lwip_init();

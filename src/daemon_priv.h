@@ -37,6 +37,7 @@ struct dpsock_daemon;
 struct dpsock_worker;
 struct dpsock_sock;
 struct dpsock_app;
+struct dpsock_tx_loan;
 struct rte_flow;
 
 /* A worker's view of one port: its lwIP netif and its TX batch. */
@@ -75,6 +76,12 @@ struct dpsock_worker {
 	uint32_t init_done;       /* shared: set once init_ret is final */
 
 	struct dpsock_worker_port ports[DPSOCK_MAX_PORTS];
+
+	/* zero-copy TX (netif.c): lwIP frames lent to the NIC, and loans the
+	 * NIC returned on another thread (a port stopped by the main lcore),
+	 * to give back to lwIP here */
+	uint32_t tx_loans;
+	struct dpsock_tx_loan *loan_returns; /* shared: lock-free stack */
 
 	/* sockets (sock.c): every live socket of this worker, for teardown */
 	TAILQ_HEAD(, dpsock_sock) socks;
@@ -194,6 +201,14 @@ void dpsock_netif_input(struct dpsock_worker_port *wp, struct rte_mbuf *m);
 
 /* Send the worker's TX batch for one port; counts what the queue refused. */
 void dpsock_netif_flush(struct dpsock_worker_port *wp);
+
+/* Give lwIP back the frames the NIC returned on other threads. Returns
+ * how many. */
+unsigned int dpsock_netif_reclaim(struct dpsock_worker *w);
+
+/* Memory source of the lwIP allocator: DPDK memory the NIC can read. */
+void *dpsock_netif_mem_get(size_t size);
+void dpsock_netif_mem_put(void *p);
 
 /* Bytes of mbuf private area holding the pbuf_custom. */
 unsigned int dpsock_netif_mbuf_priv_size(void);

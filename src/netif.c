@@ -8,8 +8,13 @@
  * may keep such a pbuf (out-of-order queue, receive queue) as long as it
  * likes; the mbuf goes back when the last reference drops.
  *
- * Transmit copies the pbuf chain once into mbufs from the port's pool and
- * batches them per worker; the TX checksum offloads the port offers replace
+ * Transmit is zero-copy for large frames: lwIP's allocator draws on DPDK
+ * memory, so a frame lwIP built (headers and the data dpsock_send copied in
+ * once) is lent to the NIC as an mbuf with an external buffer; the pbuf is
+ * referenced until the PMD frees the mbuf. Small frames, frames whose pbuf
+ * is still lent (a retransmission racing the first copy), and chains that
+ * point into application mbufs are copied into mbufs instead. Frames are
+ * batched per worker; the TX checksum offloads the port offers replace
  * lwIP's software checksums (per-netif checksum control).
  */
 
@@ -29,8 +34,85 @@
 #include "lwip/pbuf.h"
 #include "netif/ethernet.h"
 
+#include <rte_malloc.h>
+#include <rte_memory.h>
+
+#include "lwip/mem.h"
+
 #include "daemon_priv.h"
 #include "log_priv.h"
+
+/* Frames shorter than this are copied: a copy is cheaper than a loan. */
+#define TX_LOAN_MIN 256
+
+/* A frame of lwIP's lent to the NIC. One per frame; its shinfo counts the
+ * mbuf segments that point into the frame's pbufs. */
+struct dpsock_tx_loan {
+	struct rte_mbuf_ext_shared_info shinfo;
+	struct pbuf *p;
+	struct dpsock_worker *w;
+	struct dpsock_tx_loan *next; /* on w->loan_returns */
+};
+
+void *
+dpsock_netif_mem_get(size_t size)
+{
+	return rte_malloc("dpsock_lwip", size, RTE_CACHE_LINE_SIZE);
+}
+
+void
+dpsock_netif_mem_put(void *p)
+{
+	rte_free(p);
+}
+
+static void
+loan_end(struct dpsock_tx_loan *l)
+{
+	pbuf_free(l->p);
+	l->w->tx_loans--;
+	mem_free(l);
+}
+
+/* The PMD freed the last mbuf pointing into the frame. */
+static void
+loan_free_cb(void *addr, void *opaque)
+{
+	struct dpsock_tx_loan *l = opaque;
+	struct dpsock_worker *w = l->w;
+
+	if (likely(dpsock_self == w)) {
+		loan_end(l);
+		return;
+	}
+	/* lwIP's memory belongs to its worker: hand the loan back.
+	 * release: the loan's fields are visible to the acquire exchange in
+	 * dpsock_netif_reclaim */
+	l->next = __atomic_load_n(&w->loan_returns, __ATOMIC_RELAXED);
+	while (!__atomic_compare_exchange_n(&w->loan_returns, &l->next, l, true,
+					    __ATOMIC_RELEASE, __ATOMIC_RELAXED))
+		;
+}
+
+unsigned int
+dpsock_netif_reclaim(struct dpsock_worker *w)
+{
+	struct dpsock_tx_loan *l;
+	unsigned int n = 0;
+
+	if (likely(__atomic_load_n(&w->loan_returns, __ATOMIC_RELAXED) == NULL))
+		return 0;
+	/* acquire: pairs with the release in loan_free_cb */
+	l = __atomic_exchange_n(&w->loan_returns, NULL, __ATOMIC_ACQUIRE);
+	while (l != NULL) {
+		struct dpsock_tx_loan *next = l->next;
+
+		loan_end(l);
+		l = next;
+		n++;
+	}
+	return n;
+}
 
 unsigned int
 dpsock_netif_mbuf_priv_size(void)
@@ -181,6 +263,76 @@ fail:
 	return NULL;
 }
 
+/* The IO address of a buffer in DPDK memory, or RTE_BAD_IOVA when the
+ * NIC cannot take it in one piece (not DPDK memory, or across two memory
+ * segments, which need not be contiguous for the device). */
+static rte_iova_t
+buf_iova(const void *va, size_t len)
+{
+	const struct rte_memseg *ms;
+
+	if (rte_eal_iova_mode() == RTE_IOVA_VA)
+		return (rte_iova_t)(uintptr_t)va;
+	ms = rte_mem_virt2memseg(va, NULL);
+	if (ms == NULL || ms->iova == RTE_BAD_IOVA ||
+	    (const char *)va + len > (const char *)ms->addr + ms->len)
+		return RTE_BAD_IOVA;
+	return ms->iova + ((const char *)va - (const char *)ms->addr);
+}
+
+/* Lend the frame's pbufs to the NIC as external-buffer mbufs, or return
+ * NULL when it must be copied. */
+static struct rte_mbuf *
+pbuf_lend(struct dpsock_worker_port *wp, struct pbuf *p)
+{
+	struct rte_mbuf *head = NULL, *tail = NULL, *m;
+	struct dpsock_tx_loan *l;
+	struct pbuf *q;
+	uint16_t nseg = 0;
+
+	if (p->tot_len < TX_LOAN_MIN || p->ref != 1)
+		return NULL; /* small, or still lent: a retransmission */
+	for (q = p; q != NULL; q = q->next) {
+		if (q->type_internal != (u8_t)PBUF_RAM || (q->flags & PBUF_FLAG_IS_CUSTOM))
+			return NULL; /* points at memory lwIP does not own */
+		nseg++;
+	}
+	if (nseg > 1 && !wp->port->caps.tx_multi_segs)
+		return NULL;
+	l = mem_malloc(sizeof(*l));
+	if (l == NULL)
+		return NULL;
+	for (q = p; q != NULL; q = q->next) {
+		rte_iova_t iova = buf_iova(q->payload, q->len);
+
+		if (iova == RTE_BAD_IOVA || (m = rte_pktmbuf_alloc(wp->port->pool)) == NULL) {
+			rte_pktmbuf_free(head); /* no external buffer attached yet */
+			mem_free(l);
+			return NULL;
+		}
+		if (head == NULL)
+			head = m;
+		else
+			tail->next = m;
+		tail = m;
+	}
+	l->p = p;
+	l->w = wp->w;
+	l->shinfo.free_cb = loan_free_cb;
+	l->shinfo.fcb_opaque = l;
+	rte_mbuf_ext_refcnt_set(&l->shinfo, nseg);
+	pbuf_ref(p);
+	wp->w->tx_loans++;
+	for (q = p, m = head; q != NULL; q = q->next, m = m->next) {
+		rte_pktmbuf_attach_extbuf(m, q->payload, buf_iova(q->payload, q->len), q->len,
+					  &l->shinfo);
+		m->data_len = q->len;
+	}
+	head->nb_segs = nseg;
+	head->pkt_len = p->tot_len;
+	return head;
+}
+
 static err_t
 netif_linkoutput(struct netif *netif, struct pbuf *p)
 {
@@ -188,7 +340,11 @@ netif_linkoutput(struct netif *netif, struct pbuf *p)
 	struct dpsock_worker_stats *st = wp->w->stats;
 	struct rte_mbuf *m;
 
-	m = pbuf_to_mbufs(wp->port->pool, p, wp->port->caps.tx_multi_segs);
+	m = pbuf_lend(wp, p);
+	if (m != NULL)
+		dpsock_stat_add(&st->tx_zerocopy, 1);
+	else
+		m = pbuf_to_mbufs(wp->port->pool, p, wp->port->caps.tx_multi_segs);
 	if (unlikely(m == NULL)) {
 		dpsock_stat_add(&st->tx_nombuf, 1);
 		return ERR_MEM;

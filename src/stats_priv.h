@@ -48,6 +48,7 @@
 	X(tx_packets, "packets the worker's TX queues took")              \
 	X(tx_bytes, "bytes the worker's TX queues took")                  \
 	X(tx_drops, "packets the TX queue refused (queue full)")               \
+	X(tx_zerocopy, "frames lent to the NIC from lwIP's memory (no copy)") \
 	X(tx_nombuf, "packets not sent: no mbuf")                              \
 	X(arp_in, "ARP frames received on the worker's own queues")            \
 	X(arp_shared_out, "ARP frames copied to the other workers")            \

@@ -266,6 +266,7 @@ dpsock_worker_poll(struct dpsock_worker *w)
 		work += n;
 	}
 
+	dpsock_netif_reclaim(w);
 	n = rte_ring_sc_dequeue_burst(w->steer, (void **)pkts, w->rx_burst, NULL);
 	for (k = 0; k < n; k++)
 		rx_frame(w, &w->ports[d->port_idx[pkts[k]->port]], pkts[k], false);
@@ -371,6 +372,9 @@ dpsock_worker_init(struct dpsock_worker *w)
 
 	memset(&params, 0, sizeof(params));
 	params.instance = w->idx;
+	params.mem_limit = (uint64_t)d->conf.lwip_mb << 20;
+	params.mem_get = dpsock_netif_mem_get;
+	params.mem_put = dpsock_netif_mem_put;
 	ret = dpsock_lwip_instance_init(&params);
 	if (ret != 0) {
 		DPSOCK_LOG(ERR, worker, "worker %u: lwIP instance: %s", w->idx, strerror(-ret));
@@ -465,7 +469,24 @@ dpsock_worker_fini(struct dpsock_worker *w)
 	dpsock_lwip_mem_stats(&mem);
 	DPSOCK_LOG(DEBUG, worker, "worker %u: lwIP holds %" PRIu64 " objects (%" PRIu64
 		   " bytes) at exit (timers)", w->idx, mem.objs_in_use, mem.bytes_in_use);
-	dpsock_lwip_instance_fini();
+	/* Frames lent to the NIC must come back before lwIP's memory goes. */
+	for (i = 0; i < 1000 && w->tx_loans > 0; i++) {
+		unsigned int k;
+
+		for (k = 0; k < w->n_ports; k++)
+			rte_eth_tx_done_cleanup(w->ports[k].port->port_id, w->queue, 0);
+		dpsock_netif_reclaim(w);
+		if (w->tx_loans > 0)
+			rte_delay_us_sleep(100);
+	}
+	if (w->tx_loans > 0)
+		/* The PMD keeps them until its port stops: keep lwIP's memory
+		 * (the process is stopping) rather than let the NIC read freed
+		 * memory. */
+		DPSOCK_LOG(NOTICE, worker, "worker %u: %u frames still with the NIC; "
+			   "lwIP memory kept until exit", w->idx, w->tx_loans);
+	else
+		dpsock_lwip_instance_fini();
 	if (w->epfd >= 0)
 		close(w->epfd);
 	if (w->efd >= 0)

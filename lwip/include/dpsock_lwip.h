@@ -36,6 +36,11 @@ struct dpsock_lwip_params {
     /** Key for initial sequence numbers, shared by every instance of the
      *  process: the first instance sets it; NULL = random (getrandom()). */
     const uint8_t *isn_secret;
+    /** Where the allocator's memory comes from (blocks of 64 KiB and up,
+     *  16-byte aligned); NULL = malloc()/free(). dpsockd passes DPDK memory,
+     *  which NICs can read, so lwIP's frames go out without a copy. */
+    void *(*mem_get)(size_t size);
+    void (*mem_put)(void *p);
 };
 
 /**
