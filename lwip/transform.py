@@ -229,6 +229,34 @@ EDITS = [
          '    pcb->rto = LWIP_TCP_RTO_TIME / TCP_SLOW_INTERVAL;\n'
          '    pcb->sv = LWIP_TCP_RTO_TIME / TCP_SLOW_INTERVAL;\n'),
 
+    # ---- RTO floor: 2.1.3 has none, and with 50 ms slow-timer ticks a LAN
+    # RTT drives the RTO down to one tick, so a delayed ACK or a scheduling
+    # hiccup on the peer triggers spurious retransmissions. Clamp it to
+    # LWIP_TCP_RTO_MIN ms (Linux uses 200 ms).
+    Edit('core/tcp_in.c', 'RTO floor after an ACK of new data',
+         '      /* Reset the retransmission time-out. */\n'
+         '      pcb->rto = (s16_t)((pcb->sa >> 3) + pcb->sv);\n',
+         '      /* Reset the retransmission time-out. */\n'
+         '      pcb->rto = (s16_t)((pcb->sa >> 3) + pcb->sv);\n'
+         '      /* dpsock: RTO floor */\n'
+         '      if (pcb->rto < LWIP_TCP_RTO_MIN / TCP_SLOW_INTERVAL) {\n'
+         '        pcb->rto = LWIP_TCP_RTO_MIN / TCP_SLOW_INTERVAL;\n'
+         '      }\n'),
+    Edit('core/tcp_in.c', 'RTO floor after an RTT sample',
+         '      pcb->sv = (s16_t)(pcb->sv + m);\n'
+         '      pcb->rto = (s16_t)((pcb->sa >> 3) + pcb->sv);\n',
+         '      pcb->sv = (s16_t)(pcb->sv + m);\n'
+         '      pcb->rto = (s16_t)((pcb->sa >> 3) + pcb->sv);\n'
+         '      /* dpsock: RTO floor */\n'
+         '      if (pcb->rto < LWIP_TCP_RTO_MIN / TCP_SLOW_INTERVAL) {\n'
+         '        pcb->rto = LWIP_TCP_RTO_MIN / TCP_SLOW_INTERVAL;\n'
+         '      }\n'),
+    Edit('include/lwip/priv/tcp_priv.h', 'LWIP_TCP_RTO_MIN default',
+         '#ifndef LWIP_TCP_RTO_TIME\n',
+         '/* dpsock: floor of the retransmission timeout in ms */\n'
+         '#ifndef LWIP_TCP_RTO_MIN\n#define LWIP_TCP_RTO_MIN 0\n#endif\n\n'
+         '#ifndef LWIP_TCP_RTO_TIME\n'),
+
     # ---- fix adbc5b5f: in SYN_RCVD a segment with SYN+ACK went down the ACK
     # path into tcp_receive(), which then treated the SYN as sequence space
     # (and could corrupt ->ooseq). Handle any SYN first: a retransmitted SYN

@@ -71,18 +71,22 @@ void dpsock_lwip_timeouts_fini(void);
 #define IP_REASS_MAX_PBUFS              64  /* a 64 KiB UDP datagram is 45 fragments at MTU 1500 */
 #define ARP_TABLE_SIZE                  64
 #define ARP_QUEUEING                    1
-#define ETHARP_SUPPORT_STATIC_ENTRIES   1   /* ARP only reaches one queue; other lcores get static entries */
+#define ETHARP_SUPPORT_STATIC_ENTRIES   1   /* static neighbours from the configuration */
 #define SO_REUSE                        1   /* listeners on several lcores live in separate instances */
 
 /* ---- TCP ---- */
-#define TCP_MSS                         1460
+/* The largest MSS dpsock announces; lwIP announces and uses
+ * min(TCP_MSS, netif MTU - 40), so the MSS follows each port's MTU (1460 at
+ * 1500, 8960 at 9000). */
+#define TCP_MSS                         8960
 #define LWIP_WND_SCALE                  1
 #define TCP_RCV_SCALE                   7   /* allows windows up to 8 MiB; one value for all connections */
 #define TCP_WND                         (1024 * 1024)
 #define TCP_SND_BUF                     (512 * 1024)
-/* u16; 4 pbufs per MSS of send buffer, like lwIP's default formula */
-#define TCP_SND_QUEUELEN                ((4 * TCP_SND_BUF + (TCP_MSS - 1)) / TCP_MSS)
-#define TCP_SNDLOWAT                    (32 * 1024) /* the default (SND_BUF/2) trips an #error above 64K */
+/* u16; 4 pbufs per 1460-byte segment of send buffer (lwIP's default
+ * formula at the common MTU; a larger MSS needs fewer) */
+#define TCP_SND_QUEUELEN                ((4 * TCP_SND_BUF + 1459) / 1460)
+#define TCP_SNDLOWAT                    (16 * 1024) /* below 0xffff - 4*TCP_MSS; the default (SND_BUF/2) trips an #error */
 #define TCP_SNDQUEUELOWAT               (TCP_SND_QUEUELEN / 2)
 #define TCP_OVERSIZE                    TCP_MSS
 #define LWIP_NETIF_TX_SINGLE_PBUF       0
@@ -95,6 +99,7 @@ void dpsock_lwip_timeouts_fini(void);
 #define TCP_TMR_INTERVAL                25  /* delayed ACK <= 25 ms; RTT measured in 50 ms ticks */
 #define TCP_MSL                         5000UL /* TIME_WAIT of 10 s instead of 120 s */
 #define LWIP_TCP_RTO_TIME               1000 /* initial RTO in ms (2.1.3 hard-codes 3000; see transform.py) */
+#define LWIP_TCP_RTO_MIN                200  /* RTO floor in ms, as Linux (transform.py adds the clamp) */
 #define TCP_TTL                         IP_DEFAULT_TTL
 #define TCP_LISTEN_BACKLOG              1
 /* one ext-arg slot per pcb: dpsock learns when a pcb is freed (after
