@@ -47,6 +47,8 @@ struct dpsock_worker_port {
 	struct dpsock_port *port;
 	uint16_t port_idx;
 	uint16_t tx_n;
+	uint16_t cksum_default;   /* lwIP checksum control for the port */
+	uint16_t cksum_l4_ok;     /* the same, minus TCP/UDP checks (NIC verified) */
 	struct rte_mbuf *tx[DPSOCK_TX_BURST];
 };
 

@@ -132,10 +132,26 @@ mbuf_pbuf_free(struct pbuf *p)
 	rte_pktmbuf_free(pbuf_to_mbuf(p));
 }
 
+/*
+ * Hand a frame to lwIP. Checksum verification is per packet: when the port
+ * verified the TCP/UDP checksum (RX offload, flag GOOD), lwIP is told not to
+ * check it again for this frame; otherwise (UNKNOWN: virtual NICs,
+ * fragments, ports without the offload) lwIP checks it in software. The
+ * worker is single-threaded, so setting the netif's flags per frame is safe.
+ */
+static inline void
+netif_input_checked(struct dpsock_worker_port *wp, struct netif *netif, struct pbuf *p, bool l4_ok)
+{
+	NETIF_SET_CHECKSUM_CTRL(netif, l4_ok ? wp->cksum_l4_ok : wp->cksum_default);
+	if (netif->input(p, netif) != ERR_OK)
+		pbuf_free(p);
+}
+
 void
 dpsock_netif_input(struct dpsock_worker_port *wp, struct rte_mbuf *m)
 {
 	struct netif *netif = &wp->netif;
+	bool l4_ok = (m->ol_flags & RTE_MBUF_F_RX_L4_CKSUM_MASK) == RTE_MBUF_F_RX_L4_CKSUM_GOOD;
 	struct pbuf *p;
 
 	if (likely(m->nb_segs == 1 && m->data_len <= UINT16_MAX)) {
@@ -162,8 +178,7 @@ dpsock_netif_input(struct dpsock_worker_port *wp, struct rte_mbuf *m)
 			return;
 		}
 	}
-	if (netif->input(p, netif) != ERR_OK)
-		pbuf_free(p);
+	netif_input_checked(wp, netif, p, l4_ok);
 }
 
 void
@@ -395,6 +410,8 @@ dpsock_netif_init(struct netif *netif)
 		cksum &= ~NETIF_CHECKSUM_GEN_TCP;
 	if (port->caps.tx_udp_cksum)
 		cksum &= ~NETIF_CHECKSUM_GEN_UDP;
+	wp->cksum_default = cksum;
+	wp->cksum_l4_ok = cksum & ~(NETIF_CHECKSUM_CHECK_TCP | NETIF_CHECKSUM_CHECK_UDP);
 	NETIF_SET_CHECKSUM_CTRL(netif, cksum);
 	return ERR_OK;
 }
