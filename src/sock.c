@@ -319,9 +319,12 @@ on_tcp_recv(void *arg, struct tcp_pcb *pcb, struct pbuf *p, err_t err)
 		return ERR_OK;
 	}
 	if (p == NULL) {
-		/* FIN: end of stream; the app may still send, then close. */
+		/* FIN: end of stream; the app may still send, then close (or
+		 * close or abort inside the callback). */
 		deliver_closed(s, 0);
-		return ERR_OK;
+		aborted = s->aborted;
+		sock_reap(s);
+		return aborted ? ERR_ABRT : ERR_OK;
 	}
 	dpsock_stat_add(&s->w->stats->tcp_rx_bytes, p->tot_len);
 	rx = (struct dpsock_rx){ .p = p, .s = s, .len = p->tot_len };
@@ -713,27 +716,35 @@ dpsock_close(struct dpsock_sock *s)
 	}
 	if (s->type == SOCK_TCP)
 		dpsock_stat_add(&s->w->stats->tcp_closed, 1);
+	s->closed_by_app = true;
+	if (s->type == SOCK_TCP)
+		conn_count(s, false);
 	if (s->pcb.tcp != NULL) {
 		struct tcp_pcb *pcb = s->pcb.tcp;
 
-		s->closed_by_app = true;
-		if (s->type == SOCK_TCP)
-			conn_count(s, false);
-		if (tcp_close(pcb) != ERR_OK) {
+		if (s->type == SOCK_TCP && s->txm_head != NULL) {
+			/* Stays, still attached, until its mbufs are acknowledged
+			 * (on_tcp_sent) or the connection fails (on_tcp_err);
+			 * on_tcp_recv discards what arrives meanwhile. */
+			if (tcp_close(pcb) == ERR_OK)
+				return 0;
 			/* no memory for the FIN: reset instead */
 			tcp_detach(pcb);
 			s->pcb.tcp = NULL;
 			tcp_abort(pcb);
 			s->aborted = true;
-		} else if (s->txm_head != NULL) {
-			/* stays until its mbufs are acknowledged (on_tcp_sent) or
-			 * the connection fails (on_tcp_err) */
-			return 0;
 		} else {
+			/* Detach first: tcp_close frees listening and not yet
+			 * connected pcbs at once. The pcb finishes the close on
+			 * its own and discards what the peer still sends. */
 			tcp_detach(pcb);
-			/* keep discarding what the peer still sends */
-			tcp_recv(pcb, on_tcp_recv);
+			if (s->type == SOCK_TCP)
+				tcp_recv(pcb, on_tcp_recv);
 			s->pcb.tcp = NULL;
+			if (tcp_close(pcb) != ERR_OK) {
+				tcp_abort(pcb);
+				s->aborted = true;
+			}
 		}
 	}
 	sock_free(s);
