@@ -202,12 +202,15 @@ static void
 tcp_detach(struct tcp_pcb *pcb)
 {
 	tcp_arg(pcb, NULL);
+	if (pcb->state == LISTEN) {
+		/* a tcp_pcb_listen has no recv/sent/err/poll (lwIP asserts) */
+		tcp_accept(pcb, NULL);
+		return;
+	}
 	tcp_recv(pcb, NULL);
 	tcp_sent(pcb, NULL);
 	tcp_err(pcb, NULL);
 	tcp_poll(pcb, NULL, 0);
-	if (pcb->state == LISTEN)
-		tcp_accept(pcb, NULL);
 }
 
 /* Open the receive window by n bytes (tcp_recved takes a u16). */
