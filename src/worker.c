@@ -32,6 +32,8 @@
 #include <rte_ip.h>
 #include <rte_lcore.h>
 #include <rte_pause.h>
+#include <rte_tcp.h>
+#include <rte_udp.h>
 
 #include "lwip_compat_priv.h"
 
@@ -150,6 +152,39 @@ ipv4_check(struct dpsock_worker_stats *st, const struct rte_mbuf *m)
 	}
 	if ((m->ol_flags & RTE_MBUF_F_RX_L4_CKSUM_MASK) == RTE_MBUF_F_RX_L4_CKSUM_BAD)
 		return &st->rx_drop_l4_cksum;
+	if (!(ip->fragment_offset & RTE_BE16(RTE_IPV4_HDR_MF_FLAG | RTE_IPV4_HDR_OFFSET_MASK))) {
+		const uint8_t *l4 = (const uint8_t *)ip + hlen;
+		uint32_t l4len = tot - hlen;
+
+		if (ip->next_proto_id == IPPROTO_UDP) {
+			uint16_t ulen;
+
+			/* lwIP ignores the UDP length field: check it here. */
+			if (l4len < 8 || m->data_len < RTE_ETHER_HDR_LEN + hlen + 8)
+				return &st->rx_drop_udp_len;
+			ulen = rte_be_to_cpu_16(((const struct rte_udp_hdr *)l4)->dgram_len);
+			if (ulen < 8 || ulen > l4len)
+				return &st->rx_drop_udp_len;
+			if (ulen < l4len) {
+				/* bytes after the datagram inside the IP packet are
+				 * not UDP data: cut them, as Linux does (ip4_input
+				 * trims to the total length) */
+				struct rte_ipv4_hdr *wip = (struct rte_ipv4_hdr *)(uintptr_t)ip;
+
+				wip->total_length = rte_cpu_to_be_16(hlen + ulen);
+				wip->hdr_checksum = 0;
+				wip->hdr_checksum = rte_ipv4_cksum(wip);
+			}
+		} else if (ip->next_proto_id == IPPROTO_TCP && l4len >= 14 &&
+			   m->data_len >= RTE_ETHER_HDR_LEN + hlen + 14) {
+			uint8_t fl = l4[13];
+
+			/* lwIP would open a connection on SYN+FIN (Linux drops
+			 * both combinations) */
+			if ((fl & RTE_TCP_SYN_FLAG) && (fl & (RTE_TCP_FIN_FLAG | RTE_TCP_RST_FLAG)))
+				return &st->rx_drop_tcp_flags;
+		}
+	}
 	if (ip->next_proto_id == IPPROTO_ICMP && m->data_len > RTE_ETHER_HDR_LEN + hlen &&
 	    *((const uint8_t *)ip + hlen) == 8 /* echo request */)
 		dpsock_stat_add(&st->icmp_echo, 1);

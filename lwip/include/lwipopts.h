@@ -71,6 +71,10 @@ void dpsock_lwip_timeouts_fini(void);
 #define IP_REASS_MAX_PBUFS              64  /* a 64 KiB UDP datagram is 45 fragments at MTU 1500 */
 #define ARP_TABLE_SIZE                  64
 #define ARP_QUEUEING                    1
+/* packets held per neighbour while its ARP answer is awaited (lwIP's
+ * default 3 drops replies when a worker is descheduled a few ms during the
+ * first exchange with a new peer; Linux holds ~200 KiB) */
+#define ARP_QUEUE_LEN                   64
 #define ETHARP_SUPPORT_STATIC_ENTRIES   1   /* static neighbours from the configuration */
 #define SO_REUSE                        1   /* listeners on several lcores live in separate instances */
 
