@@ -130,6 +130,8 @@ static const struct conf_key conf_main_keys[] = {
 	       "connections per worker; a SYN beyond it is answered with RST"),
 	K_STR(DC, "tcp.steering", steering, "auto", 1, 15, check_steering, 0,
 	      "active-open steering: auto (probe), toeplitz, rte_flow or software"),
+	K_UINT(DC, "stats.socket_slots", socket_slots, 4096, 0, 65536, 0,
+	       "sockets each worker lists in the stats segment (dpsock-stat -v sockets); 0 = none"),
 	K_SPECIAL(DC, "interfaces", CONF_IFACE_LIST, ifaces, 0, CONF_F_REQUIRED,
 		  "ports and their addresses, ( { port = ...; address = ...; }, ... ); 1..4 entries"),
 };

@@ -72,6 +72,9 @@ struct dpsock_config {
 	uint32_t lwip_mb;        /* per worker: memory lwIP may hold (MiB) */
 	char steering[16];       /* auto, toeplitz, rte_flow, software */
 
+	/* stats */
+	uint32_t socket_slots;   /* per worker: entries of the stats socket table */
+
 	/* interfaces */
 	unsigned int n_ifaces;
 	struct dpsock_iface_conf ifaces[DPSOCK_MAX_PORTS];

@@ -14,6 +14,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include <sys/queue.h>
 
@@ -91,6 +92,16 @@ struct dpsock_worker {
 	uint32_t port_hint;       /* where the next ephemeral port search starts */
 	uint8_t extarg_id;        /* lwIP ext-arg slot for our pcb callbacks */
 	bool app_ready;           /* app->worker_init succeeded */
+
+	/* stats (worker.c, sockstat.c) */
+	uint64_t busy_tsc;        /* TSC spent in iterations that found work */
+	uint64_t busy_mark_tsc;   /* when busy_permille was last computed */
+	uint64_t busy_mark_busy;  /* busy_tsc then */
+	uint64_t zero_seen;       /* last ctl.zero_req applied */
+	uint64_t lwip_base[16];   /* lwIP's counters at the last zeroing (worker.c) */
+	uint32_t *sock_free_slots; /* free entries of this worker's socket table (a stack) */
+	uint32_t n_sock_free;
+	uint64_t sock_serial;
 } __rte_cache_aligned;
 
 /* Active-open steering backend (steer.c): how a connection's packets come
@@ -116,6 +127,9 @@ struct dpsock_daemon {
 	struct dpsock_stats_segment *stats;
 	int stats_fd;
 	char stats_shm[64];
+	struct dpsock_port_stats port_base[DPSOCK_MAX_PORTS]; /* -z baseline (main lcore) */
+	FILE *stats_file;               /* DPSOCK_STATS_FILE: closed sockets' summaries */
+	char stats_file_path[256];
 	uint64_t tsc_hz;
 	volatile uint32_t quit;         /* shared: set by the signal handler */
 	/* port_id -> index in ports[], for mbufs that arrive on a steering ring */
@@ -129,10 +143,11 @@ struct dpsock_daemon {
 	 * port_owner[p] is 0 when local port p is free, k + 1 while worker k
 	 * owns it (from the active open until its pcb leaves TIME_WAIT). Any
 	 * worker reads it to hand a segment to the port's owner. */
-	const struct dpsock_steer_ops *steer;
+	const struct dpsock_steer_ops *steer; /* shared: may fall back to software once */
 	uint16_t eph_min, eph_max;
 	uint8_t *port_owner;            /* [65536], shared, atomics */
 	struct rte_flow **flows;        /* [65536] rte_flow backend rules */
+	uint32_t flow_failures;         /* shared: rule creations failed in a row */
 	rte_spinlock_t flow_lock;       /* rte_flow calls from several lcores */
 };
 
@@ -226,5 +241,53 @@ void dpsock_stats_update_ports(struct dpsock_daemon *d);
 
 /* Mark stopped, unmap and unlink the segment (idempotent). */
 void dpsock_stats_destroy(struct dpsock_daemon *d);
+
+/* Main lcore, every 100 ms: apply dpsock-stat's requests (zeroing the
+ * ports' counters, log levels). */
+void dpsock_stats_control(struct dpsock_daemon *d);
+
+/* Register /dpsock/info, /dpsock/ports, /dpsock/workers, /dpsock/sockets
+ * with DPDK telemetry (main lcore, once the segment exists). Returns 0 or
+ * -errno (telemetry disabled is not an error). */
+int dpsock_stats_telemetry_register(struct dpsock_daemon *d);
+
+/* sockstat.c: the per-socket table, on the owning worker. */
+
+/* Build the worker's free list of socket slots. Returns 0 or -ENOMEM. */
+int dpsock_sockstat_worker_init(struct dpsock_worker *w);
+void dpsock_sockstat_worker_fini(struct dpsock_worker *w);
+
+/* A slot for a new socket (zeroed, in_use), or NULL when none is left
+ * (counted in sock_unlisted). */
+struct dpsock_sock_stats *dpsock_sockstat_open(struct dpsock_worker *w, uint8_t proto);
+
+/* Refresh an entry from its pcb: addresses, state, queues, cwnd, RTT,
+ * retransmissions (last_nrtx: the caller's memory of pcb->nrtx). pcb NULL:
+ * the connection is gone (state CLOSED). */
+struct tcp_pcb;
+struct udp_pcb;
+void dpsock_sockstat_tcp(struct dpsock_sock_stats *e, const struct tcp_pcb *pcb,
+			 uint8_t *last_nrtx);
+void dpsock_sockstat_udp(struct dpsock_sock_stats *e, const struct udp_pcb *pcb);
+
+/* The socket is gone: write its summary to DPSOCK_STATS_FILE, free the slot. */
+void dpsock_sockstat_close(struct dpsock_worker *w, struct dpsock_sock_stats *e);
+
+/* Zero the counters of every socket of the worker (its -z). */
+void dpsock_sockstat_zero(struct dpsock_worker *w);
+
+/* sock.c: refresh every socket entry of the worker (its 100 ms tick). */
+void dpsock_sock_stats_refresh(struct dpsock_worker *w);
+
+/* Add v to one counter of a socket entry (NULL: not listed). */
+#define DPSOCK_SOCKSTAT_ADD(e, field, v)                                        \
+	do {                                                                    \
+		struct dpsock_sock_stats *e_ = (e);                             \
+		if (e_ != NULL) {                                               \
+			dpsock_sockstat_write_begin(e_);                        \
+			dpsock_stat_add(&e_->field, (v));                       \
+			dpsock_sockstat_write_end(e_);                          \
+		}                                                               \
+	} while (0)
 
 #endif /* DPSOCK_DAEMON_PRIV_H */

@@ -1,136 +1,1201 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * dpsock-stat — read the counters a running dpsockd publishes in
- * /dev/shm/dpsock.<name>.stats. Lock-free: it only loads.
+ * dpsock-stat — show the counters a running dpsock instance (dpsockd or a
+ * native app) publishes in /dev/shm/dpsock.<name>.stats, while it runs.
+ * Lock-free: it only loads, except for the two requests (-z, --log-level)
+ * it writes into the segment's control area (see stats_priv.h).
  *
- *   dpsock-stat [-n NAME] [--json]
+ *   dpsock-stat [-n NAME | -p PID]                    plain counter lines
+ *   dpsock-stat [-n NAME | -p PID] -v VIEW [-d 1|2] [-i SECONDS] [-c CYCLES]
+ *               [-s FILTER] [--json]
+ *   dpsock-stat [-n NAME | -p PID] -z
+ *   dpsock-stat [-n NAME | -p PID] --log-level MODULE=LEVEL[,...]
  *
- * Plain output is one counter per line, "<scope>.<index>.<counter> <value>"
- * (port.0.rx_packets 10, worker.1.rx_drop_ip_cksum 3), for people and for
- * scripts that grep; --json gives the same numbers as one JSON object.
- * Exit status: 0, 1 when no daemon of that name runs, 2 for bad usage.
+ * Without -v or -d the output is the plain one: one counter per line,
+ * "<scope>.<index>.<counter> <value>" (port.0.rx_packets 10,
+ * worker.1.rx_drop_ip_cksum 3), for people and for scripts that grep (the
+ * integration tests read it); --json gives the same numbers as one JSON
+ * object. Exit status: 0; 1 when the instance is not found (or a request
+ * failed); 2 for bad usage. An instance that stops while -i cycles ends the
+ * program with a message and status 0.
  */
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <netinet/in.h>
+#include <arpa/inet.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "stats_priv.h"
 
+enum view { VIEW_RAW, VIEW_BASIC, VIEW_EXTRA, VIEW_FULL, VIEW_MC, VIEW_SOCKETS };
+
+static const char *const view_names[] = {
+	[VIEW_RAW] = "raw", [VIEW_BASIC] = "basic", [VIEW_EXTRA] = "extra",
+	[VIEW_FULL] = "full", [VIEW_MC] = "mc", [VIEW_SOCKETS] = "sockets",
+};
+
+struct options {
+	const char *name;
+	int pid;
+	enum view view;
+	bool view_given;
+	int mode;            /* 1 totals, 2 per second */
+	double interval;     /* seconds; 0 = not given */
+	long cycles;         /* samples; -1 = until stopped */
+	const char *filter;
+	bool json;
+	bool zero;
+	const char *log_spec;
+};
+
+/* One sample of the segment: private copies, consistent per block. */
+struct sample {
+	double t;            /* CLOCK_MONOTONIC seconds */
+	struct dpsock_port_stats ports[DPSOCK_STATS_MAX_PORTS];
+	struct dpsock_worker_stats workers[DPSOCK_STATS_MAX_WORKERS];
+	struct dpsock_sock_stats *socks; /* in_use entries */
+	unsigned int n_socks;
+};
+
+static const struct dpsock_stats_segment *seg;
+static size_t seg_len;
+static char seg_shm[300];
+
 static void
 usage(FILE *f)
 {
-	fprintf(f, "Usage: dpsock-stat [-n NAME] [--json]\n"
-		   "  -n, --name NAME  the dpsockd instance (name = ... in its config; default dpsock)\n"
-		   "  -j, --json       JSON instead of one counter per line\n"
-		   "  -h, --help       this text\n");
+	fprintf(f,
+		"Usage: dpsock-stat [-n NAME | -p PID] [options]\n"
+		"Show the counters of a running dpsock instance (dpsockd or a native app).\n"
+		"  -n, --name NAME     the instance (name = ... in its config; default dpsock)\n"
+		"  -p, --pid PID       the instance whose process id is PID\n"
+		"  -v, --view VIEW     basic | extra | full | mc | sockets (a table; default: the\n"
+		"                      plain 'scope.index.counter value' lines)\n"
+		"      --raw           the plain lines (the default without -v or -d)\n"
+		"  -d, --details 1|2   1: totals (default); 2: per second between samples\n"
+		"  -i, --interval SEC  repeat every SEC seconds (fractions allowed: -i 0.1)\n"
+		"  -c, --cycles N      take N samples (default 1, or 2 with -d 2; unlimited with -i)\n"
+		"  -s, --filter F      sockets view: 'state=ESTABLISHED', 'proto=udp', 'worker=1',\n"
+		"                      'port=80', or a substring of the addresses ('198.18.0.2')\n"
+		"  -j, --json          JSON (one object per sample) with the numbers of the table\n"
+		"  -z, --zero          zero the instance's counters (each writer zeroes its own)\n"
+		"      --log-level SPEC  set log levels while it runs: 'pmd=debug', 'all=info',\n"
+		"                      'tcp=debug,worker=notice'\n"
+		"  -h, --help          this text\n");
 }
 
-#define PRINT_PLAIN(name, help) printf("%s.%u.%s %" PRIu64 "\n", scope, idx, #name, dpsock_stat_read(&blk->name));
-#define PRINT_JSON(name, help) printf("%s\"%s\": %" PRIu64, first++ ? ", " : "", #name, dpsock_stat_read(&blk->name));
+/* ---- finding and mapping the segment ----------------------------------------- */
 
-int
-main(int argc, char **argv)
+static bool
+instance_alive(const struct dpsock_stats_segment *s)
 {
+	/* acquire: pairs with the instance's release stores of running */
+	return __atomic_load_n(&s->running, __ATOMIC_ACQUIRE) &&
+	       !(kill(s->pid, 0) != 0 && errno == ESRCH);
+}
+
+/* Map /dev/shm<shm> (header first, then all of it). Returns NULL with a
+ * message in err. */
+static const struct dpsock_stats_segment *
+map_segment(const char *shm, bool writable, char *err, size_t errlen)
+{
+	const struct dpsock_stats_segment *s;
+	struct dpsock_stats_segment hdr;
+	int fd = shm_open(shm, writable ? O_RDWR : O_RDONLY, 0);
+	size_t len;
+
+	if (fd < 0) {
+		snprintf(err, errlen, "/dev/shm%s: %s%s", shm, strerror(errno),
+			 errno == EACCES ? " (-z and --log-level write to it: run as its owner)" : "");
+		return NULL;
+	}
+	if (pread(fd, &hdr, sizeof(hdr), 0) != (ssize_t)sizeof(hdr) ||
+	    hdr.magic != DPSOCK_STATS_MAGIC || hdr.version != DPSOCK_STATS_VERSION ||
+	    hdr.hdr_size != sizeof(hdr) || hdr.size < sizeof(hdr)) {
+		close(fd);
+		snprintf(err, errlen, "/dev/shm%s is not a stats segment of this version (%u); "
+			 "is dpsock-stat from the same build?", shm, DPSOCK_STATS_VERSION);
+		return NULL;
+	}
+	len = hdr.size;
+	s = mmap(NULL, len, writable ? PROT_READ | PROT_WRITE : PROT_READ, MAP_SHARED, fd, 0);
+	close(fd);
+	if (s == MAP_FAILED) {
+		snprintf(err, errlen, "mmap /dev/shm%s: %s", shm, strerror(errno));
+		return NULL;
+	}
+	seg_len = len;
+	return s;
+}
+
+/* -p PID: the segment in /dev/shm whose pid matches. */
+static int
+find_by_pid(int pid, char *shm, size_t len)
+{
+	DIR *dir = opendir("/dev/shm");
+	struct dirent *de;
+	int found = -1;
+
+	if (dir == NULL)
+		return -1;
+	while ((de = readdir(dir)) != NULL) {
+		size_t n = strlen(de->d_name);
+		struct dpsock_stats_segment hdr;
+		char path[300];
+		int fd;
+
+		if (strncmp(de->d_name, "dpsock.", 7) != 0 || n < 13 ||
+		    strcmp(de->d_name + n - 6, ".stats") != 0)
+			continue;
+		snprintf(path, sizeof(path), "/dev/shm/%s", de->d_name);
+		fd = open(path, O_RDONLY);
+		if (fd < 0)
+			continue;
+		if (pread(fd, &hdr, offsetof(struct dpsock_stats_segment, name), 0) ==
+			    (ssize_t)offsetof(struct dpsock_stats_segment, name) &&
+		    hdr.magic == DPSOCK_STATS_MAGIC && hdr.pid == pid) {
+			snprintf(shm, len, "/%s", de->d_name);
+			found = 0;
+		}
+		close(fd);
+		if (found == 0)
+			break;
+	}
+	closedir(dir);
+	return found;
+}
+
+/* ---- sampling ------------------------------------------------------------------ */
+
+static double
+now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static void
+copy_words(void *dst, const void *src, size_t len)
+{
+	const uint64_t *s = src;
+	uint64_t *d = dst;
+	size_t i;
+
+	for (i = 0; i < len / sizeof(uint64_t); i++)
+		d[i] = __atomic_load_n(&s[i], __ATOMIC_RELAXED);
+}
+
+static void
+take_sample(struct sample *sm, bool sockets)
+{
+	unsigned int w;
+
+	sm->t = now_s();
+	copy_words(sm->ports, seg->ports, sizeof(sm->ports));
+	copy_words(sm->workers, seg->workers, sizeof(sm->workers));
+	sm->n_socks = 0;
+	if (!sockets || seg->sock_slots == 0)
+		return;
+	if (sm->socks == NULL) {
+		sm->socks = calloc((size_t)seg->n_workers * seg->sock_slots, sizeof(*sm->socks));
+		if (sm->socks == NULL) {
+			fprintf(stderr, "dpsock-stat: out of memory\n");
+			exit(1);
+		}
+	}
+	for (w = 0; w < seg->n_workers; w++) {
+		const struct dpsock_sock_stats *tab = dpsock_stats_socks(seg, w);
+		uint32_t i;
+
+		for (i = 0; i < seg->sock_slots; i++) {
+			struct dpsock_sock_stats *e = &sm->socks[sm->n_socks];
+
+			if (__atomic_load_n(&tab[i].in_use, __ATOMIC_RELAXED) &&
+			    dpsock_sockstat_read(&tab[i], e) && e->in_use)
+				sm->n_socks++;
+		}
+	}
+}
+
+/* A counter's value: total, or per second against prev. Gauges as they are. */
+static double
+value(const void *blk, const void *prev_blk, const struct dpsock_stat_desc *d, double dt)
+{
+	uint64_t v = dpsock_stat_at(blk, d);
+
+	if (prev_blk == NULL || d->gauge || dt <= 0)
+		return (double)v;
+	return (double)(v - dpsock_stat_at(prev_blk, d)) / dt;
+}
+
+static const struct dpsock_stat_desc *
+desc_find(const struct dpsock_stat_desc *desc, unsigned int n, const char *name)
+{
+	unsigned int i;
+
+	for (i = 0; i < n; i++)
+		if (strcmp(desc[i].name, name) == 0)
+			return &desc[i];
+	fprintf(stderr, "dpsock-stat: internal: no counter '%s'\n", name);
+	exit(2);
+}
+
+/* ---- aligned tables --------------------------------------------------------------- */
+
+#define TAB_MAX_COLS 24
+#define TAB_MAX_ROWS 512
+#define CELL 32
+
+struct table {
+	unsigned int ncols, nrows;
+	const char *title[TAB_MAX_COLS];
+	bool left[TAB_MAX_COLS];
+	char (*cells)[TAB_MAX_COLS][CELL];
+};
+
+static void
+tab_init(struct table *t)
+{
+	memset(t, 0, sizeof(*t));
+	t->cells = calloc(TAB_MAX_ROWS, sizeof(*t->cells));
+	if (t->cells == NULL)
+		exit(1);
+}
+
+static void
+tab_col(struct table *t, const char *title, bool left)
+{
+	t->title[t->ncols] = title;
+	t->left[t->ncols] = left;
+	t->ncols++;
+}
+
+static char *
+tab_cell(struct table *t, unsigned int row, unsigned int col)
+{
+	if (row >= t->nrows)
+		t->nrows = row + 1;
+	return t->cells[row][col];
+}
+
+static void
+tab_print(struct table *t)
+{
+	unsigned int w[TAB_MAX_COLS], r, c;
+
+	for (c = 0; c < t->ncols; c++) {
+		w[c] = strlen(t->title[c]);
+		for (r = 0; r < t->nrows; r++)
+			if (strlen(t->cells[r][c]) > w[c])
+				w[c] = strlen(t->cells[r][c]);
+	}
+	for (c = 0; c < t->ncols; c++)
+		printf(t->left[c] ? "%s%-*s" : "%s%*s", c ? "  " : "", (int)w[c], t->title[c]);
+	printf("\n");
+	for (r = 0; r < t->nrows; r++) {
+		for (c = 0; c < t->ncols; c++)
+			printf(t->left[c] ? "%s%-*s" : "%s%*s", c ? "  " : "", (int)w[c],
+			       t->cells[r][c]);
+		printf("\n");
+	}
+	free(t->cells);
+	t->cells = NULL;
+}
+
+/* Cell text for a number of a given kind. */
+enum unit { U_COUNT, U_BYTES, U_PERMILLE, U_MS, U_PLAIN };
+
+static void
+fmt_value(char *buf, size_t len, double v, enum unit u, bool rate)
+{
+	char b[32];
+
+	switch (u) {
+	case U_BYTES:
+		snprintf(buf, len, "%s%s", dpsock_fmt_bytes(b, sizeof(b), v), rate ? "/s" : "");
+		break;
+	case U_PERMILLE:
+		snprintf(buf, len, "%.1f %%", v / 10);
+		break;
+	case U_MS:
+		snprintf(buf, len, "%.0f ms", v);
+		break;
+	case U_PLAIN:
+		snprintf(buf, len, "%.0f", v);
+		break;
+	default:
+		if (rate)
+			snprintf(buf, len, "%.1f", v);
+		else
+			snprintf(buf, len, "%.0f", v);
+	}
+}
+
+/* A column of counter `name` with its unit; the title says "/s" in rates. */
+struct col {
+	const char *title;
+	const char *counter;   /* NULL: computed */
+	enum unit unit;
+};
+
+static void
+counter_table(const struct col *cols, unsigned int ncols, bool ports, const struct sample *cur,
+	      const struct sample *prev, double dt)
+{
+	const struct dpsock_stat_desc *desc = ports ? dpsock_port_stat_desc : dpsock_worker_stat_desc;
+	unsigned int ndesc = ports ? dpsock_port_stat_count : dpsock_worker_stat_count;
+	unsigned int n = ports ? seg->n_ports : seg->n_workers, r, c;
+	static char titles[TAB_MAX_COLS][48];
+	struct table t;
+
+	tab_init(&t);
+	tab_col(&t, ports ? "Port" : "Worker", true);
+	tab_col(&t, ports ? "Name" : "Lcore", true);
+	for (c = 0; c < ncols; c++) {
+		const struct dpsock_stat_desc *d = cols[c].counter ?
+			desc_find(desc, ndesc, cols[c].counter) : NULL;
+		bool rate = prev != NULL && d != NULL && !d->gauge;
+
+		snprintf(titles[c], sizeof(titles[c]), "%s%s", cols[c].title,
+			 rate ? (cols[c].unit == U_BYTES ? "" : "/s") : "");
+		tab_col(&t, titles[c], false);
+	}
+	for (r = 0; r < n; r++) {
+		const void *blk = ports ? (const void *)&cur->ports[r] : (const void *)&cur->workers[r];
+		const void *pblk = prev == NULL ? NULL :
+			ports ? (const void *)&prev->ports[r] : (const void *)&prev->workers[r];
+
+		snprintf(tab_cell(&t, r, 0), CELL, "%u", r);
+		if (ports)
+			snprintf(tab_cell(&t, r, 1), CELL, "%s", seg->port_names[r]);
+		else
+			snprintf(tab_cell(&t, r, 1), CELL, "%u", cur->workers[r].lcore_id);
+		for (c = 0; c < ncols; c++) {
+			const struct dpsock_stat_desc *d;
+			double v;
+
+			if (cols[c].counter == NULL) {
+				/* average RX burst: packets / bursts */
+				const struct dpsock_stat_desc *p = desc_find(desc, ndesc, "rx_packets");
+				const struct dpsock_stat_desc *b = desc_find(desc, ndesc, "rx_bursts");
+				double np = value(blk, pblk, p, dt), nb = value(blk, pblk, b, dt);
+
+				snprintf(tab_cell(&t, r, c + 2), CELL, "%.1f", nb > 0 ? np / nb : 0);
+				continue;
+			}
+			d = desc_find(desc, ndesc, cols[c].counter);
+			v = value(blk, pblk, d, dt);
+			fmt_value(tab_cell(&t, r, c + 2), CELL, v, cols[c].unit, pblk && !d->gauge);
+		}
+	}
+	tab_print(&t);
+}
+
+static const struct col port_basic[] = {
+	{ "Link", "link_up", U_PLAIN },
+	{ "Mb/s", "link_speed_mbps", U_PLAIN },
+	{ "RX pkt", "rx_packets", U_COUNT },
+	{ "RX", "rx_bytes", U_BYTES },
+	{ "TX pkt", "tx_packets", U_COUNT },
+	{ "TX", "tx_bytes", U_BYTES },
+	{ "Missed", "rx_missed", U_COUNT },
+	{ "RX err", "rx_errors", U_COUNT },
+	{ "TX err", "tx_errors", U_COUNT },
+};
+
+static const struct col port_extra[] = {
+	{ "No mbuf", "rx_nombuf", U_COUNT },
+	{ "Mbufs free", "mbufs_free", U_PLAIN },
+	{ "Mbufs", "mbufs_total", U_PLAIN },
+};
+
+static const struct col worker_basic[] = {
+	{ "Busy", "busy_permille", U_PERMILLE },
+	{ "RX pkt", "rx_packets", U_COUNT },
+	{ "RX", "rx_bytes", U_BYTES },
+	{ "TX pkt", "tx_packets", U_COUNT },
+	{ "TX", "tx_bytes", U_BYTES },
+	{ "ICMP echo", "icmp_echo", U_COUNT },
+	{ "Accepted", "tcp_accepted", U_COUNT },
+	{ "Connected", "tcp_connected", U_COUNT },
+	{ "TCP conns", "tcp_conns", U_PLAIN },
+	{ "Sockets", "sockets", U_PLAIN },
+};
+
+static const struct col worker_extra_drops[] = {
+	{ "TX drops", "tx_drops", U_COUNT },
+	{ "No mbuf", "tx_nombuf", U_COUNT },
+	{ "No mem", "rx_nomem", U_COUNT },
+	{ "Runt", "rx_drop_runt", U_COUNT },
+	{ "Ethertype", "rx_drop_ethertype", U_COUNT },
+	{ "IP hdr", "rx_drop_ip_hdr", U_COUNT },
+	{ "IP len", "rx_drop_ip_len", U_COUNT },
+	{ "IP csum", "rx_drop_ip_cksum", U_COUNT },
+	{ "L4 csum", "rx_drop_l4_cksum", U_COUNT },
+	{ "lwIP IP", "lwip_ip_drop", U_COUNT },
+	{ "lwIP TCP", "lwip_tcp_drop", U_COUNT },
+	{ "lwIP UDP", "lwip_udp_drop", U_COUNT },
+	{ "Refused", "tcp_refused", U_COUNT },
+};
+
+static const struct col worker_extra_steer[] = {
+	{ "Steer out", "steer_out", U_COUNT },
+	{ "Steer in", "steer_in", U_COUNT },
+	{ "Steer full", "steer_full", U_COUNT },
+	{ "Ring", "steer_ring_depth", U_PLAIN },
+	{ "ARP shared", "arp_shared_out", U_COUNT },
+	{ "Wake-ups sent", "wakeups_sent", U_COUNT },
+	{ "Woken", "wakeups", U_COUNT },
+	{ "Sleeps", "sleeps", U_COUNT },
+	{ "Timer runs", "timer_runs", U_COUNT },
+	{ "Next timer", "timers_pending", U_MS },
+};
+
+static const struct col worker_extra_mem[] = {
+	{ "Avg burst", NULL, U_PLAIN },
+	{ "1", "rx_burst_1", U_COUNT },
+	{ "2-3", "rx_burst_2_3", U_COUNT },
+	{ "4-7", "rx_burst_4_7", U_COUNT },
+	{ "8-15", "rx_burst_8_15", U_COUNT },
+	{ "16-31", "rx_burst_16_31", U_COUNT },
+	{ "32-63", "rx_burst_32_63", U_COUNT },
+	{ "64+", "rx_burst_64_up", U_COUNT },
+	{ "Mbufs held", "mbufs_held", U_PLAIN },
+	{ "lwIP mem", "lwip_mem_bytes", U_BYTES },
+	{ "lwIP objs", "lwip_mem_objs", U_PLAIN },
+	{ "Unlisted socks", "sock_unlisted", U_COUNT },
+};
+
+#define NCOLS(a) (sizeof(a) / sizeof((a)[0]))
+
+/* full: one row per counter, one column per port/worker (and the total). */
+static void
+full_table(bool ports, const struct sample *cur, const struct sample *prev, double dt)
+{
+	const struct dpsock_stat_desc *desc = ports ? dpsock_port_stat_desc : dpsock_worker_stat_desc;
+	unsigned int ndesc = ports ? dpsock_port_stat_count : dpsock_worker_stat_count;
+	unsigned int n = ports ? seg->n_ports : seg->n_workers, r, c;
+	static char titles[DPSOCK_STATS_MAX_WORKERS][16];
+	struct table t;
+	bool cut = n > TAB_MAX_COLS - 3;
+
+	if (cut)
+		n = TAB_MAX_COLS - 3;
+	tab_init(&t);
+	tab_col(&t, ports ? "Port counter" : "Worker counter", true);
+	for (c = 0; c < n; c++) {
+		snprintf(titles[c], sizeof(titles[c]), "%s %u", ports ? "port" : "worker", c);
+		tab_col(&t, titles[c], false);
+	}
+	tab_col(&t, "total", false);
+	tab_col(&t, prev ? "(per second; levels as they are)" : "", true);
+	for (r = 0; r < ndesc; r++) {
+		const struct dpsock_stat_desc *d = &desc[r];
+		double sum = 0;
+
+		snprintf(tab_cell(&t, r, 0), CELL, "%s", d->name);
+		for (c = 0; c < n; c++) {
+			const void *blk = ports ? (const void *)&cur->ports[c] :
+						  (const void *)&cur->workers[c];
+			const void *pblk = prev == NULL ? NULL :
+				ports ? (const void *)&prev->ports[c] : (const void *)&prev->workers[c];
+			double v = value(blk, pblk, d, dt);
+
+			sum += v;
+			fmt_value(tab_cell(&t, r, c + 1), CELL, v, U_COUNT, pblk && !d->gauge);
+		}
+		fmt_value(tab_cell(&t, r, n + 1), CELL, sum, U_COUNT, prev && !d->gauge);
+		snprintf(tab_cell(&t, r, n + 2), CELL, "%.*s", CELL - 1, d->help);
+	}
+	tab_print(&t);
+	if (cut)
+		printf("(first %u only; --json has all of them)\n", n);
+}
+
+/* ---- sockets ----------------------------------------------------------------- */
+
+static void
+owner_name(const struct dpsock_sock_stats *e, char *buf, size_t len)
+{
+	if (e->client < 0)
+		snprintf(buf, len, "%s[%d]", seg->app, (int)e->owner_pid);
+	else
+		snprintf(buf, len, "pid %d fd %d", (int)e->owner_pid, (int)e->fd);
+}
+
+static void
+addr_text(char *buf, size_t len, uint32_t a, uint16_t port)
+{
+	struct in_addr in = { .s_addr = a };
+	char s[INET_ADDRSTRLEN];
+
+	inet_ntop(AF_INET, &in, s, sizeof(s));
+	snprintf(buf, len, "%s:%u", s, port);
+}
+
+/* -s: "key=value" (state, proto, worker, port, lport, rport) or a
+ * substring of "local remote"; several, comma separated, must all match. */
+static bool
+filter_match(const struct dpsock_sock_stats *e, const char *filter)
+{
+	char buf[256], *save = NULL, *tok;
+
+	if (filter == NULL || filter[0] == '\0')
+		return true;
+	snprintf(buf, sizeof(buf), "%s", filter);
+	for (tok = strtok_r(buf, ",", &save); tok != NULL; tok = strtok_r(NULL, ",", &save)) {
+		char *eq = strchr(tok, '=');
+		char l[48], r[48], both[100];
+
+		if (eq != NULL) {
+			const char *v = eq + 1;
+			bool ok;
+
+			*eq = '\0';
+			if (strcmp(tok, "state") == 0)
+				ok = strcasecmp(v, dpsock_sock_state_name(e->state)) == 0;
+			else if (strcmp(tok, "proto") == 0)
+				ok = strcasecmp(v, e->proto == IPPROTO_TCP ? "tcp" : "udp") == 0;
+			else if (strcmp(tok, "worker") == 0)
+				ok = atoi(v) == e->worker;
+			else if (strcmp(tok, "port") == 0)
+				ok = atoi(v) == e->lport || atoi(v) == e->rport;
+			else if (strcmp(tok, "lport") == 0)
+				ok = atoi(v) == e->lport;
+			else if (strcmp(tok, "rport") == 0)
+				ok = atoi(v) == e->rport;
+			else {
+				fprintf(stderr, "dpsock-stat: -s %s=...: filters are state, proto, "
+					"worker, port, lport, rport, or an address substring\n", tok);
+				exit(2);
+			}
+			if (!ok)
+				return false;
+			continue;
+		}
+		addr_text(l, sizeof(l), e->laddr, e->lport);
+		addr_text(r, sizeof(r), e->raddr, e->rport);
+		snprintf(both, sizeof(both), "%s %s", l, r);
+		if (strstr(both, tok) == NULL)
+			return false;
+	}
+	return true;
+}
+
+static uint64_t
+unlisted_total(const struct sample *cur)
+{
+	const struct dpsock_stat_desc *d =
+		desc_find(dpsock_worker_stat_desc, dpsock_worker_stat_count, "sock_unlisted");
+	uint64_t n = 0;
+	unsigned int w;
+
+	for (w = 0; w < seg->n_workers; w++)
+		n += dpsock_stat_at(&cur->workers[w], d);
+	return n;
+}
+
+static void
+sockets_view(const struct sample *cur, const char *filter)
+{
+	char line[512], owner[64];
+	unsigned int i, shown = 0;
+
+	dpsock_sock_format_header(line, sizeof(line));
+	printf("%s\n", line);
+	for (i = 0; i < cur->n_socks; i++) {
+		const struct dpsock_sock_stats *e = &cur->socks[i];
+
+		if (!filter_match(e, filter))
+			continue;
+		owner_name(e, owner, sizeof(owner));
+		dpsock_sock_format(e, owner, line, sizeof(line));
+		printf("%s\n", line);
+		shown++;
+	}
+	printf("%u socket(s)", shown);
+	if (seg->sock_slots == 0)
+		printf("; this instance lists no sockets (stats.socket_slots = 0)");
+	else if (unlisted_total(cur))
+		printf("; %" PRIu64 " created while the table was full were never listed "
+		       "(stats.socket_slots = %u)", unlisted_total(cur), seg->sock_slots);
+	printf("\n");
+}
+
+/* ---- JSON ---------------------------------------------------------------------- */
+
+static void
+json_str(const char *key, const char *v, bool comma)
+{
+	const char *p;
+
+	printf("%s\"%s\": \"", comma ? ", " : "", key);
+	for (p = v; *p; p++) {
+		if (*p == '"' || *p == '\\')
+			putchar('\\');
+		if ((unsigned char)*p >= 0x20)
+			putchar(*p);
+	}
+	putchar('"');
+}
+
+static void
+json_num(const char *key, double v, bool rate)
+{
+	if (rate)
+		printf(", \"%s\": %.3f", key, v);
+	else
+		printf(", \"%s\": %.0f", key, v);
+}
+
+static void
+json_blocks(bool ports, const struct sample *cur, const struct sample *prev, double dt)
+{
+	const struct dpsock_stat_desc *desc = ports ? dpsock_port_stat_desc : dpsock_worker_stat_desc;
+	unsigned int ndesc = ports ? dpsock_port_stat_count : dpsock_worker_stat_count;
+	unsigned int n = ports ? seg->n_ports : seg->n_workers, i, k;
+
+	printf("%s: [", ports ? "\"ports\"" : "\"workers\"");
+	for (i = 0; i < n && i < (ports ? DPSOCK_STATS_MAX_PORTS : DPSOCK_STATS_MAX_WORKERS); i++) {
+		const void *blk = ports ? (const void *)&cur->ports[i] : (const void *)&cur->workers[i];
+		const void *pblk = prev == NULL ? NULL :
+			ports ? (const void *)&prev->ports[i] : (const void *)&prev->workers[i];
+
+		printf("%s{\"index\": %u", i ? ", " : "", i);
+		if (ports)
+			json_str("name", seg->port_names[i], true);
+		else
+			printf(", \"lcore\": %u", cur->workers[i].lcore_id);
+		for (k = 0; k < ndesc; k++)
+			json_num(desc[k].name, value(blk, pblk, &desc[k], dt), pblk && !desc[k].gauge);
+		printf("}");
+	}
+	printf("]");
+}
+
+static void
+json_header(const struct sample *prev, double dt, const char *view)
+{
+	printf("{\"name\": \"%s\", \"app\": \"%s\", \"pid\": %d, \"view\": \"%s\", "
+	       "\"details\": \"%s\"", seg->name, seg->app, (int)seg->pid, view,
+	       prev ? "per_second" : "totals");
+	if (prev)
+		printf(", \"interval_s\": %.6f", dt);
+}
+
+static void
+json_sockets(const struct sample *cur, const char *filter)
+{
+	unsigned int i, k, shown = 0;
+
+	printf(", \"sockets\": [");
+	for (i = 0; i < cur->n_socks; i++) {
+		const struct dpsock_sock_stats *e = &cur->socks[i];
+		char a[48], owner[64];
+
+		if (!filter_match(e, filter))
+			continue;
+		printf("%s{", shown++ ? ", " : "");
+		json_str("proto", e->proto == IPPROTO_TCP ? "tcp" : "udp", false);
+		json_str("state", dpsock_sock_state_name(e->state), true);
+		addr_text(a, sizeof(a), e->laddr, e->lport);
+		json_str("local", a, true);
+		addr_text(a, sizeof(a), e->raddr, e->rport);
+		json_str("remote", a, true);
+		owner_name(e, owner, sizeof(owner));
+		json_str("owner", owner, true);
+		printf(", \"worker\": %u, \"owner_pid\": %d, \"fd\": %d, \"offloaded\": %u"
+		       ", \"recv_q\": %" PRIu64 ", \"send_q\": %" PRIu64,
+		       e->worker, (int)e->owner_pid, (int)e->fd, e->offloaded,
+		       e->rx_held + e->rx_refused, e->tx_queue);
+		for (k = 0; k < dpsock_sock_stat_count; k++)
+			json_num(dpsock_sock_stat_desc[k].name,
+				 (double)dpsock_stat_at(e, &dpsock_sock_stat_desc[k]), false);
+		printf("}");
+	}
+	printf("], \"unlisted\": %" PRIu64, unlisted_total(cur));
+}
+
+/* ---- multicast ----------------------------------------------------------------- */
+
+struct mc_row {
+	unsigned int worker;
+	uint16_t port;
+	uint16_t use;
+	uint32_t addr;
+};
+
+static unsigned int
+mc_collect(struct mc_row *rows, unsigned int max)
+{
+	unsigned int w, n = 0, i, tries;
+
+	for (w = 0; w < seg->n_workers; w++) {
+		const struct dpsock_mc_stats *mc = &seg->workers[w].mc;
+		struct dpsock_mc_stats copy = { .n_groups = 0 };
+
+		for (tries = 0; tries < 1000; tries++) {
+			/* seqlock read; see dpsock_sockstat_read */
+			uint32_t g1 = __atomic_load_n(&mc->gen, __ATOMIC_ACQUIRE);
+
+			if (g1 & 1)
+				continue;
+			copy_words(&copy, mc, sizeof(copy) / 8 * 8);
+			__atomic_thread_fence(__ATOMIC_ACQUIRE);
+			if (__atomic_load_n(&mc->gen, __ATOMIC_RELAXED) == g1)
+				break;
+			copy.n_groups = 0;
+		}
+		for (i = 0; i < copy.n_groups && i < DPSOCK_STATS_MAX_MC && n < max; i++, n++) {
+			rows[n].worker = w;
+			rows[n].port = copy.groups[i].port_idx;
+			rows[n].use = copy.groups[i].use;
+			rows[n].addr = copy.groups[i].addr;
+		}
+	}
+	return n;
+}
+
+static void
+mc_view(bool json)
+{
+	struct mc_row rows[DPSOCK_STATS_MAX_WORKERS * DPSOCK_STATS_MAX_MC];
+	unsigned int n = mc_collect(rows, DPSOCK_STATS_MAX_WORKERS * DPSOCK_STATS_MAX_MC), i;
+	char a[INET_ADDRSTRLEN];
+	struct table t;
+
+	if (json) {
+		printf(", \"groups\": [");
+		for (i = 0; i < n; i++) {
+			inet_ntop(AF_INET, &rows[i].addr, a, sizeof(a));
+			printf("%s{\"worker\": %u, \"port\": %u, \"group\": \"%s\", \"users\": %u}",
+			       i ? ", " : "", rows[i].worker, rows[i].port, a, rows[i].use);
+		}
+		printf("]");
+		return;
+	}
+	printf("IGMP memberships (lwIP's group list of each worker's interfaces)\n");
+	tab_init(&t);
+	tab_col(&t, "Worker", true);
+	tab_col(&t, "Port", true);
+	tab_col(&t, "Group", true);
+	tab_col(&t, "Users", false);
+	for (i = 0; i < n; i++) {
+		inet_ntop(AF_INET, &rows[i].addr, a, sizeof(a));
+		snprintf(tab_cell(&t, i, 0), CELL, "%u", rows[i].worker);
+		snprintf(tab_cell(&t, i, 1), CELL, "%s", seg->port_names[rows[i].port]);
+		snprintf(tab_cell(&t, i, 2), CELL, "%s", a);
+		snprintf(tab_cell(&t, i, 3), CELL, "%u", rows[i].use);
+	}
+	tab_print(&t);
+	if (n == 0)
+		printf("none\n");
+}
+
+/* ---- output of one sample --------------------------------------------------------- */
+
+static void
+print_raw(const struct sample *cur, const struct sample *prev, double dt)
+{
+	unsigned int idx, k;
+
+	printf("daemon.0.pid %d\ndaemon.0.ports %u\ndaemon.0.workers %u\n", (int)seg->pid,
+	       seg->n_ports, seg->n_workers);
+	for (idx = 0; idx < seg->n_ports && idx < DPSOCK_STATS_MAX_PORTS; idx++)
+		for (k = 0; k < dpsock_port_stat_count; k++) {
+			const struct dpsock_stat_desc *d = &dpsock_port_stat_desc[k];
+			double v = value(&cur->ports[idx], prev ? &prev->ports[idx] : NULL, d, dt);
+
+			printf(prev && !d->gauge ? "port.%u.%s %.3f\n" : "port.%u.%s %.0f\n", idx,
+			       d->name, v);
+		}
+	for (idx = 0; idx < seg->n_workers && idx < DPSOCK_STATS_MAX_WORKERS; idx++)
+		for (k = 0; k < dpsock_worker_stat_count; k++) {
+			const struct dpsock_stat_desc *d = &dpsock_worker_stat_desc[k];
+			double v = value(&cur->workers[idx], prev ? &prev->workers[idx] : NULL, d, dt);
+
+			printf(prev && !d->gauge ? "worker.%u.%s %.3f\n" : "worker.%u.%s %.0f\n", idx,
+			       d->name, v);
+		}
+}
+
+static void
+print_title(const struct sample *prev, double dt)
+{
+	time_t now = time(NULL);
+	struct tm tm;
+	char when[32];
+	uint64_t up = (uint64_t)now - seg->start_time_ns / 1000000000ULL;
+
+	localtime_r(&now, &tm);
+	strftime(when, sizeof(when), "%H:%M:%S", &tm);
+	printf("==== %s: %s '%s', pid %d, %u port(s), %u worker(s), up %" PRIu64 ":%02" PRIu64
+	       ":%02" PRIu64 " — %s", when, seg->app, seg->name, (int)seg->pid, seg->n_ports,
+	       seg->n_workers, up / 3600, up / 60 % 60, up % 60,
+	       prev ? "per second" : "totals");
+	if (prev)
+		printf(" over %.2f s", dt);
+	printf("\n");
+}
+
+static void
+print_sample(const struct options *o, const struct sample *cur, const struct sample *prev)
+{
+	double dt = prev ? cur->t - prev->t : 0;
+
+	if (o->view == VIEW_RAW && !o->json) {
+		print_raw(cur, prev, dt);
+		return;
+	}
+	if (o->json) {
+		json_header(prev, dt, view_names[o->view]);
+		if (o->view == VIEW_SOCKETS) {
+			json_sockets(cur, o->filter);
+		} else if (o->view == VIEW_MC) {
+			mc_view(true);
+		} else {
+			printf(", ");
+			json_blocks(true, cur, prev, dt);
+			printf(", ");
+			json_blocks(false, cur, prev, dt);
+		}
+		printf("}\n");
+		return;
+	}
+	print_title(prev, dt);
+	switch (o->view) {
+	case VIEW_SOCKETS:
+		sockets_view(cur, o->filter);
+		break;
+	case VIEW_MC:
+		mc_view(false);
+		break;
+	case VIEW_FULL:
+		full_table(true, cur, prev, dt);
+		printf("\n");
+		full_table(false, cur, prev, dt);
+		break;
+	default:
+		counter_table(port_basic, NCOLS(port_basic), true, cur, prev, dt);
+		if (o->view == VIEW_EXTRA)
+			counter_table(port_extra, NCOLS(port_extra), true, cur, prev, dt);
+		printf("\n");
+		counter_table(worker_basic, NCOLS(worker_basic), false, cur, prev, dt);
+		if (o->view == VIEW_EXTRA) {
+			printf("\nDrops\n");
+			counter_table(worker_extra_drops, NCOLS(worker_extra_drops), false, cur,
+				      prev, dt);
+			printf("\nSteering, wake-ups, timers\n");
+			counter_table(worker_extra_steer, NCOLS(worker_extra_steer), false, cur,
+				      prev, dt);
+			printf("\nRX bursts (packets per burst), memory\n");
+			counter_table(worker_extra_mem, NCOLS(worker_extra_mem), false, cur, prev,
+				      dt);
+		}
+	}
+	fflush(stdout);
+}
+
+/* ---- requests ----------------------------------------------------------------------- */
+
+static int
+request_zero(struct dpsock_stats_segment *s)
+{
+	/* release: pairs with the writers' acquire loads of zero_req */
+	uint64_t req = __atomic_add_fetch(&s->ctl.zero_req, 1, __ATOMIC_RELEASE);
+	double deadline = now_s() + 5;
+	unsigned int w;
+
+	while (now_s() < deadline) {
+		bool done = __atomic_load_n(&s->ctl.zero_ack_ports, __ATOMIC_ACQUIRE) >= req;
+
+		for (w = 0; w < s->n_workers && done; w++)
+			done = __atomic_load_n(&s->workers[w].zero_ack, __ATOMIC_ACQUIRE) >= req;
+		if (done) {
+			printf("dpsock-stat: counters of '%s' zeroed (%u port(s), %u worker(s))\n",
+			       s->name, s->n_ports, s->n_workers);
+			return 0;
+		}
+		if (!instance_alive(s))
+			break;
+		usleep(20000);
+	}
+	fprintf(stderr, "dpsock-stat: '%s' did not acknowledge the zero request within 5 s\n",
+		s->name);
+	return 1;
+}
+
+static int
+request_log(struct dpsock_stats_segment *s, const char *spec)
+{
+	struct dpsock_stats_ctl *ctl = &s->ctl;
+	double deadline = now_s() + 5;
+	uint64_t req;
+
+	if (strlen(spec) >= sizeof(ctl->log_spec)) {
+		fprintf(stderr, "dpsock-stat: --log-level: at most %zu characters\n",
+			sizeof(ctl->log_spec) - 1);
+		return 2;
+	}
+	/* one request at a time: wait for the one pending, if any */
+	while (__atomic_load_n(&ctl->log_req, __ATOMIC_ACQUIRE) !=
+	       __atomic_load_n(&ctl->log_ack, __ATOMIC_ACQUIRE) && now_s() < deadline)
+		usleep(20000);
+	req = __atomic_load_n(&ctl->log_ack, __ATOMIC_ACQUIRE) + 1;
+	memset(ctl->log_spec, 0, sizeof(ctl->log_spec));
+	memcpy(ctl->log_spec, spec, strlen(spec));
+	/* release: the spec is visible before the request number */
+	__atomic_store_n(&ctl->log_req, req, __ATOMIC_RELEASE);
+	while (now_s() < deadline) {
+		/* acquire: pairs with the instance's release store of log_ack */
+		if (__atomic_load_n(&ctl->log_ack, __ATOMIC_ACQUIRE) >= req) {
+			if (ctl->log_status != 0) {
+				fprintf(stderr, "dpsock-stat: %s: %.*s\n", s->name,
+					(int)sizeof(ctl->log_msg), ctl->log_msg);
+				return 1;
+			}
+			printf("dpsock-stat: %s: %.*s\n", s->name, (int)sizeof(ctl->log_msg),
+			       ctl->log_msg);
+			return 0;
+		}
+		if (!instance_alive(s))
+			break;
+		usleep(20000);
+	}
+	fprintf(stderr, "dpsock-stat: '%s' did not answer the log level request within 5 s\n",
+		s->name);
+	return 1;
+}
+
+/* ---- main ------------------------------------------------------------------------------ */
+
+static int
+parse_args(int argc, char **argv, struct options *o)
+{
+	enum { OPT_RAW = 256, OPT_LOG };
 	static const struct option opts[] = {
 		{ "name", required_argument, NULL, 'n' },
+		{ "pid", required_argument, NULL, 'p' },
+		{ "view", required_argument, NULL, 'v' },
+		{ "raw", no_argument, NULL, OPT_RAW },
+		{ "details", required_argument, NULL, 'd' },
+		{ "interval", required_argument, NULL, 'i' },
+		{ "cycles", required_argument, NULL, 'c' },
+		{ "filter", required_argument, NULL, 's' },
 		{ "json", no_argument, NULL, 'j' },
+		{ "zero", no_argument, NULL, 'z' },
+		{ "log-level", required_argument, NULL, OPT_LOG },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	const char *name = "dpsock";
-	const struct dpsock_stats_segment *s;
-	char shm[128];
-	bool json = false;
-	unsigned int idx;
-	int opt, fd;
+	bool cycles_given = false, details_given = false;
+	unsigned int v;
+	char *end;
+	int opt;
 
-	while ((opt = getopt_long(argc, argv, "n:jh", opts, NULL)) != -1) {
+	memset(o, 0, sizeof(*o));
+	o->name = NULL;
+	o->mode = 1;
+	o->cycles = 1;
+	while ((opt = getopt_long(argc, argv, "n:p:v:d:i:c:s:jzh", opts, NULL)) != -1) {
 		switch (opt) {
 		case 'n':
-			name = optarg;
+			o->name = optarg;
+			break;
+		case 'p':
+			o->pid = (int)strtol(optarg, &end, 10);
+			if (*end != '\0' || o->pid <= 0) {
+				fprintf(stderr, "dpsock-stat: -p %s: not a pid\n", optarg);
+				return 2;
+			}
+			break;
+		case 'v':
+			for (v = VIEW_BASIC; v < NCOLS(view_names); v++)
+				if (strcmp(optarg, view_names[v]) == 0)
+					break;
+			if (v == NCOLS(view_names)) {
+				fprintf(stderr, "dpsock-stat: -v %s: views are basic, extra, full, mc, "
+					"sockets\n", optarg);
+				return 2;
+			}
+			o->view = v;
+			o->view_given = true;
+			break;
+		case OPT_RAW:
+			o->view = VIEW_RAW;
+			o->view_given = true;
+			break;
+		case 'd':
+			if (strcmp(optarg, "1") != 0 && strcmp(optarg, "2") != 0) {
+				fprintf(stderr, "dpsock-stat: -d %s: 1 (totals) or 2 (per second)\n",
+					optarg);
+				return 2;
+			}
+			o->mode = optarg[0] - '0';
+			details_given = true;
+			break;
+		case 'i':
+			o->interval = strtod(optarg, &end);
+			if (*end != '\0' || !(o->interval >= 0.01) || o->interval > 86400) {
+				fprintf(stderr, "dpsock-stat: -i %s: seconds, 0.01..86400\n", optarg);
+				return 2;
+			}
+			break;
+		case 'c':
+			o->cycles = strtol(optarg, &end, 10);
+			if (*end != '\0' || o->cycles < 1) {
+				fprintf(stderr, "dpsock-stat: -c %s: a number of samples, 1 or more\n",
+					optarg);
+				return 2;
+			}
+			cycles_given = true;
+			break;
+		case 's':
+			o->filter = optarg;
 			break;
 		case 'j':
-			json = true;
+			o->json = true;
+			break;
+		case 'z':
+			o->zero = true;
+			break;
+		case OPT_LOG:
+			o->log_spec = optarg;
 			break;
 		case 'h':
 			usage(stdout);
-			return 0;
+			exit(0);
 		default:
 			usage(stderr);
 			return 2;
 		}
 	}
-	snprintf(shm, sizeof(shm), DPSOCK_STATS_SHM_FMT, name);
-	fd = shm_open(shm, O_RDONLY, 0);
-	if (fd < 0) {
-		fprintf(stderr, "dpsock-stat: no dpsockd called '%s' is running (/dev/shm%s: %s)\n",
-			name, shm, strerror(errno));
-		return 1;
+	if (optind < argc) {
+		fprintf(stderr, "dpsock-stat: unexpected argument '%s'\n", argv[optind]);
+		usage(stderr);
+		return 2;
 	}
-	s = mmap(NULL, sizeof(*s), PROT_READ, MAP_SHARED, fd, 0);
-	close(fd);
-	if (s == MAP_FAILED) {
-		fprintf(stderr, "dpsock-stat: mmap /dev/shm%s: %s\n", shm, strerror(errno));
-		return 1;
+	if (o->name != NULL && o->pid != 0) {
+		fprintf(stderr, "dpsock-stat: -n and -p choose the instance: give one\n");
+		return 2;
 	}
-	/* acquire: pairs with the daemon's release store of magic / running */
-	if (__atomic_load_n(&s->magic, __ATOMIC_ACQUIRE) != DPSOCK_STATS_MAGIC ||
-	    s->version != DPSOCK_STATS_VERSION || s->size != sizeof(*s)) {
-		fprintf(stderr, "dpsock-stat: /dev/shm%s is not a stats segment of this version\n", shm);
-		return 1;
+	if (o->name == NULL)
+		o->name = "dpsock";
+	/* -d alone picks the basic view; the plain lines stay the default */
+	if (!o->view_given && details_given)
+		o->view = VIEW_BASIC;
+	/* -c: samples. Default 1; unlimited with -i; with -d 2 and no -i, two
+	 * samples 1 s apart (one line of rates) */
+	if (!cycles_given)
+		o->cycles = o->interval > 0 ? -1 : o->mode == 2 ? 2 : 1;
+	if (o->mode == 2 && o->interval == 0)
+		o->interval = 1;
+	if (o->mode == 2 && o->cycles < 2) {
+		fprintf(stderr, "dpsock-stat: -d 2 needs two samples or more (-c 2)\n");
+		return 2;
 	}
-	if (!__atomic_load_n(&s->running, __ATOMIC_ACQUIRE) ||
-	    (kill(s->pid, 0) != 0 && errno == ESRCH)) {
-		fprintf(stderr, "dpsock-stat: dpsockd '%s' (pid %d) is not running (starting or stopped)\n",
-			name, (int)s->pid);
-		return 1;
-	}
-	if (json) {
-		printf("{\"name\": \"%s\", \"pid\": %d, \"ports\": [", s->name, (int)s->pid);
-		for (idx = 0; idx < s->n_ports && idx < DPSOCK_STATS_MAX_PORTS; idx++) {
-			const struct dpsock_port_stats *blk = &s->ports[idx];
-			int first = 0;
+	return -1;
+}
 
-			printf("%s{\"name\": \"%s\", ", idx ? ", " : "", s->port_names[idx]);
-			first++;
-			printf("\"index\": %u", idx);
-			DPSOCK_PORT_COUNTERS(PRINT_JSON)
-			printf("}");
+static void
+sleep_until(double t)
+{
+	struct timespec ts;
+
+	ts.tv_sec = (time_t)t;
+	ts.tv_nsec = (long)((t - (double)ts.tv_sec) * 1e9);
+	while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
+		;
+}
+
+int
+main(int argc, char **argv)
+{
+	struct sample a = { 0 }, b = { 0 }, *cur = &a, *prev = NULL;
+	struct options o;
+	char err[512];
+	bool want_sockets, writes;
+	double next;
+	long n;
+	int rc;
+
+	rc = parse_args(argc, argv, &o);
+	if (rc >= 0)
+		return rc;
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (o.pid != 0) {
+		if (find_by_pid(o.pid, seg_shm, sizeof(seg_shm)) != 0) {
+			fprintf(stderr, "dpsock-stat: no dpsock instance with pid %d "
+				"(no /dev/shm/dpsock.*.stats of that pid)\n", o.pid);
+			return 1;
 		}
-		printf("], \"workers\": [");
-		for (idx = 0; idx < s->n_workers && idx < DPSOCK_STATS_MAX_WORKERS; idx++) {
-			const struct dpsock_worker_stats *blk = &s->workers[idx];
-			int first = 1;
-
-			printf("%s{\"index\": %u, \"lcore\": %u", idx ? ", " : "", idx, blk->lcore_id);
-			DPSOCK_WORKER_COUNTERS(PRINT_JSON)
-			printf("}");
+	} else {
+		snprintf(seg_shm, sizeof(seg_shm), DPSOCK_STATS_SHM_FMT, o.name);
+	}
+	writes = o.zero || o.log_spec != NULL;
+	seg = map_segment(seg_shm, writes, err, sizeof(err));
+	if (seg == NULL) {
+		if (o.pid == 0 && errno == ENOENT)
+			fprintf(stderr, "dpsock-stat: no dpsock instance called '%s' is running "
+				"(/dev/shm%s: %s)\n", o.name, seg_shm, strerror(ENOENT));
+		else
+			fprintf(stderr, "dpsock-stat: %s\n", err);
+		return 1;
+	}
+	if (!instance_alive(seg)) {
+		fprintf(stderr, "dpsock-stat: dpsock instance '%s' (pid %d) is not running "
+			"(starting or stopped)\n", seg->name, (int)seg->pid);
+		return 1;
+	}
+	if (o.log_spec != NULL) {
+		rc = request_log((struct dpsock_stats_segment *)seg, o.log_spec);
+		if (rc != 0 || (!o.zero && !o.view_given && o.interval == 0))
+			return rc;
+	}
+	if (o.zero) {
+		rc = request_zero((struct dpsock_stats_segment *)seg);
+		if (rc != 0 || (!o.view_given && o.interval == 0 && o.mode == 1))
+			return rc;
+	}
+	want_sockets = o.view == VIEW_SOCKETS;
+	next = now_s();
+	for (n = 0; o.cycles < 0 || n < o.cycles; n++) {
+		if (n > 0) {
+			next += o.interval;
+			sleep_until(next);
+			if (!instance_alive(seg)) {
+				printf("dpsock-stat: dpsock instance '%s' (pid %d) stopped\n",
+				       seg->name, (int)seg->pid);
+				return 0;
+			}
 		}
-		printf("]}\n");
-		return 0;
+		take_sample(cur, want_sockets);
+		if (o.mode == 2) {
+			if (prev != NULL)
+				print_sample(&o, cur, prev);
+			prev = cur;
+			cur = cur == &a ? &b : &a;
+		} else {
+			print_sample(&o, cur, NULL);
+			if (o.view == VIEW_RAW && !o.json && o.cycles != 1 && n + 1 != o.cycles)
+				printf("\n");
+		}
 	}
-	printf("daemon.0.pid %d\ndaemon.0.ports %u\ndaemon.0.workers %u\n", (int)s->pid,
-	       s->n_ports, s->n_workers);
-	for (idx = 0; idx < s->n_ports && idx < DPSOCK_STATS_MAX_PORTS; idx++) {
-		const struct dpsock_port_stats *blk = &s->ports[idx];
-		const char *scope = "port";
-
-		DPSOCK_PORT_COUNTERS(PRINT_PLAIN)
-	}
-	for (idx = 0; idx < s->n_workers && idx < DPSOCK_STATS_MAX_WORKERS; idx++) {
-		const struct dpsock_worker_stats *blk = &s->workers[idx];
-		const char *scope = "worker";
-
-		DPSOCK_WORKER_COUNTERS(PRINT_PLAIN)
-	}
+	free(a.socks);
+	free(b.socks);
+	munmap((void *)seg, seg_len);
 	return 0;
 }

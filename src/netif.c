@@ -129,6 +129,9 @@ pbuf_to_mbuf(struct pbuf *p)
 static void
 mbuf_pbuf_free(struct pbuf *p)
 {
+	/* lwIP frees a pbuf on the worker that wrapped it */
+	if (likely(dpsock_self != NULL))
+		dpsock_stat_add(&dpsock_self->stats->mbufs_held, -1);
 	rte_pktmbuf_free(pbuf_to_mbuf(p));
 }
 
@@ -160,6 +163,7 @@ dpsock_netif_input(struct dpsock_worker_port *wp, struct rte_mbuf *m)
 		pc->custom_free_function = mbuf_pbuf_free;
 		p = pbuf_alloced_custom(PBUF_RAW, m->data_len, PBUF_REF, pc,
 					rte_pktmbuf_mtod(m, void *), m->data_len);
+		dpsock_stat_add(&wp->w->stats->mbufs_held, 1);
 	} else {
 		/* Chained mbufs (jumbo frames on a small data room): lwIP wants
 		 * contiguous headers, so copy once. */

@@ -71,8 +71,12 @@ struct dpsock_sock {
 	bool dead;         /* released; freed once in_cb and holds drop to 0 */
 	uint16_t in_cb;    /* app callbacks running on this socket */
 	uint32_t holds;    /* received data the app holds (dpsock_rx_hold) */
+	uint32_t rx_unacked; /* bytes handed to the app whose window is not open yet:
+			      * the readable callback's and held data */
 	uint16_t owned_port; /* active open: port from the shared allocator */
 	struct txm *txm_head, *txm_tail;
+	struct dpsock_sock_stats *st; /* entry in the stats socket table, or NULL */
+	uint8_t st_nrtx;   /* pcb->nrtx when last sampled (retransmission count) */
 };
 
 /* Received data handed to the app: valid during the callback, or until
@@ -135,6 +139,57 @@ sock_new(struct dpsock_worker *w, uint8_t type, const struct dpsock_sock_ops *op
 	return s;
 }
 
+/* ---- stats socket table (sockstat.c) ---- */
+
+static void
+sock_stats_refresh(struct dpsock_sock *s)
+{
+	if (s->st == NULL)
+		return;
+	if (s->type == SOCK_UDP)
+		dpsock_sockstat_udp(s->st, s->pcb.udp);
+	else
+		dpsock_sockstat_tcp(s->st, s->pcb.tcp, &s->st_nrtx);
+}
+
+static void
+sock_stats_open(struct dpsock_sock *s)
+{
+	s->st = dpsock_sockstat_open(s->w, s->type == SOCK_UDP ? IPPROTO_UDP : IPPROTO_TCP);
+	sock_stats_refresh(s);
+}
+
+static void
+sock_stats_close(struct dpsock_sock *s)
+{
+	if (s->st == NULL)
+		return;
+	sock_stats_refresh(s);
+	dpsock_sockstat_close(s->w, s->st);
+	s->st = NULL;
+}
+
+/* lwIP's slow timer (every 50 ms), right after its retransmissions: the
+ * only place that sees every increase of nrtx before an ACK resets it. */
+static err_t
+on_tcp_poll(void *arg, struct tcp_pcb *pcb)
+{
+	struct dpsock_sock *s = arg;
+
+	if (s != NULL && s->st != NULL && pcb->nrtx != s->st_nrtx)
+		dpsock_sockstat_tcp(s->st, pcb, &s->st_nrtx);
+	return ERR_OK;
+}
+
+void
+dpsock_sock_stats_refresh(struct dpsock_worker *w)
+{
+	struct dpsock_sock *s;
+
+	TAILQ_FOREACH(s, &w->socks, link)
+		sock_stats_refresh(s);
+}
+
 static void
 conn_count(struct dpsock_sock *s, bool on)
 {
@@ -183,6 +238,7 @@ sock_free(struct dpsock_sock *s)
 	txm_free_all(s);
 	if (s->type == SOCK_TCP)
 		conn_count(s, false);
+	sock_stats_close(s);
 	TAILQ_REMOVE(&s->w->socks, s, link);
 	s->dead = true;
 	sock_reap(s);
@@ -236,7 +292,8 @@ pcb_destroyed(u8_t id, void *data)
 	uint16_t port = (uint16_t)(uintptr_t)data;
 
 	if (port != 0 && w != NULL)
-		w->d->steer->release_port(w, port);
+		/* acquire: pairs with the release when the backend falls back */
+		__atomic_load_n(&w->d->steer, __ATOMIC_ACQUIRE)->release_port(w, port);
 }
 
 /* A SYN reached a listener: admit it or answer RST. */
@@ -292,6 +349,7 @@ on_tcp_err(void *arg, err_t err)
 	if (s == NULL)
 		return;
 	s->pcb.tcp = NULL;
+	DPSOCK_SOCKSTAT_ADD(s->st, errors, 1);
 	if (reason == -ECONNABORTED && !s->closed_by_app)
 		reason = -ECONNRESET;
 	if (s->connecting) {
@@ -316,6 +374,8 @@ on_tcp_recv(void *arg, struct tcp_pcb *pcb, struct pbuf *p, err_t err)
 	if (s == NULL || s->closed_by_app) {
 		/* The app closed the socket: nothing will read this. */
 		if (p != NULL) {
+			if (s != NULL)
+				DPSOCK_SOCKSTAT_ADD(s->st, rx_drops, p->tot_len);
 			window_open(pcb, p->tot_len);
 			pbuf_free(p);
 		}
@@ -330,15 +390,25 @@ on_tcp_recv(void *arg, struct tcp_pcb *pcb, struct pbuf *p, err_t err)
 		return aborted ? ERR_ABRT : ERR_OK;
 	}
 	dpsock_stat_add(&s->w->stats->tcp_rx_bytes, p->tot_len);
+	if (s->st != NULL) {
+		dpsock_sockstat_write_begin(s->st);
+		dpsock_stat_add(&s->st->rx_bytes, p->tot_len);
+		dpsock_stat_add(&s->st->rx_packets, pbuf_clen(p));
+		dpsock_sockstat_write_end(s->st);
+	}
 	rx = (struct dpsock_rx){ .p = p, .s = s, .len = p->tot_len };
+	s->rx_unacked += rx.len;
 	if (s->ops != NULL && s->ops->readable != NULL)
 		APP_CALL(s, s->ops->readable(s, &rx));
 	/* The app may have closed (pcb still valid: tcp_close keeps it in
-	 * these states) or aborted (pcb gone) the socket in the callback. */
+	 * these states; the close opened the window already) or aborted (pcb
+	 * gone) the socket in the callback. */
 	aborted = s->aborted;
 	if (!rx.held) {
-		if (!aborted)
+		if (!aborted && !s->closed_by_app)
 			window_open(pcb, rx.len);
+		if (!s->closed_by_app)
+			s->rx_unacked -= rx.len;
 		pbuf_free(p);
 	} /* else the held copy owns p; the window opens on release */
 	sock_reap(s);
@@ -375,6 +445,7 @@ on_tcp_sent(void *arg, struct tcp_pcb *pcb, u16_t len)
 		}
 		return ERR_OK;
 	}
+	dpsock_sockstat_tcp(s->st, pcb, &s->st_nrtx);
 	if (s->want_writable && s->ops != NULL && s->ops->writable != NULL) {
 		s->want_writable = false;
 		APP_CALL(s, s->ops->writable(s, tcp_sndbuf(pcb)));
@@ -396,6 +467,7 @@ tcp_setup_callbacks(struct dpsock_sock *s)
 	tcp_recv(pcb, on_tcp_recv);
 	tcp_sent(pcb, on_tcp_sent);
 	tcp_err(pcb, on_tcp_err);
+	tcp_poll(pcb, on_tcp_poll, 1);
 }
 
 static err_t
@@ -418,6 +490,8 @@ on_tcp_accept(void *arg, struct tcp_pcb *newpcb, err_t err)
 	s->pcb.tcp = newpcb;
 	tcp_setup_callbacks(s);
 	conn_count(s, true);
+	sock_stats_open(s);
+	DPSOCK_SOCKSTAT_ADD(ls->st, accepted, 1);
 	dpsock_stat_add(&w->stats->tcp_accepted, 1);
 	if (ls->ops != NULL && ls->ops->accepted != NULL) {
 		bool aborted;
@@ -452,6 +526,7 @@ on_tcp_connected(void *arg, struct tcp_pcb *pcb, err_t err)
 		return ERR_OK;
 	s->connecting = false;
 	dpsock_stat_add(&s->w->stats->tcp_connected, 1);
+	dpsock_sockstat_tcp(s->st, pcb, &s->st_nrtx);
 	if (!s->closed_by_app && s->ops != NULL && s->ops->connected != NULL)
 		APP_CALL(s, s->ops->connected(s, 0));
 	if (s->aborted) {
@@ -501,6 +576,7 @@ dpsock_tcp_listen(struct dpsock_worker *w, uint16_t port, int backlog,
 		return NULL;
 	}
 	s->pcb.tcp = lpcb;
+	sock_stats_open(s);
 	tcp_arg(lpcb, s);
 	tcp_accept(lpcb, on_tcp_accept);
 	tcp_ext_arg_set_callbacks(lpcb, w->extarg_id, &listen_extarg);
@@ -534,7 +610,8 @@ dpsock_tcp_connect(struct dpsock_worker *w, uint32_t addr, uint16_t port,
 		errno = ENOBUFS;
 		return NULL;
 	}
-	lport = d->steer->claim_port(w, ip4_addr_get_u32(netif_ip4_addr(nif)), addr,
+	/* acquire: pairs with the release when the backend falls back */
+	lport = __atomic_load_n(&d->steer, __ATOMIC_ACQUIRE)->claim_port(w, ip4_addr_get_u32(netif_ip4_addr(nif)), addr,
 				     rte_cpu_to_be_16(port));
 	if (lport == 0) {
 		dpsock_stat_add(&w->stats->port_claim_failed, 1);
@@ -543,7 +620,7 @@ dpsock_tcp_connect(struct dpsock_worker *w, uint32_t addr, uint16_t port,
 	}
 	pcb = tcp_new();
 	if (pcb == NULL) {
-		d->steer->release_port(w, lport);
+		__atomic_load_n(&d->steer, __ATOMIC_ACQUIRE)->release_port(w, lport);
 		errno = ENOMEM;
 		return NULL;
 	}
@@ -568,6 +645,8 @@ dpsock_tcp_connect(struct dpsock_worker *w, uint32_t addr, uint16_t port,
 	tcp_setup_callbacks(s);
 	conn_count(s, true);
 	e = tcp_connect(pcb, &dst, port, on_tcp_connected);
+	if (e == ERR_OK)
+		sock_stats_open(s);
 	if (e != ERR_OK) {
 		tcp_detach(pcb);
 		sock_free(s);
@@ -621,11 +700,19 @@ dpsock_send(struct dpsock_sock *s, const void *buf, size_t len, int flags)
 			return done ? (ssize_t)done : err_to_errno(e);
 		done += n;
 	}
-	if (done < len)
+	if (done < len) {
 		s->want_writable = true;
+		DPSOCK_SOCKSTAT_ADD(s->st, tx_eagain, 1);
+	}
 	if (done == 0)
 		return -EAGAIN;
 	dpsock_stat_add(&s->w->stats->tcp_tx_bytes, done);
+	if (s->st != NULL) {
+		dpsock_sockstat_write_begin(s->st);
+		dpsock_stat_add(&s->st->tx_bytes, done);
+		dpsock_stat_add(&s->st->tx_packets, (done + pcb->mss - 1) / RTE_MAX(pcb->mss, 1));
+		dpsock_sockstat_write_end(s->st);
+	}
 	if (!(flags & DPSOCK_SEND_MORE))
 		tcp_output(pcb);
 	return (ssize_t)done;
@@ -648,6 +735,7 @@ dpsock_send_mbuf(struct dpsock_sock *s, struct rte_mbuf *m)
 	if (tcp_sndbuf(pcb) < m->pkt_len ||
 	    pcb->snd_queuelen + m->nb_segs + 1 >= TCP_SND_QUEUELEN) {
 		s->want_writable = true;
+		DPSOCK_SOCKSTAT_ADD(s->st, tx_eagain, 1);
 		return -EAGAIN;
 	}
 	t = mem_malloc(sizeof(*t));
@@ -680,6 +768,13 @@ dpsock_send_mbuf(struct dpsock_sock *s, struct rte_mbuf *m)
 		s->txm_head = t;
 	s->txm_tail = t;
 	dpsock_stat_add(&s->w->stats->tcp_tx_bytes, m->pkt_len);
+	if (s->st != NULL) {
+		dpsock_sockstat_write_begin(s->st);
+		dpsock_stat_add(&s->st->tx_bytes, m->pkt_len);
+		dpsock_stat_add(&s->st->tx_packets,
+				(m->pkt_len + pcb->mss - 1) / RTE_MAX(pcb->mss, 1));
+		dpsock_sockstat_write_end(s->st);
+	}
 	tcp_output(pcb);
 	return 0;
 }
@@ -729,6 +824,10 @@ dpsock_close(struct dpsock_sock *s)
 			/* Stays, still attached, until its mbufs are acknowledged
 			 * (on_tcp_sent) or the connection fails (on_tcp_err);
 			 * on_tcp_recv discards what arrives meanwhile. */
+			if (s->rx_unacked != 0) {
+				window_open(pcb, s->rx_unacked);
+				s->rx_unacked = 0;
+			}
 			if (tcp_close(pcb) == ERR_OK)
 				return 0;
 			/* no memory for the FIN: reset instead */
@@ -739,7 +838,15 @@ dpsock_close(struct dpsock_sock *s)
 		} else {
 			/* Detach first: tcp_close frees listening and not yet
 			 * connected pcbs at once. The pcb finishes the close on
-			 * its own and discards what the peer still sends. */
+			 * its own and discards what the peer still sends.
+			 * Data handed to the app counts as read: open the window
+			 * for it, or lwIP resets the connection as closed with
+			 * unread data (a response queued in the readable callback
+			 * would be lost). */
+			if (s->type == SOCK_TCP && s->rx_unacked != 0) {
+				window_open(pcb, s->rx_unacked);
+				s->rx_unacked = 0;
+			}
 			tcp_detach(pcb);
 			if (s->type == SOCK_TCP)
 				tcp_recv(pcb, on_tcp_recv);
@@ -822,6 +929,12 @@ on_udp_recv(void *arg, struct udp_pcb *pcb, struct pbuf *p, const ip_addr_t *add
 
 	from.sin_addr.s_addr = ip4_addr_get_u32(addr);
 	dpsock_stat_add(&s->w->stats->udp_rx, 1);
+	if (s->st != NULL) {
+		dpsock_sockstat_write_begin(s->st);
+		dpsock_stat_add(&s->st->rx_bytes, p->tot_len);
+		dpsock_stat_add(&s->st->rx_packets, 1);
+		dpsock_sockstat_write_end(s->st);
+	}
 	if (s->ops != NULL && s->ops->datagram != NULL)
 		APP_CALL(s, s->ops->datagram(s, &from, &rx));
 	if (!rx.held)
@@ -856,6 +969,7 @@ dpsock_udp_bind(struct dpsock_worker *w, uint16_t port, const struct dpsock_sock
 	}
 	s->pcb.udp = pcb;
 	udp_recv(pcb, on_udp_recv, s);
+	sock_stats_open(s);
 	return s;
 }
 
@@ -879,9 +993,17 @@ dpsock_udp_sendto(struct dpsock_sock *s, const void *buf, size_t len, const stru
 	ip4_addr_set_u32(&dst, to->sin_addr.s_addr);
 	e = udp_sendto(s->pcb.udp, p, &dst, rte_be_to_cpu_16(to->sin_port));
 	pbuf_free(p);
-	if (e != ERR_OK)
+	if (e != ERR_OK) {
+		DPSOCK_SOCKSTAT_ADD(s->st, errors, 1);
 		return err_to_errno(e);
+	}
 	dpsock_stat_add(&s->w->stats->udp_tx, 1);
+	if (s->st != NULL) {
+		dpsock_sockstat_write_begin(s->st);
+		dpsock_stat_add(&s->st->tx_bytes, len);
+		dpsock_stat_add(&s->st->tx_packets, 1);
+		dpsock_sockstat_write_end(s->st);
+	}
 	return (ssize_t)len;
 }
 
@@ -937,8 +1059,10 @@ dpsock_rx_hold(struct dpsock_rx *rx)
 	h->held = true;
 	h->heap = true;
 	rx->held = true;
-	if (h->s != NULL)
+	if (h->s != NULL) {
 		h->s->holds++;
+		DPSOCK_SOCKSTAT_ADD(h->s->st, rx_held, h->len);
+	}
 	return h;
 }
 
@@ -951,10 +1075,14 @@ dpsock_rx_release(struct dpsock_rx *rx)
 		return;
 	s = rx->s;
 	if (s != NULL) {
-		/* Reopen the window only while the connection is the app's. */
-		if (!s->dead && s->type == SOCK_TCP && s->pcb.tcp != NULL && !s->closed_by_app)
+		/* Reopen the window only while the connection is the app's
+		 * (dpsock_close opened it for held data already). */
+		if (!s->dead && s->type == SOCK_TCP && s->pcb.tcp != NULL && !s->closed_by_app) {
 			window_open(s->pcb.tcp, rx->len);
+			s->rx_unacked -= rx->len;
+		}
 		s->holds--;
+		DPSOCK_SOCKSTAT_ADD(s->st, rx_held, -(uint64_t)rx->len);
 		sock_reap(s);
 	}
 	pbuf_free(rx->p);

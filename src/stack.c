@@ -394,7 +394,30 @@ teardown(struct dpsock_daemon *d)
 static void
 control_tasks(struct dpsock_daemon *d)
 {
+	dpsock_stats_control(d);
 	dpsock_stats_update_ports(d);
+}
+
+/* DPSOCK_STATS_FILE (the app's environment, read once): where closed
+ * sockets' summaries go; "%d" becomes the pid. */
+static void
+stats_file_setting(struct dpsock_daemon *d)
+{
+	const char *v = getenv("DPSOCK_STATS_FILE");
+	char *pct;
+
+	if (v == NULL || v[0] == '\0')
+		return;
+	snprintf(d->stats_file_path, sizeof(d->stats_file_path), "%s", v);
+	pct = strstr(d->stats_file_path, "%d");
+	if (pct != NULL) {
+		char rest[sizeof(d->stats_file_path)];
+
+		snprintf(rest, sizeof(rest), "%s", pct + 2);
+		snprintf(pct, sizeof(d->stats_file_path) - (pct - d->stats_file_path), "%d%s",
+			 (int)getpid(), rest);
+	}
+	DPSOCK_LOG(INFO, main, "  DPSOCK_STATS_FILE = %s (environment)", d->stats_file_path);
 }
 
 void
@@ -483,6 +506,7 @@ dpsock_init(int argc, char **argv)
 			DPSOCK_LOG(WARNING, main, "log.modules.%s: no such module "
 				   "(main, pmd, worker, lwip, stats, tcp)", d->conf.log_modules[i].module);
 	log_banner(d, cmd);
+	stats_file_setting(d);
 	d->tsc_hz = rte_get_tsc_hz();
 	d->stats_fd = -1;
 	if (setup_workers(d) != 0) {
@@ -542,6 +566,9 @@ dpsock_run(const struct dpsock_app *app, void *arg)
 	}
 	for (i = 0; i < d->n_workers; i++)
 		d->workers[i].stats = &d->stats->workers[i];
+	ret = dpsock_stats_telemetry_register(d);
+	if (ret != 0)
+		DPSOCK_LOG(WARNING, stats, "telemetry commands /dpsock/*: %s", strerror(-ret));
 
 	for (i = 0; i < d->n_workers; i++) {
 		struct dpsock_worker *w = &d->workers[i];

@@ -1,29 +1,77 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * The stats segment: counters dpsockd publishes in shared memory
- * (/dev/shm/dpsock.<name>.stats) for dpsock-stat and tests.
+ * The stats segment: counters an instance of the stack (dpsockd, or a native
+ * app) publishes in shared memory (/dev/shm/dpsock.<name>.stats) for
+ * dpsock-stat, DPDK telemetry (/dpsock/...) and tests.
  *
  * Every counter is named once, in the X-macro lists below; the struct
- * layouts, the printer and the JSON writer are generated from them.
- * Each block of counters has exactly one writer (the port's main lcore, or
- * the owning worker), which stores with relaxed atomics; readers load with
- * relaxed atomics and never take a lock, so a reader cannot stall the data
- * path. This header is plain C (no DPDK) so the reader tool stays small.
+ * layouts, the descriptor tables (stats_fmt.c), dpsock-stat's views and
+ * JSON, the telemetry commands and the zeroing code are generated from them.
+ * COUNTERS only grow (dpsock-stat -d 2 shows them per second, -z zeroes
+ * them); GAUGES are levels (shown as they are, never zeroed).
+ *
+ * Single writer, lock-free readers. Each block has exactly one writer (a
+ * port's block: the main lcore; a worker's block and its socket entries:
+ * that worker), which stores with relaxed atomics; readers load with relaxed
+ * atomics and never take a lock, so a reader cannot stall the data path. A
+ * socket entry is made of many words that must be read together: its writer
+ * brackets every change with dpsock_sockstat_write_begin/_end (a seqlock:
+ * gen is odd while it writes) and readers copy it with dpsock_sockstat_read,
+ * retrying while gen is odd or moved, so they never see a torn entry and
+ * never make the writer wait.
+ *
+ * Layout (version 2):
+ *
+ *   struct dpsock_stats_segment     header, control area, ports, workers,
+ *                                   client table (reserved, see below)
+ *   socket table at sock_off        n_workers * sock_slots entries;
+ *                                   worker k owns [k * sock_slots, (k+1) * sock_slots)
+ *
+ * size is the whole segment; readers map the header, check magic, version
+ * and hdr_size, then map size bytes.
+ *
+ * Socket slots: each worker hands out its own slots from a private free
+ * list (a stack of indices) when a socket is created, and takes them back
+ * when it is freed; in_use says whether an entry is listed. With every slot
+ * taken, a new socket is not listed (worker counter sock_unlisted).
+ *
+ * Clients (the LD_PRELOAD library, a later issue) get one entry each in
+ * clients[]: pid, threads, rings, wake-ups. The table is reserved in this
+ * version and stays empty (n_clients = 0): nothing fills it yet.
+ *
+ * Control requests (struct dpsock_stats_ctl), written by dpsock-stat, read
+ * by the instance every 100 ms:
+ *   - zero: the tool increments zero_req; each worker, at its 100 ms tick,
+ *     zeroes its own counters (the writer, so nothing races) and its
+ *     sockets' counters, then stores zero_req in its zero_ack; the main
+ *     lcore keeps a baseline of the ports' hardware counters and acks in
+ *     ctl.zero_ack_ports. The tool waits for every ack.
+ *   - log level: the tool waits until log_req == log_ack (nothing pending),
+ *     writes log_spec ("pmd=debug,all=info"), then stores log_req + 1
+ *     (release). The main lcore applies it (rte_log_set_level), writes
+ *     log_status / log_msg and stores log_ack = log_req (release). One
+ *     request at a time: two tools racing may overwrite each other's spec.
+ *
+ * This header is plain C (no DPDK) so the reader tool stays small.
  */
 #ifndef DPSOCK_STATS_PRIV_H
 #define DPSOCK_STATS_PRIV_H
 
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #define DPSOCK_STATS_MAGIC 0x64707374617473ULL /* "dpstats" */
-#define DPSOCK_STATS_VERSION 1
+#define DPSOCK_STATS_VERSION 2
 #define DPSOCK_STATS_MAX_PORTS 4
 #define DPSOCK_STATS_MAX_WORKERS 64
+#define DPSOCK_STATS_MAX_CLIENTS 64
+#define DPSOCK_STATS_MAX_MC 16          /* IGMP groups listed per worker */
+#define DPSOCK_STATS_SOCK_SLOTS 4096    /* default socket entries per worker */
 
-/* Per port, written by the main lcore from rte_eth_stats (refreshed ~10/s). */
+/* Per port, written by the main lcore from rte_eth_stats (refreshed ~10/s;
+ * -z keeps a baseline: the NIC's own counters are not reset). */
 #define DPSOCK_PORT_COUNTERS(X)                                                \
-	X(link_up, "1 while the port's link is up")                            \
-	X(link_speed_mbps, "link speed in Mbit/s (0 unknown)")                 \
 	X(rx_packets, "packets received by the port")                          \
 	X(rx_bytes, "bytes received by the port")                              \
 	X(tx_packets, "packets sent by the port")                              \
@@ -31,7 +79,11 @@
 	X(rx_missed, "packets dropped by the NIC: no room in an RX queue")     \
 	X(rx_errors, "erroneous packets received")                             \
 	X(tx_errors, "packets the port failed to send")                        \
-	X(rx_nombuf, "RX mbuf allocation failures")                            \
+	X(rx_nombuf, "RX mbuf allocation failures")
+
+#define DPSOCK_PORT_GAUGES(X)                                                  \
+	X(link_up, "1 while the port's link is up")                            \
+	X(link_speed_mbps, "link speed in Mbit/s (0 unknown)")                 \
 	X(mbufs_free, "mbufs available in the port's pool")                    \
 	X(mbufs_total, "size of the port's pool")
 
@@ -42,7 +94,16 @@
 	X(sleeps, "times the worker slept for lack of work")                   \
 	X(sleep_us, "microseconds spent asleep")                               \
 	X(wakeups, "wake-ups received on the worker's eventfd")                \
+	X(wakeups_sent, "eventfd writes this worker made to wake a sleeping one") \
+	X(busy_us, "microseconds spent in iterations that found work")        \
 	X(rx_bursts, "non-empty RX bursts")                                    \
+	X(rx_burst_1, "RX bursts of 1 packet")                                 \
+	X(rx_burst_2_3, "RX bursts of 2-3 packets")                            \
+	X(rx_burst_4_7, "RX bursts of 4-7 packets")                            \
+	X(rx_burst_8_15, "RX bursts of 8-15 packets")                          \
+	X(rx_burst_16_31, "RX bursts of 16-31 packets")                        \
+	X(rx_burst_32_63, "RX bursts of 32-63 packets")                        \
+	X(rx_burst_64_up, "RX bursts of 64 packets or more")                   \
 	X(rx_packets, "packets taken from the worker's RX queues")             \
 	X(rx_bytes, "bytes taken from the worker's RX queues")                 \
 	X(tx_packets, "packets the worker's TX queues took")              \
@@ -75,8 +136,6 @@
 	X(lwip_tcp_drop, "dropped by lwIP's TCP (incl. bad checksum)")        \
 	X(lwip_tcp_chkerr, "TCP segments with a bad checksum")                \
 	X(lwip_etharp_drop, "dropped by lwIP's ARP")                          \
-	X(lwip_mem_bytes, "bytes lwIP holds in the worker's allocator")       \
-	X(lwip_mem_objs, "objects lwIP holds in the worker's allocator")      \
 	X(timer_runs, "lwIP timer checks that ran timers")                     \
 	X(steer_out, "frames handed to the worker that owns their flow")      \
 	X(steer_in, "frames received from other workers (not ARP)")            \
@@ -86,41 +145,201 @@
 	X(tcp_refused, "SYNs refused with RST (connection or memory limit)")   \
 	X(tcp_reset, "connections ended by RST or timeout")                    \
 	X(tcp_closed, "connections closed by the application")                 \
-	X(tcp_conns, "TCP connections open now")                               \
 	X(tcp_rx_bytes, "TCP payload bytes received")                          \
 	X(tcp_tx_bytes, "TCP payload bytes accepted for sending")              \
 	X(udp_rx, "UDP datagrams delivered")                                   \
 	X(udp_tx, "UDP datagrams sent")                                        \
 	X(port_claim_failed, "active opens with no local port left")           \
 	X(lwip_tcp_memerr, "lwIP TCP allocation failures")                     \
-	X(lwip_ipfrag_drop, "IP fragments dropped (reassembly limits, timeouts)")
+	X(lwip_ipfrag_drop, "IP fragments dropped (reassembly limits, timeouts)") \
+	X(sock_listed, "sockets given an entry in the socket table")           \
+	X(sock_unlisted, "sockets not listed: the worker's socket slots were all taken")
+
+/* Per worker, levels rather than counts. */
+#define DPSOCK_WORKER_GAUGES(X)                                                \
+	X(busy_permille, "share of the last second spent on work (per mille)") \
+	X(tcp_conns, "TCP connections open now")                               \
+	X(sockets, "sockets listed in the socket table now")                   \
+	X(mbufs_held, "received mbufs lwIP holds now (zero-copy pbufs)")       \
+	X(steer_ring_depth, "mbufs waiting in this worker's steering ring")    \
+	X(timers_pending, "ms until lwIP's next timer is due")             \
+	X(lwip_mem_bytes, "bytes lwIP holds in the worker's allocator")       \
+	X(lwip_mem_objs, "objects lwIP holds in the worker's allocator")
+
+/*
+ * Per socket, written by the owning worker at events (receive, send,
+ * acknowledgement) and every 100 ms (state, queues, cwnd, RTT).
+ */
+#define DPSOCK_SOCK_COUNTERS(X)                                                \
+	X(rx_bytes, "payload bytes received")                                  \
+	X(rx_packets, "TCP segments (pbufs) or UDP datagrams received")        \
+	X(tx_bytes, "payload bytes the socket took for sending")               \
+	X(tx_packets, "UDP datagrams sent; TCP: MSS-sized segments queued (ceil(bytes/MSS) per send)") \
+	X(tx_eagain, "sends refused or cut short for lack of send space")      \
+	X(rx_drops, "received data discarded (the app had closed the socket)") \
+	X(errors, "send errors other than EAGAIN, failed opens, resets")       \
+	X(accepted, "connections accepted (listening socket)")                 \
+	X(retrans, "retransmissions (lwIP nrtx increases, sampled every 50 ms tick)") \
+	X(poll_hits, "reserved (preload): poll/epoll calls that found it ready") \
+	X(poll_misses, "reserved (preload): poll/epoll calls that did not")
+
+#define DPSOCK_SOCK_GAUGES(X)                                                  \
+	X(rx_held, "received bytes the app holds (dpsock_rx_hold)")            \
+	X(rx_refused, "received bytes lwIP keeps because the app refused them") \
+	X(tx_queue, "bytes in the send buffer: TCP_SND_BUF - tcp_sndbuf")     \
+	X(nrtx, "retransmissions of the oldest unacknowledged segment")        \
+	X(cwnd, "congestion window (bytes)")                                   \
+	X(snd_wnd, "send window the peer offers (bytes)")                      \
+	X(rtt_us, "smoothed RTT (lwIP's sa / 8, in 50 ms ticks, as us)")       \
+	X(rttvar_us, "RTT variation (lwIP's sv / 4, as us)")                   \
+	X(rto_ms, "retransmission timeout (ms)")                               \
+	X(mss, "maximum segment size (bytes)")
 
 #define DPSOCK_STATS_FIELD(name, help) uint64_t name;
 
 struct dpsock_port_stats {
 	DPSOCK_PORT_COUNTERS(DPSOCK_STATS_FIELD)
+	DPSOCK_PORT_GAUGES(DPSOCK_STATS_FIELD)
 } __attribute__((aligned(64)));
+
+/* IGMP memberships of a worker's lwIP instance, refreshed every 100 ms
+ * under the gen seqlock (see dpsock_sockstat_read: same protocol). */
+struct dpsock_mc_stats {
+	uint32_t gen;
+	uint32_t n_groups;
+	struct {
+		uint32_t addr;     /* network order */
+		uint16_t port_idx;
+		uint16_t use;      /* lwIP's use count (0: allsystems, joined by the netif) */
+	} groups[DPSOCK_STATS_MAX_MC];
+};
 
 struct dpsock_worker_stats {
 	DPSOCK_WORKER_COUNTERS(DPSOCK_STATS_FIELD)
+	DPSOCK_WORKER_GAUGES(DPSOCK_STATS_FIELD)
 	uint32_t lcore_id;
-	uint32_t busy_permille; /* share of the last second spent on work */
+	uint32_t pad;
+	uint64_t zero_ack;      /* last ctl.zero_req this worker applied */
+	struct dpsock_mc_stats mc;
+} __attribute__((aligned(64)));
+
+/* Reserved for preload clients (one per attached process); empty today. */
+struct dpsock_client_stats {
+	int32_t pid;
+	uint32_t threads;
+	uint32_t rings;
+	uint32_t pad;
+	uint64_t wakeups;
+	uint64_t sockets;
+	char name[32];
+	uint64_t reserved[8];
+} __attribute__((aligned(64)));
+
+/* Requests from dpsock-stat; see the file comment. */
+struct dpsock_stats_ctl {
+	uint64_t zero_req;        /* tool: +1 per -z */
+	uint64_t zero_ack_ports;  /* main lcore: last zero_req applied to the ports */
+	uint64_t log_req;         /* tool: sequence number of the request in log_spec */
+	uint64_t log_ack;         /* main lcore: last log_req applied */
+	int32_t log_status;       /* 0, or -errno (-ENOENT: unknown module, -EINVAL: bad level) */
+	uint32_t pad;
+	char log_spec[128];       /* "module=level[,module=level...]"; module "all" = every one */
+	char log_msg[256];        /* what was done, or what was wrong */
+} __attribute__((aligned(64)));
+
+/* TCP states as lwIP numbers them (enum tcp_state), plus UDP's. */
+#define DPSOCK_SOCK_STATES(X)                                                  \
+	X(CLOSED) X(LISTEN) X(SYN_SENT) X(SYN_RCVD) X(ESTABLISHED)             \
+	X(FIN_WAIT_1) X(FIN_WAIT_2) X(CLOSE_WAIT) X(CLOSING) X(LAST_ACK)       \
+	X(TIME_WAIT)
+#define DPSOCK_SOCK_STATE_UDP 0xff /* shown as UNCONN, as ss does */
+
+struct dpsock_sock_stats {
+	uint32_t gen;           /* seqlock: odd while the owner writes */
+	uint8_t in_use;         /* 1: a live socket; 0: a free slot */
+	uint8_t proto;          /* IPPROTO_TCP, IPPROTO_UDP */
+	uint8_t state;          /* DPSOCK_SOCK_STATES index, or DPSOCK_SOCK_STATE_UDP */
+	uint8_t offloaded;      /* 1 (native sockets always are) */
+	int32_t owner_pid;      /* process using the socket (native: the instance's pid) */
+	int32_t fd;             /* its fd in that process; -1: native socket */
+	int32_t client;         /* clients[] index; -1: native (owner = the instance's app) */
+	uint16_t worker;
+	uint16_t pad;
+	uint32_t laddr, raddr;  /* network order */
+	uint16_t lport, rport;  /* host order */
+	uint64_t serial;        /* per worker, tells a reused slot apart */
+	DPSOCK_SOCK_COUNTERS(DPSOCK_STATS_FIELD)
+	DPSOCK_SOCK_GAUGES(DPSOCK_STATS_FIELD)
 } __attribute__((aligned(64)));
 
 struct dpsock_stats_segment {
 	uint64_t magic;
 	uint32_t version;
-	uint32_t size;          /* bytes of this struct, for the reader's check */
-	int32_t pid;            /* dpsockd's pid */
+	uint32_t size;          /* bytes of the whole segment (header + socket table) */
+	int32_t pid;            /* the instance's pid */
 	uint32_t n_ports;
 	uint32_t n_workers;
-	uint32_t running;       /* 1 while the daemon runs; 0 once it stopped */
+	uint32_t running;       /* 1 while the instance runs; 0 once it stopped */
 	uint64_t start_time_ns; /* CLOCK_REALTIME at start */
-	char name[32];
+	char name[32];          /* instance name (config "name") */
 	char port_names[DPSOCK_STATS_MAX_PORTS][64];
+	/* version 2 */
+	uint32_t hdr_size;      /* sizeof(struct dpsock_stats_segment) */
+	uint32_t sock_slots;    /* socket entries per worker (0: no socket table) */
+	uint64_t sock_off;      /* offset of the socket table */
+	char app[32];           /* "dpsockd", or the native app's name */
+	uint32_t n_clients;     /* reserved: always 0 until the preload library */
+	uint32_t pad;
+	struct dpsock_stats_ctl ctl;
 	struct dpsock_port_stats ports[DPSOCK_STATS_MAX_PORTS];
 	struct dpsock_worker_stats workers[DPSOCK_STATS_MAX_WORKERS];
+	struct dpsock_client_stats clients[DPSOCK_STATS_MAX_CLIENTS];
 };
+
+static inline struct dpsock_sock_stats *
+dpsock_stats_socks(const struct dpsock_stats_segment *s, unsigned int worker)
+{
+	return (struct dpsock_sock_stats *)((char *)s + s->sock_off) +
+	       (size_t)worker * s->sock_slots;
+}
+
+/* Name, help and place of every counter: generated tables (stats_fmt.c). */
+struct dpsock_stat_desc {
+	const char *name;
+	const char *help;
+	uint32_t off;   /* offsetof in its block */
+	bool gauge;
+};
+extern const struct dpsock_stat_desc dpsock_port_stat_desc[];
+extern const unsigned int dpsock_port_stat_count;
+extern const struct dpsock_stat_desc dpsock_worker_stat_desc[];
+extern const unsigned int dpsock_worker_stat_count;
+extern const struct dpsock_stat_desc dpsock_sock_stat_desc[];
+extern const unsigned int dpsock_sock_stat_count;
+
+static inline uint64_t
+dpsock_stat_at(const void *blk, const struct dpsock_stat_desc *d)
+{
+	return __atomic_load_n((const uint64_t *)((const char *)blk + d->off), __ATOMIC_RELAXED);
+}
+
+/* "ESTABLISHED", "UNCONN"... ("?" for a number lwIP does not have). */
+const char *dpsock_sock_state_name(uint8_t state);
+
+/* Zero the counters (not the gauges) of a block, by its writer. */
+void dpsock_stats_zero_block(void *blk, const struct dpsock_stat_desc *desc, unsigned int n);
+
+/* Human units: "1.5 KiB", "12 B"; "3.2 ms", "870 us". Return buf. */
+char *dpsock_fmt_bytes(char *buf, size_t len, double bytes);
+char *dpsock_fmt_usec(char *buf, size_t len, double us);
+
+/*
+ * The socket view's line for one entry (the wording DPSOCK_STATS_FILE uses
+ * too), and its header. owner: what the Owner column shows ("dpsockd[123]").
+ */
+void dpsock_sock_format_header(char *buf, size_t len);
+void dpsock_sock_format(const struct dpsock_sock_stats *e, const char *owner, char *buf,
+			size_t len);
 
 /* Single-writer update; readers use dpsock_stat_read. */
 static inline void
@@ -139,6 +358,50 @@ static inline uint64_t
 dpsock_stat_read(const uint64_t *c)
 {
 	return __atomic_load_n(c, __ATOMIC_RELAXED);
+}
+
+/*
+ * Socket entries: seqlock. The owner brackets changes with _begin/_end;
+ * dpsock_sockstat_read copies a consistent entry or returns false (the
+ * writer kept changing it: try again later). Pairs: the writer's release
+ * fence after the odd store orders it before the data stores; the reader's
+ * acquire fence orders its data loads before the second gen load.
+ */
+static inline void
+dpsock_sockstat_write_begin(struct dpsock_sock_stats *e)
+{
+	__atomic_store_n(&e->gen, e->gen + 1, __ATOMIC_RELAXED);
+	__atomic_thread_fence(__ATOMIC_RELEASE);
+}
+
+static inline void
+dpsock_sockstat_write_end(struct dpsock_sock_stats *e)
+{
+	/* release: the data stores above are visible before gen is even */
+	__atomic_store_n(&e->gen, e->gen + 1, __ATOMIC_RELEASE);
+}
+
+static inline bool
+dpsock_sockstat_read(const struct dpsock_sock_stats *e, struct dpsock_sock_stats *out)
+{
+	const uint64_t *src = (const uint64_t *)e;
+	uint64_t *dst = (uint64_t *)out;
+	unsigned int tries, i;
+
+	for (tries = 0; tries < 1000; tries++) {
+		/* acquire: pairs with the writer's release store in _write_end */
+		uint32_t g1 = __atomic_load_n(&e->gen, __ATOMIC_ACQUIRE), g2;
+
+		if (g1 & 1)
+			continue;
+		for (i = 0; i < sizeof(*e) / sizeof(uint64_t); i++)
+			dst[i] = __atomic_load_n(&src[i], __ATOMIC_RELAXED);
+		__atomic_thread_fence(__ATOMIC_ACQUIRE);
+		g2 = __atomic_load_n(&e->gen, __ATOMIC_RELAXED);
+		if (g1 == g2)
+			return true;
+	}
+	return false;
 }
 
 /* shm_open name of an instance's segment: "/dpsock.<name>.stats". */

@@ -93,16 +93,28 @@ sw_claim(struct dpsock_worker *w, uint32_t laddr, uint32_t raddr, uint16_t rport
 	return port_search(w, NULL, NULL);
 }
 
+/* Every backend releases the same way: the port's rule, if it got one
+ * (the rte_flow backend may have fallen back to software since). */
 static void
-sw_release(struct dpsock_worker *w, uint16_t lport)
+port_release(struct dpsock_worker *w, uint16_t lport)
 {
-	port_give(w->d, lport);
+	struct dpsock_daemon *d = w->d;
+
+	if (d->flows[lport] != NULL) {
+		struct rte_flow_error ferr;
+
+		rte_spinlock_lock(&d->flow_lock);
+		rte_flow_destroy(d->ports[0].port_id, d->flows[lport], &ferr);
+		rte_spinlock_unlock(&d->flow_lock);
+		d->flows[lport] = NULL;
+	}
+	port_give(d, lport);
 }
 
 static const struct dpsock_steer_ops steer_software = {
 	.name = "software",
 	.claim_port = sw_claim,
-	.release_port = sw_release,
+	.release_port = port_release,
 };
 
 /* ---- toeplitz ------------------------------------------------------------ */
@@ -152,10 +164,13 @@ thash_claim(struct dpsock_worker *w, uint32_t laddr, uint32_t raddr, uint16_t rp
 static const struct dpsock_steer_ops steer_toeplitz = {
 	.name = "toeplitz",
 	.claim_port = thash_claim,
-	.release_port = sw_release,
+	.release_port = port_release,
 };
 
 /* ---- rte_flow ------------------------------------------------------------ */
+
+/* consecutive rule failures before the backend falls back to software */
+#define FLOW_FAILURES_MAX 8
 
 static uint16_t
 flow_claim(struct dpsock_worker *w, uint32_t laddr, uint32_t raddr, uint16_t rport)
@@ -191,34 +206,31 @@ flow_claim(struct dpsock_worker *w, uint32_t laddr, uint32_t raddr, uint16_t rpo
 	rte_spinlock_lock(&d->flow_lock);
 	f = rte_flow_create(d->ports[0].port_id, &attr, pattern, actions, &ferr);
 	rte_spinlock_unlock(&d->flow_lock);
-	if (f == NULL)
-		/* The port table still redirects this flow in software. */
-		DPSOCK_LOG(WARNING, pmd, "rte_flow rule for local port %u failed: %s; "
-			   "steering it in software", p, ferr.message ? ferr.message : "?");
 	d->flows[p] = f;
-	return p;
-}
-
-static void
-flow_release(struct dpsock_worker *w, uint16_t lport)
-{
-	struct dpsock_daemon *d = w->d;
-
-	if (d->flows[lport] != NULL) {
-		struct rte_flow_error ferr;
-
-		rte_spinlock_lock(&d->flow_lock);
-		rte_flow_destroy(d->ports[0].port_id, d->flows[lport], &ferr);
-		rte_spinlock_unlock(&d->flow_lock);
-		d->flows[lport] = NULL;
+	if (f != NULL) {
+		__atomic_store_n(&d->flow_failures, 0, __ATOMIC_RELAXED);
+		return p;
 	}
-	port_give(d, lport);
+	/* The port table still redirects this flow in software. A port that
+	 * validates rules but cannot install them (net_tap without the
+	 * kernel's flower classifier) makes every connection fail the same
+	 * way: say it once, and after a run of failures stop trying. */
+	if (__atomic_fetch_add(&d->flow_failures, 1, __ATOMIC_RELAXED) + 1 == FLOW_FAILURES_MAX) {
+		DPSOCK_LOG(WARNING, main, "rte_flow rules cannot be installed on %s (%s); "
+			   "active-open steering: software from now on", d->ports[0].name,
+			   ferr.message ? ferr.message : "?");
+		__atomic_store_n(&d->steer, &steer_software, __ATOMIC_RELEASE);
+	} else {
+		DPSOCK_LOG_DP(DEBUG, pmd, "rte_flow rule for local port %u failed: %s", p,
+			      ferr.message ? ferr.message : "?");
+	}
+	return p;
 }
 
 static const struct dpsock_steer_ops steer_rte_flow = {
 	.name = "rte_flow",
 	.claim_port = flow_claim,
-	.release_port = flow_release,
+	.release_port = port_release,
 };
 
 /* ---- choice --------------------------------------------------------------- */

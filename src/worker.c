@@ -38,6 +38,7 @@
 #include "lwip_compat_priv.h"
 
 #include "lwip/etharp.h"
+#include "lwip/igmp.h"
 #include "lwip/init.h"
 #include "lwip/ip4_frag.h"
 #include "lwip/priv/tcp_priv.h"
@@ -244,26 +245,108 @@ rx_frame(struct dpsock_worker *w, struct dpsock_worker_port *wp, struct rte_mbuf
 	dpsock_netif_input(wp, m);
 }
 
+/* lwIP's own counters copied into the stats block: X(stats field, lwIP's). */
+#define LWIP_MIRRORS(X)                                                         \
+	X(lwip_ip_drop, lwip_stats.ip.drop)                                     \
+	X(lwip_icmp_drop, lwip_stats.icmp.drop)                                 \
+	X(lwip_icmp_chkerr, lwip_stats.icmp.chkerr)                             \
+	X(lwip_icmp_xmit, lwip_stats.icmp.xmit)                                 \
+	X(lwip_udp_drop, lwip_stats.udp.drop)                                   \
+	X(lwip_udp_chkerr, lwip_stats.udp.chkerr)                               \
+	X(lwip_tcp_drop, lwip_stats.tcp.drop)                                   \
+	X(lwip_tcp_chkerr, lwip_stats.tcp.chkerr)                               \
+	X(lwip_etharp_drop, lwip_stats.etharp.drop)                             \
+	X(lwip_tcp_memerr, lwip_stats.tcp.memerr)                               \
+	X(lwip_ipfrag_drop, lwip_stats.ip_frag.drop)
+
+#define MIRROR_ENUM(f, v) MIRROR_##f,
+enum { LWIP_MIRRORS(MIRROR_ENUM) MIRROR_COUNT };
+_Static_assert(MIRROR_COUNT <= RTE_DIM(((struct dpsock_worker *)0)->lwip_base),
+	       "lwip_base too small for the mirrored counters");
+
+/* lwIP's counters, less what they were at the last -z (lwIP's own are
+ * never reset: other code reads them). */
 static void
 mirror_lwip_stats(struct dpsock_worker *w)
 {
 	struct dpsock_worker_stats *st = w->stats;
 	struct dpsock_lwip_mem_stats mem;
 
-	dpsock_stat_set(&st->lwip_ip_drop, lwip_stats.ip.drop);
-	dpsock_stat_set(&st->lwip_icmp_drop, lwip_stats.icmp.drop);
-	dpsock_stat_set(&st->lwip_icmp_chkerr, lwip_stats.icmp.chkerr);
-	dpsock_stat_set(&st->lwip_icmp_xmit, lwip_stats.icmp.xmit);
-	dpsock_stat_set(&st->lwip_udp_drop, lwip_stats.udp.drop);
-	dpsock_stat_set(&st->lwip_udp_chkerr, lwip_stats.udp.chkerr);
-	dpsock_stat_set(&st->lwip_tcp_drop, lwip_stats.tcp.drop);
-	dpsock_stat_set(&st->lwip_tcp_chkerr, lwip_stats.tcp.chkerr);
-	dpsock_stat_set(&st->lwip_etharp_drop, lwip_stats.etharp.drop);
-	dpsock_stat_set(&st->lwip_tcp_memerr, lwip_stats.tcp.memerr);
-	dpsock_stat_set(&st->lwip_ipfrag_drop, lwip_stats.ip_frag.drop);
+#define MIRROR_SET(f, v) dpsock_stat_set(&st->f, (STAT_COUNTER)((v) - w->lwip_base[MIRROR_##f]));
+	LWIP_MIRRORS(MIRROR_SET)
+#undef MIRROR_SET
 	dpsock_lwip_mem_stats(&mem);
 	dpsock_stat_set(&st->lwip_mem_bytes, mem.bytes_in_use);
 	dpsock_stat_set(&st->lwip_mem_objs, mem.objs_in_use);
+}
+
+/* dpsock-stat -z: this worker is its counters' only writer, so it zeroes
+ * them itself, then acknowledges (see stats_priv.h). */
+static void
+zero_counters(struct dpsock_worker *w, uint64_t req)
+{
+#define MIRROR_BASE(f, v) w->lwip_base[MIRROR_##f] = (v);
+	LWIP_MIRRORS(MIRROR_BASE)
+#undef MIRROR_BASE
+	dpsock_stats_zero_block(w->stats, dpsock_worker_stat_desc, dpsock_worker_stat_count);
+	w->busy_tsc = w->busy_mark_busy = 0;
+	dpsock_sockstat_zero(w);
+	w->zero_seen = req;
+	/* release: the zeroed counters are visible before the ack */
+	__atomic_store_n(&w->stats->zero_ack, req, __ATOMIC_RELEASE);
+}
+
+/* IGMP memberships of the worker's netifs (allsystems included). */
+static void
+mirror_mc_groups(struct dpsock_worker *w)
+{
+	struct dpsock_mc_stats *mc = &w->stats->mc;
+	uint32_t n = 0, gen = mc->gen;
+	unsigned int i;
+
+	/* same seqlock protocol as socket entries (stats_priv.h) */
+	__atomic_store_n(&mc->gen, gen + 1, __ATOMIC_RELAXED);
+	__atomic_thread_fence(__ATOMIC_RELEASE);
+	for (i = 0; i < w->n_ports; i++) {
+		const struct igmp_group *g;
+
+		for (g = netif_igmp_data(&w->ports[i].netif); g != NULL && n < DPSOCK_STATS_MAX_MC;
+		     g = g->next, n++) {
+			mc->groups[n].addr = ip4_addr_get_u32(&g->group_address);
+			mc->groups[n].port_idx = i;
+			mc->groups[n].use = g->use;
+		}
+	}
+	mc->n_groups = n;
+	__atomic_store_n(&mc->gen, gen + 2, __ATOMIC_RELEASE);
+}
+
+/* Every 100 ms: lwIP's counters, levels, busy share, requests, sockets. */
+static void
+stats_tick(struct dpsock_worker *w, uint64_t now)
+{
+	struct dpsock_daemon *d = w->d;
+	struct dpsock_worker_stats *st = w->stats;
+	uint64_t req;
+	uint32_t timer_ms;
+
+	/* acquire: pairs with the tool's release increment of zero_req */
+	req = __atomic_load_n(&d->stats->ctl.zero_req, __ATOMIC_ACQUIRE);
+	if (unlikely(req != w->zero_seen))
+		zero_counters(w, req);
+	mirror_lwip_stats(w);
+	dpsock_stat_set(&st->busy_us, w->busy_tsc * 1000000 / d->tsc_hz);
+	if (now - w->busy_mark_tsc >= d->tsc_hz) {
+		dpsock_stat_set(&st->busy_permille, (w->busy_tsc - w->busy_mark_busy) * 1000 /
+						    (now - w->busy_mark_tsc));
+		w->busy_mark_tsc = now;
+		w->busy_mark_busy = w->busy_tsc;
+	}
+	dpsock_stat_set(&st->steer_ring_depth, rte_ring_count(w->steer));
+	timer_ms = sys_timeouts_sleeptime();
+	dpsock_stat_set(&st->timers_pending, timer_ms);
+	mirror_mc_groups(w);
+	dpsock_sock_stats_refresh(w);
 }
 
 void
@@ -282,7 +365,7 @@ dpsock_worker_poll(struct dpsock_worker *w)
 	struct dpsock_worker_stats *st = w->stats;
 	struct rte_mbuf *pkts[DPSOCK_RX_BURST_MAX];
 	unsigned int i, k, n, work = 0;
-	uint64_t now;
+	uint64_t start = rte_rdtsc(), now;
 
 	for (i = 0; i < w->n_ports; i++) {
 		struct dpsock_worker_port *wp = &w->ports[i];
@@ -294,6 +377,8 @@ dpsock_worker_poll(struct dpsock_worker *w)
 		for (k = 0; k < n; k++)
 			bytes += pkts[k]->pkt_len;
 		dpsock_stat_add(&st->rx_bursts, 1);
+		/* histogram: rx_burst_1, _2_3, _4_7 ... _64_up, consecutive */
+		dpsock_stat_add(&st->rx_burst_1 + RTE_MIN(31u - (unsigned int)__builtin_clz(n), 6u), 1);
 		dpsock_stat_add(&st->rx_packets, n);
 		dpsock_stat_add(&st->rx_bytes, bytes);
 		for (k = 0; k < n; k++)
@@ -316,14 +401,16 @@ dpsock_worker_poll(struct dpsock_worker *w)
 	}
 	now = rte_rdtsc();
 	if (now >= w->next_mirror_tsc) {
-		mirror_lwip_stats(w);
+		stats_tick(w, now);
 		w->next_mirror_tsc = now + d->tsc_hz / (1000000 / MIRROR_INTERVAL_US);
 	}
 	dpsock_worker_flush(w);
 
 	dpsock_stat_add(&st->loops, 1);
-	if (work)
+	if (work) {
 		dpsock_stat_add(&st->busy_loops, 1);
+		w->busy_tsc += rte_rdtsc() - start;
+	}
 	return work;
 }
 
@@ -391,9 +478,16 @@ dpsock_worker_wake(struct dpsock_worker *w)
 
 	/* seq_cst: pairs with the fence in dpsock_worker_idle (see there). */
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
-	if (__atomic_load_n(&w->sleeping, __ATOMIC_RELAXED) &&
-	    write(w->efd, &one, sizeof(one)) < 0 && errno != EAGAIN)
-		DPSOCK_LOG(ERR, worker, "worker %u: eventfd write: %s", w->idx, strerror(errno));
+	if (!__atomic_load_n(&w->sleeping, __ATOMIC_RELAXED))
+		return;
+	if (write(w->efd, &one, sizeof(one)) < 0) {
+		if (errno != EAGAIN)
+			DPSOCK_LOG(ERR, worker, "worker %u: eventfd write: %s", w->idx,
+				   strerror(errno));
+	} else if (dpsock_self != NULL) {
+		/* counted by the waker, the only writer of its own block */
+		dpsock_stat_add(&dpsock_self->stats->wakeups_sent, 1);
+	}
 }
 
 int
@@ -446,7 +540,10 @@ dpsock_worker_init(struct dpsock_worker *w)
 		netif_set_up(&wp->netif);
 	}
 	w->stats->lcore_id = w->lcore_id;
-	w->last_work_tsc = rte_rdtsc();
+	w->last_work_tsc = w->busy_mark_tsc = rte_rdtsc();
+	ret = dpsock_sockstat_worker_init(w);
+	if (ret != 0)
+		return ret;
 	ret = dpsock_sock_worker_init(w);
 	if (ret != 0)
 		return ret;
@@ -501,6 +598,7 @@ dpsock_worker_fini(struct dpsock_worker *w)
 		if (w->ports[i].tx_n) /* anything lwIP sent while tearing down */
 			rte_pktmbuf_free_bulk(w->ports[i].tx, w->ports[i].tx_n);
 	mirror_lwip_stats(w);
+	dpsock_sockstat_worker_fini(w);
 	dpsock_lwip_mem_stats(&mem);
 	DPSOCK_LOG(DEBUG, worker, "worker %u: lwIP holds %" PRIu64 " objects (%" PRIu64
 		   " bytes) at exit (timers)", w->idx, mem.objs_in_use, mem.bytes_in_use);

@@ -137,6 +137,7 @@ void dpsock_lwip_timeouts_fini(void);
 
 /* ---- statistics (lwip_stats is thread-local: one set per instance) ---- */
 #define LWIP_STATS                      1
+#define LWIP_STATS_LARGE                1   /* 32-bit counters: the 16-bit ones wrap within seconds */
 #define LWIP_STATS_DISPLAY              0
 #define LINK_STATS                      1
 #define ETHARP_STATS                    1

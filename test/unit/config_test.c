@@ -64,6 +64,7 @@ check_defaults(const struct dpsock_config *c, const char *what)
 	      what, c->ephemeral_min, c->ephemeral_max);
 	CHECK(c->max_connections == 65536, "%s: max_connections %u", what, c->max_connections);
 	CHECK(strcmp(c->steering, "auto") == 0, "%s: steering '%s'", what, c->steering);
+	CHECK(c->socket_slots == 4096, "%s: socket_slots %u", what, c->socket_slots);
 }
 
 static void
@@ -138,6 +139,7 @@ test_full_file(void)
 	      c.ephemeral_min, c.ephemeral_max);
 	CHECK(c.max_connections == 1000, "full: max_connections %u", c.max_connections);
 	CHECK(strcmp(c.steering, "software") == 0, "full: steering '%s'", c.steering);
+	CHECK(c.socket_slots == 16, "full: socket_slots %u", c.socket_slots);
 
 	CHECK(c.n_ifaces == 4, "full: n_ifaces %u", c.n_ifaces);
 	if (c.n_ifaces != 4)
@@ -501,8 +503,8 @@ test_nondefault(void)
 	rc = dpsock_config_load(&c, "test/unit/data/full.conf", err, sizeof(err));
 	CHECK(rc == 0, "full: rc %d: %s", rc, err);
 	dpsock_config_foreach_nondefault(&c, collect, &l);
-	/* 16 scalars + workers + 3 modules + 4 interfaces * 4 */
-	CHECK(l.n == 16 + 1 + 3 + 16, "full: %u non-default lines", l.n);
+	/* 17 scalars + workers + 3 modules + 4 interfaces * 4 */
+	CHECK(l.n == 17 + 1 + 3 + 16, "full: %u non-default lines", l.n);
 	CHECK(strcmp(l.line[0], "name = edge-7_b") == 0, "full: first '%s'", l.line[0]);
 	CHECK(strcmp(l.line[l.n - 1], "interfaces[3].mtu = 1500") == 0,
 	      "full: last '%s'", l.line[l.n - 1]);
@@ -538,7 +540,7 @@ test_help(void)
 		"memory.mbufs", "memory.mbuf_cache", "memory.rx_desc", "memory.tx_desc",
 		"memory.steer_ring", "worker.rx_burst", "worker.idle_poll_us",
 		"worker.idle_sleep_max_us", "memory.lwip_mb", "tcp.ephemeral_min",
-		"tcp.ephemeral_max", "tcp.max_connections", "tcp.steering",
+		"tcp.ephemeral_max", "tcp.max_connections", "tcp.steering", "stats.socket_slots",
 		"interfaces", "interfaces[].port",
 		"interfaces[].address", "interfaces[].gateway", "interfaces[].mtu",
 	};

@@ -1,0 +1,174 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The per-socket table of the stats segment, on the owning worker: slots
+ * from a private free list, entries refreshed from lwIP's pcbs, and the
+ * DPSOCK_STATS_FILE summary written when a socket goes. See stats_priv.h
+ * for the layout and the reader's side.
+ */
+
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lwip_compat_priv.h"
+
+#include "lwip/priv/tcp_priv.h"
+#include "lwip/tcp.h"
+#include "lwip/udp.h"
+
+#include "daemon_priv.h"
+#include "log_priv.h"
+
+/* lwIP's RTT estimator counts in slow-timer ticks. */
+#define TICK_US ((uint64_t)TCP_SLOW_INTERVAL * 1000)
+
+int
+dpsock_sockstat_worker_init(struct dpsock_worker *w)
+{
+	uint32_t n = w->d->stats->sock_slots, i;
+
+	w->n_sock_free = 0;
+	if (n == 0)
+		return 0;
+	w->sock_free_slots = malloc(n * sizeof(*w->sock_free_slots));
+	if (w->sock_free_slots == NULL)
+		return -ENOMEM;
+	/* lowest slot on top: the table fills from its start */
+	for (i = 0; i < n; i++)
+		w->sock_free_slots[i] = n - 1 - i;
+	w->n_sock_free = n;
+	return 0;
+}
+
+void
+dpsock_sockstat_worker_fini(struct dpsock_worker *w)
+{
+	free(w->sock_free_slots);
+	w->sock_free_slots = NULL;
+	w->n_sock_free = 0;
+}
+
+struct dpsock_sock_stats *
+dpsock_sockstat_open(struct dpsock_worker *w, uint8_t proto)
+{
+	struct dpsock_stats_segment *seg = w->d->stats;
+	struct dpsock_sock_stats *e;
+	uint32_t gen;
+
+	if (w->n_sock_free == 0) {
+		dpsock_stat_add(&w->stats->sock_unlisted, 1);
+		return NULL;
+	}
+	e = dpsock_stats_socks(seg, w->idx) + w->sock_free_slots[--w->n_sock_free];
+	dpsock_sockstat_write_begin(e);
+	gen = e->gen;
+	memset(e, 0, sizeof(*e));
+	e->gen = gen;
+	e->proto = proto;
+	e->state = proto == IPPROTO_UDP ? DPSOCK_SOCK_STATE_UDP : CLOSED;
+	e->offloaded = 1;
+	e->owner_pid = seg->pid;
+	e->fd = -1;
+	e->client = -1;
+	e->worker = (uint16_t)w->idx;
+	e->serial = ++w->sock_serial;
+	e->in_use = 1;
+	dpsock_sockstat_write_end(e);
+	dpsock_stat_add(&w->stats->sock_listed, 1);
+	dpsock_stat_set(&w->stats->sockets, seg->sock_slots - w->n_sock_free);
+	return e;
+}
+
+void
+dpsock_sockstat_tcp(struct dpsock_sock_stats *e, const struct tcp_pcb *pcb, uint8_t *last_nrtx)
+{
+	if (e == NULL)
+		return;
+	dpsock_sockstat_write_begin(e);
+	if (pcb == NULL) {
+		e->state = CLOSED;
+		e->tx_queue = 0;
+		e->rx_refused = 0;
+		dpsock_sockstat_write_end(e);
+		return;
+	}
+	e->state = (uint8_t)pcb->state;
+	e->laddr = ip4_addr_get_u32(&pcb->local_ip);
+	e->lport = pcb->local_port;
+	if (pcb->state == LISTEN) {
+		/* a tcp_pcb_listen has no more than the common fields */
+		dpsock_sockstat_write_end(e);
+		return;
+	}
+	e->raddr = ip4_addr_get_u32(&pcb->remote_ip);
+	e->rport = pcb->remote_port;
+	/* snd_buf itself: tcp_sndbuf() clamps to 16 bits */
+	e->tx_queue = pcb->snd_buf <= TCP_SND_BUF ? TCP_SND_BUF - pcb->snd_buf : 0;
+	e->rx_refused = pcb->refused_data != NULL ? pcb->refused_data->tot_len : 0;
+	if (pcb->nrtx > *last_nrtx)
+		dpsock_stat_add(&e->retrans, pcb->nrtx - *last_nrtx);
+	*last_nrtx = pcb->nrtx;
+	e->nrtx = pcb->nrtx;
+	e->cwnd = pcb->cwnd;
+	e->snd_wnd = pcb->snd_wnd;
+	e->mss = pcb->mss;
+	/* sa holds 8 x the smoothed RTT, sv 4 x its variation, in ticks */
+	e->rtt_us = pcb->sa > 0 ? (uint64_t)pcb->sa * TICK_US / 8 : 0;
+	e->rttvar_us = pcb->sv > 0 ? (uint64_t)pcb->sv * TICK_US / 4 : 0;
+	e->rto_ms = pcb->rto > 0 ? (uint64_t)pcb->rto * TCP_SLOW_INTERVAL : 0;
+	dpsock_sockstat_write_end(e);
+}
+
+void
+dpsock_sockstat_udp(struct dpsock_sock_stats *e, const struct udp_pcb *pcb)
+{
+	if (e == NULL || pcb == NULL)
+		return;
+	dpsock_sockstat_write_begin(e);
+	e->laddr = ip4_addr_get_u32(&pcb->local_ip);
+	e->lport = pcb->local_port;
+	e->raddr = ip4_addr_get_u32(&pcb->remote_ip);
+	e->rport = pcb->remote_port;
+	dpsock_sockstat_write_end(e);
+}
+
+void
+dpsock_sockstat_close(struct dpsock_worker *w, struct dpsock_sock_stats *e)
+{
+	struct dpsock_daemon *d = w->d;
+	struct dpsock_stats_segment *seg = d->stats;
+
+	if (e == NULL)
+		return;
+	if (d->stats_file != NULL) {
+		char owner[64], line[512];
+
+		snprintf(owner, sizeof(owner), "%s[%d]", seg->app, (int)seg->pid);
+		dpsock_sock_format(e, owner, line, sizeof(line));
+		/* one call per line: stdio's lock keeps workers' lines whole */
+		fprintf(d->stats_file, "%s\n", line);
+	}
+	dpsock_sockstat_write_begin(e);
+	e->in_use = 0;
+	dpsock_sockstat_write_end(e);
+	w->sock_free_slots[w->n_sock_free++] = (uint32_t)(e - dpsock_stats_socks(seg, w->idx));
+	dpsock_stat_set(&w->stats->sockets, seg->sock_slots - w->n_sock_free);
+}
+
+void
+dpsock_sockstat_zero(struct dpsock_worker *w)
+{
+	struct dpsock_stats_segment *seg = w->d->stats;
+	struct dpsock_sock_stats *e = dpsock_stats_socks(seg, w->idx);
+	uint32_t i;
+
+	for (i = 0; i < seg->sock_slots; i++, e++) {
+		if (!e->in_use)
+			continue;
+		dpsock_sockstat_write_begin(e);
+		dpsock_stats_zero_block(e, dpsock_sock_stat_desc, dpsock_sock_stat_count);
+		dpsock_sockstat_write_end(e);
+	}
+}
