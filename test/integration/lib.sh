@@ -27,8 +27,8 @@
 #   DPSOCK_MIN_HUGE_MB     free hugepage memory needed to use hugepages (256)
 #   DPSOCK_TEST_LCORES     EAL -l for dpsockd_eal_args (0-1)
 #   DPSOCK_TEST_QPAIRS     af_packet qpairs for dpsockd_eal_args (2)
-#   DPSOCKD_START_TIMEOUT  seconds dpsockd_start waits (30)
-#   DPSOCKD_STOP_TIMEOUT   seconds dpsockd_stop waits after its signal (10)
+#   DPSOCKD_START_TIMEOUT  seconds app_start/dpsockd_start wait (30)
+#   DPSOCKD_STOP_TIMEOUT   seconds app_stop/dpsockd_stop wait after the signal (10)
 #   DPSOCK_KEEP_TMP=1      keep the test's temp dir even when it passes
 #
 # Functions (see each one's comment):
@@ -43,6 +43,8 @@
 #             (and everything in scripts/topo.sh)
 #   daemon    eal_mem_args, dpsockd_eal_args NAME, dpsock_conf NAME [LINE...],
 #             dpsockd_start NAME CONF [EAL_ARGS...], dpsockd_stop [NAME] [SIGNAL]
+#   apps      app_start NAME CONF PROGRAM [EAL_ARGS...] [-- APP_ARGS...],
+#             app_stop [NAME] [SIGNAL] (dpsock-echo, dpsock-http, dpsock-loadgen...)
 #   frames    badframes_send COUNT CASE..., badframes_counter CASE
 
 DPSOCK_SRC=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -168,6 +170,7 @@ TEST_TMP=$(mktemp -d "${TMPDIR:-/tmp}/dpsock-$TEST_NAME.XXXXXX") ||
 _LIB_ON_EXIT=()
 declare -A _LIB_DAEMON_PID=()
 declare -A _LIB_DAEMON_LOG=()
+declare -A _LIB_DAEMON_PROG=()
 _LIB_CLEANED=0
 
 # on_exit CMD...: at exit, after the daemons are stopped, in reverse order
@@ -390,7 +393,7 @@ _lib_has_opt() {
 _lib_show_log() {
 	local log=${_LIB_DAEMON_LOG[$1]:-}
 	[ -n "$log" ] && [ -s "$log" ] || return 0
-	echo "---- dpsockd $1 log ($log), last 60 lines ----" >&2
+	echo "---- ${_LIB_DAEMON_PROG[$1]:-dpsockd} $1 log ($log), last 60 lines ----" >&2
 	tail -n 60 "$log" >&2
 	echo "---- end of log ----" >&2
 }
@@ -436,32 +439,49 @@ _lib_daemon_up() {
 	"$DPSOCK_STAT" -n "$1" >/dev/null 2>&1
 }
 
-# dpsockd_start NAME CONF [EAL_ARGS...]: start dpsockd in namespace A in the
-# background, log in $TEST_TMP/dpsockd-NAME.log, and wait (30 s) until
-# `dpsock-stat -n NAME` answers. Without EAL_ARGS, dpsockd_eal_args NAME is
-# used; otherwise --file-prefix NAME, --no-pci and eal_mem_args are added
-# when EAL_ARGS does not say otherwise. Sets DPSOCKD_PID, DPSOCKD_LOG,
-# DPSOCKD_NAME. Fails the test if dpsockd exits or does not come up; the
+# app_start NAME CONF PROGRAM [EAL_ARGS...] [-- APP_ARGS...]: start a dpsock
+# EAL program (dpsockd, or a native app: dpsock-echo, dpsock-http,
+# dpsock-loadgen; a built tool's name or a path) in namespace A in the
+# background as `PROGRAM EAL_ARGS -- -f CONF APP_ARGS`, log in
+# $TEST_TMP/<program>-NAME.log, and wait (30 s) until `dpsock-stat -n NAME`
+# answers (CONF must say name = "NAME"). Without EAL_ARGS, dpsockd_eal_args
+# NAME is used; otherwise --file-prefix NAME, --no-pci and eal_mem_args are
+# added when EAL_ARGS does not say otherwise. Sets APP_PID, APP_LOG,
+# APP_NAME. Fails the test if the program exits or does not come up; the
 # exit trap then prints the log. Call it in the test's own shell, not in
-# $(...), so that dpsockd_stop can collect the exit status.
-dpsockd_start() {
-	local name=${1:-} conf=${2:-} log pid timeout=${DPSOCKD_START_TIMEOUT:-30}
-	local -a eal
-	if [ -z "$name" ] || [ -z "$conf" ]; then
-		fail "usage: dpsockd_start NAME CONF [EAL_ARGS...]"
+# $(...), so that app_stop can collect the exit status. A program that ends
+# by itself (dpsock-loadgen) may be collected with app_stop NAME too (the
+# signal then finds it gone).
+app_start() {
+	local name=${1:-} conf=${2:-} prog=${3:-} path log pid timeout=${DPSOCKD_START_TIMEOUT:-30}
+	local -a eal=() args=()
+	if [ -z "$name" ] || [ -z "$conf" ] || [ -z "$prog" ]; then
+		fail "usage: app_start NAME CONF PROGRAM [EAL_ARGS...] [-- APP_ARGS...]"
 	fi
-	shift 2
-	[ -n "$DPSOCKD" ] || fail "dpsockd not built (set DPSOCK_BUILD)"
+	shift 3
+	while [ $# -gt 0 ] && [ "$1" != -- ]; do
+		eal+=("$1")
+		shift
+	done
+	[ $# -eq 0 ] || shift
+	args=("$@")
+	case "$prog" in
+	*/*) path=$prog ;;
+	*) path=$(dpsock_tool "$prog") || path= ;;
+	esac
+	if [ -z "$path" ] || [ ! -x "$path" ]; then
+		fail "$prog not built (set DPSOCK_BUILD)"
+	fi
+	prog=$(basename "$path")
 	[ -n "$DPSOCK_STAT" ] || fail "dpsock-stat not built (set DPSOCK_BUILD)"
-	[ -n "${TOPO_NS_A:-}" ] || fail "dpsockd_start: no topology (call test_topo_up first)"
-	[ -r "$conf" ] || fail "dpsockd_start: cannot read config $conf"
-	[ -z "${_LIB_DAEMON_PID[$name]:-}" ] || fail "dpsockd_start: $name already started"
+	[ -n "${TOPO_NS_A:-}" ] || fail "app_start $prog: no topology (call test_topo_up first)"
+	[ -r "$conf" ] || fail "app_start $prog: cannot read config $conf"
+	[ -z "${_LIB_DAEMON_PID[$name]:-}" ] || fail "app_start $prog: $name already started"
 
-	if [ $# -eq 0 ]; then
+	if [ ${#eal[@]} -eq 0 ]; then
 		# shellcheck disable=SC2207
 		eal=($(dpsockd_eal_args "$name"))
 	else
-		eal=("$@")
 		_lib_has_opt "--file-prefix" "${eal[@]}" || eal+=(--file-prefix "$name")
 		_lib_has_opt "--no-pci -a --allow -b --block --pci-whitelist --pci-blacklist" \
 			"${eal[@]}" || eal+=(--no-pci)
@@ -470,53 +490,77 @@ dpsockd_start() {
 			eal+=($(eal_mem_args))
 	fi
 
-	log=$TEST_TMP/dpsockd-$name.log
-	echo "+ ip netns exec $TOPO_NS_A $DPSOCKD ${eal[*]} -- -f $conf" >"$log"
-	# `ip netns exec` execs the program: $! is dpsockd's own pid.
-	ip netns exec "$TOPO_NS_A" "$DPSOCKD" "${eal[@]}" -- -f "$conf" \
+	log=$TEST_TMP/$prog-$name.log
+	echo "+ ip netns exec $TOPO_NS_A $path ${eal[*]} -- -f $conf ${args[*]}" >"$log"
+	# `ip netns exec` execs the program: $! is the program's own pid.
+	ip netns exec "$TOPO_NS_A" "$path" "${eal[@]}" -- -f "$conf" "${args[@]}" \
 		>>"$log" 2>&1 </dev/null &
 	pid=$!
 	_LIB_DAEMON_PID[$name]=$pid
 	_LIB_DAEMON_LOG[$name]=$log
-	DPSOCKD_PID=$pid
-	DPSOCKD_LOG=$log
-	DPSOCKD_NAME=$name
+	_LIB_DAEMON_PROG[$name]=$prog
+	APP_PID=$pid
+	APP_LOG=$log
+	APP_NAME=$name
 
-	# On failure the exit trap stops the daemon and prints its log.
+	# On failure the exit trap stops the program and prints its log.
 	if ! poll_until "$timeout" _lib_daemon_up "$name" "$pid"; then
-		fail "dpsockd $name did not come up within ${timeout}s (dpsock-stat -n $name never answered)"
+		fail "$prog $name did not come up within ${timeout}s (dpsock-stat -n $name never answered)"
 	fi
 	if [ "$POLL_OUTPUT" = exited ]; then
 		local rc=0
 		wait "$pid" 2>/dev/null || rc=$?
-		fail "dpsockd $name exited with status $rc while starting"
+		fail "$prog $name exited with status $rc while starting"
 	fi
 }
 
-# dpsockd_stop [NAME] [SIGNAL]: send SIGNAL (default TERM; e.g. INT) to
-# dpsockd (default NAME: the last one started; "" also means that one),
-# wait up to DPSOCKD_STOP_TIMEOUT (10) seconds, and return its exit status.
-# If it does not stop it is killed (SIGKILL), a message says so, and the
-# status is non-zero (137).
-dpsockd_stop() {
-	local name=${1:-${DPSOCKD_NAME:-}} sig=${2:-TERM} pid rc=0 timeout=${DPSOCKD_STOP_TIMEOUT:-10}
+# app_stop [NAME] [SIGNAL]: send SIGNAL (default TERM; e.g. INT) to the
+# program app_start started as NAME (default: the last one started; ""
+# also means that one), wait up to DPSOCKD_STOP_TIMEOUT (10) seconds, and
+# return its exit status. If it does not stop it is killed (SIGKILL), a
+# message says so, and the status is non-zero (137).
+app_stop() {
+	local name=${1:-${APP_NAME:-}} sig=${2:-TERM} pid rc=0 prog timeout=${DPSOCKD_STOP_TIMEOUT:-10}
 	pid=${_LIB_DAEMON_PID[$name]:-}
+	prog=${_LIB_DAEMON_PROG[$name]:-dpsockd}
 	if [ -z "$pid" ]; then
-		echo "dpsockd_stop: no running dpsockd '$name' started by this test" >&2
+		echo "app_stop: no running program '$name' started by this test" >&2
 		return 1
 	fi
 	sig=${sig#SIG}
 	if ! kill -"$sig" "$pid" 2>/dev/null && kill -0 "$pid" 2>/dev/null; then
-		echo "dpsockd_stop: cannot send SIG$sig to $name (pid $pid)" >&2
+		echo "app_stop: cannot send SIG$sig to $prog $name (pid $pid)" >&2
 	fi
 	if ! poll_until "$timeout" _lib_dead "$pid"; then
-		echo "dpsockd_stop: $name (pid $pid) still running ${timeout}s after SIG$sig; killing it" >&2
+		echo "app_stop: $prog $name (pid $pid) still running ${timeout}s after SIG$sig; killing it" >&2
 		kill -KILL "$pid" 2>/dev/null
 		poll_until 5 _lib_dead "$pid"
 	fi
 	wait "$pid" 2>/dev/null || rc=$?
 	unset '_LIB_DAEMON_PID[$name]'
 	return "$rc"
+}
+
+# dpsockd_start NAME CONF [EAL_ARGS...]: app_start NAME CONF dpsockd
+# EAL_ARGS...; also sets DPSOCKD_PID, DPSOCKD_LOG ($TEST_TMP/dpsockd-NAME.log)
+# and DPSOCKD_NAME.
+dpsockd_start() {
+	if [ -z "${1:-}" ] || [ -z "${2:-}" ]; then
+		fail "usage: dpsockd_start NAME CONF [EAL_ARGS...]"
+	fi
+	[ -n "$DPSOCKD" ] || fail "dpsockd not built (set DPSOCK_BUILD)"
+	local name=$1 conf=$2
+	shift 2
+	app_start "$name" "$conf" "$DPSOCKD" "$@"
+	DPSOCKD_PID=$APP_PID
+	DPSOCKD_LOG=$APP_LOG
+	DPSOCKD_NAME=$APP_NAME
+}
+
+# dpsockd_stop [NAME] [SIGNAL]: app_stop, NAME defaulting to the last
+# dpsockd started.
+dpsockd_stop() {
+	app_stop "${1:-${DPSOCKD_NAME:-}}" "${2:-TERM}"
 }
 
 # ---- bad frames ------------------------------------------------------------

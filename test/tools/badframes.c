@@ -8,6 +8,7 @@
  *   badframes -w FILE.pcap [-S SRCMAC] -m DSTMAC -s SRCIP -d DSTIP ... CASE...
  *   badframes --list        sendable cases: "CASE EXPECTED_COUNTER description"
  *   badframes --list-all    also the cases an Ethernet device cannot carry
+ *   badframes --list-l4     TCP/UDP cases aimed at a bound port (-p PORT)
  *
  * Every frame is otherwise correct: destination MAC = DSTMAC, source MAC =
  * the interface's own MAC, IPv4 header checksum right (unless that is the
@@ -65,6 +66,8 @@ struct ctx {
 	uint32_t dst_ip; /* network order */
 	unsigned int seq; /* frame number within a case, 0..COUNT-1 */
 	const char *case_name;
+	uint16_t dport;      /* -p: destination port of the L4 cases */
+	uint16_t sport_base; /* L4 cases: 41000 + 100 * case index */
 };
 
 /* A builder writes one frame into buf and returns its length. */
@@ -76,6 +79,10 @@ struct bad_case {
 	build_fn build;
 	bool not_on_ethernet; /* AF_PACKET on an Ethernet device refuses it */
 	const char *help;
+	/* L4 case: meant for a bound port (-p), listed by --list-l4 only
+	 * (not by --list, --list-all or "all"); counter "-" when the right
+	 * outcome is an answer, not a drop */
+	bool l4;
 };
 
 /* ---- byte helpers ---------------------------------------------------- */
@@ -455,6 +462,160 @@ b_tcp_cksum(uint8_t *buf, const struct ctx *c)
 	return ETH_HLEN_ + 20 + l4_len;
 }
 
+/* ---- L4 cases: aimed at a bound port (-p), see --list-l4 ----------------- */
+
+#define TCP_F_FIN 0x01
+#define TCP_F_SYN 0x02
+#define TCP_F_RST 0x04
+#define TCP_F_ACK 0x10
+
+static uint16_t
+l4_sport(const struct ctx *c)
+{
+	return (uint16_t)(c->sport_base + c->seq % 100);
+}
+
+/*
+ * A TCP segment to c->dport: 20-byte header plus opt (optlen bytes, a
+ * multiple of 4), data offset doff (0: the right one), flags; returns the
+ * frame length. The checksum is right for the bytes sent.
+ */
+static size_t
+tcp_seg(uint8_t *buf, const struct ctx *c, uint8_t flags, const uint8_t *opt,
+	size_t optlen, unsigned int doff)
+{
+	uint8_t *ip = buf + ETH_HLEN_, *tcp = ip + 20;
+	size_t l4_len = 20 + optlen;
+
+	eth_hdr(buf, c, ETYPE_IPV4);
+	put16(tcp, l4_sport(c));
+	put16(tcp + 2, c->dport);
+	put32(tcp + 4, 0x2000000u + c->seq * 0x10000u);
+	put32(tcp + 8, (flags & TCP_F_ACK) ? 0x5000000u : 0);
+	tcp[12] = (uint8_t)((doff ? doff : l4_len / 4) << 4);
+	tcp[13] = flags;
+	put16(tcp + 14, 64240);
+	put16(tcp + 16, 0);
+	put16(tcp + 18, 0);
+	if (optlen)
+		memcpy(tcp + 20, opt, optlen);
+	put16(tcp + 16, l4_csum(c, PROTO_TCP, tcp, l4_len));
+	ip_hdr(ip, c, PROTO_TCP, l4_len);
+	return ETH_HLEN_ + 20 + l4_len;
+}
+
+static size_t
+b_tcp_doff_short(uint8_t *buf, const struct ctx *c)
+{
+	return tcp_seg(buf, c, TCP_F_SYN, NULL, 0, 4); /* 16 < the 20-byte minimum */
+}
+
+static size_t
+b_tcp_doff_long(uint8_t *buf, const struct ctx *c)
+{
+	return tcp_seg(buf, c, TCP_F_SYN, NULL, 0, 15); /* 60 bytes in a 20-byte segment */
+}
+
+static size_t
+b_tcp_trunc(uint8_t *buf, const struct ctx *c)
+{
+	uint8_t *ip = buf + ETH_HLEN_, *tcp = ip + 20;
+
+	/* only the first 12 bytes of a SYN (ports, seq, ack); valid IPv4 */
+	tcp_seg(buf, c, TCP_F_SYN, NULL, 0, 0);
+	ip_hdr(ip, c, PROTO_TCP, 12);
+	(void)tcp;
+	return ETH_HLEN_ + 20 + 12;
+}
+
+static size_t
+b_tcp_synfin(uint8_t *buf, const struct ctx *c)
+{
+	return tcp_seg(buf, c, TCP_F_SYN | TCP_F_FIN, NULL, 0, 0);
+}
+
+static size_t
+b_tcp_synrst(uint8_t *buf, const struct ctx *c)
+{
+	return tcp_seg(buf, c, TCP_F_SYN | TCP_F_RST, NULL, 0, 0);
+}
+
+/* window scale 7, SACK permitted: the SYN-ACK shows whether they were read */
+#define OPT_WS_SACK 3, 3, 7, 4, 2
+
+static size_t
+b_tcp_opt_zero(uint8_t *buf, const struct ctx *c)
+{
+	/* an unknown option (kind 30) of length 0, then WS and SACK_PERM */
+	static const uint8_t opt[12] = { 30, 0, OPT_WS_SACK, 1, 1, 1, 0 };
+
+	return tcp_seg(buf, c, TCP_F_SYN, opt, sizeof(opt), 0);
+}
+
+static size_t
+b_tcp_opt_overrun(uint8_t *buf, const struct ctx *c)
+{
+	/* an unknown option (kind 30) whose length (40) runs past the 8
+	 * option bytes, swallowing WS and SACK_PERM */
+	static const uint8_t opt[8] = { 30, 40, OPT_WS_SACK, 1 };
+
+	return tcp_seg(buf, c, TCP_F_SYN, opt, sizeof(opt), 0);
+}
+
+static size_t
+b_tcp_opt_mss_cut(uint8_t *buf, const struct ctx *c)
+{
+	/* WS and SACK_PERM, then an MSS option cut by the end of the header
+	 * (kind 2, length 4, 1 byte of its value left) */
+	static const uint8_t opt[8] = { OPT_WS_SACK, 2, 4, 5 };
+
+	return tcp_seg(buf, c, TCP_F_SYN, opt, sizeof(opt), 0);
+}
+
+static size_t
+b_tcp_opt_ok(uint8_t *buf, const struct ctx *c)
+{
+	static const uint8_t opt[8] = { OPT_WS_SACK, 1 };
+
+	return tcp_seg(buf, c, TCP_F_SYN, opt, sizeof(opt), 0);
+}
+
+/* UDP to c->dport with 32 bytes of data and the given length field,
+ * checksum 0 (none: RFC 768), so the length field alone is wrong. */
+static size_t
+udp_dgram(uint8_t *buf, const struct ctx *c, uint16_t len_field)
+{
+	uint8_t *ip = buf + ETH_HLEN_, *udp = ip + 20;
+	size_t l4_len = 8 + UDP_DATA;
+
+	eth_hdr(buf, c, ETYPE_IPV4);
+	put16(udp, l4_sport(c));
+	put16(udp + 2, c->dport);
+	put16(udp + 4, len_field);
+	put16(udp + 6, 0);
+	marker(udp + 8, c, UDP_DATA);
+	ip_hdr(ip, c, PROTO_UDP, l4_len);
+	return ETH_HLEN_ + 20 + l4_len;
+}
+
+static size_t
+b_udp_len_long(uint8_t *buf, const struct ctx *c)
+{
+	return udp_dgram(buf, c, 8 + UDP_DATA + 100);
+}
+
+static size_t
+b_udp_len_short(uint8_t *buf, const struct ctx *c)
+{
+	return udp_dgram(buf, c, 4); /* less than the 8-byte header */
+}
+
+static size_t
+b_udp_len_pad(uint8_t *buf, const struct ctx *c)
+{
+	return udp_dgram(buf, c, 8 + 12); /* valid: 12 bytes of data, 20 bytes of padding */
+}
+
 static const struct bad_case cases[] = {
 	{ "runt", "rx_drop_runt", b_runt, true,
 	  "10-byte frame, shorter than an Ethernet header (pcap only: Linux will not send it)" },
@@ -486,6 +647,30 @@ static const struct bad_case cases[] = {
 	  "valid IPv4, TCP SYN to port 9 with a bad checksum" },
 	{ "icmp_padded", "icmp_echo", b_icmp_padded, false,
 	  "control, NOT malformed: minimal ICMP echo padded to 60 bytes; must be answered" },
+	{ "tcp_doff_short", "lwip_tcp_drop", b_tcp_doff_short, false,
+	  "TCP SYN to -p with data offset 4 (16 bytes, minimum is 20)", true },
+	{ "tcp_doff_long", "lwip_tcp_drop", b_tcp_doff_long, false,
+	  "TCP SYN to -p with data offset 15 (60 bytes) in a 20-byte segment", true },
+	{ "tcp_trunc", "lwip_tcp_drop", b_tcp_trunc, false,
+	  "TCP SYN to -p cut to 12 bytes (IP payload shorter than a TCP header)", true },
+	{ "tcp_synfin", "rx_drop_tcp_flags", b_tcp_synfin, false,
+	  "TCP SYN+FIN to -p (must not open a connection)", true },
+	{ "tcp_synrst", "rx_drop_tcp_flags", b_tcp_synrst, false,
+	  "TCP SYN+RST to -p (must not open a connection)", true },
+	{ "tcp_opt_zero", "-", b_tcp_opt_zero, false,
+	  "TCP SYN to -p: option of length 0, then WS and SACK_PERM (parse stops: SYN-ACK without them)", true },
+	{ "tcp_opt_overrun", "-", b_tcp_opt_overrun, false,
+	  "TCP SYN to -p: option length running past the header over WS and SACK_PERM (SYN-ACK without them)", true },
+	{ "tcp_opt_mss_cut", "-", b_tcp_opt_mss_cut, false,
+	  "TCP SYN to -p: WS, SACK_PERM, then an MSS option cut by the header end (SYN-ACK, with WS)", true },
+	{ "tcp_opt_ok", "-", b_tcp_opt_ok, false,
+	  "control, NOT malformed: TCP SYN to -p with WS and SACK_PERM (SYN-ACK with them)", true },
+	{ "udp_len_long", "rx_drop_udp_len", b_udp_len_long, false,
+	  "UDP to -p whose length field is 100 more than the IP payload (checksum 0)", true },
+	{ "udp_len_short", "rx_drop_udp_len", b_udp_len_short, false,
+	  "UDP to -p whose length field (4) is less than its header (checksum 0)", true },
+	{ "udp_len_pad", "udp_rx", b_udp_len_pad, false,
+	  "control, NOT malformed: UDP to -p, length field 20 with 20 bytes of padding after it: 12 bytes of data", true },
 };
 
 #define N_CASES (sizeof(cases) / sizeof(cases[0]))
@@ -498,9 +683,9 @@ static void
 usage(FILE *f)
 {
 	fprintf(f,
-		"usage: %s -i IFACE -m DSTMAC -s SRCIP -d DSTIP [-n COUNT] [-x] [-v] CASE...\n"
+		"usage: %s -i IFACE -m DSTMAC -s SRCIP -d DSTIP [-n COUNT] [-p PORT] [-x] [-v] CASE...\n"
 		"       %s -w FILE.pcap [-S SRCMAC] -m DSTMAC -s SRCIP -d DSTIP [-n COUNT] CASE...\n"
-		"       %s --list | --list-all\n"
+		"       %s --list | --list-all | --list-l4\n"
 		"Send hand-made malformed frames through an AF_PACKET socket on IFACE\n"
 		"(or write them to a pcap file), one defect per CASE.\n"
 		"  -i IFACE   interface to send on; its MAC is the source MAC\n"
@@ -516,6 +701,10 @@ usage(FILE *f)
 		"  --list     print \"CASE EXPECTED_COUNTER description\" for each case\n"
 		"             that can be sent on an Ethernet device\n"
 		"  --list-all the same, including cases only a pcap file can carry\n"
+		"  --list-l4  the TCP/UDP cases aimed at a bound port (-p), not in \"all\";\n"
+		"             counter \"-\" = the right outcome is an answer, not a drop\n"
+		"  -p PORT    destination port of the --list-l4 cases (default 9); their\n"
+		"             source ports are 41000 + 100 * (case index) + frame %% 100\n"
 		"Exit: 0 every frame sent, 1 a send failed, 2 bad arguments.\n",
 		prog, prog, prog);
 }
@@ -560,11 +749,13 @@ find_case(const char *name)
 }
 
 static void
-list_cases(bool all)
+list_cases(bool all, bool l4)
 {
 	size_t i;
 
 	for (i = 0; i < N_CASES; i++) {
+		if (cases[i].l4 != l4)
+			continue;
 		if (cases[i].not_on_ethernet && !all)
 			continue;
 		printf("%s %s %s\n", cases[i].name, cases[i].counter,
@@ -651,7 +842,7 @@ send_frame(int fd, const struct sockaddr_ll *sll, const uint8_t *p,
 	return -1;
 }
 
-enum { OPT_LIST = 256, OPT_LIST_ALL, OPT_HELP };
+enum { OPT_LIST = 256, OPT_LIST_ALL, OPT_LIST_L4, OPT_HELP };
 
 int
 main(int argc, char **argv)
@@ -659,6 +850,7 @@ main(int argc, char **argv)
 	static const struct option longopts[] = {
 		{ "list", no_argument, NULL, OPT_LIST },
 		{ "list-all", no_argument, NULL, OPT_LIST_ALL },
+		{ "list-l4", no_argument, NULL, OPT_LIST_L4 },
 		{ "help", no_argument, NULL, OPT_HELP },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -667,7 +859,7 @@ main(int argc, char **argv)
 	     have_dip = false, hex = false, verbose = false;
 	const struct bad_case *todo[N_CASES * 4];
 	size_t n_todo = 0, i;
-	unsigned long count = 1;
+	unsigned long count = 1, count_port;
 	struct ctx c;
 	struct sockaddr_ll sll;
 	FILE *pcap = NULL;
@@ -677,12 +869,13 @@ main(int argc, char **argv)
 
 	memset(&c, 0, sizeof(c));
 	memset(&sll, 0, sizeof(sll));
+	c.dport = DISCARD_PORT;
 	if (argv[0] != NULL && strrchr(argv[0], '/') != NULL)
 		prog = strrchr(argv[0], '/') + 1;
 	else if (argv[0] != NULL)
 		prog = argv[0];
 
-	while ((opt = getopt_long(argc, argv, "i:m:s:d:n:w:S:xvh", longopts,
+	while ((opt = getopt_long(argc, argv, "i:m:s:d:n:w:S:p:xvh", longopts,
 				  NULL)) != -1) {
 		switch (opt) {
 		case 'i':
@@ -728,8 +921,17 @@ main(int argc, char **argv)
 			break;
 		case OPT_LIST:
 		case OPT_LIST_ALL:
-			list_cases(opt == OPT_LIST_ALL);
+		case OPT_LIST_L4:
+			list_cases(opt == OPT_LIST_ALL, opt == OPT_LIST_L4);
 			return 0;
+		case 'p':
+			errno = 0;
+			count_port = strtoul(optarg, &end, 10);
+			if (errno != 0 || *end != '\0' || optarg[0] == '-' ||
+			    count_port < 1 || count_port > 65535)
+				die_usage("-p: PORT must be 1..65535, got '%s'", optarg);
+			c.dport = (uint16_t)count_port;
+			break;
 		case 'h':
 		case OPT_HELP:
 			usage(stdout);
@@ -747,7 +949,7 @@ main(int argc, char **argv)
 
 		if (strcmp(argv[optind], "all") == 0) {
 			for (i = 0; i < N_CASES; i++)
-				if (!cases[i].not_on_ethernet &&
+				if (!cases[i].not_on_ethernet && !cases[i].l4 &&
 				    n_todo < sizeof(todo) / sizeof(todo[0]))
 					todo[n_todo++] = &cases[i];
 			continue;
@@ -832,6 +1034,7 @@ main(int argc, char **argv)
 		unsigned long k;
 
 		c.case_name = bc->name;
+		c.sport_base = (uint16_t)(41000 + 100 * (bc - cases));
 		for (k = 0; k < count; k++) {
 			uint8_t frame[FRAME_MAX];
 			size_t len;

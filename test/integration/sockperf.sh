@@ -1,0 +1,181 @@
+#!/usr/bin/env bash
+# dpsock-echo (native app, two workers) as a sockperf server; sockperf in the
+# Linux peer's namespace is the client.
+#
+# Part 1, net_af_packet over a veth (two queue pairs):
+#   - ping-pong UDP 64 B, TCP 64 B and TCP 8000 B (-t 2 each): sockperf
+#     reports a latency summary and observations > 0, no ERROR, exit 0; the
+#     stack counted the replies (udp_tx, resp. tcp_tx_bytes, rose by at least
+#     what sockperf received);
+#   - throughput UDP and TCP, 1400 B (-t 2): a message rate > 0, no ERROR;
+#     for TCP every byte sockperf sent reached the app (tcp_rx_bytes);
+#   - SIGTERM: exit 0, every mbuf back.
+# Part 2, UDP ping-pong with 8000-byte messages, fragmented both ways (the
+# request by Linux, the echo by dpsock), over net_tap with two queue pairs:
+#   - latency summary, observations > 0; the app sent one reply per request
+#     (udp_tx rose by at least sockperf's received count, at most its sent
+#     count);
+#     the port carried at least 6 frames per datagram each way (8028-byte IP
+#     datagrams in 1500-byte fragments).
+#   Why tap: DPDK's af_packet PMD (22.11) joins its fanout group with
+#   PACKET_FANOUT_FLAG_DEFRAG, so the kernel reassembles incoming fragments
+#   before af_packet sees them and hands over one 8042-byte frame, which its
+#   2048-byte ring slots (bounded by the mbuf size) truncate: dpsock rightly
+#   drops it (rx_drop_ip_len) and no fragmented datagram ever reaches lwIP.
+#   The tap PMD reads frames as the kernel sends them.
+# Latencies are printed (avg, p50, p99), never asserted.
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+
+require_root
+require_cmd ip sockperf
+require_tools dpsock-echo dpsock-stat
+name=$TEST_NAME
+test_topo_up 64
+conf=$(dpsock_conf "$name" 'workers = [ 0, 1 ];')
+# shellcheck disable=SC2207
+eal=($(DPSOCK_TEST_LCORES=0-1 DPSOCK_TEST_QPAIRS=2 dpsockd_eal_args "$name"))
+
+# Diagnostics: SYN/FIN/RST seen by the peer, shown when a run fails.
+cap=$TEST_TMP/flags.pcap
+if command -v tcpdump >/dev/null 2>&1; then
+	in_b tcpdump -i "$TOPO_IF_B" -nn -U -s 96 -w "$cap" \
+		'tcp[tcpflags] & (tcp-syn|tcp-fin|tcp-rst) != 0' >/dev/null 2>&1 &
+fi
+
+# sp_run LABEL NS SOCKPERF_ARGS...: run sockperf in NS (bounded), output
+# (colours stripped) in SP_OUT; fail on a non-zero status or an ERROR line.
+sp_run() {
+	local label=$1 ns=$2 rc=0
+	shift 2
+	SP_OUT=$(timeout 60 ip netns exec "$ns" sockperf "$@" 2>&1) || rc=$?
+	SP_OUT=$(sed 's/\x1b\[[0-9;]*m//g' <<<"$SP_OUT")
+	printf '%s\n' "$SP_OUT" >"$TEST_TMP/sockperf-$label.out"
+	if [ "$rc" -ne 0 ] || grep -q 'ERROR' <<<"$SP_OUT"; then
+		echo "---- sockperf $* (status $rc) ----" >&2
+		tail -n 20 <<<"$SP_OUT" >&2
+		if [ -s "$cap" ]; then
+			echo "---- SYN/FIN/RST seen by the peer ----" >&2
+			tcpdump -nn -r "$cap" 2>/dev/null | tail -n 20 >&2
+		fi
+		fail "sockperf $label: status $rc$(grep -m1 ERROR <<<"$SP_OUT" | sed 's/^/, /')"
+	fi
+}
+
+# sp_field REGEX: the first capture group of a sed regex in SP_OUT.
+sp_field() {
+	sed -n "s/$1/\1/p" <<<"$SP_OUT" | head -n 1
+}
+
+# pingpong LABEL NS SOCKPERF_ARGS...: run ping-pong, check it, set
+# PP_SENT / PP_RECV (whole run, warm-up included) and PP_OBS.
+pingpong() {
+	local label=$1 ns=$2 lat p50 p99
+	shift 2
+	sp_run "$label" "$ns" ping-pong "$@"
+	lat=$(sp_field '.*Summary: Latency is \([0-9.]*\) usec.*')
+	PP_OBS=$(sp_field '.*Total \([0-9]*\) observations.*')
+	PP_SENT=$(sp_field '.*\[Total Run\].*SentMessages=\([0-9]*\);.*')
+	PP_RECV=$(sp_field '.*\[Total Run\].*ReceivedMessages=\([0-9]*\).*')
+	p50=$(sp_field '.*percentile 50.000 = *\([0-9.]*\).*')
+	p99=$(sp_field '.*percentile 99.000 = *\([0-9.]*\).*')
+	[ -n "$lat" ] || fail "sockperf $label: no 'Summary: Latency' line (output in $TEST_TMP/sockperf-$label.out)"
+	[ -n "$PP_OBS" ] && [ "$PP_OBS" -gt 0 ] || fail "sockperf $label: no observations: $(grep -m1 -i 'observ\|no messages' <<<"$SP_OUT")"
+	[ -n "$PP_SENT" ] && [ -n "$PP_RECV" ] || fail "sockperf $label: no [Total Run] line"
+	note "$label: $PP_OBS observations ($PP_RECV of $PP_SENT replies in the whole run); latency avg $lat us, p50 ${p50:-?} us, p99 ${p99:-?} us"
+}
+
+# throughput LABEL NS SOCKPERF_ARGS...: run throughput, check the rate, set
+# TP_SENT (messages sent).
+throughput() {
+	local label=$1 ns=$2 rate bw
+	shift 2
+	sp_run "$label" "$ns" throughput "$@"
+	rate=$(sp_field '.*Summary: Message Rate is \([0-9]*\) .*')
+	bw=$(sp_field '.*Summary: BandWidth is \([0-9.]* MBps\).*')
+	TP_SENT=$(sp_field '.*Total of \([0-9]*\) messages sent.*')
+	[ -n "$rate" ] && [ "$rate" -gt 0 ] || fail "sockperf $label: no message rate > 0: $(grep -m1 Summary <<<"$SP_OUT")"
+	[ -n "$TP_SENT" ] || fail "sockperf $label: no 'Total of N messages sent' line"
+	note "$label: $rate msg/s, ${bw:-? MBps} ($TP_SENT messages)"
+}
+
+# ---- part 1: af_packet ------------------------------------------------------
+app_start "$name" "$conf" dpsock-echo "${eal[@]}"
+log=$APP_LOG
+nw=$(stat_get "$name" daemon.0.workers)
+[ "$nw" = 2 ] || fail "expected 2 workers, dpsock-stat shows $nw"
+sp=(-i "$TOPO_ADDR_A" -p 11111 -t 2)
+
+before=$(stat_sum "$name" udp_tx)
+pingpong udp-pp-64 "$TOPO_NS_B" "${sp[@]}" -m 64
+wait_counter_ge "$name" udp_tx $((before + PP_RECV)) 5
+ok "UDP ping-pong 64 B: $PP_OBS observations; udp_tx rose by $((STAT_VALUE - before)) (>= $PP_RECV replies received)"
+
+for m in 64 8000; do
+	before=$(stat_sum "$name" tcp_tx_bytes)
+	pingpong "tcp-pp-$m" "$TOPO_NS_B" "${sp[@]}" -m "$m" --tcp
+	wait_counter_ge "$name" tcp_tx_bytes $((before + PP_RECV * m)) 5
+	ok "TCP ping-pong $m B: $PP_OBS observations; tcp_tx_bytes rose by $((STAT_VALUE - before)) (>= $PP_RECV x $m)"
+done
+
+before=$(stat_sum "$name" udp_rx)
+throughput udp-tp-1400 "$TOPO_NS_B" "${sp[@]}" -m 1400
+wait_counter_ge "$name" udp_rx $((before + 1)) 5
+ok "UDP throughput 1400 B: rate > 0; the app received $((STAT_VALUE - before)) of $TP_SENT datagrams (drops allowed)"
+
+before=$(stat_sum "$name" tcp_rx_bytes)
+throughput tcp-tp-1400 "$TOPO_NS_B" "${sp[@]}" -m 1400 --tcp
+wait_counter_ge "$name" tcp_rx_bytes $((before + TP_SENT * 1400)) 10
+ok "TCP throughput 1400 B: rate > 0; all $TP_SENT messages reached the app ($((STAT_VALUE - before)) bytes)"
+
+rc=0
+app_stop "$name" || rc=$?
+[ "$rc" -eq 0 ] || fail "dpsock-echo exited with status $rc (3 = mbuf leak)"
+grep -q 'all [0-9]* mbufs back in the pool' "$log" || fail "no 'mbufs back' line in the log"
+total=$(grep '^echo: total' "$log") || fail "no 'echo: total' line in the log"
+note "$total"
+ok "af_packet: clean stop, all mbufs back"
+
+# ---- part 2: 8000-byte UDP over net_tap (fragmented both ways) --------------
+if [ ! -c /dev/net/tun ]; then
+	skip "no /dev/net/tun for the fragmented UDP part (part 1 passed)"
+fi
+n2=$(unique_name t)
+ns=dps-$n2
+tap=dpt$$
+tap=${tap:0:15}
+ip netns add "$ns" || fail "cannot create namespace $ns"
+on_exit ip netns del "$ns"
+ip -n "$ns" link set lo up
+conf2=$TEST_TMP/$n2.conf
+printf 'name = "%s";\nworkers = [ 0, 1 ];\ninterfaces = ( { port = "net_tap0"; address = "198.18.64.101/24"; } );\n' \
+	"$n2" >"$conf2"
+# app_start runs in TOPO_NS_A; here that is the tap's namespace, whose
+# kernel side of the tap is the Linux peer.
+# shellcheck disable=SC2034 # read by app_start
+TOPO_NS_A=$ns
+app_start "$n2" "$conf2" dpsock-echo -l 0-1 --vdev="net_tap0,iface=$tap" -- --udp-only
+log2=$APP_LOG
+ip -n "$ns" link set "$tap" up
+ip -n "$ns" addr add 198.18.64.102/24 dev "$tap"
+
+tx0=$(stat_sum "$n2" udp_tx)
+prx0=$(stat_get "$n2" port.0.rx_packets)
+ptx0=$(stat_get "$n2" port.0.tx_packets)
+pingpong udp-pp-8000 "$ns" -i 198.18.64.101 -p 11111 -t 2 -m 8000
+wait_counter_ge "$n2" udp_tx $((tx0 + PP_RECV)) 5
+sleep 0.2
+tx1=$(stat_sum "$n2" udp_tx)
+[ $((tx1 - tx0)) -le "$PP_SENT" ] || fail "udp_tx rose by $((tx1 - tx0)), more than the $PP_SENT requests"
+prx=$(($(stat_get "$n2" port.0.rx_packets) - prx0))
+ptx=$(($(stat_get "$n2" port.0.tx_packets) - ptx0))
+[ "$prx" -ge $((6 * PP_SENT)) ] || fail "port received $prx frames for $PP_SENT 8000-byte datagrams: not fragmented?"
+[ "$ptx" -ge $((6 * PP_RECV)) ] || fail "port sent $ptx frames for $PP_RECV 8000-byte replies: not fragmented?"
+ok "UDP ping-pong 8000 B (fragmented both ways): $PP_OBS observations; udp_tx rose by $((tx1 - tx0)) (between $PP_RECV received and $PP_SENT sent); frames in $prx, out $ptx"
+
+rc=0
+app_stop "$n2" || rc=$?
+[ "$rc" -eq 0 ] || fail "dpsock-echo (tap) exited with status $rc (3 = mbuf leak)"
+grep -q 'all [0-9]* mbufs back in the pool' "$log2" || fail "tap: no 'mbufs back' line in the log"
+note "$(grep '^echo: total' "$log2")"
+pass "sockperf: ping-pong UDP/TCP, TCP 8000 B, throughput UDP/TCP on af_packet; UDP 8000 B fragmented both ways on tap; clean stops"
