@@ -1,0 +1,27 @@
+
+set terminal pngcairo size 900,560 font ",10" noenhanced
+set output 'rate_vs_conns.png'
+set title "TCP request/response, 64 B: transactions/s vs connections\nkernel: veth, dpsock: memif; client CPU 0, server CPU 1 (median, min-max)"
+set logscale x 2
+set xlabel "connections"
+set ylabel "transactions/s"
+set grid
+set key top left
+set yrange [0:*]
+plot 'rate_vs_conns.dat' using 1:2:3:4 with yerrorlines lw 2 title "Linux kernel", \
+     '' using 1:5:6:7 with yerrorlines lw 2 title "dpsock"
+set output 'latency.png'
+set title "Latency percentiles (µs, log scale; medians over rounds)"
+unset logscale x
+set logscale y
+set yrange [*:*]
+set style data histograms
+set style histogram clustered gap 1
+set style fill solid 0.8 border -1
+set xtics rotate by -30
+set ylabel "µs"
+set xlabel ""
+set key top left
+plot 'latency.dat' using 2:xtic(1) title "kernel p50", '' using 3 title "kernel p99", \
+     '' using 4 title "kernel p99.9", '' using 5 title "dpsock p50", '' using 6 title "dpsock p99", \
+     '' using 7 title "dpsock p99.9"

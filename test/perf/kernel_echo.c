@@ -1,0 +1,351 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * kernel_echo — the Linux-kernel counterpart of `dpsock-echo --raw` for the
+ * benchmarks (test/perf/run-all): a single-threaded epoll TCP + UDP echo
+ * server on the kernel's sockets. Pin it with taskset; it never spins
+ * (epoll_wait blocks).
+ *
+ *   kernel_echo [-p PORT] [-a ADDR] [--tcp-only|--udp-only]
+ *
+ * TCP: every byte received is sent back as it is. What send() does not take
+ * waits in a per-connection backlog, flushed on EPOLLOUT; while the backlog
+ * is above ECHO_OUT_HIGH the connection is not read (EPOLLIN off), so a
+ * client that sends without reading is slowed down by TCP, as dpsock-echo
+ * does with dpsock_rx_hold. TCP_NODELAY on every connection.
+ * UDP: every datagram is sent back to its sender.
+ *
+ * SIGINT/SIGTERM: print one line of counters and exit 0:
+ *   echo: total tcp_conns= tcp_closed= resets= bytes_in= bytes_out=
+ *         udp_dgrams= udp_drops= send_errors=
+ * Exit 2 on a bad command line, 1 when the sockets cannot be set up.
+ */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#define ECHO_OUT_HIGH (256u * 1024)
+#define BUF_SIZE 65536
+#define MAX_EVENTS 256
+
+struct conn {
+	int fd;
+	bool reading;	/* EPOLLIN armed */
+	uint8_t *out;	/* backlog */
+	size_t head, len, cap;
+};
+
+static volatile sig_atomic_t stop;
+static uint64_t tcp_conns, tcp_closed, resets, bytes_in, bytes_out, udp_dgrams, udp_drops,
+	send_errors;
+static int ep;
+
+static void
+on_signal(int sig)
+{
+	(void)sig;
+	stop = 1;
+}
+
+static void
+usage(FILE *f)
+{
+	fprintf(f, "usage: kernel_echo [-p PORT] [-a ADDR] [--tcp-only|--udp-only]\n"
+		   "TCP + UDP raw echo server on the Linux stack (epoll, one thread).\n");
+}
+
+static int
+set_events(struct conn *c)
+{
+	struct epoll_event ev = { .data.ptr = c };
+
+	ev.events = (c->reading ? EPOLLIN : 0) | (c->len ? EPOLLOUT : 0) | EPOLLRDHUP;
+	return epoll_ctl(ep, EPOLL_CTL_MOD, c->fd, &ev);
+}
+
+static void
+conn_close(struct conn *c, bool reset)
+{
+	if (reset)
+		resets++;
+	else
+		tcp_closed++;
+	close(c->fd); /* also leaves the epoll set */
+	free(c->out);
+	free(c);
+}
+
+/* Send the backlog. 0, or -1 when the connection failed. */
+static int
+flush(struct conn *c)
+{
+	while (c->len) {
+		ssize_t r = send(c->fd, c->out + c->head, c->len, MSG_NOSIGNAL);
+
+		if (r < 0) {
+			if (errno == EAGAIN || errno == EWOULDBLOCK)
+				return 0;
+			if (errno == EINTR)
+				continue;
+			send_errors++;
+			return -1;
+		}
+		bytes_out += (uint64_t)r;
+		c->head += (size_t)r;
+		c->len -= (size_t)r;
+	}
+	c->head = 0;
+	return 0;
+}
+
+static int
+push(struct conn *c, const uint8_t *p, size_t n)
+{
+	if (c->head + c->len + n > c->cap) {
+		size_t cap = c->cap ? c->cap : 4096;
+		uint8_t *nb;
+
+		if (c->head) {
+			memmove(c->out, c->out + c->head, c->len);
+			c->head = 0;
+		}
+		while (cap < c->len + n)
+			cap *= 2;
+		if (cap != c->cap) {
+			nb = realloc(c->out, cap);
+			if (nb == NULL)
+				return -1;
+			c->out = nb;
+			c->cap = cap;
+		}
+	}
+	memcpy(c->out + c->head + c->len, p, n);
+	c->len += n;
+	return 0;
+}
+
+static void
+on_tcp(struct conn *c, uint32_t events)
+{
+	static uint8_t buf[BUF_SIZE];
+	bool was_reading = c->reading, had_backlog = c->len != 0;
+
+	if (events & EPOLLOUT) {
+		if (flush(c) < 0) {
+			conn_close(c, true);
+			return;
+		}
+	}
+	if ((events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) && c->len < ECHO_OUT_HIGH) {
+		for (;;) {
+			ssize_t r = recv(c->fd, buf, sizeof(buf), 0);
+			ssize_t s = 0;
+
+			if (r == 0) {
+				/* orderly end: send what is queued (best effort), close */
+				flush(c);
+				conn_close(c, false);
+				return;
+			}
+			if (r < 0) {
+				if (errno == EINTR)
+					continue;
+				if (errno == EAGAIN || errno == EWOULDBLOCK)
+					break;
+				conn_close(c, true);
+				return;
+			}
+			bytes_in += (uint64_t)r;
+			if (c->len == 0) {
+				s = send(c->fd, buf, (size_t)r, MSG_NOSIGNAL);
+				if (s < 0) {
+					if (errno != EAGAIN && errno != EWOULDBLOCK) {
+						send_errors++;
+						conn_close(c, true);
+						return;
+					}
+					s = 0;
+				}
+				bytes_out += (uint64_t)s;
+			}
+			if (s < r && push(c, buf + s, (size_t)(r - s)) < 0) {
+				conn_close(c, true);
+				return;
+			}
+			if (c->len >= ECHO_OUT_HIGH || (size_t)r < sizeof(buf))
+				break;
+		}
+	}
+	c->reading = c->len < ECHO_OUT_HIGH;
+	if (c->reading != was_reading || (c->len != 0) != had_backlog)
+		set_events(c);
+}
+
+static void
+on_accept(int lfd)
+{
+	for (;;) {
+		int fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC), one = 1;
+		struct epoll_event ev;
+		struct conn *c;
+
+		if (fd < 0)
+			return; /* EAGAIN, or out of fds: the next event retries */
+		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+		c = calloc(1, sizeof(*c));
+		if (c == NULL) {
+			close(fd);
+			continue;
+		}
+		c->fd = fd;
+		c->reading = true;
+		ev.events = EPOLLIN | EPOLLRDHUP;
+		ev.data.ptr = c;
+		if (epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev) < 0) {
+			close(fd);
+			free(c);
+			continue;
+		}
+		tcp_conns++;
+	}
+}
+
+static void
+on_udp(int fd)
+{
+	static uint8_t buf[BUF_SIZE];
+
+	for (;;) {
+		struct sockaddr_in sa;
+		socklen_t sl = sizeof(sa);
+		ssize_t r = recvfrom(fd, buf, sizeof(buf), 0, (struct sockaddr *)&sa, &sl);
+
+		if (r < 0)
+			return;
+		udp_dgrams++;
+		bytes_in += (uint64_t)r;
+		if (sendto(fd, buf, (size_t)r, 0, (struct sockaddr *)&sa, sl) < 0)
+			udp_drops++;
+		else
+			bytes_out += (uint64_t)r;
+	}
+}
+
+int
+main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "port", required_argument, NULL, 'p' },
+		{ "addr", required_argument, NULL, 'a' },
+		{ "tcp-only", no_argument, NULL, 'T' },
+		{ "udp-only", no_argument, NULL, 'U' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(11111) };
+	bool tcp = true, udp = true;
+	int opt, lfd = -1, ufd = -1, one = 1;
+	struct epoll_event evs[MAX_EVENTS];
+	struct sigaction act = { .sa_handler = on_signal };
+	char *end;
+	long v;
+
+	while ((opt = getopt_long(argc, argv, "p:a:h", opts, NULL)) != -1) {
+		switch (opt) {
+		case 'p':
+			v = strtol(optarg, &end, 10);
+			if (*end || v < 1 || v > 65535) {
+				fprintf(stderr, "kernel_echo: bad port '%s'\n", optarg);
+				return 2;
+			}
+			sa.sin_port = htons((uint16_t)v);
+			break;
+		case 'a':
+			if (inet_pton(AF_INET, optarg, &sa.sin_addr) != 1) {
+				fprintf(stderr, "kernel_echo: bad address '%s'\n", optarg);
+				return 2;
+			}
+			break;
+		case 'T':
+			udp = false;
+			break;
+		case 'U':
+			tcp = false;
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			usage(stderr);
+			return 2;
+		}
+	}
+	if (optind < argc) {
+		usage(stderr);
+		return 2;
+	}
+	sigaction(SIGINT, &act, NULL);
+	sigaction(SIGTERM, &act, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	ep = epoll_create1(EPOLL_CLOEXEC);
+	if (ep < 0) {
+		perror("kernel_echo: epoll_create1");
+		return 1;
+	}
+	if (tcp) {
+		struct epoll_event ev = { .events = EPOLLIN, .data.ptr = &lfd };
+
+		lfd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+		setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+		if (lfd < 0 || bind(lfd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
+		    listen(lfd, 4096) < 0 || epoll_ctl(ep, EPOLL_CTL_ADD, lfd, &ev) < 0) {
+			perror("kernel_echo: TCP listener");
+			return 1;
+		}
+	}
+	if (udp) {
+		struct epoll_event ev = { .events = EPOLLIN, .data.ptr = &ufd };
+
+		ufd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+		if (ufd < 0 || bind(ufd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
+		    epoll_ctl(ep, EPOLL_CTL_ADD, ufd, &ev) < 0) {
+			perror("kernel_echo: UDP socket");
+			return 1;
+		}
+	}
+	printf("kernel_echo: ready port=%u tcp=%d udp=%d\n", ntohs(sa.sin_port), tcp, udp);
+	fflush(stdout);
+	while (!stop) {
+		int n = epoll_wait(ep, evs, MAX_EVENTS, -1), i;
+
+		for (i = 0; i < n; i++) {
+			void *p = evs[i].data.ptr;
+
+			if (p == &lfd)
+				on_accept(lfd);
+			else if (p == &ufd)
+				on_udp(ufd);
+			else
+				on_tcp(p, evs[i].events);
+		}
+	}
+	printf("echo: total tcp_conns=%" PRIu64 " tcp_closed=%" PRIu64 " resets=%" PRIu64
+	       " bytes_in=%" PRIu64 " bytes_out=%" PRIu64 " udp_dgrams=%" PRIu64
+	       " udp_drops=%" PRIu64 " send_errors=%" PRIu64 "\n",
+	       tcp_conns, tcp_closed, resets, bytes_in, bytes_out, udp_dgrams, udp_drops,
+	       send_errors);
+	return 0;
+}

@@ -1,0 +1,386 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
+"""perf_report.py — turn run-all's results into docs/performance.md and plots.
+
+Input: results.tsv (metric, side, round, value, extra "k=v ..."), meta.tsv
+(key, value), the ring benchmark's markdown table. Output: the markdown
+report and, when gnuplot is there, perf/rate_vs_conns.png and
+perf/latency.png next to it (their data files too).
+"""
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+from collections import OrderedDict, defaultdict
+
+
+def load(path):
+    res = defaultdict(list)  # (metric, side) -> [(value, extra dict)]
+    with open(path) as f:
+        for line in f:
+            parts = line.rstrip("\n").split("\t")
+            if len(parts) < 4:
+                continue
+            metric, side, _round, value = parts[:4]
+            extra = {}
+            for kv in (parts[4] if len(parts) > 4 else "").split():
+                if "=" in kv:
+                    k, v = kv.split("=", 1)
+                    extra[k] = v
+            try:
+                res[(metric, side)].append((float(value), extra))
+            except ValueError:
+                pass
+    return res
+
+
+def load_meta(path):
+    meta = OrderedDict()
+    failures = []
+    with open(path) as f:
+        for line in f:
+            k, _, v = line.rstrip("\n").partition("\t")
+            if k == "failure":
+                failures.append(v)
+            else:
+                meta[k] = v
+    return meta, failures
+
+
+def fmt(v, unit):
+    if unit == "Gbit/s":
+        return "%.2f" % v
+    if unit == "%":
+        return "%.2f" % v
+    if v >= 100:
+        return "{:,.0f}".format(v).replace(",", " ")
+    return "%.1f" % v
+
+
+def summary(res, metric, side, unit):
+    vals = [v for v, _ in res.get((metric, side), [])]
+    if not vals:
+        return None, "not measured"
+    med = statistics.median(vals)
+    if len(vals) == 1:
+        return med, "%s %s" % (fmt(med, unit), unit)
+    return med, "%s %s (%s–%s, n=%d)" % (fmt(med, unit), unit, fmt(min(vals), unit),
+                                        fmt(max(vals), unit), len(vals))
+
+
+def pct_median(res, metric, side, key):
+    vals = []
+    for _, ex in res.get((metric, side), []):
+        try:
+            vals.append(float(ex[key]))
+        except (KeyError, ValueError):
+            pass
+    return statistics.median(vals) if vals else None
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--results", required=True)
+    ap.add_argument("--meta", required=True)
+    ap.add_argument("--ring", required=True)
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--plots", required=True)
+    ap.add_argument("--gnuplot", default="1")
+    a = ap.parse_args()
+
+    res = load(a.results)
+    meta, failures = load_meta(a.meta)
+    ring = open(a.ring).read().strip() if os.path.exists(a.ring) else ""
+    quick = meta.get("mode") == "quick"
+    secs = meta.get("secs", "?")
+    warm = meta.get("warmup", "?")
+    rounds = meta.get("rounds", "?")
+
+    memif = ("dpsock: dpsock-echo --raw on net_memif (role=server), `taskset -c 1`, EAL `-l 1` "
+             "⇄ dpsock-loadgen on net_memif (role=client), `taskset -c 0`, EAL `-l 0`")
+    veth = ("kernel: kernel_echo in netns A `taskset -c 1` ⇄ veth (MTU 1500, default offloads) "
+            "⇄ kernel_load in netns B `taskset -c 0`")
+    afp = ("client: kernel_load -m udp in netns B `taskset -c 0`; server on CPU 1: "
+           "dpsock-echo --raw on net_af_packet (qpairs=1, EAL `-l 1`) or kernel_echo, same veth")
+
+    rows = []  # (metric, kernel, dpsock, ratio, how)
+
+    def add(metric_key, label, unit, how, lower_better=False):
+        km, ks = summary(res, metric_key, "kernel", unit)
+        dm, ds = summary(res, metric_key, "dpsock", unit)
+        ratio = "—"
+        if km and dm:
+            ratio = "%.2f×" % (dm / km)
+            if lower_better:
+                ratio += " (lower is better)"
+        rows.append((label, ks, ds, ratio, how))
+
+    rows.append(("hand-off ring, ns per item (dpsock_spsc vs rte_ring SP/SC)", "— (no kernel counterpart)",
+                 "see [Hand-off ring](#hand-off-ring)", "see there",
+                 "`test/perf/run_ring_bench.sh` (lcores 0-1: producer CPU 1, consumer CPU 0)"))
+    rr_conns = sorted({int(m[4:]) for (m, _s) in res if m.startswith("rr_c")})
+    for c in rr_conns:
+        add("rr_c%d" % c, "TCP request/response, 64 B, %d connection%s, transactions/s"
+            % (c, "" if c == 1 else "s"), "/s",
+            "`-m rr -c %d -s 64 -t %s`; %s; %s" % (c, secs, memif, veth))
+    add("churn", "TCP connections/s (connect, 64 B request/reply, close; 16 at a time)", "/s",
+        "`-m churn -c 16 -s 64 -t %s`; same pinning as above" % secs)
+    add("bulk", "TCP single-stream bulk, Gbit/s sent (echoed back by the server)", "Gbit/s",
+        "`-m bulk -c 1 -t %s`; same pinning as above" % secs)
+    add("udp_c1", "UDP echo, 64 B, 1 socket, datagrams/s (server only: kernel client)", "/s",
+        "`kernel_load -m udp -c 1 -s 64 -t %s`; %s" % (secs, afp))
+    add("udp_c16", "UDP echo, 64 B, 16 sockets, datagrams/s (server only: kernel client)", "/s",
+        "`kernel_load -m udp -c 16 -s 64 -t %s`; same" % secs)
+    rows.append(("UDP echo, dpsock client and server (memif)", "—", "not measured: dpsock-loadgen has no UDP mode",
+                 "—", "needs a UDP mode in apps/loadgen.c"))
+    add("mem_per_conn", "memory per idle established connection, bytes (server side)", "B",
+        "kernel_load -m idle -c N from netns B (CPU 0) to the server on CPU 1 (net_af_packet / veth); "
+        "dpsock: Δ lwip_mem_bytes / N (+ Δ mbufs_held); kernel: Δ Slab / 2N", lower_better=True)
+    add("idle_cpu", "CPU use while idle, % of one CPU", "%",
+        "dpsockd (default idle settings, 1 worker, `taskset -c 1`, net_af_packet) vs kernel_echo; "
+        "utime+stime from /proc/PID/stat", lower_better=True)
+    for what in ("TCP request/response (redis-benchmark, memcached, wrk) under LD_PRELOAD",
+                 "sockperf ping-pong under LD_PRELOAD"):
+        rows.append((what, "—", "**not yet: needs libdpsock_preload.so (issue 4)**", "—", "—"))
+
+    L = []
+    P = L.append
+    P("# dpsock performance against the Linux kernel")
+    P("")
+    if quick:
+        P("> **Smoke run (`test/perf/run-all --quick`)**: %s rounds of %s s on a shared, busy "
+          "machine. The numbers are real but noisy; they show that the benchmark works, not what "
+          "dpsock can do. The full report comes from `test/perf/run-all` on a quiet machine." % (rounds, secs))
+        P("")
+    P("Generated by `test/perf/run-all` (%s, %s). dpsock and the Linux kernel run on the same "
+      "machine in the same run; every figure is the **median of %s rounds (min–max)**, the ratio is "
+      "dpsock's median over the kernel's. Speeds are reported, never asserted." % (
+          meta.get("mode", "?"), meta.get("date", "?"), rounds))
+    P("")
+    P("- Machine: %s" % meta.get("host", "?"))
+    P("- dpsock: %s; EAL memory: %s" % (meta.get("dpsock_version", "?"), meta.get("eal_mem", "?")))
+    P("- Load average at start / end: %s / %s" % (meta.get("load_start", "?"), meta.get("load_end", "?")))
+    P("- Kernel veth offloads (kernel side of section 2): %s" % meta.get("kernel_offloads", "?"))
+    P("- Pinning, always: **CPU 0 runs the client, CPU 1 the server** (taskset for every "
+      "process; each dpsock process has one EAL lcore, its main lcore, which runs the worker, and "
+      "EAL's control threads inherit the taskset CPU).")
+    P("- Each load run lasts %s s; rates count over a window starting %s s in (see *How each "
+      "metric is measured*)." % (secs, warm))
+    if failures:
+        P("")
+        P("**Measurements that failed in this run:**")
+        for f in failures:
+            P("- %s" % f)
+    P("")
+    P("| metric | kernel | dpsock | ratio | command, vdev and pinning |")
+    P("|---|---|---|---|---|")
+    for r in rows:
+        P("| %s |" % " | ".join(r))
+    P("")
+
+    # latency
+    P("## Latency percentiles (µs, medians over the rounds)")
+    P("")
+    P("From the load generators' histograms (8 sub-buckets per power of two, about 6 %). "
+      "dpsock-loadgen's cover its whole run; kernel_load's the measurement window.")
+    P("")
+    P("| metric | side | p50 | p99 | p99.9 |")
+    P("|---|---|---:|---:|---:|")
+    lat_rows = []
+    for m in ["rr_c%d" % c for c in rr_conns] + ["churn", "udp_c1", "udp_c16"]:
+        for side in ("kernel", "dpsock"):
+            p = [pct_median(res, m, side, k) for k in ("p50", "p99", "p999")]
+            if p[0] is None:
+                continue
+            lat_rows.append((m, side, p))
+            P("| %s | %s | %.1f | %.1f | %.1f |" % (m, side, p[0], p[1], p[2]))
+    P("")
+
+    # plots
+    have_plots = False
+    if a.gnuplot == "1":
+        os.makedirs(a.plots, exist_ok=True)
+        with open(os.path.join(a.plots, "rate_vs_conns.dat"), "w") as f:
+            f.write("# conns kernel_median kernel_min kernel_max dpsock_median dpsock_min dpsock_max\n")
+            for c in rr_conns:
+                out = [str(c)]
+                for side in ("kernel", "dpsock"):
+                    v = [x for x, _ in res.get(("rr_c%d" % c, side), [])]
+                    out += ["%.1f %.1f %.1f" % (statistics.median(v), min(v), max(v))] if v else ["NaN NaN NaN"]
+                f.write(" ".join(out) + "\n")
+        with open(os.path.join(a.plots, "latency.dat"), "w") as f:
+            f.write("# label kernel_p50 kernel_p99 kernel_p999 dpsock_p50 dpsock_p99 dpsock_p999\n")
+            for m in ["rr_c%d" % c for c in rr_conns] + ["churn", "udp_c1", "udp_c16"]:
+                vals = []
+                for side in ("kernel", "dpsock"):
+                    for k in ("p50", "p99", "p999"):
+                        v = pct_median(res, m, side, k)
+                        vals.append("NaN" if v is None else "%.2f" % v)
+                if any(v != "NaN" for v in vals):
+                    f.write("%s %s\n" % (m, " ".join(vals)))
+        gp = """
+set terminal pngcairo size 900,560 font ",10" noenhanced
+set output 'rate_vs_conns.png'
+set title "TCP request/response, 64 B: transactions/s vs connections\\nkernel: veth, dpsock: memif; client CPU 0, server CPU 1 (median, min-max)"
+set logscale x 2
+set xlabel "connections"
+set ylabel "transactions/s"
+set grid
+set key top left
+set yrange [0:*]
+plot 'rate_vs_conns.dat' using 1:2:3:4 with yerrorlines lw 2 title "Linux kernel", \\
+     '' using 1:5:6:7 with yerrorlines lw 2 title "dpsock"
+set output 'latency.png'
+set title "Latency percentiles (µs, log scale; medians over rounds)"
+unset logscale x
+set logscale y
+set yrange [*:*]
+set style data histograms
+set style histogram clustered gap 1
+set style fill solid 0.8 border -1
+set xtics rotate by -30
+set ylabel "µs"
+set xlabel ""
+set key top left
+plot 'latency.dat' using 2:xtic(1) title "kernel p50", '' using 3 title "kernel p99", \\
+     '' using 4 title "kernel p99.9", '' using 5 title "dpsock p50", '' using 6 title "dpsock p99", \\
+     '' using 7 title "dpsock p99.9"
+"""
+        with open(os.path.join(a.plots, "plots.gp"), "w") as f:
+            f.write(gp)
+        r = subprocess.run(["gnuplot", "plots.gp"], cwd=a.plots, capture_output=True, text=True)
+        if r.returncode == 0:
+            have_plots = True
+        else:
+            sys.stderr.write("gnuplot failed: %s\n" % r.stderr)
+    rel = os.path.relpath(a.plots, os.path.dirname(os.path.abspath(a.out)))
+    if have_plots:
+        P("![TCP rr rate vs connections](%s/rate_vs_conns.png)" % rel)
+        P("")
+        P("![latency percentiles](%s/latency.png)" % rel)
+        P("")
+    else:
+        P("(No plots: gnuplot was not installed — `apt-get install -y gnuplot-nox`.)")
+        P("")
+
+    P("## Hand-off ring")
+    P("")
+    P("`test/perf/ring_bench` (`run_ring_bench.sh`): dpsock's SPSC ring (the preload library's "
+      "hand-off between application threads and workers) against rte_ring SP/SC, between "
+      "lcores 0 and 1; ns per element (one enqueue + one dequeue), ratio > 1 means dpsock is faster.")
+    P("")
+    P(ring if ring else "not measured (ring_bench failed)")
+    P("")
+
+    # details per metric
+    def extras(metric, side):
+        return [ex for _, ex in res.get((metric, side), [])]
+    P("## How each metric is measured")
+    P("")
+    P("- **TCP rr, churn, bulk.** Same workload shape on both sides: dpsock-loadgen (dpsock) and "
+      "`test/perf/kernel_load` (kernel; the same options and output lines, one epoll thread that "
+      "blocks in epoll_wait) against dpsock-echo --raw and `test/perf/kernel_echo` (epoll raw echo, "
+      "one thread). rr: one 64 B request outstanding per connection, a transaction is a full echo; "
+      "churn: connect, 64 B request/reply, close (the client closes first), 16 connections at a time; "
+      "bulk: one connection sending 64 KiB writes as fast as the window allows; both servers echo "
+      "the bytes back (dpsock-echo has no sink mode), so the stream runs both ways on both sides. "
+      "Every run lasts %s s. **Window:** the rate counts from %s s after the start to the end: "
+      "kernel_load `--warmup %s`; for dpsock two reads of the client's `dpsock-stat` counters "
+      "(rr: Δ`tcp_rx_bytes`/64, churn: Δ`tcp_connected`, bulk: Δ`tcp_tx_bytes`) divided by the time "
+      "between the reads. dpsock-loadgen's own `rate` (transactions / whole run) is kept in "
+      "`perf/results.tsv` as `whole_run_rate`; it is lower because of the first-second stall "
+      "described below." % (secs, warm, warm))
+    P("- **UDP echo.** dpsock-loadgen has no UDP mode, so only the server can be dpsock: "
+      "kernel_load -m udp (N connected UDP sockets, one 64 B datagram outstanding each, 200 ms "
+      "loss timeout counted as err_lost) in netns B on CPU 0, against dpsock-echo --raw on "
+      "net_af_packet or kernel_echo on CPU 1 in netns A, over the same veth (scripts/topo.sh: "
+      "the client's tx checksum offload is off on that veth, for af_packet's sake, on both runs). "
+      "This path still crosses the kernel (veth, AF_PACKET rings) on the dpsock side.")
+    mem_d = extras("mem_per_conn", "dpsock")
+    mem_k = extras("mem_per_conn", "kernel")
+    P("- **Memory per idle connection.** kernel_load -m idle opens N connections, holds them "
+      "without traffic, and the server's memory is read before and after. dpsock: Δ`lwip_mem_bytes` "
+      "(lwIP's allocator: pcb and dpsock socket) / N; mbufs held by idle connections should stay 0 "
+      "(%s). Not counted: dpsock-echo's own per-connection struct (malloc) and the preallocated "
+      "socket-table slot in the stats segment (256 B each, `stats.socket_slots`). Kernel: Δ Slab "
+      "(/proc/meminfo, machine-wide) / 2N, because both ends are kernel sockets (struct tcp_sock, "
+      "socket inode, file, dentry, epoll item); idle sockets hold no buffer pages. (%s)" % (
+          "; ".join("N=%s, %s" % (e.get("n"), e.get("mbufs_held")) for e in mem_d) or "not measured",
+          "; ".join("N=%s, Slab kB %s, TCP slab object %s B" % (e.get("n"), e.get("slab_kb"),
+                                                                e.get("tcp_slab_objsize")) for e in mem_k)
+          or "not measured"))
+    P("- **Idle CPU.** dpsockd with the default worker settings (idle_poll_us = 200, sleeps up to "
+      "1 ms) and one worker on CPU 1, no traffic: utime + stime over the window, as % of one CPU. "
+      "The kernel has no process to run: kernel_echo, blocked in epoll_wait, is measured the same "
+      "way for reference.")
+    P("- **Servers poll while loaded.** The dpsock servers in sections 2 and 3 run with "
+      "`worker.idle_poll_us = 100000` (poll for 100 ms after the last packet before sleeping), so "
+      "they do not sleep between requests; dpsock-loadgen never sleeps while it runs. The kernel "
+      "programs sleep in epoll_wait, as kernel programs do. The dpsock server is started after "
+      "the kernel runs of each round and stopped before the next, so it never competes with them.")
+    P("")
+
+    P("## Where this machine limits the result")
+    P("")
+    P("- **2 vCPUs, shared.** Client and server each own one vCPU; there is no spare core for "
+      "interrupts, EAL control threads, the kernel's softirq work or other tenants. On the kernel "
+      "side veth delivers a packet in the sender's softirq, so part of the server's receive work "
+      "runs on the client's CPU (and the other way round): the kernel is not confined to one core "
+      "per side the way dpsock is. Noise from a shared host shows as the min–max spread.")
+    P("- **No NIC.** memif between two processes is a copy through shared memory on each side "
+      "(the PMD copies mbufs into its rings; no zero-copy mode is used); net_af_packet crosses "
+      "the kernel (veth transmit, AF_PACKET ring copy in both directions), so the UDP rows compare "
+      "the kernel with dpsock *plus* a kernel path: expect parity at best there.")
+    P("- **No hardware offloads.** memif and af_packet offer no checksum offload, no TSO and no "
+      "LRO: lwIP computes every checksum and segments every 1460-byte MSS itself. The kernel's "
+      "veth side keeps its software offloads (GSO/GRO, checksums skipped on veth), which moves 64 KiB "
+      "super-frames: the bulk row favours the kernel by design (the anchors' target is ≥0.3×).")
+    P("- **Kernel wake-ups in a VM.** The kernel programs block in epoll_wait, as kernel "
+      "programs normally do, and every request then costs a cross-vCPU wake-up, which is slow in "
+      "a VM (halt exits): this dominates the 1-connection kernel rows (a 64 B echo round trip of "
+      "tens of µs). The dpsock processes never sleep while loaded. `kernel_load --busy-poll` (a "
+      "spinning client) is there for a closer look; the report does not use it.")
+    P("- **MTU 1500 on both sides**, one queue pair, one worker; RSS and rte_flow steering are "
+      "not exercised here (one queue).")
+    P("- **What a real mlx5 host would change.** One NIC port (or a VF per side, or two hosts): "
+      "mlx5's zero-copy RX/TX instead of memif's copies, hardware IP/TCP/UDP checksums (dpsock "
+      "sets them when the port offers them), RSS across several workers, rte_flow steering, "
+      "dedicated isolated cores with no other tenant, no veth softirq sharing on the kernel side "
+      "but the kernel paying for real interrupts and its driver. Published single-core figures "
+      "on ConnectX-5 (see `/work/shared/notes/performance-anchors.md` §2 and §6): Linux about "
+      "256 k 1-byte req/s per core, lwIP on DPDK about 2.3 M; this VM cannot show those absolute "
+      "numbers, only the ratio on the same hardware. Bulk would need TSO (not in lwIP) to approach "
+      "the kernel.")
+    P("")
+    P("## Known gaps (apps and stack)")
+    P("")
+    P("- dpsock-loadgen has **no UDP mode**: UDP is measured with a kernel client only.")
+    stall = [e.get("max_us") for e in extras("churn", "dpsock")]
+    P("- Every dpsock-loadgen run **loses about its first second** over memif: its first ARP "
+      "request goes out before the memif link is up (counted as `tx_drops`), lwIP re-sends it "
+      "after 1 s, and the first connection (then the others, which wait for it) starts only then. "
+      "`elapsed_s` and `rate` include that second (churn's max connect time, %s µs, is it). "
+      "run-all measures a window instead. Either loadgen waiting for link-up / ARP before the first "
+      "connect, or the stack re-sending pending ARP requests when a port's link comes up, would "
+      "remove it." % (", ".join(x for x in stall if x) or "n/a"))
+    P("- dpsock-loadgen has **no warm-up / measurement window option** and dpsock-echo **no sink "
+      "mode** for bulk (both sides echo here).")
+    P("- **LD_PRELOAD rows** (unmodified programs: redis-benchmark, memcached, wrk, sockperf): "
+      "not yet — they need libdpsock_preload.so (issue 4).")
+    P("")
+    P("## Reproduce")
+    P("")
+    P("```sh")
+    P("ninja -C build && test/perf/run-all          # ~5 min, root, a quiet 2-CPU machine")
+    P("test/perf/run-all --quick                    # ~1.5 min smoke run, report in build/perf-quick/")
+    P("meson test -C build --suite perf run-all --verbose")
+    P("```")
+    P("")
+    P("Raw per-round results: `%s/results.tsv` (metric, side, round, value, percentiles)." % rel)
+    with open(a.out, "w") as f:
+        f.write("\n".join(L) + "\n")
+
+
+if __name__ == "__main__":
+    main()
