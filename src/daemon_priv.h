@@ -89,6 +89,7 @@ struct dpsock_worker {
 	/* sockets (sock.c): every live socket of this worker, for teardown */
 	TAILQ_HEAD(, dpsock_sock) socks;
 	uint32_t n_conns;         /* TCP connections (accepted or connecting/connected) */
+	uint32_t n_half_open;     /* passive connections between SYN and accept */
 	uint32_t port_hint;       /* where the next ephemeral port search starts */
 	uint8_t extarg_id;        /* lwIP ext-arg slot for our pcb callbacks */
 	bool app_ready;           /* app->worker_init succeeded */

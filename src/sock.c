@@ -296,7 +296,30 @@ pcb_destroyed(u8_t id, void *data)
 		__atomic_load_n(&w->d->steer, __ATOMIC_ACQUIRE)->release_port(w, port);
 }
 
-/* A SYN reached a listener: admit it or answer RST. */
+/* Marks a half-open passive connection (SYN received, not yet accepted) in
+ * its pcb's ext-arg slot. */
+#define HALF_OPEN ((void *)1)
+
+/* A half-open connection died before its handshake completed. */
+static void
+pcb_half_open_destroyed(u8_t id, void *data)
+{
+	struct dpsock_worker *w = dpsock_self;
+
+	if (data == HALF_OPEN && w != NULL)
+		w->n_half_open--;
+}
+
+static const struct tcp_ext_arg_callbacks half_open_extarg = {
+	.destroy = pcb_half_open_destroyed,
+};
+
+/*
+ * A SYN reached a listener: admit it or answer RST. lwIP's own listen
+ * backlog is off (it drops extra SYNs silently and counts at most 255), so
+ * this is the one limit: established plus half-open connections against
+ * tcp.max_connections, lwIP's memory and the mbuf pool.
+ */
 static err_t
 pcb_passive_open(u8_t id, struct tcp_pcb_listen *lpcb, struct tcp_pcb *cpcb)
 {
@@ -307,14 +330,18 @@ pcb_passive_open(u8_t id, struct tcp_pcb_listen *lpcb, struct tcp_pcb *cpcb)
 	const char *why = NULL;
 
 	dpsock_lwip_mem_stats(&mem);
-	if (w->n_conns >= c->max_connections)
+	if (w->n_conns + w->n_half_open >= c->max_connections)
 		why = "connection limit";
 	else if (mem.bytes_in_use > (uint64_t)c->lwip_mb * (1u << 20) / 10 * 9)
 		why = "memory limit";
 	else if (rte_mempool_avail_count(pool) < pool->size / 16)
 		why = "mbuf pool nearly empty";
-	if (why == NULL)
+	if (why == NULL) {
+		w->n_half_open++;
+		tcp_ext_arg_set_callbacks(cpcb, id, &half_open_extarg);
+		tcp_ext_arg_set(cpcb, id, HALF_OPEN);
 		return ERR_OK;
+	}
 	/* RST|ACK acknowledging the SYN; lwIP then drops the new pcb. */
 	tcp_rst(cpcb, 0, cpcb->rcv_nxt, &cpcb->local_ip, &cpcb->remote_ip, cpcb->local_port,
 		cpcb->remote_port);
@@ -481,7 +508,11 @@ on_tcp_accept(void *arg, struct tcp_pcb *newpcb, err_t err)
 		dpsock_stat_add(&w->stats->tcp_refused, 1);
 		return ERR_MEM;
 	}
-	tcp_backlog_accepted(newpcb);
+	if (tcp_ext_arg_get(newpcb, w->extarg_id) == HALF_OPEN) {
+		/* handshake done: counted in n_conns from here on */
+		w->n_half_open--;
+		tcp_ext_arg_set(newpcb, w->extarg_id, NULL); /* destroy: no longer counts it */
+	}
 	if (ls == NULL || (s = sock_new(w, SOCK_TCP, ls->ops, ls->user)) == NULL) {
 		dpsock_stat_add(&w->stats->tcp_refused, 1);
 		tcp_abort(newpcb);
@@ -563,7 +594,7 @@ dpsock_tcp_listen(struct dpsock_worker *w, uint16_t port, int backlog,
 		errno = -err_to_errno(e);
 		return NULL;
 	}
-	lpcb = tcp_listen_with_backlog_and_err(pcb, backlog > 0 && backlog < 255 ? backlog : 255, &e);
+	lpcb = tcp_listen_with_backlog_and_err(pcb, TCP_DEFAULT_LISTEN_BACKLOG, &e);
 	if (lpcb == NULL) {
 		tcp_abort(pcb);
 		errno = -err_to_errno(e);

@@ -140,8 +140,10 @@ uint32_t dpsock_local_addr(void);
  * called off the socket's worker lcore.
  */
 
-/* Listen on port (host order) of every local address, on worker w, with a
- * backlog of 1..255 (lwIP's limit; other values mean 255).
+/* Listen on port (host order) of every local address, on worker w. backlog
+ * is accepted for the socket API's sake: connections are limited by
+ * tcp.max_connections per worker (established plus half-open) and memory,
+ * and a SYN beyond the limit is answered with RST.
  * Returns NULL with errno EADDRINUSE, ENOMEM (no pcb), EINVAL. */
 struct dpsock_sock *dpsock_tcp_listen(struct dpsock_worker *w, uint16_t port, int backlog,
 				      const struct dpsock_sock_ops *ops, void *user);
