@@ -51,6 +51,7 @@
 #include "dpsock/dpsock.h"
 
 #include "app_common.h"
+#include "latency_hist.h"
 
 #define LG_DEFAULT_PORT 11111
 #define LG_DEFAULT_SIZE 64
@@ -62,7 +63,7 @@
 #define LG_SHIFTS 4096	       /* request start offsets into the pattern */
 #define LG_CONNECT_BURST 16    /* connects per poll */
 #define LG_BOUNCE 4096
-#define LG_HIST_BUCKETS (62 * 8) /* see hist_bucket() */
+#define LG_HIST_BUCKETS LAT_HIST_BUCKETS
 
 enum lg_mode {
 	MODE_RR,
@@ -162,69 +163,23 @@ static struct lg_worker *workers[APP_MAX_WORKERS];
 /* Workers done (the last one stops the run). */
 static atomic_uint lg_finished;
 
-/*
- * Latency histogram: 8 linear sub-buckets per power of two (1/8 resolution).
- */
-
-static unsigned int
-hist_bucket(uint64_t v)
-{
-	unsigned int msb;
-
-	if (v < 8)
-		return (unsigned int)v;
-	msb = 63u - (unsigned int)__builtin_clzll(v); /* 3..63 */
-	return (msb - 2) * 8 + (unsigned int)((v >> (msb - 3)) & 7);
-}
-
-/* Middle of bucket b's value range. */
-static double
-hist_value(unsigned int b)
-{
-	unsigned int msb;
-	double lo, width;
-
-	if (b < 8)
-		return b;
-	msb = b / 8 + 2;
-	width = (double)(1ull << (msb - 3));
-	lo = (double)(8 + b % 8) * width;
-	return lo + width / 2;
-}
+/* Latency histogram: apps/latency_hist.h (shared with test/perf/kernel_load). */
 
 static void
 hist_add(struct lg_worker *w, uint64_t cycles)
 {
-	unsigned int b = hist_bucket(cycles);
-
-	w->hist[b < LG_HIST_BUCKETS ? b : LG_HIST_BUCKETS - 1]++;
+	w->hist[lat_hist_bucket(cycles)]++;
 	w->lat_n++;
 	w->lat_sum += cycles;
 	if (cycles > w->lat_max)
 		w->lat_max = cycles;
 }
 
-/* Percentile p (0..1) in microseconds (a bucket's middle, at most the
- * largest sample max), 0 without samples. */
+/* Percentile p (0..1) in microseconds, 0 without samples. */
 static double
 hist_pct_us(const uint64_t *hist, uint64_t n, double p, uint64_t max, uint64_t hz)
 {
-	uint64_t target = (uint64_t)(p * (double)n + 0.999999), sum = 0;
-	unsigned int b;
-
-	if (n == 0 || hz == 0)
-		return 0;
-	if (target == 0)
-		target = 1;
-	for (b = 0; b < LG_HIST_BUCKETS; b++) {
-		sum += hist[b];
-		if (sum >= target) {
-			double v = hist_value(b);
-
-			return (v < (double)max ? v : (double)max) * 1e6 / (double)hz;
-		}
-	}
-	return (double)max * 1e6 / (double)hz;
+	return hz == 0 ? 0 : lat_hist_pct(hist, n, p, max) * 1e6 / (double)hz;
 }
 
 /*

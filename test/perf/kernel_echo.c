@@ -19,7 +19,9 @@
  *         udp_dgrams= udp_drops= send_errors=
  * Exit 2 on a bad command line, 1 when the sockets cannot be set up.
  */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>

@@ -48,7 +48,9 @@
  * Exit 0 when errors=0 and work was done (transactions; bytes in bulk;
  * every connection up in idle), 1 otherwise, 2 on a bad command line.
  */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 #include <arpa/inet.h>
 #include <errno.h>
 #include <getopt.h>
@@ -68,6 +70,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "latency_hist.h"
+
 #define LG_MAX_TIME 300
 #define LG_MAX_CONNS 100000
 #define LG_MAX_SIZE (1u << 20)
@@ -75,7 +79,7 @@
 #define LG_SHIFTS 4096
 #define LG_CONNECT_BURST 16
 #define LG_BOUNCE 65536
-#define LG_HIST_BUCKETS (62 * 8)
+#define LG_HIST_BUCKETS LAT_HIST_BUCKETS
 #define UDP_TIMEOUT_NS 200000000ull
 #define MAX_EVENTS 256
 
@@ -144,38 +148,12 @@ on_signal(int sig)
 	stop = 1;
 }
 
-/* Histogram: the same bucketing as dpsock-loadgen's. */
-static unsigned int
-hist_bucket(uint64_t v)
-{
-	unsigned int msb;
-
-	if (v < 8)
-		return (unsigned int)v;
-	msb = 63u - (unsigned int)__builtin_clzll(v);
-	return (msb - 2) * 8 + (unsigned int)((v >> (msb - 3)) & 7);
-}
-
-static double
-hist_value(unsigned int b)
-{
-	unsigned int msb;
-	double lo, width;
-
-	if (b < 8)
-		return b;
-	msb = b / 8 + 2;
-	width = (double)(1ull << (msb - 3));
-	lo = (double)(8 + b % 8) * width;
-	return lo + width / 2;
-}
+/* Histogram: apps/latency_hist.h, the same as dpsock-loadgen's. */
 
 static void
 hist_add(uint64_t ns)
 {
-	unsigned int b = hist_bucket(ns);
-
-	hist[b < LG_HIST_BUCKETS ? b : LG_HIST_BUCKETS - 1]++;
+	hist[lat_hist_bucket(ns)]++;
 	lat_n++;
 	lat_sum += ns;
 	if (ns > lat_max)
@@ -185,22 +163,7 @@ hist_add(uint64_t ns)
 static double
 hist_pct_us(double p)
 {
-	uint64_t target = (uint64_t)(p * (double)lat_n + 0.999999), sum = 0;
-	unsigned int b;
-
-	if (lat_n == 0)
-		return 0;
-	if (target == 0)
-		target = 1;
-	for (b = 0; b < LG_HIST_BUCKETS; b++) {
-		sum += hist[b];
-		if (sum >= target) {
-			double v = hist_value(b);
-
-			return (v < (double)lat_max ? v : (double)lat_max) / 1e3;
-		}
-	}
-	return (double)lat_max / 1e3;
+	return lat_hist_pct(hist, lat_n, p, lat_max) / 1e3;
 }
 
 static void
