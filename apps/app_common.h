@@ -16,6 +16,7 @@
 #define DPSOCK_APP_COMMON_H
 
 #include <errno.h>
+#include <getopt.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -69,6 +70,31 @@ app_wants_help(int argc, char **argv)
 		if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0)
 			return true;
 	return false;
+}
+
+/*
+ * Start the stack (dpsock_init) and hand back the program's own options as
+ * (*argc2, *argv2), with the program name in front for getopt (optind is
+ * reset). Returns -1 when the caller should go on parsing, or the exit
+ * status to return at once: 1 when the stack could not start, 0 after
+ * printing the help.
+ */
+static inline int
+app_init(int argc, char **argv, const char *prog, void (*usage)(FILE *, const char *),
+	 int *argc2, char ***argv2)
+{
+	int n = dpsock_init(argc, argv);
+
+	if (n < 0)
+		return 1;
+	*argc2 = argc - n + 1;
+	*argv2 = argv + n - 1;
+	if (app_wants_help(*argc2, *argv2)) {
+		usage(stdout, prog);
+		return 0;
+	}
+	optind = 1;
+	return -1;
 }
 
 /* Parse an unsigned decimal number in [min, max] (suffixes k, m, g = 2^10,

@@ -607,20 +607,12 @@ main(int argc, char **argv)
 	bool tcp_only = false, udp_only = false;
 	struct echo_stats total;
 	unsigned int i;
-	int n, argc2, opt, ret;
+	int argc2, opt, ret;
 	char **argv2;
 
-	n = dpsock_init(argc, argv);
-	if (n < 0)
-		return 1;
-	/* the program's options, with the program name in front for getopt */
-	argc2 = argc - n + 1;
-	argv2 = argv + n - 1;
-	if (app_wants_help(argc2, argv2)) {
-		usage(stdout, prog);
-		return 0;
-	}
-	optind = 1;
+	ret = app_init(argc, argv, prog, usage, &argc2, &argv2);
+	if (ret >= 0)
+		return ret;
 	while ((opt = getopt_long(argc2, argv2, "p:h", long_opts, NULL)) != -1) {
 		switch (opt) {
 		case 'p':

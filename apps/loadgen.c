@@ -694,20 +694,13 @@ main(int argc, char **argv)
 	uint64_t hist[LG_HIST_BUCKETS], lat_n = 0, lat_sum = 0, lat_max = 0, hz = 0, errors;
 	double elapsed_max = 0;
 	unsigned int i, b, n_workers = 0;
-	int n, argc2, opt, ret;
+	int argc2, opt, ret;
 	char **argv2;
 	bool ok;
 
-	n = dpsock_init(argc, argv);
-	if (n < 0)
-		return 1;
-	argc2 = argc - n + 1;
-	argv2 = argv + n - 1;
-	if (app_wants_help(argc2, argv2)) {
-		usage(stdout, prog);
-		return 0;
-	}
-	optind = 1;
+	ret = app_init(argc, argv, prog, usage, &argc2, &argv2);
+	if (ret >= 0)
+		return ret;
 	while ((opt = getopt_long(argc2, argv2, "d:p:c:m:s:n:t:h", long_opts, NULL)) != -1) {
 		switch (opt) {
 		case 'd':
