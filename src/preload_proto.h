@@ -1,0 +1,402 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * preload_proto.h — what libdpsock_preload.so (the shim) and dpsockd say to
+ * each other: the control-socket messages and the layout of the shared
+ * memory they both map. Wire format only: no code, no pointers. Included by
+ * the daemon (src/preload_*.c) and the shim (preload/); the shim links
+ * neither DPDK nor lwIP.
+ *
+ * docs/preload.md tells the whole story; the short version:
+ *
+ *  - A process attaches over a unix SOCK_SEQPACKET socket at
+ *    <runtime_dir>/<name>.sock (SO_PEERCRED checked against
+ *    preload.allowed_uids). It gets, by SCM_RIGHTS, its GROUP's segment (a
+ *    sealed memfd the daemon created), the daemon's wake page (read-only:
+ *    which workers sleep) and each worker's eventfd (to wake it).
+ *    A group is a process and the children it forks: they share sockets,
+ *    so they share the segment. A forked child attaches with the group's
+ *    token (read from the segment it inherited) and gets its own channels.
+ *  - Per app thread and worker, a CHANNEL: a command ring (thread -> worker)
+ *    and a reply ring (worker -> thread). Per WAITER (a thread's blocking
+ *    calls, or one epoll instance) and worker, a wait ring of slot numbers
+ *    the worker changed. A waiter has an eventfd (registered by SCM_RIGHTS)
+ *    the worker writes when the waiter is armed (asleep or about to be).
+ *  - Per socket and worker, a SLOT: state the worker publishes, two byte
+ *    FIFOs (rx: worker -> app, tx: app -> worker), and fields the shim owns.
+ *    A connected TCP socket has one slot (on the worker that owns the
+ *    connection); a listening or bound UDP socket has one slot on every
+ *    worker (RSS spreads its traffic over all of them).
+ *
+ * Trust: the daemon trusts nothing the client can write. It reads the
+ * geometry from its own private copy, reads every shim-owned field once and
+ * validates it, and a client that corrupts a ring (dpsock_spsc_*_corrupt)
+ * is disconnected (its group's sockets reset) without touching any other
+ * group. The shim trusts the daemon.
+ *
+ * Byte order: addresses and ports are network order everywhere below,
+ * as in struct sockaddr_in.
+ */
+#ifndef DPSOCK_PRELOAD_PROTO_H
+#define DPSOCK_PRELOAD_PROTO_H
+
+#include <assert.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define DPSOCK_PL_VERSION 1
+
+/* ======================================================================== */
+/* Control socket (SOCK_SEQPACKET, one message = one struct)                */
+/* ======================================================================== */
+
+/* Path: <runtime_dir>/<name>.sock; the shim finds runtime_dir and name in
+ * DPSOCK_RUNTIME_DIR (default /run/dpsock) and DPSOCK_NAME (default dpsock). */
+#define DPSOCK_PL_SOCK_SUFFIX ".sock"
+
+enum dpsock_pl_msg_type {
+	DPSOCK_PL_HELLO = 1,      /* c->d: attach (new group, or join with token) */
+	DPSOCK_PL_WELCOME,        /* d->c: + fds: segment, wake page, worker eventfds */
+	DPSOCK_PL_WAITER_ADD,     /* c->d: + fd: the waiter's eventfd */
+	DPSOCK_PL_WAITER_DEL,     /* c->d */
+	DPSOCK_PL_CHANNEL_ADD,    /* c->d: a channel for a thread (replies wake waiter) */
+	DPSOCK_PL_CHANNEL_DEL,    /* c->d */
+	DPSOCK_PL_REPLY,          /* d->c: result of ADD/DEL */
+};
+
+#define DPSOCK_PL_MAGIC 0x4b535044u /* "DPSK" */
+
+struct dpsock_pl_msg {
+	uint32_t magic;           /* DPSOCK_PL_MAGIC */
+	uint16_t version;         /* DPSOCK_PL_VERSION */
+	uint16_t type;            /* enum dpsock_pl_msg_type */
+	int32_t status;           /* replies: 0 or -errno */
+	uint32_t id;              /* waiter / channel id (ADD reply, DEL) */
+	uint32_t arg;             /* CHANNEL_ADD: waiter id for its replies */
+	uint32_t n_fds;           /* fds carried by SCM_RIGHTS with this message */
+	uint64_t token;           /* HELLO: 0 = new group, else the group's token */
+	uint64_t seg_size;        /* WELCOME: bytes of the segment (fd 0) */
+	uint64_t wake_size;       /* WELCOME: bytes of the wake page (fd 1) */
+	uint32_t n_workers;       /* WELCOME: worker eventfds follow (fds 2..) */
+	uint32_t pad;
+	char text[64];            /* HELLO: program name; errors: a short reason */
+};
+static_assert(sizeof(struct dpsock_pl_msg) == 128, "control message size");
+
+/* At most this many fds ride on one message (2 + workers). */
+#define DPSOCK_PL_MAX_FDS (2 + 64)
+
+/* ======================================================================== */
+/* Wake page: read-only to clients                                          */
+/* ======================================================================== */
+
+/* One cache line per worker. A client that posted a command reads
+ * `sleeping` after a seq_cst fence and, if set, writes the worker's eventfd
+ * (the handshake of dpsock_worker_idle / dpsock_worker_wake). */
+struct dpsock_pl_wake {
+	uint32_t sleeping;
+	uint32_t pad[15];
+};
+static_assert(sizeof(struct dpsock_pl_wake) == 64, "wake line");
+
+/* ======================================================================== */
+/* Group segment                                                            */
+/* ======================================================================== */
+
+#define DPSOCK_PL_SEG_MAGIC 0x47455350u /* "PSEG" */
+
+enum dpsock_pl_daemon_state {
+	DPSOCK_PL_RUNNING = 1,
+	DPSOCK_PL_STOPPED = 2,    /* dpsockd stopped: every offloaded call fails */
+};
+
+/* Offload rules (VMA's libvma.conf grammar, compiled by the daemon from
+ * dpsock.conf's offload.rules and applied by the shim at bind/listen/
+ * connect/first send). The first rule whose application id, role, address
+ * and port match decides; no match = offload when the address is served by
+ * the daemon. */
+enum dpsock_pl_role {
+	DPSOCK_PL_TCP_SERVER = 1, /* listen() */
+	DPSOCK_PL_TCP_CLIENT,     /* connect() on TCP */
+	DPSOCK_PL_UDP_RECEIVER,   /* bind() on UDP */
+	DPSOCK_PL_UDP_SENDER,     /* first sendto() on an unbound UDP socket */
+	DPSOCK_PL_UDP_CONNECT,    /* connect() on UDP */
+};
+
+struct dpsock_pl_rule {
+	char app_id[32];          /* "" or "*" = any application */
+	uint8_t offload;          /* 1: use offload, 0: use os */
+	uint8_t role;             /* enum dpsock_pl_role */
+	uint8_t prefix_len;       /* 0..32; 0 = any address */
+	uint8_t pad;
+	uint32_t addr;            /* network order */
+	uint16_t port_lo, port_hi; /* host order; 0..65535 = any */
+	uint32_t pad2;
+};
+static_assert(sizeof(struct dpsock_pl_rule) == 48, "rule size");
+
+#define DPSOCK_PL_MAX_RULES 64
+#define DPSOCK_PL_MAX_IFACES 4
+
+/* An address the daemon serves, and where its gateway leads. */
+struct dpsock_pl_iface {
+	uint32_t addr;            /* network order */
+	uint32_t gateway;         /* network order; 0 = none */
+	uint8_t prefix_len;
+	uint8_t pad[3];
+	uint32_t mtu;
+};
+
+/*
+ * The segment, as offsets from its start (each process maps it at its own
+ * address). Written by the daemon before WELCOME and read-only after,
+ * except `state`. The daemon never reads it back.
+ *
+ *   0                header (this struct, 16 KiB reserved)
+ *   off_channels     max_channels x n_workers channel blocks, chan_stride each:
+ *                      cmd ring region (DPSOCK_PL_CMD_SIZE x cmd_count)
+ *                      reply ring region (DPSOCK_PL_REPLY_SIZE x reply_count)
+ *                    block of (channel c, worker k) at
+ *                      off_channels + (c * n_workers + k) * chan_stride
+ *   off_waiters      max_waiters waiter blocks, waiter_stride each:
+ *                      struct dpsock_pl_waiter, then n_workers wait rings
+ *                      (uint32_t elements, wait_count each, wait_ring_size
+ *                      bytes each), ring k at DPSOCK_PL_WAITER_HDR + k *
+ *                      wait_ring_size
+ *   off_slots        n_workers x slots_per_worker slots, slot_stride each:
+ *                      struct dpsock_pl_slot (DPSOCK_PL_SLOT_HDR bytes),
+ *                      rx FIFO region (rx_fifo_size data bytes),
+ *                      tx FIFO region (tx_fifo_size data bytes)
+ *                    slot number n = k * slots_per_worker + i belongs to
+ *                    worker k = n / slots_per_worker.
+ *
+ * The rings and FIFOs are src/spsc_priv.h regions (their own 384-byte
+ * header included in the sizes above).
+ */
+struct dpsock_pl_seg {
+	uint32_t magic;           /* DPSOCK_PL_SEG_MAGIC */
+	uint32_t version;         /* DPSOCK_PL_VERSION */
+	uint64_t seg_size;
+	uint64_t token;           /* joins a forked child to the group (random) */
+	uint32_t state;           /* enum dpsock_pl_daemon_state; daemon-written */
+	uint32_t group;           /* group number (dpsock-stat clients view) */
+
+	uint32_t n_workers;
+	uint32_t max_channels;
+	uint32_t max_waiters;
+	uint32_t slots_per_worker;
+	uint32_t cmd_count;       /* elements per command ring */
+	uint32_t reply_count;     /* elements per reply ring */
+	uint32_t wait_count;      /* elements per wait ring */
+	uint32_t rx_fifo_size;    /* data bytes of each rx FIFO (power of two) */
+	uint32_t tx_fifo_size;
+
+	uint64_t off_channels;
+	uint64_t chan_stride;
+	uint64_t cmd_ring_size;   /* bytes of a command ring region */
+	uint64_t reply_ring_size; /* bytes of a reply ring region (follows it) */
+	uint64_t off_waiters;
+	uint64_t waiter_stride;
+	uint64_t wait_ring_size;
+	uint64_t off_slots;
+	uint64_t slot_stride;
+	uint64_t rx_fifo_off;     /* within a slot */
+	uint64_t rx_fifo_bytes;   /* region bytes (header + data) */
+	uint64_t tx_fifo_off;
+	uint64_t tx_fifo_bytes;
+
+	/* what the daemon serves, for the shim's offload decision */
+	uint32_t n_ifaces;
+	uint32_t n_rules;
+	struct dpsock_pl_iface ifaces[DPSOCK_PL_MAX_IFACES];
+	struct dpsock_pl_rule rules[DPSOCK_PL_MAX_RULES];
+	char daemon_name[32];
+};
+
+#define DPSOCK_PL_SEG_HDR 16384u
+static_assert(sizeof(struct dpsock_pl_seg) <= DPSOCK_PL_SEG_HDR, "segment header");
+
+/* ======================================================================== */
+/* Commands (thread -> worker) and replies (worker -> thread)               */
+/* ======================================================================== */
+
+enum dpsock_pl_op {
+	/* Open a listening socket on this worker: addr (INADDR_ANY or a served
+	 * address), port (network order, non-zero), arg0 = backlog.
+	 * Reply: result 0 / -EADDRINUSE / -ENOMEM / -EMFILE (no slot),
+	 * slot + gen of the new listener slot. Accepted connections arrive as
+	 * struct dpsock_pl_accept records in that slot's rx FIFO. */
+	DPSOCK_PL_OP_LISTEN = 1,
+	/* Bind a UDP socket on this worker: addr, port (0 = the worker picks
+	 * an ephemeral port; bind it on the other workers with that port).
+	 * Reply: result, slot, gen, port (network order). */
+	DPSOCK_PL_OP_UDP_BIND,
+	/* Connect TCP from this worker to addr:port. arg0 = local port wanted
+	 * (network order, 0 = any). Reply at once: result 0 (in progress) /
+	 * -EADDRNOTAVAIL / -ENETUNREACH / -ENOMEM / -EMFILE, slot, gen,
+	 * addr:port = the local address chosen. The outcome is published in
+	 * the slot (state ESTABLISHED, or CLOSED with err) and its watchers
+	 * notified. */
+	DPSOCK_PL_OP_CONNECT,
+	/* slot's tx FIFO has data and tx_doorbell was 1: take it. No reply. */
+	DPSOCK_PL_OP_TX_KICK,
+	/* slot's rx FIFO has room again and rx_doorbell was 1. No reply. */
+	DPSOCK_PL_OP_RX_KICK,
+	/* Shut down: arg0 = SHUT_RD/SHUT_WR/SHUT_RDWR. A pending tx FIFO is
+	 * sent first. Reply: result 0 / -ENOTCONN. */
+	DPSOCK_PL_OP_SHUTDOWN,
+	/* The app closed its last reference: arg0 = 1 for an abortive close
+	 * (SO_LINGER 0: RST now). Queued tx data is sent (orderly close),
+	 * then the worker frees the slot; the shim must not touch it again.
+	 * No reply. */
+	DPSOCK_PL_OP_CLOSE,
+	/* Socket option on the worker's socket: arg0 = level, arg1 = name,
+	 * arg2.. = value (TCP_NODELAY; SO_KEEPALIVE; TCP_KEEPIDLE/INTVL/CNT;
+	 * IP_TOS). Reply: result 0 / -ENOPROTOOPT. */
+	DPSOCK_PL_OP_SETOPT,
+	DPSOCK_PL_OP_MAX
+};
+
+struct dpsock_pl_cmd {
+	uint16_t op;              /* enum dpsock_pl_op */
+	uint16_t flags;
+	uint32_t cookie;          /* echoed in the reply */
+	uint32_t slot;            /* slot number (ops on an existing slot) */
+	uint32_t gen;             /* the slot's generation, as the reply gave it */
+	uint32_t addr;            /* network order */
+	uint16_t port;            /* network order */
+	uint16_t pad;
+	int32_t arg[8];
+	uint32_t pad2[3];
+};
+#define DPSOCK_PL_CMD_SIZE 64u
+static_assert(sizeof(struct dpsock_pl_cmd) == DPSOCK_PL_CMD_SIZE, "command size");
+
+struct dpsock_pl_reply {
+	uint32_t cookie;
+	int32_t result;           /* 0 or -errno */
+	uint32_t slot;
+	uint32_t gen;
+	uint32_t addr;            /* network order */
+	uint16_t port;            /* network order */
+	uint16_t pad;
+	uint64_t pad2;
+};
+#define DPSOCK_PL_REPLY_SIZE 32u
+static_assert(sizeof(struct dpsock_pl_reply) == DPSOCK_PL_REPLY_SIZE, "reply size");
+
+/* ======================================================================== */
+/* Waiters                                                                  */
+/* ======================================================================== */
+
+/* A waiter: one thread's blocking calls (and its poll/select), or one epoll
+ * instance. Followed by one wait ring per worker (uint32_t slot numbers the
+ * worker changed while the waiter watched them). */
+struct dpsock_pl_waiter {
+	/* shim-written: 1 while the waiter is asleep or about to sleep. The
+	 * shim stores 1, fences (seq_cst), re-checks its sockets, sleeps on
+	 * its eventfd; the worker publishes a change, fences (seq_cst), and
+	 * writes the eventfd if armed. */
+	uint32_t armed;
+	/* worker-written: a wait ring was full, a slot number was lost; the
+	 * shim re-examines every socket it watches and clears it. */
+	uint32_t overflow;
+	uint32_t pad[14];
+};
+#define DPSOCK_PL_WAITER_HDR 128u
+static_assert(sizeof(struct dpsock_pl_waiter) <= DPSOCK_PL_WAITER_HDR, "waiter header");
+
+/* ======================================================================== */
+/* Slots                                                                    */
+/* ======================================================================== */
+
+enum dpsock_pl_kind {
+	DPSOCK_PL_FREE = 0,
+	DPSOCK_PL_TCP_LISTENER,
+	DPSOCK_PL_TCP_CONN,
+	DPSOCK_PL_UDP,
+};
+
+enum dpsock_pl_state {
+	DPSOCK_PL_ST_NONE = 0,
+	DPSOCK_PL_ST_LISTEN,
+	DPSOCK_PL_ST_CONNECTING,
+	DPSOCK_PL_ST_ESTABLISHED,
+	DPSOCK_PL_ST_CLOSED,      /* reset, refused, timed out: see err */
+	DPSOCK_PL_ST_BOUND,       /* UDP */
+};
+
+/* flags (worker-written) */
+#define DPSOCK_PL_F_RD_EOF   0x1u /* the peer's FIN: after the rx FIFO, EOF */
+#define DPSOCK_PL_F_WR_SHUT  0x2u /* our FIN was queued: sends fail with EPIPE */
+
+#define DPSOCK_PL_WATCH 4 /* waiters one slot can notify */
+
+struct dpsock_pl_slot {
+	/* ---- worker-written (line 0) ---- */
+	uint32_t gen;             /* bumped each time the worker allocates the slot */
+	uint32_t kind;            /* enum dpsock_pl_kind */
+	uint32_t state;           /* enum dpsock_pl_state */
+	int32_t err;              /* -errno: ECONNREFUSED, ECONNRESET, ETIMEDOUT,
+				   * ECONNABORTED (daemon stopped), 0 = none */
+	uint32_t flags;           /* DPSOCK_PL_F_* */
+	uint32_t laddr;           /* network order */
+	uint32_t raddr;
+	uint16_t lport, rport;    /* network order */
+	uint32_t change;          /* bumped after every published change */
+	uint32_t tx_space;        /* lwIP send buffer free (info: SIOCOUTQ) */
+	uint32_t pad0[7];
+
+	/* ---- shared doorbells (line 1), both sides use atomics ---- */
+	/* worker sets 1 when it drained the tx FIFO and stopped looking; the
+	 * shim, after writing the FIFO and a seq_cst fence, exchanges it with 0
+	 * and sends TX_KICK if it was 1. */
+	uint32_t tx_doorbell;
+	/* worker sets 1 when the rx FIFO was too full for what it holds; the
+	 * shim, after reading and a seq_cst fence, exchanges it with 0 and
+	 * sends RX_KICK if it was 1. */
+	uint32_t rx_doorbell;
+	/* shim sets 1 when it found the tx FIFO full; the worker, after it
+	 * freed space, exchanges it with 0 and notifies the watchers if 1. */
+	uint32_t want_tx;
+	uint32_t pad1[13];
+
+	/* ---- shim-written (line 2) ---- */
+	/* waiter id + 1 of each waiter watching this slot (0 = empty entry);
+	 * set by the shim with compare-and-swap, read by the worker. */
+	uint32_t watch[DPSOCK_PL_WATCH];
+	/* queued[i]: the worker set it when it put this slot in watch[i]'s
+	 * wait ring; the shim clears it when it takes it out (then re-reads the
+	 * state). The worker does not queue a slot twice. */
+	uint32_t queued[DPSOCK_PL_WATCH];
+	uint32_t pad2[8];
+
+	/* ---- shim-only (lines 3..): the shim's lock and bookkeeping; the
+	 * daemon never reads them. */
+	uint8_t shim[256 - 192];
+};
+#define DPSOCK_PL_SLOT_HDR 256u
+static_assert(sizeof(struct dpsock_pl_slot) == DPSOCK_PL_SLOT_HDR, "slot header");
+static_assert(offsetof(struct dpsock_pl_slot, tx_doorbell) == 64, "line 1");
+static_assert(offsetof(struct dpsock_pl_slot, watch) == 128, "line 2");
+static_assert(offsetof(struct dpsock_pl_slot, shim) == 192, "line 3");
+
+/* A listener's rx FIFO carries accepted connections. */
+struct dpsock_pl_accept {
+	uint32_t slot;
+	uint32_t gen;
+};
+
+/* A UDP slot's FIFOs carry datagrams: this header, then len bytes, then
+ * padding to a multiple of 8. rx: addr/port = source; tx: destination. A
+ * datagram is written whole or not at all. */
+struct dpsock_pl_dgram {
+	uint32_t len;
+	uint32_t addr;            /* network order */
+	uint16_t port;            /* network order */
+	uint16_t flags;
+	uint32_t pad;
+};
+static_assert(sizeof(struct dpsock_pl_dgram) == 16, "datagram header");
+#define DPSOCK_PL_DGRAM_MAX 65507u
+
+#endif /* DPSOCK_PRELOAD_PROTO_H */
