@@ -140,9 +140,30 @@ def main():
     add("idle_cpu", "CPU use while idle, % of one CPU", "%",
         "dpsockd (default idle settings, 1 worker, `taskset -c 1`, net_af_packet) vs kernel_echo; "
         "utime+stime from /proc/PID/stat", lower_better=True)
-    for what in ("TCP request/response (redis-benchmark, memcached, wrk) under LD_PRELOAD",
-                 "sockperf ping-pong under LD_PRELOAD"):
-        rows.append((what, "—", "**not yet: needs libdpsock_preload.so (issue 4)**", "—", "—"))
+    prog = ("server in netns A `taskset -c 1`: preloaded (`LD_PRELOAD=libdpsock_preload.so`) with "
+            "dpsockd on net_af_packet (qpairs=1, EAL `-l 1`, `taskset -c 1`: both on CPU 1), or on the "
+            "kernel; client in netns B `taskset -c 0`")
+    prog_rows = [
+        ("pl_sockperf_udp_lat", "sockperf ping-pong UDP 64 B, p50 latency µs (unmodified sockperf sr)", "µs",
+         "`sockperf pp -m 64 -t %s`; %s" % (secs, prog), True),
+        ("pl_sockperf_tcp_lat", "sockperf ping-pong TCP 64 B, p50 latency µs", "µs",
+         "`sockperf pp --tcp -m 64 -t %s`; same" % secs, True),
+        ("pl_sockperf_udp_tp", "sockperf throughput UDP 64 B, messages/s sent", "/s",
+         "`sockperf tp -m 64 -t %s`; same" % secs, False),
+        ("pl_sockperf_tcp_tp", "sockperf throughput TCP 64 B, messages/s sent", "/s",
+         "`sockperf tp --tcp -m 64 -t %s`; same" % secs, False),
+        ("pl_nginx", "nginx (1 worker) + wrk, requests/s", "/s",
+         "`wrk -t 1 -c 64 -d %ss` against `return 200`; same" % secs, False),
+        ("pl_redis_set", "redis-server + redis-benchmark SET, requests/s", "/s",
+         "`redis-benchmark -c 50 -t set,get -n %d`; same" % (int(secs) * 40000 if str(secs).isdigit() else 0), False),
+        ("pl_redis_get", "redis-server + redis-benchmark GET, requests/s", "/s", "same run", False),
+    ]
+    skip_why = meta.get("programs_skip")
+    for key, label, unit, how, lower in prog_rows:
+        if skip_why:
+            rows.append((label, "—", "not measured: %s" % skip_why, "—", how))
+        else:
+            add(key, label, unit, how, lower_better=lower)
 
     L = []
     P = L.append
@@ -188,7 +209,8 @@ def main():
     P("| metric | side | p50 | p99 | p99.9 |")
     P("|---|---|---:|---:|---:|")
     lat_rows = []
-    for m in ["rr_c%d" % c for c in rr_conns] + ["churn", "udp_c1", "udp_c16"]:
+    for m in ["rr_c%d" % c for c in rr_conns] + ["churn", "udp_c1", "udp_c16",
+                                                  "pl_sockperf_udp_lat", "pl_sockperf_tcp_lat"]:
         for side in ("kernel", "dpsock"):
             p = [pct_median(res, m, side, k) for k in ("p50", "p99", "p999")]
             if p[0] is None:
@@ -211,7 +233,8 @@ def main():
                 f.write(" ".join(out) + "\n")
         with open(os.path.join(a.plots, "latency.dat"), "w") as f:
             f.write("# label kernel_p50 kernel_p99 kernel_p999 dpsock_p50 dpsock_p99 dpsock_p999\n")
-            for m in ["rr_c%d" % c for c in rr_conns] + ["churn", "udp_c1", "udp_c16"]:
+            for m in ["rr_c%d" % c for c in rr_conns] + ["churn", "udp_c1", "udp_c16",
+                                                          "pl_sockperf_udp_lat", "pl_sockperf_tcp_lat"]:
                 vals = []
                 for side in ("kernel", "dpsock"):
                     for k in ("p50", "p99", "p999"):
@@ -219,8 +242,7 @@ def main():
                         vals.append("NaN" if v is None else "%.2f" % v)
                 if any(v != "NaN" for v in vals):
                     f.write("%s %s\n" % (m, " ".join(vals)))
-        gp = """
-set terminal pngcairo size 900,560 font ",10" noenhanced
+        gp_rate = """
 set output 'rate_vs_conns.png'
 set title "TCP request/response, 64 B: transactions/s vs connections\\nkernel: veth, dpsock: memif; client CPU 0, server CPU 1 (median, min-max)"
 set logscale x 2
@@ -231,6 +253,13 @@ set key top left
 set yrange [0:*]
 plot 'rate_vs_conns.dat' using 1:2:3:4 with yerrorlines lw 2 title "Linux kernel", \\
      '' using 1:5:6:7 with yerrorlines lw 2 title "dpsock"
+"""
+        gp = """
+set terminal pngcairo size 900,560 font ",10" noenhanced
+"""
+        if rr_conns:
+            gp += gp_rate
+        gp += """
 set output 'latency.png'
 set title "Latency percentiles (µs, log scale; medians over rounds)"
 unset logscale x
@@ -314,6 +343,16 @@ plot 'latency.dat' using 2:xtic(1) title "kernel p50", '' using 3 title "kernel 
       "1 ms) and one worker on CPU 1, no traffic: utime + stime over the window, as % of one CPU. "
       "The kernel has no process to run: kernel_echo, blocked in epoll_wait, is measured the same "
       "way for reference.")
+    P("- **Unmodified programs (section 5).** The same Debian binaries run as servers in netns A, "
+      "first under `LD_PRELOAD=libdpsock_preload.so` with dpsockd serving the address on "
+      "net_af_packet (all dpsock rounds), then on the kernel with the address on A's veth (all "
+      "kernel rounds; an af_packet port sees every frame of its veth, so the two never run "
+      "together). dpsockd and the preloaded program share CPU 1, as a 1-core server would; the "
+      "program's blocking calls spin for DPSOCK_RX_POLL / DPSOCK_SELECT_POLL (shim defaults) and "
+      "then sleep. sockperf's figures are its own percentiles; wrk's Requests/sec; "
+      "redis-benchmark's requests per second. The dpsock side still crosses the kernel twice per "
+      "packet (veth and AF_PACKET); see below.%s" % (
+          (" Not measured in this run: %s." % meta["programs_skip"]) if meta.get("programs_skip") else ""))
     P("- **Servers poll while loaded.** The dpsock servers in sections 2 and 3 run with "
       "`worker.idle_poll_us = 100000` (poll for 100 ms after the last packet before sleeping), so "
       "they do not sleep between requests; dpsock-loadgen never sleeps while it runs. The kernel "

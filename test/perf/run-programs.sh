@@ -1,0 +1,171 @@
+# SPDX-License-Identifier: BSD-3-Clause
+# shellcheck shell=bash
+#
+# test/perf/run-programs.sh — section 5 of run-all (sourced by it, uses its
+# helpers): unmodified Debian programs as servers, under LD_PRELOAD with
+# dpsockd and on the kernel, driven by their usual clients from netns B.
+#
+#   server side, netns A, CPU 1: dpsockd (net_af_packet qpairs=1, EAL -l 1)
+#       and the preloaded program, or the program alone on the kernel
+#   client side, netns B, CPU 0: sockperf pp/tp, wrk, redis-benchmark
+#
+# All dpsock rounds run first, then dpsockd stops and A's kernel takes the
+# address for the kernel rounds: an af_packet port sees every frame on its
+# veth, so the two must not be up together.
+
+PL_LIB=$(find "$build/preload" -maxdepth 1 -name libdpsock_preload.so 2>/dev/null | head -n 1)
+PL_NAME=${TEST_NAME}p
+PL_PORT=11111
+
+# pl_skip REASON: every program row says why it was not measured.
+pl_skip() {
+	note "5. programs: skipped: $1"
+	meta programs_skip "$1"
+}
+
+# pl_server SIDE LABEL CMD...: start a server program in netns A on CPU 1
+# (preloaded when SIDE is dpsock) and wait until PORT answers from B.
+pl_server() {
+	local side=$1 label=$2 log=$TEST_TMP/pl-$2-$1.log
+	shift 2
+	if [ "$side" = dpsock ]; then
+		ip netns exec "$TOPO_NS_A" taskset -c 1 env LD_PRELOAD="$PL_LIB" \
+			DPSOCK_RUNTIME_DIR="$TEST_TMP" DPSOCK_NAME="$PL_NAME" "$@" >"$log" 2>&1 </dev/null &
+	else
+		ip netns exec "$TOPO_NS_A" taskset -c 1 "$@" >"$log" 2>&1 </dev/null &
+	fi
+	BG_PID[pl_$label]=$!
+}
+
+# pl_wait_tcp PORT: a TCP connect from B succeeds.
+pl_tcp_up() { ip netns exec "$TOPO_NS_B" bash -c "exec 3<>/dev/tcp/$TOPO_ADDR_A/$1" 2>/dev/null; }
+
+# sockperf: SIDE ROUND PROTO(udp|tcp)
+pl_sockperf() {
+	local side=$1 r=$2 proto=$3 out tcp=() lat p50 p99 p999 rate
+	[ "$proto" = tcp ] && tcp=(--tcp)
+	pl_server "$side" "sockperf" sockperf sr -i 0.0.0.0 -p "$PL_PORT" "${tcp[@]}"
+	if [ "$proto" = tcp ]; then
+		poll_until 20 pl_tcp_up "$PL_PORT" || { failed "$side sockperf server ($proto) did not come up"; bg_stop pl_sockperf; return; }
+	else
+		sleep 1
+	fi
+	out=$(timeout $((secs + 30)) ip netns exec "$TOPO_NS_B" taskset -c 0 sockperf pp -i "$TOPO_ADDR_A" \
+		-p "$PL_PORT" "${tcp[@]}" -m 64 -t "$secs" 2>&1)
+	lat=$(sed -n 's/.*Summary: Latency is \([0-9.]*\) usec.*/\1/p' <<<"$out")
+	p50=$(sed -n 's/.*percentile 50.000 = *\([0-9.]*\).*/\1/p' <<<"$out")
+	p99=$(sed -n 's/.*percentile 99.000 = *\([0-9.]*\).*/\1/p' <<<"$out")
+	p999=$(sed -n 's/.*percentile 99.900 = *\([0-9.]*\).*/\1/p' <<<"$out")
+	if [ -n "$lat" ] && [ -n "$p50" ]; then
+		result "pl_sockperf_${proto}_lat" "$side" "$r" "$p50" "p50=$p50 p99=$p99 p999=$p999 avg=$lat"
+		note "$side sockperf pp $proto round $r: p50 $p50 us, p99 $p99 us, p99.9 $p999 us"
+	else
+		failed "$side sockperf pp $proto round $r: $(grep -m1 -i 'error\|summary' <<<"$out")"
+	fi
+	out=$(timeout $((secs + 30)) ip netns exec "$TOPO_NS_B" taskset -c 0 sockperf tp -i "$TOPO_ADDR_A" \
+		-p "$PL_PORT" "${tcp[@]}" -m 64 -t "$secs" 2>&1)
+	rate=$(sed -n 's/.*Summary: Message Rate is \([0-9]*\) .*/\1/p' <<<"$out")
+	if [ -n "$rate" ]; then
+		result "pl_sockperf_${proto}_tp" "$side" "$r" "$rate"
+		note "$side sockperf tp $proto round $r: $rate msg/s"
+	else
+		failed "$side sockperf tp $proto round $r: $(grep -m1 -i 'error\|summary' <<<"$out")"
+	fi
+	bg_stop pl_sockperf || true
+}
+
+# nginx (one worker process, a 200 "hello" from memory) + wrk -c 64.
+pl_nginx() {
+	local side=$1 r=$2 d=$TEST_TMP/nginx-$1 out rps p50 p99
+	mkdir -p "$d/logs"
+	cat >"$d/nginx.conf" <<-NGXEOF
+		worker_processes 1;
+		daemon off;
+		pid $d/nginx.pid;
+		error_log stderr warn;
+		events { worker_connections 4096; }
+		http {
+			access_log off;
+			client_body_temp_path $d/body;
+			proxy_temp_path $d/proxy;
+			fastcgi_temp_path $d/fastcgi;
+			uwsgi_temp_path $d/uwsgi;
+			scgi_temp_path $d/scgi;
+			keepalive_requests 1000000;
+			server {
+				listen $PL_PORT;
+				location / { return 200 "hello\n"; }
+			}
+		}
+	NGXEOF
+	pl_server "$side" nginx nginx -p "$d" -e stderr -c "$d/nginx.conf"
+	poll_until 20 pl_tcp_up "$PL_PORT" || { failed "$side nginx did not come up: $(tail -n 3 "$TEST_TMP/pl-nginx-$side.log")"; bg_stop pl_nginx; return; }
+	out=$(timeout $((secs + 30)) ip netns exec "$TOPO_NS_B" taskset -c 0 wrk -t 1 -c 64 -d "${secs}s" --latency \
+		"http://$TOPO_ADDR_A:$PL_PORT/" 2>&1)
+	rps=$(sed -n 's/^Requests\/sec: *\([0-9.]*\).*/\1/p' <<<"$out")
+	p50=$(awk '$1 == "50%" { print $2 }' <<<"$out")
+	p99=$(awk '$1 == "99%" { print $2 }' <<<"$out")
+	if [ -n "$rps" ] && ! grep -q 'Non-2xx\|Socket errors' <<<"$out"; then
+		result pl_nginx "$side" "$r" "$rps" "p50=$p50 p99=$p99"
+		note "$side nginx+wrk round $r: $rps req/s (p50 $p50, p99 $p99)"
+	else
+		failed "$side nginx+wrk round $r: $(grep -m2 'Requests/sec\|Non-2xx\|Socket errors\|unable' <<<"$out" | tr '\n' ' ')"
+	fi
+	bg_stop pl_nginx || true
+}
+
+# redis-server (no persistence) + redis-benchmark -c 50 SET/GET.
+pl_redis() {
+	local side=$1 r=$2 out n=$((secs * 40000)) set get
+	pl_server "$side" redis redis-server --port "$PL_PORT" --bind 0.0.0.0 --protected-mode no \
+		--save '' --appendonly no --daemonize no --logfile ''
+	poll_until 20 pl_tcp_up "$PL_PORT" || { failed "$side redis-server did not come up"; bg_stop pl_redis; return; }
+	out=$(timeout $((secs * 4 + 60)) ip netns exec "$TOPO_NS_B" taskset -c 0 redis-benchmark -h "$TOPO_ADDR_A" \
+		-p "$PL_PORT" -c 50 -n "$n" -t set,get -q 2>&1 | tr '\r' '\n')
+	set=$(sed -n 's/^SET: \([0-9.]*\) requests per second.*/\1/p' <<<"$out" | tail -n 1)
+	get=$(sed -n 's/^GET: \([0-9.]*\) requests per second.*/\1/p' <<<"$out" | tail -n 1)
+	if [ -n "$set" ] && [ -n "$get" ]; then
+		result pl_redis_set "$side" "$r" "$set"
+		result pl_redis_get "$side" "$r" "$get"
+		note "$side redis-benchmark round $r: SET $set/s GET $get/s"
+	else
+		failed "$side redis-benchmark round $r: $(grep -m2 -i 'error\|refused\|requests per second' <<<"$out" | tr '\n' ' ')"
+	fi
+	bg_stop pl_redis || true
+}
+
+pl_round_all() { # SIDE ROUND
+	if command -v sockperf >/dev/null; then pl_sockperf "$1" "$2" udp; pl_sockperf "$1" "$2" tcp; fi
+	if command -v nginx >/dev/null && command -v wrk >/dev/null; then pl_nginx "$1" "$2"; fi
+	if command -v redis-server >/dev/null && command -v redis-benchmark >/dev/null; then pl_redis "$1" "$2"; fi
+}
+
+note "5. unmodified programs: server in netns A on CPU 1 (preloaded + dpsockd, or kernel), client in netns B on CPU 0"
+if [ -z "$PL_LIB" ]; then
+	pl_skip "libdpsock_preload.so is not built in $build/preload"
+else
+	missing=
+	for p in sockperf nginx wrk redis-server redis-benchmark; do
+		command -v "$p" >/dev/null || missing="$missing $p"
+	done
+	[ -z "$missing" ] || note "5. programs: not installed:$missing (scripts/setup installs them); their rows stay empty"
+	meta programs_missing "${missing# }"
+	test_topo_up 203 "${TEST_NAME}q"
+	printf 'name = "%s";\nruntime_dir = "%s";\ninterfaces = ( { port = "net_af_packet0"; address = "%s/24"; } );\n' \
+		"$PL_NAME" "$TEST_TMP" "$TOPO_ADDR_A" >"$TEST_TMP/pl.conf"
+	log=$TEST_TMP/dpsockd-pl.log
+	ip netns exec "$TOPO_NS_A" taskset -c 1 "$DPSOCKD" -l 1 --file-prefix "$PL_NAME" "${EAL_COMMON[@]}" \
+		"--vdev=net_af_packet0,iface=$TOPO_IF_A,qpairs=1" -- -f "$TEST_TMP/pl.conf" >"$log" 2>&1 </dev/null &
+	BG_PID[$PL_NAME]=$!
+	if poll_until 30 dp_up "$PL_NAME" "${BG_PID[$PL_NAME]}" && [ "$POLL_OUTPUT" != exited ]; then
+		for r in $(seq 1 "$rounds"); do pl_round_all dpsock "$r"; done
+		rc=0; bg_stop "$PL_NAME" || rc=$?
+		[ "$rc" = 0 ] || failed "dpsockd (programs) exited with status $rc"
+	else
+		failed "dpsockd for the programs did not start: $(tail -n 3 "$log" | tr '\n' ' ')"
+		bg_stop "$PL_NAME"
+	fi
+	ip -n "$TOPO_NS_A" addr add "$TOPO_ADDR_A/24" dev "$TOPO_IF_A"
+	ip -n "$TOPO_NS_B" neigh flush dev "$TOPO_IF_B" 2>/dev/null
+	for r in $(seq 1 "$rounds"); do pl_round_all kernel "$r"; done
+fi
