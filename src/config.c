@@ -34,6 +34,8 @@
 #define CONF_RUNTIME_DIR_LEN_MAX 64
 #define CONF_NAME_LEN_MAX (DPSOCK_NAME_MAX - 1)
 #define CONF_PORT_LEN_MAX (DPSOCK_PORT_NAME_MAX - 1)
+/* one group's segment may map at most this much per worker (sparse memfd) */
+#define CONF_PL_SEG_PER_WORKER_MAX (16ull << 30)
 
 _Static_assert(CONF_RUNTIME_DIR_LEN_MAX < FIELD_SIZE(struct dpsock_config, runtime_dir),
 	       "runtime_dir limit does not fit the field");
@@ -52,6 +54,8 @@ enum conf_type {
 	CONF_IPV4_ADDR,   /* "a.b.c.d", uint32_t network order; 0 = none */
 	CONF_IPV4_PREFIX, /* "a.b.c.d/len": uint32_t at off, uint8_t at off2 */
 	CONF_IFACE_LIST,  /* ( { iface }, ... ) (struct dpsock_config only) */
+	CONF_UID_LIST,    /* [ uid, ... ] (struct dpsock_config only) */
+	CONF_RULE_LIST,   /* [ "rule line", ... ] (struct dpsock_config only) */
 };
 
 #define CONF_F_REQUIRED 0x1u /* must be present (no default) */
@@ -134,6 +138,22 @@ static const struct conf_key conf_main_keys[] = {
 	       "sockets each worker lists in the stats segment (dpsock-stat -v sockets); 0 = none"),
 	K_SPECIAL(DC, "interfaces", CONF_IFACE_LIST, ifaces, 0, CONF_F_REQUIRED,
 		  "ports and their addresses, ( { port = ...; address = ...; }, ... ); 1..4 entries"),
+	K_SPECIAL(DC, "preload.allowed_uids", CONF_UID_LIST, allowed_uids, 0, 0,
+		  "uids that may attach preloaded programs, [ 1000, ... ]; root always may; empty = root and the daemon's own uid"),
+	K_UINT(DC, "preload.max_groups", pl_max_groups, 64, 1, 1024, 0,
+	       "process groups (a process and the children it forks) attached at once"),
+	K_UINT(DC, "preload.max_threads", pl_max_threads, 64, 1, 1024, 0,
+	       "channels per group: threads of its processes that use offloaded sockets"),
+	K_UINT(DC, "preload.slots", pl_slots, 1024, 16, 65536, 0,
+	       "sockets per worker per group (a listener takes one on every worker)"),
+	K_UINT(DC, "preload.rx_fifo_kb", pl_rx_fifo_kb, 128, 4, 65536, CONF_F_POW2,
+	       "receive FIFO of each preloaded socket (KiB)"),
+	K_UINT(DC, "preload.tx_fifo_kb", pl_tx_fifo_kb, 128, 4, 65536, CONF_F_POW2,
+	       "send FIFO of each preloaded socket (KiB)"),
+	K_UINT(DC, "preload.poll_batch", pl_poll_batch, 32, 1, 1024, 0,
+	       "commands a worker takes from one client ring per loop iteration"),
+	K_SPECIAL(DC, "offload.rules", CONF_RULE_LIST, rules, 0, 0,
+		  "offload rules in libvma.conf's grammar, [ \"application-id NAME\", \"use offload|os ROLE ADDR[/LEN]:PORT[-PORT]\", ... ]; first match decides"),
 };
 
 static const struct conf_key conf_iface_keys[] = {
@@ -538,6 +558,211 @@ static int parse_iface_list(struct parse_ctx *p, struct dpsock_config *c,
 			    const config_setting_t *s, const char *path);
 
 static int
+parse_uid_list(struct parse_ctx *p, struct dpsock_config *c,
+	       const config_setting_t *s, const char *path)
+{
+	int t = config_setting_type(s), i, j, n;
+
+	if (t != CONFIG_TYPE_ARRAY && t != CONFIG_TYPE_LIST)
+		return fail(p, s, path, "expected a list of uids, like [ 1000, 1001 ], got %s",
+			    type_name(t));
+	n = config_setting_length(s);
+	if (n > DPSOCK_MAX_UIDS)
+		return fail(p, s, path, "at most %d uids (got %d)", DPSOCK_MAX_UIDS, n);
+	c->n_allowed_uids = 0;
+	for (i = 0; i < n; i++) {
+		const config_setting_t *e = config_setting_get_elem(s, (unsigned int)i);
+		char epath[64];
+		int64_t v;
+
+		pathf(epath, sizeof(epath), "%s[%d]", path, i);
+		/* (uid_t)-1 means "no change" to chown and friends: not a uid */
+		if (get_uint(p, e, epath, 0, 0xfffffffeu, &v) < 0)
+			return -EINVAL;
+		for (j = 0; j < i; j++)
+			if (c->allowed_uids[j] == (uint32_t)v)
+				return fail(p, e, epath, "uid %" PRId64 " is listed twice (also %s[%d])",
+					    v, path, j);
+		c->allowed_uids[c->n_allowed_uids++] = (uint32_t)v;
+	}
+	return 0;
+}
+
+/* ---------------------------------------------------------------------- */
+/* offload rules (libvma.conf grammar) */
+
+static const char *const rule_roles[] = {
+	[DPSOCK_PL_TCP_SERVER] = "tcp_server",
+	[DPSOCK_PL_TCP_CLIENT] = "tcp_client",
+	[DPSOCK_PL_UDP_RECEIVER] = "udp_receiver",
+	[DPSOCK_PL_UDP_SENDER] = "udp_sender",
+	[DPSOCK_PL_UDP_CONNECT] = "udp_connect",
+};
+
+static int __attribute__((format(printf, 3, 4)))
+rule_fail(char *why, size_t whylen, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (why != NULL && whylen > 0) {
+		va_start(ap, fmt);
+		vsnprintf(why, whylen, fmt, ap);
+		va_end(ap);
+	}
+	return -EINVAL;
+}
+
+/* Strict unsigned decimal in [lo, hi]. */
+static int
+rule_number(const char *s, size_t len, unsigned long lo, unsigned long hi, unsigned long *out)
+{
+	unsigned long v = 0;
+	size_t i;
+
+	if (len == 0 || len > 5)
+		return -EINVAL;
+	for (i = 0; i < len; i++) {
+		if (!isdigit((unsigned char)s[i]))
+			return -EINVAL;
+		v = v * 10 + (unsigned long)(s[i] - '0');
+	}
+	if (v < lo || v > hi)
+		return -EINVAL;
+	*out = v;
+	return 0;
+}
+
+/* "ADDR[/PREFIX]:PORT[-PORT]", either part may be "*". */
+static int
+rule_endpoint(const char *ep, struct dpsock_pl_rule *r, char *why, size_t whylen)
+{
+	const char *colon = strrchr(ep, ':'), *ports, *dash;
+	char addr[64], *slash;
+	unsigned long lo, hi, len;
+	uint32_t a;
+
+	if (colon == NULL)
+		return rule_fail(why, whylen, "'%s': expected ADDR[/PREFIX]:PORT[-PORT] (* for any)", ep);
+	if ((size_t)(colon - ep) >= sizeof(addr) || colon == ep)
+		return rule_fail(why, whylen, "'%s': bad address", ep);
+	memcpy(addr, ep, (size_t)(colon - ep));
+	addr[colon - ep] = '\0';
+	if (strcmp(addr, "*") == 0) {
+		r->addr = 0;
+		r->prefix_len = 0;
+	} else {
+		slash = strchr(addr, '/');
+		len = 32;
+		if (slash != NULL) {
+			*slash = '\0';
+			if (rule_number(slash + 1, strlen(slash + 1), 0, 32, &len) < 0)
+				return rule_fail(why, whylen, "'%s': prefix length must be between 0 and 32", ep);
+		}
+		if (parse_ipv4(addr, &a) < 0)
+			return rule_fail(why, whylen, "'%s': '%s' is not an IPv4 address", ep, addr);
+		r->prefix_len = (uint8_t)len;
+		r->addr = htonl(a & prefix_mask((unsigned int)len));
+	}
+	ports = colon + 1;
+	if (strcmp(ports, "*") == 0) {
+		r->port_lo = 0;
+		r->port_hi = 65535;
+		return 0;
+	}
+	dash = strchr(ports, '-');
+	if (rule_number(ports, dash ? (size_t)(dash - ports) : strlen(ports), 0, 65535, &lo) < 0 ||
+	    (dash != NULL && rule_number(dash + 1, strlen(dash + 1), 0, 65535, &hi) < 0))
+		return rule_fail(why, whylen, "'%s': port must be *, N or N-M with 0 <= N <= M <= 65535", ep);
+	if (dash == NULL)
+		hi = lo;
+	if (hi < lo)
+		return rule_fail(why, whylen, "'%s': port range %lu-%lu is empty", ep, lo, hi);
+	r->port_lo = (uint16_t)lo;
+	r->port_hi = (uint16_t)hi;
+	return 0;
+}
+
+int
+dpsock_pl_rule_parse(const char *line, char app_id[32], struct dpsock_pl_rule *r,
+		     char *why, size_t whylen)
+{
+	char buf[256], *tok[6], *save = NULL, *t;
+	unsigned int n = 0, i;
+
+	if (strlen(line) >= sizeof(buf))
+		return rule_fail(why, whylen, "rule longer than %zu characters", sizeof(buf) - 1);
+	snprintf(buf, sizeof(buf), "%s", line);
+	for (t = strtok_r(buf, " \t\r\n", &save); t != NULL && n < 6;
+	     t = strtok_r(NULL, " \t\r\n", &save))
+		tok[n++] = t;
+	if (n == 0 || tok[0][0] == '#')
+		return 1;
+	if (strcmp(tok[0], "application-id") == 0) {
+		if (n != 2)
+			return rule_fail(why, whylen, "expected 'application-id NAME' (NAME may be *)");
+		if (strlen(tok[1]) >= 32)
+			return rule_fail(why, whylen, "application id '%s' longer than 31 characters", tok[1]);
+		snprintf(app_id, 32, "%s", tok[1]);
+		return 1;
+	}
+	if (strcmp(tok[0], "use") != 0)
+		return rule_fail(why, whylen, "'%s': a rule starts with 'use' or 'application-id'", tok[0]);
+	if (n != 4)
+		return rule_fail(why, whylen, "expected 'use offload|os ROLE ADDR[/PREFIX]:PORT[-PORT]'");
+	memset(r, 0, sizeof(*r));
+	snprintf(r->app_id, sizeof(r->app_id), "%s", app_id);
+	if (strcmp(tok[1], "offload") == 0)
+		r->offload = 1;
+	else if (strcmp(tok[1], "os") == 0)
+		r->offload = 0;
+	else
+		return rule_fail(why, whylen, "'%s': expected 'offload' or 'os'", tok[1]);
+	for (i = 1; i < ARRAY_SIZE(rule_roles); i++)
+		if (strcmp(tok[2], rule_roles[i]) == 0)
+			break;
+	if (i == ARRAY_SIZE(rule_roles))
+		return rule_fail(why, whylen, "'%s': role must be tcp_server, tcp_client, udp_receiver, udp_sender or udp_connect",
+				 tok[2]);
+	r->role = (uint8_t)i;
+	return rule_endpoint(tok[3], r, why, whylen);
+}
+
+static int
+parse_rule_list(struct parse_ctx *p, struct dpsock_config *c,
+		const config_setting_t *s, const char *path)
+{
+	int t = config_setting_type(s), i, n, rc;
+	char app_id[32] = "*";
+
+	if (t != CONFIG_TYPE_ARRAY && t != CONFIG_TYPE_LIST)
+		return fail(p, s, path, "expected a list of rule strings, like [ \"use os tcp_server *:22\" ], got %s",
+			    type_name(t));
+	n = config_setting_length(s);
+	c->n_rules = 0;
+	for (i = 0; i < n; i++) {
+		const config_setting_t *e = config_setting_get_elem(s, (unsigned int)i);
+		const config_setting_t *at = config_setting_source_line(e) > 0 ? e : s;
+		char epath[64], why[256];
+		const char *str;
+
+		pathf(epath, sizeof(epath), "%s[%d]", path, i);
+		if (config_setting_type(e) != CONFIG_TYPE_STRING)
+			return fail(p, at, epath, "expected a string, got %s",
+				    type_name(config_setting_type(e)));
+		str = config_setting_get_string(e);
+		rc = dpsock_pl_rule_parse(str, app_id, &c->rules[c->n_rules], why, sizeof(why));
+		if (rc < 0)
+			return fail(p, at, epath, "%s", why);
+		if (rc > 0)
+			continue;
+		if (c->n_rules >= DPSOCK_PL_MAX_RULES)
+			return fail(p, at, epath, "at most %d rules", DPSOCK_PL_MAX_RULES);
+		c->n_rules++;
+	}
+	return 0;
+}
+
+static int
 parse_value(struct parse_ctx *p, const struct scope *sc, const struct conf_key *k,
 	    const config_setting_t *s, const char *path)
 {
@@ -579,6 +804,10 @@ parse_value(struct parse_ctx *p, const struct scope *sc, const struct conf_key *
 		return parse_lcore_list(p, sc->base, s, path);
 	case CONF_IFACE_LIST:
 		return parse_iface_list(p, sc->base, s, path);
+	case CONF_UID_LIST:
+		return parse_uid_list(p, sc->base, s, path);
+	case CONF_RULE_LIST:
+		return parse_rule_list(p, sc->base, s, path);
 	case CONF_IPV4_ADDR:
 		if (get_string(p, s, path, &str) < 0)
 			return -EINVAL;
@@ -782,6 +1011,12 @@ apply_defaults(const struct conf_key *keys, size_t n, void *base)
 		case CONF_IFACE_LIST:
 			((struct dpsock_config *)base)->n_ifaces = 0;
 			break;
+		case CONF_UID_LIST:
+			((struct dpsock_config *)base)->n_allowed_uids = 0;
+			break;
+		case CONF_RULE_LIST:
+			((struct dpsock_config *)base)->n_rules = 0;
+			break;
 		}
 	}
 }
@@ -910,6 +1145,19 @@ main_validate(struct parse_ctx *p, const struct dpsock_config *c,
 		return fail(p, s ? s : root, key,
 			    "the ephemeral range %u..%u must hold at least 64 ports",
 			    c->ephemeral_min, c->ephemeral_max);
+	}
+	/* each group's segment maps slots x (rx + tx FIFO) per worker */
+	if ((uint64_t)c->pl_slots * (c->pl_rx_fifo_kb + c->pl_tx_fifo_kb) * 1024 >
+	    CONF_PL_SEG_PER_WORKER_MAX) {
+		const char *key = seen_key(sc, "preload.slots") ? "preload.slots" :
+				  seen_key(sc, "preload.rx_fifo_kb") ? "preload.rx_fifo_kb" :
+				  "preload.tx_fifo_kb";
+
+		s = seen_key(sc, key);
+		return fail(p, s ? s : root, key,
+			    "slots x (rx_fifo_kb + tx_fifo_kb) = %" PRIu64 " MiB per worker and group; at most %llu MiB",
+			    (uint64_t)c->pl_slots * (c->pl_rx_fifo_kb + c->pl_tx_fifo_kb) / 1024,
+			    CONF_PL_SEG_PER_WORKER_MAX >> 20);
 	}
 	return 0;
 }
@@ -1083,6 +1331,27 @@ format_value(const struct conf_key *k, const void *base, char *buf, size_t len)
 			snprintf(buf, len, "auto");
 		break;
 	}
+	case CONF_UID_LIST: {
+		const struct dpsock_config *c = base;
+		size_t used = 0;
+		unsigned int i;
+
+		for (i = 0; i < c->n_allowed_uids && used < len; i++)
+			used += (size_t)snprintf(buf + used, len - used, "%s%u",
+						 i ? "," : "", c->allowed_uids[i]);
+		if (c->n_allowed_uids == 0)
+			snprintf(buf, len, "root,self");
+		break;
+	}
+	case CONF_RULE_LIST: {
+		const struct dpsock_config *c = base;
+
+		if (c->n_rules == 0)
+			snprintf(buf, len, "none");
+		else
+			snprintf(buf, len, "%u rule%s", c->n_rules, c->n_rules == 1 ? "" : "s");
+		break;
+	}
 	case CONF_LOG_MODULES:
 	case CONF_IFACE_LIST:
 		break;
@@ -1163,6 +1432,8 @@ describe_type(const struct conf_key *k, char *buf, size_t len)
 	case CONF_IPV4_ADDR: snprintf(buf, len, "ipv4 address"); break;
 	case CONF_IPV4_PREFIX: snprintf(buf, len, "ipv4 prefix"); break;
 	case CONF_IFACE_LIST: snprintf(buf, len, "list of groups"); break;
+	case CONF_UID_LIST: snprintf(buf, len, "uid list"); break;
+	case CONF_RULE_LIST: snprintf(buf, len, "list of strings"); break;
 	}
 }
 

@@ -73,6 +73,8 @@ struct dpsock_worker {
 	int efd;                  /* eventfd other threads write to wake the worker */
 	int epfd;                 /* epoll set the worker sleeps on */
 	uint32_t sleeping;        /* shared: 1 while blocked in epoll */
+	uint32_t *sleeping_pub;   /* NULL, or a second copy of sleeping the app publishes
+				   * (preload: the wake page line); set by worker_init */
 
 	/* start-up handshake with the main lcore */
 	int init_ret;             /* shared: 0 ok, -errno failed */
@@ -180,6 +182,9 @@ int dpsock_worker_main(void *arg);
 
 /* Wake a sleeping worker (any thread). */
 void dpsock_worker_wake(struct dpsock_worker *w);
+
+/* The stack's state (dpsock_init must have succeeded). */
+struct dpsock_daemon *dpsock_daemon_get(void);
 
 /* The worker running on the calling thread (NULL elsewhere). */
 extern _Thread_local struct dpsock_worker *dpsock_self;

@@ -38,11 +38,12 @@
 
 #include "stats_priv.h"
 
-enum view { VIEW_RAW, VIEW_BASIC, VIEW_EXTRA, VIEW_FULL, VIEW_MC, VIEW_SOCKETS };
+enum view { VIEW_RAW, VIEW_BASIC, VIEW_EXTRA, VIEW_FULL, VIEW_MC, VIEW_SOCKETS, VIEW_CLIENTS };
 
 static const char *const view_names[] = {
 	[VIEW_RAW] = "raw", [VIEW_BASIC] = "basic", [VIEW_EXTRA] = "extra",
 	[VIEW_FULL] = "full", [VIEW_MC] = "mc", [VIEW_SOCKETS] = "sockets",
+	[VIEW_CLIENTS] = "clients",
 };
 
 struct options {
@@ -80,7 +81,8 @@ usage(FILE *f)
 		"Show the counters of a running dpsock instance (dpsockd or a native app).\n"
 		"  -n, --name NAME     the instance (name = ... in its config; default dpsock)\n"
 		"  -p, --pid PID       the instance whose process id is PID\n"
-		"  -v, --view VIEW     basic | extra | full | mc | sockets (a table; default: the\n"
+		"  -v, --view VIEW     basic | extra | full | mc | sockets | clients (a table;\n"
+		"                      clients: processes attached through libdpsock_preload; default: the\n"
 		"                      plain 'scope.index.counter value' lines)\n"
 		"      --raw           the plain lines (the default without -v or -d)\n"
 		"  -d, --details 1|2   1: totals (default); 2: per second between samples\n"
@@ -805,6 +807,76 @@ mc_view(bool json)
 		printf("none\n");
 }
 
+/* ---- preload clients --------------------------------------------------------------- */
+
+/* A consistent copy of the used entries (pid != 0). The writer (dpsockd's
+ * control thread) stores pid last with release and clears it first. */
+static unsigned int
+clients_collect(struct dpsock_client_stats *out, unsigned int max)
+{
+	unsigned int n = 0, i, used = __atomic_load_n(&seg->n_clients, __ATOMIC_ACQUIRE);
+
+	for (i = 0; i < used && i < DPSOCK_STATS_MAX_CLIENTS && n < max; i++) {
+		const struct dpsock_client_stats *e = &seg->clients[i];
+		/* acquire: pairs with the release store of pid in dpsockd */
+		int32_t pid = __atomic_load_n(&e->pid, __ATOMIC_ACQUIRE);
+
+		if (pid == 0)
+			continue;
+		out[n].pid = pid;
+		out[n].threads = __atomic_load_n(&e->threads, __ATOMIC_RELAXED);
+		out[n].rings = __atomic_load_n(&e->rings, __ATOMIC_RELAXED);
+		out[n].group = __atomic_load_n(&e->group, __ATOMIC_RELAXED);
+		out[n].wakeups = __atomic_load_n(&e->wakeups, __ATOMIC_RELAXED);
+		out[n].sockets = __atomic_load_n(&e->sockets, __ATOMIC_RELAXED);
+		memcpy(out[n].name, e->name, sizeof(out[n].name));
+		out[n].name[sizeof(out[n].name) - 1] = '\0';
+		if (__atomic_load_n(&e->pid, __ATOMIC_ACQUIRE) == pid)
+			n++;
+	}
+	return n;
+}
+
+static void
+clients_view(bool json)
+{
+	struct dpsock_client_stats rows[DPSOCK_STATS_MAX_CLIENTS];
+	unsigned int n = clients_collect(rows, DPSOCK_STATS_MAX_CLIENTS), i;
+	struct table t;
+
+	if (json) {
+		printf(", \"clients\": [");
+		for (i = 0; i < n; i++)
+			printf("%s{\"pid\": %d, \"program\": \"%s\", \"group\": %u, \"threads\": %u, "
+			       "\"waiters\": %u, \"sockets\": %" PRIu64 ", \"wakeups\": %" PRIu64 "}",
+			       i ? ", " : "", (int)rows[i].pid, rows[i].name, rows[i].group,
+			       rows[i].threads, rows[i].rings, rows[i].sockets, rows[i].wakeups);
+		printf("]");
+		return;
+	}
+	printf("Preload clients (sockets and wake-ups are per group: a process and its forks)\n");
+	tab_init(&t);
+	tab_col(&t, "Pid", false);
+	tab_col(&t, "Program", true);
+	tab_col(&t, "Group", false);
+	tab_col(&t, "Threads", false);
+	tab_col(&t, "Waiters", false);
+	tab_col(&t, "Sockets", false);
+	tab_col(&t, "Wake-ups", false);
+	for (i = 0; i < n; i++) {
+		snprintf(tab_cell(&t, i, 0), CELL, "%d", (int)rows[i].pid);
+		snprintf(tab_cell(&t, i, 1), CELL, "%s", rows[i].name);
+		snprintf(tab_cell(&t, i, 2), CELL, "%u", rows[i].group);
+		snprintf(tab_cell(&t, i, 3), CELL, "%u", rows[i].threads);
+		snprintf(tab_cell(&t, i, 4), CELL, "%u", rows[i].rings);
+		snprintf(tab_cell(&t, i, 5), CELL, "%" PRIu64, rows[i].sockets);
+		snprintf(tab_cell(&t, i, 6), CELL, "%" PRIu64, rows[i].wakeups);
+	}
+	tab_print(&t);
+	if (n == 0)
+		printf("none\n");
+}
+
 /* ---- output of one sample --------------------------------------------------------- */
 
 static void
@@ -866,6 +938,8 @@ print_sample(const struct options *o, const struct sample *cur, const struct sam
 			json_sockets(cur, o->filter);
 		} else if (o->view == VIEW_MC) {
 			mc_view(true);
+		} else if (o->view == VIEW_CLIENTS) {
+			clients_view(true);
 		} else {
 			printf(", ");
 			json_blocks(true, cur, prev, dt);
@@ -882,6 +956,9 @@ print_sample(const struct options *o, const struct sample *cur, const struct sam
 		break;
 	case VIEW_MC:
 		mc_view(false);
+		break;
+	case VIEW_CLIENTS:
+		clients_view(false);
 		break;
 	case VIEW_FULL:
 		full_table(true, cur, prev, dt);
@@ -1027,7 +1104,7 @@ parse_args(int argc, char **argv, struct options *o)
 				if (strcmp(optarg, view_names[v]) == 0)
 					break;
 			if (v == NCOLS(view_names)) {
-				fprintf(stderr, "dpsock-stat: -v %s: views are basic, extra, full, mc, "
+				fprintf(stderr, "dpsock-stat: -v %s: views are basic, extra, full, mc, clients, "
 					"sockets\n", optarg);
 				return 2;
 			}

@@ -11,6 +11,8 @@
 
 #include "dpsock/dpsock.h"
 
+#include "preload_priv.h"
+
 static void
 usage(FILE *f, const char *prog)
 {
@@ -39,5 +41,5 @@ main(int argc, char **argv)
 		dpsock_fini();
 		return help ? 0 : 2;
 	}
-	return dpsock_run(NULL, NULL);
+	return dpsock_run(&dpsock_preload_app, NULL);
 }

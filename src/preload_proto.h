@@ -79,6 +79,7 @@ struct dpsock_pl_msg {
 	uint32_t n_workers;       /* WELCOME: worker eventfds follow (fds 2..) */
 	uint32_t pad;
 	char text[64];            /* HELLO: program name; errors: a short reason */
+	uint64_t pad2;            /* to 128 bytes */
 };
 static_assert(sizeof(struct dpsock_pl_msg) == 128, "control message size");
 
@@ -159,7 +160,8 @@ struct dpsock_pl_iface {
  *                      off_channels + (c * n_workers + k) * chan_stride
  *   off_waiters      max_waiters waiter blocks, waiter_stride each:
  *                      struct dpsock_pl_waiter, then n_workers wait rings
- *                      (uint32_t elements, wait_count each, wait_ring_size
+ *                      (8-byte elements, the slot number in the low 32
+ *                      bits: spsc_priv.h's smallest; wait_count each, wait_ring_size
  *                      bytes each), ring k at DPSOCK_PL_WAITER_HDR + k *
  *                      wait_ring_size
  *   off_slots        n_workers x slots_per_worker slots, slot_stride each:
@@ -266,7 +268,7 @@ struct dpsock_pl_cmd {
 	uint16_t port;            /* network order */
 	uint16_t pad;
 	int32_t arg[8];
-	uint32_t pad2[3];
+	uint32_t pad2[2];
 };
 #define DPSOCK_PL_CMD_SIZE 64u
 static_assert(sizeof(struct dpsock_pl_cmd) == DPSOCK_PL_CMD_SIZE, "command size");
@@ -344,7 +346,7 @@ struct dpsock_pl_slot {
 	uint16_t lport, rport;    /* network order */
 	uint32_t change;          /* bumped after every published change */
 	uint32_t tx_space;        /* lwIP send buffer free (info: SIOCOUTQ) */
-	uint32_t pad0[7];
+	uint32_t pad0[6];
 
 	/* ---- shared doorbells (line 1), both sides use atomics ---- */
 	/* worker sets 1 when it drained the tx FIFO and stopped looking; the

@@ -521,6 +521,12 @@ dpsock_init(int argc, char **argv)
 	return idx;
 }
 
+struct dpsock_daemon *
+dpsock_daemon_get(void)
+{
+	return &daemon_state;
+}
+
 void
 dpsock_stop(void)
 {
@@ -547,6 +553,7 @@ dpsock_run(const struct dpsock_app *app, void *arg)
 	unsigned int i;
 	int ret, exit_code = 0;
 	uint64_t next_control;
+	bool main_started = false;
 
 	if (!d->initialised) {
 		fprintf(stderr, "%s: dpsock_run before a successful dpsock_init\n", prog_name);
@@ -606,6 +613,17 @@ dpsock_run(const struct dpsock_app *app, void *arg)
 		__atomic_store_n(&d->quit, 1, __ATOMIC_RELAXED);
 		goto stop;
 	}
+	if (app != NULL && app->main_start != NULL) {
+		ret = app->main_start(arg);
+		if (ret != 0) {
+			fprintf(stderr, "%s: %s: start: %s\n", prog_name, app->name ? app->name : "app",
+				strerror(ret < 0 ? -ret : ret));
+			exit_code = 1;
+			__atomic_store_n(&d->quit, 1, __ATOMIC_RELAXED);
+			goto stop;
+		}
+		main_started = true;
+	}
 
 	for (i = 0; i < d->n_workers; i++)
 		DPSOCK_LOG(INFO, main, "worker %u on lcore %u, queue %u%s", i, d->workers[i].lcore_id,
@@ -646,12 +664,16 @@ dpsock_run(const struct dpsock_app *app, void *arg)
 
 stop:
 	__atomic_store_n(&d->quit, 1, __ATOMIC_RELAXED);
+	if (main_started && app->main_stop != NULL)
+		app->main_stop(arg);
 	for (i = 0; i < d->n_workers; i++)
 		if ((int)i != d->main_worker)
 			dpsock_worker_wake(&d->workers[i]);
 	rte_eal_mp_wait_lcore();
 	if (d->main_worker >= 0 && d->workers[d->main_worker].init_done)
 		dpsock_worker_fini(&d->workers[d->main_worker]);
+	if (main_started && app->main_fini != NULL)
+		app->main_fini(arg);
 	if (d->stats != NULL)
 		control_tasks(d);
 out:

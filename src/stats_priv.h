@@ -35,9 +35,10 @@
  * when it is freed; in_use says whether an entry is listed. With every slot
  * taken, a new socket is not listed (worker counter sock_unlisted).
  *
- * Clients (the LD_PRELOAD library, a later issue) get one entry each in
- * clients[]: pid, threads, rings, wake-ups. The table is reserved in this
- * version and stays empty (n_clients = 0): nothing fills it yet.
+ * Clients (processes attached through the LD_PRELOAD library) get one
+ * entry each in clients[]: pid, program, group, channels, waiters, the
+ * group's sockets and wake-ups; n_clients is the high-water mark of used
+ * entries (an entry with pid 0 is free).
  *
  * Control requests (struct dpsock_stats_ctl), written by dpsock-stat, read
  * by the instance every 100 ms:
@@ -153,7 +154,14 @@
 	X(lwip_tcp_memerr, "lwIP TCP allocation failures")                     \
 	X(lwip_ipfrag_drop, "IP fragments dropped (reassembly limits, timeouts)") \
 	X(sock_listed, "sockets given an entry in the socket table")           \
-	X(sock_unlisted, "sockets not listed: the worker's socket slots were all taken")
+	X(sock_unlisted, "sockets not listed: the worker's socket slots were all taken") \
+	X(pl_commands, "preload: commands taken from client rings")             \
+	X(pl_rejected, "preload: commands refused (bad op, slot, generation or argument)") \
+	X(pl_clients_dropped, "preload: client groups dropped for breaking the protocol") \
+	X(pl_wakeups, "preload: eventfd writes that woke a client thread")     \
+	X(pl_replies_lost, "preload: replies dropped, the client's reply ring was full") \
+	X(pl_rx_dropped, "preload: UDP datagrams dropped, the socket's rx FIFO was full") \
+	X(pl_accept_refused, "preload: connections reset, no slot or the accept FIFO full")
 
 /* Per worker, levels rather than counts. */
 #define DPSOCK_WORKER_GAUGES(X)                                                \
@@ -223,14 +231,15 @@ struct dpsock_worker_stats {
 	struct dpsock_mc_stats mc;
 } __attribute__((aligned(64)));
 
-/* Reserved for preload clients (one per attached process); empty today. */
+/* One per attached preload process (written by dpsockd's control thread;
+ * pid 0 = free entry, stored last with release). */
 struct dpsock_client_stats {
 	int32_t pid;
-	uint32_t threads;
-	uint32_t rings;
-	uint32_t pad;
-	uint64_t wakeups;
-	uint64_t sockets;
+	uint32_t threads;       /* channels: threads using offloaded sockets */
+	uint32_t rings;         /* waiters registered (threads and epoll sets) */
+	uint32_t group;         /* process group (shares sockets after fork) */
+	uint64_t wakeups;       /* eventfd writes to the group's threads */
+	uint64_t sockets;       /* the group's sockets (slots in use) */
 	char name[32];
 	uint64_t reserved[8];
 } __attribute__((aligned(64)));
@@ -288,7 +297,7 @@ struct dpsock_stats_segment {
 	uint32_t sock_slots;    /* socket entries per worker (0: no socket table) */
 	uint64_t sock_off;      /* offset of the socket table */
 	char app[32];           /* "dpsockd", or the native app's name */
-	uint32_t n_clients;     /* reserved: always 0 until the preload library */
+	uint32_t n_clients;     /* clients[] entries ever used (pid 0 = free) */
 	uint32_t pad;
 	struct dpsock_stats_ctl ctl;
 	struct dpsock_port_stats ports[DPSOCK_STATS_MAX_PORTS];

@@ -448,9 +448,19 @@ dpsock_worker_idle(struct dpsock_worker *w, unsigned int work, uint32_t max_us)
 	 * before it reads `sleeping`; either the waker sees sleeping == 1 and
 	 * writes the eventfd, or this load sees its mbuf. */
 	__atomic_store_n(&w->sleeping, 1, __ATOMIC_RELAXED);
+	/* The app's copy (preload clients read the wake page): the same
+	 * handshake with their fence between posting a command and reading
+	 * it, paired by the fence below. */
+	if (w->sleeping_pub != NULL)
+		__atomic_store_n(w->sleeping_pub, 1, __ATOMIC_RELAXED);
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
-	if (!rte_ring_empty(w->steer)) {
+	if (!rte_ring_empty(w->steer) ||
+	    (w->app_ready && w->d->app != NULL && w->d->app->worker_pending != NULL &&
+	     w->d->app->worker_pending(w, w->d->app_arg))) {
 		__atomic_store_n(&w->sleeping, 0, __ATOMIC_RELAXED);
+		if (w->sleeping_pub != NULL)
+			__atomic_store_n(w->sleeping_pub, 0, __ATOMIC_RELAXED);
+		w->sleep_us = 0;
 		return;
 	}
 	ts.tv_sec = us / 1000000;
@@ -459,6 +469,8 @@ dpsock_worker_idle(struct dpsock_worker *w, unsigned int work, uint32_t max_us)
 	n = epoll_pwait2(w->epfd, &ev, 1, &ts, NULL);
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	__atomic_store_n(&w->sleeping, 0, __ATOMIC_RELAXED);
+	if (w->sleeping_pub != NULL)
+		__atomic_store_n(w->sleeping_pub, 0, __ATOMIC_RELAXED);
 	if (n > 0) {
 		uint64_t v;
 

@@ -96,6 +96,22 @@ struct dpsock_app {
 	 * Sockets the app leaves open are then reset without further callbacks;
 	 * held data (dpsock_rx_hold) must be released here at the latest. */
 	void (*worker_fini)(struct dpsock_worker *w, void *arg);
+	/* On the worker, when it is about to sleep: it has announced that it
+	 * sleeps (anyone who hands it work after this wakes it) and asks once
+	 * more whether work arrived meanwhile. Return true to stay awake. Must
+	 * not block. */
+	bool (*worker_pending)(struct dpsock_worker *w, void *arg);
+	/* On the main thread, once every worker's worker_init succeeded: start
+	 * control-plane threads. Return 0 or -errno (the start fails and the
+	 * workers are stopped; main_stop and main_fini are not called). */
+	int (*main_start)(void *arg);
+	/* On the main thread, when the stop was asked for (SIGINT/SIGTERM,
+	 * dpsock_stop), before the workers stop: stop what main_start started.
+	 * The workers still run. */
+	void (*main_stop)(void *arg);
+	/* On the main thread, after every worker stopped (worker_fini ran on
+	 * each): free what main_start shared with the workers. */
+	void (*main_fini)(void *arg);
 };
 
 /*

@@ -65,6 +65,14 @@ check_defaults(const struct dpsock_config *c, const char *what)
 	CHECK(c->max_connections == 65536, "%s: max_connections %u", what, c->max_connections);
 	CHECK(strcmp(c->steering, "auto") == 0, "%s: steering '%s'", what, c->steering);
 	CHECK(c->socket_slots == 4096, "%s: socket_slots %u", what, c->socket_slots);
+	CHECK(c->n_allowed_uids == 0, "%s: n_allowed_uids %u", what, c->n_allowed_uids);
+	CHECK(c->pl_max_groups == 64, "%s: pl_max_groups %u", what, c->pl_max_groups);
+	CHECK(c->pl_max_threads == 64, "%s: pl_max_threads %u", what, c->pl_max_threads);
+	CHECK(c->pl_slots == 1024, "%s: pl_slots %u", what, c->pl_slots);
+	CHECK(c->pl_rx_fifo_kb == 128 && c->pl_tx_fifo_kb == 128, "%s: fifo %u/%u KiB", what,
+	      c->pl_rx_fifo_kb, c->pl_tx_fifo_kb);
+	CHECK(c->pl_poll_batch == 32, "%s: pl_poll_batch %u", what, c->pl_poll_batch);
+	CHECK(c->n_rules == 0, "%s: n_rules %u", what, c->n_rules);
 }
 
 static void
@@ -140,6 +148,28 @@ test_full_file(void)
 	CHECK(c.max_connections == 1000, "full: max_connections %u", c.max_connections);
 	CHECK(strcmp(c.steering, "software") == 0, "full: steering '%s'", c.steering);
 	CHECK(c.socket_slots == 16, "full: socket_slots %u", c.socket_slots);
+	CHECK(c.n_allowed_uids == 3 && c.allowed_uids[0] == 1000 && c.allowed_uids[1] == 0 &&
+	      c.allowed_uids[2] == 4294967294u, "full: allowed_uids (%u)", c.n_allowed_uids);
+	CHECK(c.pl_max_groups == 8 && c.pl_max_threads == 16 && c.pl_slots == 256 &&
+	      c.pl_rx_fifo_kb == 64 && c.pl_tx_fifo_kb == 32 && c.pl_poll_batch == 8,
+	      "full: preload %u %u %u %u %u %u", c.pl_max_groups, c.pl_max_threads, c.pl_slots,
+	      c.pl_rx_fifo_kb, c.pl_tx_fifo_kb, c.pl_poll_batch);
+	CHECK(c.n_rules == 3, "full: n_rules %u", c.n_rules);
+	if (c.n_rules == 3) {
+		const struct dpsock_pl_rule *r = c.rules;
+
+		CHECK(strcmp(r[0].app_id, "*") == 0 && r[0].offload == 0 &&
+		      r[0].role == DPSOCK_PL_TCP_SERVER && r[0].prefix_len == 0 && r[0].addr == 0 &&
+		      r[0].port_lo == 22 && r[0].port_hi == 22, "full: rule 0");
+		CHECK(strcmp(r[1].app_id, "redis-server") == 0 && r[1].offload == 1 &&
+		      r[1].role == DPSOCK_PL_TCP_SERVER && r[1].prefix_len == 16 &&
+		      r[1].addr == ip("198.18.0.0") && r[1].port_lo == 6379 && r[1].port_hi == 6380,
+		      "full: rule 1");
+		CHECK(strcmp(r[2].app_id, "*") == 0 && r[2].offload == 0 &&
+		      r[2].role == DPSOCK_PL_UDP_SENDER && r[2].prefix_len == 32 &&
+		      r[2].addr == ip("198.18.1.1") && r[2].port_lo == 0 && r[2].port_hi == 65535,
+		      "full: rule 2");
+	}
 
 	CHECK(c.n_ifaces == 4, "full: n_ifaces %u", c.n_ifaces);
 	if (c.n_ifaces != 4)
@@ -307,6 +337,43 @@ static const struct bad_case bad_cases[] = {
 	  "interfaces[1].address: address 198.18.0.1 is already used by interfaces[0]", NULL },
 	{ IF0 "workers = [ 1,\n\t2,\n\t1 ];\n", 4,
 	  "workers[2]: lcore 1 is listed twice (also workers[0])", NULL },
+	/* preload and offload rules */
+	{ IF0 "preload = { max_groups = 0; };\n", 2, "preload.max_groups: must be between 1 and 1024 (got 0)", NULL },
+	{ IF0 "preload = { max_threads = 1025; };\n", 2, "preload.max_threads: must be between 1 and 1024", NULL },
+	{ IF0 "preload = { slots = 8; };\n", 2, "preload.slots: must be between 16 and 65536", NULL },
+	{ IF0 "preload = { rx_fifo_kb = 100; };\n", 2, "preload.rx_fifo_kb: must be a power of two between 4 and 65536", NULL },
+	{ IF0 "preload = { tx_fifo_kb = 2; };\n", 2, "preload.tx_fifo_kb: must be between 4 and 65536", NULL },
+	{ IF0 "preload = { poll_batch = 0; };\n", 2, "preload.poll_batch: must be between 1 and 1024", NULL },
+	{ IF0 "preload = { slots = 65536;\n\trx_fifo_kb = 65536; };\n", 2,
+	  "preload.slots: slots x (rx_fifo_kb + tx_fifo_kb)", NULL },
+	{ IF0 "preload = { allowed_uids = 1000; };\n", 2, "preload.allowed_uids: expected a list of uids", NULL },
+	{ IF0 "preload = { allowed_uids = [ -1 ]; };\n", 2, "preload.allowed_uids[0]: must be between 0 and 4294967294", NULL },
+	{ IF0 "preload = { allowed_uids = [ 5,\n 5 ]; };\n", 3, "preload.allowed_uids[1]: uid 5 is listed twice", NULL },
+	{ IF0 "preload = { max_group = 4; };\n", 2, "preload.max_group: unknown key 'max_group' (did you mean 'max_groups'?)", NULL },
+	{ IF0 "offload = { rule = [ ]; };\n", 2, "offload.rule: unknown key 'rule' (did you mean 'rules'?)", NULL },
+	{ IF0 "offload = { rules = \"use os tcp_server *:22\"; };\n", 2, "offload.rules: expected a list of rule strings", NULL },
+	{ IF0 "offload = { rules = [ \"use os tcp_server *:22\",\n\t\"use maybe tcp_server *:22\" ]; };\n", 3,
+	  "offload.rules[1]: 'maybe': expected 'offload' or 'os'", NULL },
+	{ IF0 "offload = { rules = [\n\t\"use os tcp_serve *:22\" ]; };\n", 3,
+	  "offload.rules[0]: 'tcp_serve': role must be tcp_server", NULL },
+	{ IF0 "offload = { rules = [ \"use os tcp_server 198.18.0.1\" ]; };\n", 2,
+	  "offload.rules[0]: '198.18.0.1': expected ADDR[/PREFIX]:PORT[-PORT]", NULL },
+	{ IF0 "offload = { rules = [ \"use os tcp_server 198.18.0.1:70000\" ]; };\n", 2,
+	  "port must be *, N or N-M", NULL },
+	{ IF0 "offload = { rules = [ \"use os tcp_server 198.18.0.1:90-80\" ]; };\n", 2,
+	  "port range 90-80 is empty", NULL },
+	{ IF0 "offload = { rules = [ \"use os tcp_server 198.18.0.1/33:80\" ]; };\n", 2,
+	  "prefix length must be between 0 and 32", NULL },
+	{ IF0 "offload = { rules = [ \"use os tcp_server 198.18.0:80\" ]; };\n", 2,
+	  "'198.18.0' is not an IPv4 address", NULL },
+	{ IF0 "offload = { rules = [ \"use os tcp_server *:80 extra\" ]; };\n", 2,
+	  "expected 'use offload|os ROLE", NULL },
+	{ IF0 "offload = { rules = [ \"application-id\" ]; };\n", 2,
+	  "offload.rules[0]: expected 'application-id NAME'", NULL },
+	{ IF0 "offload = { rules = [ \"allow tcp_server *:80\" ]; };\n", 2,
+	  "'allow': a rule starts with 'use' or 'application-id'", NULL },
+	{ IF0 "offload = { rules = [ 5 ]; };\n", 2, "offload.rules[0]: expected a string, got an integer", NULL },
+	{ IF0 "offload = { rules = ( \"use os tcp_server *:1\", 5 ); };\n", 2, "offload.rules[1]: expected a string, got an integer", NULL },
 	/* interfaces missing, empty, incomplete, too many */
 	{ "name = \"x\";\n", 0, "interfaces: at least one interface is required", NULL },
 	{ "", 0, "interfaces: at least one interface is required", NULL },
@@ -503,10 +570,11 @@ test_nondefault(void)
 	rc = dpsock_config_load(&c, "test/unit/data/full.conf", err, sizeof(err));
 	CHECK(rc == 0, "full: rc %d: %s", rc, err);
 	dpsock_config_foreach_nondefault(&c, collect, &l);
-	/* 17 scalars + workers + 3 modules + 4 interfaces * 4 */
-	CHECK(l.n == 17 + 1 + 3 + 16, "full: %u non-default lines", l.n);
+	/* 17 scalars + workers + 3 modules + 4 interfaces * 4 + 6 preload
+	 * scalars + allowed_uids + rules */
+	CHECK(l.n == 17 + 1 + 3 + 16 + 6 + 2, "full: %u non-default lines", l.n);
 	CHECK(strcmp(l.line[0], "name = edge-7_b") == 0, "full: first '%s'", l.line[0]);
-	CHECK(strcmp(l.line[l.n - 1], "interfaces[3].mtu = 1500") == 0,
+	CHECK(strcmp(l.line[l.n - 1], "offload.rules = 3 rules") == 0,
 	      "full: last '%s'", l.line[l.n - 1]);
 }
 
@@ -543,6 +611,9 @@ test_help(void)
 		"tcp.ephemeral_max", "tcp.max_connections", "tcp.steering", "stats.socket_slots",
 		"interfaces", "interfaces[].port",
 		"interfaces[].address", "interfaces[].gateway", "interfaces[].mtu",
+		"preload.allowed_uids", "preload.max_groups", "preload.max_threads",
+		"preload.slots", "preload.rx_fifo_kb", "preload.tx_fifo_kb", "preload.poll_batch",
+		"offload.rules",
 	};
 	char *buf = NULL, *line, *save = NULL;
 	size_t len = 0, i, type_col = 0, n = 0;
@@ -575,6 +646,36 @@ test_help(void)
 	}
 	CHECK(n == 1 + sizeof(keys) / sizeof(keys[0]), "help: %zu lines", n);
 	free(buf);
+}
+
+/* One rule line at a time, as the shim's users write them in libvma.conf. */
+static void
+test_rules(void)
+{
+	struct dpsock_pl_rule r;
+	char app[32] = "*", why[256];
+	int rc;
+
+	rc = dpsock_pl_rule_parse("   ", app, &r, why, sizeof(why));
+	CHECK(rc == 1, "blank: %d", rc);
+	rc = dpsock_pl_rule_parse("#use os tcp_server *:*", app, &r, why, sizeof(why));
+	CHECK(rc == 1, "comment: %d", rc);
+	rc = dpsock_pl_rule_parse("use offload udp_connect *:*", app, &r, why, sizeof(why));
+	CHECK(rc == 0 && r.offload == 1 && r.role == DPSOCK_PL_UDP_CONNECT && r.prefix_len == 0 &&
+	      r.port_lo == 0 && r.port_hi == 65535 && strcmp(r.app_id, "*") == 0, "any: %d %s", rc, why);
+	rc = dpsock_pl_rule_parse("application-id nginx", app, &r, why, sizeof(why));
+	CHECK(rc == 1 && strcmp(app, "nginx") == 0, "app id: %d '%s'", rc, app);
+	rc = dpsock_pl_rule_parse("\tuse  os\ttcp_client 198.18.7.9/24:1-1023 ", app, &r, why, sizeof(why));
+	CHECK(rc == 0 && r.offload == 0 && r.role == DPSOCK_PL_TCP_CLIENT && r.prefix_len == 24 &&
+	      r.addr == ip("198.18.7.0") && r.port_lo == 1 && r.port_hi == 1023 &&
+	      strcmp(r.app_id, "nginx") == 0, "block: %d %s", rc, why);
+	rc = dpsock_pl_rule_parse("application-id 0123456789012345678901234567890123", app, &r, why,
+				  sizeof(why));
+	CHECK(rc == -EINVAL && strstr(why, "longer than 31") != NULL, "long id: %d '%s'", rc, why);
+	rc = dpsock_pl_rule_parse("use os tcp_server *:-5", app, &r, why, sizeof(why));
+	CHECK(rc == -EINVAL, "negative port: %d", rc);
+	rc = dpsock_pl_rule_parse("use os tcp_server :80", app, &r, why, sizeof(why));
+	CHECK(rc == -EINVAL, "empty address: %d", rc);
 }
 
 static void
@@ -648,6 +749,7 @@ main(void)
 	test_nondefault();
 	test_example();
 	test_help();
+	test_rules();
 	test_log_levels();
 	test_truncations();
 	if (failures != 0) {

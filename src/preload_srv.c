@@ -1,0 +1,1241 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The workers' side of the preload hand-off (docs/preload.md): every loop,
+ * each worker drains the command ring of every live channel for it, runs
+ * the commands on its lwIP instance through the native API (dpsock.h), and
+ * publishes what happens to the group's sockets in their slots and FIFOs,
+ * waking the watchers.
+ *
+ * Nothing from the segment is trusted: a command is copied out of its ring
+ * and validated (op, slot number, generation, owner worker); shim-written
+ * slot fields (watch[], queued[], doorbells) are read once and checked; a
+ * ring whose indices are impossible, or a datagram header that lies about
+ * its length, drops the whole group (preload_ctl.c disconnects it) and
+ * touches no other group. The per-slot state that matters (native socket,
+ * held data, pending close) lives in struct pl_wslot, in daemon memory.
+ */
+#include <errno.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <rte_common.h>
+
+#include "daemon_priv.h"
+#include "log_priv.h"
+#include "preload_priv.h"
+
+/* Linux's option numbers (<netinet/tcp.h> clashes with lwIP's TCP_MSS) */
+#define PL_TCP_NODELAY 1
+#define PL_TCP_KEEPIDLE 4
+#define PL_TCP_KEEPINTVL 5
+#define PL_TCP_KEEPCNT 6
+
+#define PL_BATCH_MAX 1024u
+#define PL_TX_CHUNK (256u * 1024)  /* bytes moved from one tx FIFO per pass */
+#define PL_KA_IDLE 7200
+#define PL_KA_INTVL 75
+#define PL_KA_CNT 9
+
+/* Per worker, private. */
+struct pl_worker {
+	struct dpsock_pl_cmd cmds[PL_BATCH_MAX];
+	unsigned char dgram[DPSOCK_PL_DGRAM_MAX + 16];
+} __rte_cache_aligned;
+
+static struct pl_worker *pl_workers;
+static int pl_init_ret;
+
+int dpsock_pl_shared_init(void);
+
+static const struct dpsock_sock_ops pl_ops;
+
+static inline struct dpsock_pl_slot *
+sh_of(const struct pl_wslot *ws)
+{
+	return pl_slot_hdr(ws->wg->g, ws->num);
+}
+
+/* ---------------------------------------------------------------------- */
+/* waking the watchers */
+
+/* A group broke the protocol: stop serving it and have it dropped. */
+static void
+group_bad(struct pl_wgroup *wg)
+{
+	if (wg->bad)
+		return;
+	wg->bad = true;
+	/* counted once per group, by the first worker that finds it */
+	if (__atomic_exchange_n(&wg->g->bad, 1, __ATOMIC_ACQ_REL) == 0)
+		dpsock_stat_add(&wg->w->stats->pl_clients_dropped, 1);
+	dpsock_pl_group_report_bad(wg->g);
+}
+
+static void
+wake_mark(struct pl_wgroup *wg, uint32_t id)
+{
+	wg->wake_mask[id / 64] |= 1ull << (id % 64);
+	wg->wake_pending = true;
+}
+
+/* Write the eventfd of every marked waiter that is armed. */
+static void
+wake_flush(struct pl_wgroup *wg)
+{
+	static const uint64_t one = 1;
+	struct pl_group *g = wg->g;
+	uint32_t words = (g->geo.max_waiters + 63) / 64, i;
+
+	if (!wg->wake_pending)
+		return;
+	wg->wake_pending = false;
+	/* seq_cst: pairs with the shim's fence between storing armed = 1 and
+	 * re-checking its wait rings and slots: either it sees what we
+	 * published (wait ring entry, slot, reply) or we see armed. */
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	for (i = 0; i < words; i++) {
+		uint64_t m = wg->wake_mask[i];
+
+		wg->wake_mask[i] = 0;
+		while (m != 0) {
+			uint32_t id = i * 64 + (uint32_t)__builtin_ctzll(m);
+
+			m &= m - 1;
+			/* acquire: pairs with the control thread's release store;
+			 * waiter_fd[id] is valid while it reads 1 (the fd is only
+			 * closed after this worker acknowledged its removal) */
+			if (!__atomic_load_n(&g->waiter_live[id], __ATOMIC_ACQUIRE))
+				continue;
+			if (!__atomic_load_n(&pl_waiter_hdr(g, id)->armed, __ATOMIC_RELAXED))
+				continue;
+			if (write(g->waiter_fd[id], &one, sizeof(one)) == sizeof(one)) {
+				dpsock_stat_add(&wg->w->stats->pl_wakeups, 1);
+				__atomic_store_n(&wg->wakeups, wg->wakeups + 1, __ATOMIC_RELAXED);
+			}
+		}
+	}
+}
+
+/* The slot changed: publish `change`, queue it on every watcher's wait
+ * ring (once, until the shim takes it out) and mark the waiters. */
+static void
+slot_notify(struct pl_wslot *ws)
+{
+	struct pl_wgroup *wg = ws->wg;
+	struct pl_group *g = wg->g;
+	struct dpsock_pl_slot *sh = sh_of(ws);
+	unsigned int i;
+
+	ws->change++;
+	/* release: the slot's fields and FIFO contents written before are
+	 * visible to a shim that acquires change */
+	__atomic_store_n(&sh->change, ws->change, __ATOMIC_RELEASE);
+	/* seq_cst: pairs with the shim's fence between clearing queued[i] (or
+	 * filling watch[i]) and re-reading the slot: either it sees this
+	 * change, or we see its queued[i] == 0 / its watch entry. */
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	for (i = 0; i < DPSOCK_PL_WATCH; i++) {
+		uint32_t id = __atomic_load_n(&sh->watch[i], __ATOMIC_RELAXED);
+		uint64_t e = ws->num;
+
+		if (id == 0)
+			continue;
+		id--;
+		if (id >= g->geo.max_waiters ||
+		    !__atomic_load_n(&g->waiter_live[id], __ATOMIC_ACQUIRE))
+			continue; /* a bogus or stale id: nobody to tell */
+		if (__atomic_load_n(&sh->queued[i], __ATOMIC_RELAXED))
+			continue;
+		__atomic_store_n(&sh->queued[i], 1, __ATOMIC_RELAXED);
+		if (dpsock_spsc_enqueue_burst(&wg->wait[id], &e, 1) == 0) {
+			if (dpsock_spsc_prod_corrupt(&wg->wait[id])) {
+				group_bad(wg);
+				return;
+			}
+			/* release: the shim that sees overflow re-examines every
+			 * slot it watches, after this change */
+			__atomic_store_n(&pl_waiter_hdr(g, id)->overflow, 1, __ATOMIC_RELEASE);
+		}
+		wake_mark(wg, id);
+	}
+}
+
+static void
+slot_set_state(struct pl_wslot *ws, uint32_t state, int32_t err)
+{
+	struct dpsock_pl_slot *sh = sh_of(ws);
+
+	ws->state = (uint8_t)state;
+	__atomic_store_n(&sh->err, err, __ATOMIC_RELAXED);
+	__atomic_store_n(&sh->state, state, __ATOMIC_RELAXED);
+}
+
+static void
+slot_set_flags(struct pl_wslot *ws, uint32_t add)
+{
+	ws->flags |= add;
+	__atomic_store_n(&sh_of(ws)->flags, ws->flags, __ATOMIC_RELAXED);
+}
+
+static void
+slot_set_addrs(struct pl_wslot *ws)
+{
+	struct dpsock_pl_slot *sh = sh_of(ws);
+	struct sockaddr_in l = { 0 }, r = { 0 };
+
+	if (ws->s == NULL)
+		return;
+	dpsock_sock_local(ws->s, &l);
+	if (ws->kind == DPSOCK_PL_TCP_CONN)
+		dpsock_sock_peer(ws->s, &r);
+	if (l.sin_addr.s_addr != 0 || ws->kind == DPSOCK_PL_TCP_CONN)
+		__atomic_store_n(&sh->laddr, l.sin_addr.s_addr, __ATOMIC_RELAXED);
+	__atomic_store_n(&sh->lport, l.sin_port, __ATOMIC_RELAXED);
+	__atomic_store_n(&sh->raddr, r.sin_addr.s_addr, __ATOMIC_RELAXED);
+	__atomic_store_n(&sh->rport, r.sin_port, __ATOMIC_RELAXED);
+}
+
+static void
+slot_update_tx_space(struct pl_wslot *ws)
+{
+	if (ws->s != NULL && ws->kind == DPSOCK_PL_TCP_CONN)
+		__atomic_store_n(&sh_of(ws)->tx_space, (uint32_t)dpsock_send_space(ws->s),
+				 __ATOMIC_RELAXED);
+}
+
+/* ---------------------------------------------------------------------- */
+/* slots */
+
+static struct pl_wslot *
+slot_alloc(struct pl_wgroup *wg, uint32_t kind)
+{
+	const struct dpsock_pl_seg *geo = &wg->g->geo;
+	struct dpsock_pl_slot *sh;
+	struct pl_wslot *ws;
+	unsigned char *base;
+	uint32_t i, gen, change;
+	unsigned int j;
+
+	if (wg->n_free == 0)
+		return NULL;
+	i = wg->free_stack[--wg->n_free];
+	ws = &wg->slots[i];
+	gen = ws->gen + 1 ? ws->gen + 1 : 1;
+	change = ws->change;
+	memset(ws, 0, sizeof(*ws));
+	ws->wg = wg;
+	ws->num = wg->k * geo->slots_per_worker + i;
+	ws->gen = gen;
+	ws->change = change;
+	ws->in_use = 1;
+	ws->kind = (uint8_t)kind;
+	ws->ka_idle = PL_KA_IDLE;
+	ws->ka_intvl = PL_KA_INTVL;
+	ws->ka_cnt = PL_KA_CNT;
+	sh = sh_of(ws);
+	base = (unsigned char *)sh;
+	/* The FIFOs start empty for each new socket. Nobody else uses them:
+	 * the previous owner's CLOSE promised it, and the shim learns the new
+	 * slot only from the reply / accept record written after this. */
+	if (dpsock_fifo_init(base + geo->rx_fifo_off, geo->rx_fifo_bytes, geo->rx_fifo_size) != 0 ||
+	    dpsock_fifo_init(base + geo->tx_fifo_off, geo->tx_fifo_bytes, geo->tx_fifo_size) != 0 ||
+	    dpsock_fifo_prod_attach(&ws->rx, base + geo->rx_fifo_off, geo->rx_fifo_bytes) != 0 ||
+	    dpsock_fifo_cons_attach(&ws->tx, base + geo->tx_fifo_off, geo->tx_fifo_bytes) != 0) {
+		ws->in_use = 0;
+		wg->free_stack[wg->n_free++] = i;
+		return NULL;
+	}
+	for (j = 0; j < DPSOCK_PL_WATCH; j++) {
+		__atomic_store_n(&sh->watch[j], 0, __ATOMIC_RELAXED);
+		__atomic_store_n(&sh->queued[j], 0, __ATOMIC_RELAXED);
+	}
+	__atomic_store_n(&sh->tx_doorbell, 1, __ATOMIC_RELAXED); /* not looking: kick me */
+	__atomic_store_n(&sh->rx_doorbell, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&sh->want_tx, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&sh->flags, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&sh->err, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&sh->state, DPSOCK_PL_ST_NONE, __ATOMIC_RELAXED);
+	__atomic_store_n(&sh->laddr, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&sh->raddr, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&sh->lport, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&sh->rport, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&sh->tx_space, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&sh->kind, kind, __ATOMIC_RELAXED);
+	/* release: the slot's reset fields are visible before its new gen */
+	__atomic_store_n(&sh->gen, gen, __ATOMIC_RELEASE);
+	__atomic_store_n(&wg->n_socks, wg->n_socks + 1, __ATOMIC_RELAXED);
+	return ws;
+}
+
+static void
+held_release_all(struct pl_wslot *ws)
+{
+	while (ws->held != NULL) {
+		struct pl_held *h = ws->held;
+
+		ws->held = h->next;
+		dpsock_rx_release(h->rx);
+		free(h);
+	}
+	ws->held_tail = NULL;
+}
+
+/* Back to the free list; the socket must be gone (closed, aborted, or freed
+ * by the stack). */
+static void
+slot_free(struct pl_wslot *ws)
+{
+	struct pl_wgroup *wg = ws->wg;
+	struct dpsock_pl_slot *sh = sh_of(ws);
+
+	if (!ws->in_use)
+		return;
+	held_release_all(ws);
+	if (ws->s != NULL)
+		dpsock_sock_set_user(ws->s, NULL);
+	ws->s = NULL;
+	ws->in_use = 0;
+	__atomic_store_n(&sh->kind, DPSOCK_PL_FREE, __ATOMIC_RELAXED);
+	__atomic_store_n(&sh->state, DPSOCK_PL_ST_NONE, __ATOMIC_RELAXED);
+	wg->free_stack[wg->n_free++] = ws->num % wg->g->geo.slots_per_worker;
+	__atomic_store_n(&wg->n_socks, wg->n_socks - 1, __ATOMIC_RELAXED);
+}
+
+/* A listener's accept records not yet taken: reset those connections (the
+ * app closed the listener; nobody will accept them). After CLOSE the shim
+ * does not touch the slot, so the worker may read its rx FIFO. */
+static void
+listener_reset_backlog(struct pl_wslot *lws)
+{
+	const struct dpsock_pl_seg *geo = &lws->wg->g->geo;
+	struct dpsock_fifo_cons cons;
+	struct dpsock_pl_accept a;
+	unsigned char *rxr = (unsigned char *)sh_of(lws) + geo->rx_fifo_off;
+
+	if (dpsock_fifo_cons_attach(&cons, rxr, geo->rx_fifo_bytes) != 0)
+		return;
+	while (dpsock_fifo_read(&cons, &a, sizeof(a)) == sizeof(a)) {
+		struct pl_wslot *c;
+
+		if (a.slot / geo->slots_per_worker != lws->wg->k)
+			continue;
+		c = &lws->wg->slots[a.slot % geo->slots_per_worker];
+		if (!c->in_use || c->gen != a.gen || c->kind != DPSOCK_PL_TCP_CONN)
+			continue;
+		if (c->s != NULL)
+			dpsock_abort(c->s);
+		c->s = NULL;
+		slot_free(c);
+	}
+}
+
+/* The socket closes now (orderly for TCP: FIN after what lwIP queued). */
+static void
+slot_close_now(struct pl_wslot *ws, bool abortive)
+{
+	if (ws->kind == DPSOCK_PL_TCP_LISTENER)
+		listener_reset_backlog(ws);
+	if (ws->s != NULL) {
+		struct dpsock_sock *s = ws->s;
+
+		dpsock_sock_set_user(s, NULL);
+		ws->s = NULL;
+		if (abortive && ws->kind == DPSOCK_PL_TCP_CONN)
+			dpsock_abort(s);
+		else
+			dpsock_close(s);
+	}
+	slot_free(ws);
+}
+
+/* ---------------------------------------------------------------------- */
+/* receive */
+
+/* Copy rx[off..] into the slot's rx FIFO, as much as fits. */
+static size_t
+rx_to_fifo(struct pl_wslot *ws, const struct dpsock_rx *rx, size_t off)
+{
+	size_t len = dpsock_rx_len(rx);
+	struct iovec iov[2];
+	uint32_t n;
+
+	if (off >= len)
+		return 0;
+	n = dpsock_fifo_write_reserve(&ws->rx, len - off, iov);
+	if (n == 0)
+		return 0;
+	dpsock_rx_copy(rx, iov[0].iov_base, iov[0].iov_len, off);
+	if (iov[1].iov_len)
+		dpsock_rx_copy(rx, iov[1].iov_base, iov[1].iov_len, off + iov[0].iov_len);
+	dpsock_fifo_write_commit(&ws->rx, n);
+	return n;
+}
+
+/* Move held data into the FIFO; when it does not all fit, ring rx_doorbell
+ * so that the shim sends RX_KICK once it has read. */
+static void
+rx_drain(struct pl_wslot *ws)
+{
+	struct dpsock_pl_slot *sh = sh_of(ws);
+	bool moved = false;
+
+	for (;;) {
+		while (ws->held != NULL) {
+			struct pl_held *h = ws->held;
+			size_t n = rx_to_fifo(ws, h->rx, h->off);
+
+			h->off += n;
+			moved |= n > 0;
+			if (h->off < dpsock_rx_len(h->rx))
+				break;
+			ws->held = h->next;
+			if (ws->held == NULL)
+				ws->held_tail = NULL;
+			dpsock_rx_release(h->rx); /* opens lwIP's window by its size */
+			free(h);
+		}
+		if (ws->held == NULL)
+			break;
+		__atomic_store_n(&sh->rx_doorbell, 1, __ATOMIC_RELAXED);
+		/* seq_cst: pairs with the shim's fence between reading the FIFO
+		 * and exchanging rx_doorbell: either it sees the doorbell (and
+		 * kicks), or this fresh look at the FIFO sees the room it made. */
+		__atomic_thread_fence(__ATOMIC_SEQ_CST);
+		if (dpsock_fifo_free(&ws->rx) == 0)
+			break;
+		__atomic_exchange_n(&sh->rx_doorbell, 0, __ATOMIC_RELAXED);
+	}
+	if (ws->held == NULL && ws->eof_pending) {
+		ws->eof_pending = 0;
+		slot_set_flags(ws, DPSOCK_PL_F_RD_EOF);
+		moved = true;
+	}
+	if (moved)
+		slot_notify(ws);
+}
+
+/* ---------------------------------------------------------------------- */
+/* send */
+
+static void
+tx_discard(struct pl_wslot *ws)
+{
+	uint32_t n;
+	struct iovec iov[2];
+
+	while ((n = dpsock_fifo_read_peek(&ws->tx, UINT32_MAX, iov)) > 0)
+		dpsock_fifo_read_consume(&ws->tx, n);
+}
+
+/* UDP: send the datagrams queued in the tx FIFO. Returns false when the
+ * FIFO holds something that is not a datagram (the group is dropped). */
+static bool
+udp_tx(struct pl_wslot *ws, size_t *moved)
+{
+	struct pl_worker *pw = &pl_workers[ws->wg->k];
+	struct dpsock_pl_dgram h;
+	struct iovec iov[2];
+	uint32_t used, need, n;
+
+	for (;;) {
+		used = dpsock_fifo_used(&ws->tx);
+		if (used == 0)
+			return true;
+		if (used < sizeof(h))
+			return false; /* a datagram is written whole */
+		n = dpsock_fifo_read_peek(&ws->tx, sizeof(h), iov);
+		if (n != sizeof(h))
+			return false;
+		memcpy(&h, iov[0].iov_base, iov[0].iov_len);
+		if (iov[1].iov_len)
+			memcpy((unsigned char *)&h + iov[0].iov_len, iov[1].iov_base, iov[1].iov_len);
+		if (h.len > DPSOCK_PL_DGRAM_MAX)
+			return false;
+		need = (uint32_t)sizeof(h) + ((h.len + 7u) & ~7u);
+		if (need > used)
+			return false;
+		n = dpsock_fifo_read_peek(&ws->tx, need, iov);
+		if (n != need)
+			return false;
+		/* one contiguous copy (the stack copies it again into pbufs) */
+		memcpy(pw->dgram, iov[0].iov_base, iov[0].iov_len);
+		if (iov[1].iov_len)
+			memcpy(pw->dgram + iov[0].iov_len, iov[1].iov_base, iov[1].iov_len);
+		if (ws->s != NULL) {
+			struct sockaddr_in to = { .sin_family = AF_INET, .sin_addr.s_addr = h.addr,
+						  .sin_port = h.port };
+
+			/* errors (no route, no buffer) lose the datagram, as UDP may */
+			dpsock_udp_sendto(ws->s, pw->dgram + sizeof(h), h.len, &to);
+		}
+		dpsock_fifo_read_consume(&ws->tx, need);
+		*moved += need;
+	}
+}
+
+/* TCP: move tx FIFO data into lwIP's send buffer while it takes it. */
+static void
+tcp_tx(struct pl_wslot *ws, size_t *moved)
+{
+	struct iovec iov[2];
+	size_t budget = PL_TX_CHUNK;
+	uint32_t n;
+
+	while (ws->s != NULL && !ws->tx_blocked && budget > 0) {
+		size_t sent = 0;
+		unsigned int j;
+		ssize_t r = 0;
+
+		n = dpsock_fifo_read_peek(&ws->tx, budget, iov);
+		if (n == 0)
+			return;
+		for (j = 0; j < 2 && iov[j].iov_len > 0; j++) {
+			r = dpsock_send(ws->s, iov[j].iov_base, iov[j].iov_len,
+					j == 0 && iov[1].iov_len ? DPSOCK_SEND_MORE : 0);
+			if (r < 0)
+				break;
+			sent += (size_t)r;
+			if ((size_t)r < iov[j].iov_len)
+				break;
+		}
+		if (r == -EAGAIN || (r >= 0 && sent < n)) {
+			ws->tx_blocked = 1; /* writable resumes */
+		} else if (r < 0) {
+			/* reset or shut: what is queued cannot go (the shim sees
+			 * the state and err) */
+			sent = n;
+		}
+		dpsock_fifo_read_consume(&ws->tx, (uint32_t)sent);
+		*moved += sent;
+		budget -= RTE_MIN(budget, sent);
+		if (ws->tx_blocked || r < 0)
+			return;
+	}
+}
+
+/*
+ * Take what the shim queued. When the FIFO is empty (and the worker stops
+ * looking), ring tx_doorbell so that the next write sends TX_KICK; run a
+ * pending shutdown or close once everything went. Returns bytes moved.
+ */
+static size_t
+tx_pump(struct pl_wslot *ws)
+{
+	struct dpsock_pl_slot *sh = sh_of(ws);
+	size_t moved = 0;
+
+	for (;;) {
+		if (ws->kind == DPSOCK_PL_UDP) {
+			if (!udp_tx(ws, &moved)) {
+				group_bad(ws->wg);
+				return moved;
+			}
+		} else if (ws->s == NULL) {
+			tx_discard(ws);
+		} else if (ws->state == DPSOCK_PL_ST_CONNECTING) {
+			break; /* connected() resumes */
+		} else {
+			tcp_tx(ws, &moved);
+			if (ws->tx_blocked)
+				break;
+		}
+		if (dpsock_fifo_used(&ws->tx) != 0)
+			continue; /* the chunk budget ran out: more now */
+		if (ws->shut_wr == 1) {
+			ws->shut_wr = 2;
+			if (ws->s != NULL)
+				dpsock_shutdown_write(ws->s);
+			slot_set_flags(ws, DPSOCK_PL_F_WR_SHUT);
+			slot_notify(ws);
+		}
+		if (ws->closing) {
+			slot_close_now(ws, false);
+			return moved;
+		}
+		__atomic_store_n(&sh->tx_doorbell, 1, __ATOMIC_RELAXED);
+		/* seq_cst: pairs with the shim's fence between writing the FIFO
+		 * and exchanging tx_doorbell: either it takes the doorbell (and
+		 * kicks), or this fresh look sees its data. */
+		__atomic_thread_fence(__ATOMIC_SEQ_CST);
+		if (dpsock_fifo_used(&ws->tx) == 0)
+			break;
+		/* data came meanwhile: take the doorbell back (if the shim took
+		 * it first, its TX_KICK finds an empty FIFO: harmless) */
+		__atomic_exchange_n(&sh->tx_doorbell, 0, __ATOMIC_RELAXED);
+	}
+	if (moved > 0) {
+		slot_update_tx_space(ws);
+		if (__atomic_exchange_n(&sh->want_tx, 0, __ATOMIC_RELAXED))
+			slot_notify(ws);
+	}
+	return moved;
+}
+
+/* ---------------------------------------------------------------------- */
+/* stack callbacks */
+
+static void
+apply_opts(struct pl_wslot *ws)
+{
+	if (ws->s == NULL || ws->kind != DPSOCK_PL_TCP_CONN)
+		return;
+	if (ws->nodelay)
+		dpsock_set_nodelay(ws->s, true);
+	if (ws->keepalive)
+		dpsock_set_keepalive(ws->s, true, ws->ka_idle, ws->ka_intvl, ws->ka_cnt);
+}
+
+static int
+cb_accepted(struct dpsock_sock *listener, struct dpsock_sock *child)
+{
+	struct pl_wslot *lws = dpsock_sock_user(listener), *cws;
+	struct pl_wgroup *wg;
+	struct dpsock_pl_accept a;
+
+	if (lws == NULL || !lws->in_use)
+		return -ECONNREFUSED;
+	wg = lws->wg;
+	if (wg->bad || lws->closing || dpsock_fifo_free(&lws->rx) < sizeof(a) ||
+	    (cws = slot_alloc(wg, DPSOCK_PL_TCP_CONN)) == NULL) {
+		dpsock_stat_add(&wg->w->stats->pl_accept_refused, 1);
+		return -ECONNREFUSED;
+	}
+	cws->s = child;
+	dpsock_sock_set_user(child, cws);
+	cws->nodelay = lws->nodelay;
+	cws->keepalive = lws->keepalive;
+	cws->ka_idle = lws->ka_idle;
+	cws->ka_intvl = lws->ka_intvl;
+	cws->ka_cnt = lws->ka_cnt;
+	apply_opts(cws);
+	slot_set_addrs(cws);
+	slot_set_state(cws, DPSOCK_PL_ST_ESTABLISHED, 0);
+	slot_update_tx_space(cws);
+	a.slot = cws->num;
+	a.gen = cws->gen;
+	/* the FIFO's release (P1) publishes the child slot's fields above */
+	dpsock_fifo_write(&lws->rx, &a, sizeof(a));
+	slot_notify(lws);
+	return 0;
+}
+
+static void
+cb_connected(struct dpsock_sock *s, int err)
+{
+	struct pl_wslot *ws = dpsock_sock_user(s);
+
+	if (ws == NULL || err != 0)
+		return; /* closed(s, err) follows */
+	slot_set_addrs(ws);
+	slot_set_state(ws, DPSOCK_PL_ST_ESTABLISHED, 0);
+	apply_opts(ws);
+	slot_update_tx_space(ws);
+	slot_notify(ws);
+	tx_pump(ws);
+}
+
+static void
+cb_readable(struct dpsock_sock *s, struct dpsock_rx *rx)
+{
+	struct pl_wslot *ws = dpsock_sock_user(s);
+	struct pl_held *h;
+	size_t n = 0;
+
+	if (ws == NULL || ws->closing)
+		return; /* the app closed it: nobody reads (released by the stack) */
+	if (ws->held == NULL) {
+		n = rx_to_fifo(ws, rx, 0);
+		if (n == dpsock_rx_len(rx)) {
+			slot_notify(ws);
+			return;
+		}
+	}
+	h = malloc(sizeof(*h));
+	if (h != NULL)
+		h->rx = dpsock_rx_hold(rx);
+	if (h == NULL || h->rx == NULL) {
+		/* the stream cannot go on without this data: reset it */
+		DPSOCK_LOG(WARNING, worker, "preload: slot %u: out of memory holding received "
+			   "data: connection reset", ws->num);
+		free(h);
+		dpsock_sock_set_user(s, NULL);
+		ws->s = NULL;
+		dpsock_abort(s);
+		held_release_all(ws);
+		slot_set_state(ws, DPSOCK_PL_ST_CLOSED, -ECONNRESET);
+		slot_set_flags(ws, DPSOCK_PL_F_RD_EOF);
+		slot_notify(ws);
+		return;
+	}
+	h->off = n;
+	h->next = NULL;
+	if (ws->held_tail != NULL)
+		ws->held_tail->next = h;
+	else
+		ws->held = h;
+	ws->held_tail = h;
+	rx_drain(ws);
+	if (n > 0)
+		slot_notify(ws);
+}
+
+/* Write a datagram into a UDP slot's rx FIFO, whole or not at all. */
+static void
+cb_datagram(struct dpsock_sock *s, const struct sockaddr_in *from, struct dpsock_rx *rx)
+{
+	struct pl_wslot *ws = dpsock_sock_user(s);
+	struct dpsock_pl_dgram h = { 0 };
+	size_t len = dpsock_rx_len(rx), need, done, off;
+	struct iovec iov[2];
+	unsigned int j;
+
+	if (ws == NULL || ws->closing)
+		return;
+	need = sizeof(h) + ((len + 7) & ~(size_t)7);
+	if (len > DPSOCK_PL_DGRAM_MAX || dpsock_fifo_free(&ws->rx) < need ||
+	    dpsock_fifo_write_reserve(&ws->rx, need, iov) != need) {
+		dpsock_stat_add(&ws->wg->w->stats->pl_rx_dropped, 1);
+		return;
+	}
+	h.len = (uint32_t)len;
+	h.addr = from->sin_addr.s_addr;
+	h.port = from->sin_port;
+	/* header, data and padding across the (at most two) segments */
+	done = 0;
+	for (j = 0; j < 2; j++) {
+		unsigned char *p = iov[j].iov_base;
+		size_t room = iov[j].iov_len, k = 0;
+
+		while (k < room) {
+			if (done < sizeof(h)) {
+				size_t c = RTE_MIN(room - k, sizeof(h) - done);
+
+				memcpy(p + k, (unsigned char *)&h + done, c);
+				k += c;
+				done += c;
+			} else if (done < sizeof(h) + len) {
+				size_t c;
+
+				off = done - sizeof(h);
+				c = dpsock_rx_copy(rx, p + k, RTE_MIN(room - k, len - off), off);
+				if (c == 0)
+					break;
+				k += c;
+				done += c;
+			} else {
+				memset(p + k, 0, room - k);
+				done += room - k;
+				k = room;
+			}
+		}
+	}
+	dpsock_fifo_write_commit(&ws->rx, (uint32_t)need);
+	slot_notify(ws);
+}
+
+static void
+cb_writable(struct dpsock_sock *s, size_t space)
+{
+	struct pl_wslot *ws = dpsock_sock_user(s);
+
+	RTE_SET_USED(space);
+	if (ws == NULL)
+		return;
+	ws->tx_blocked = 0;
+	tx_pump(ws);
+}
+
+static void
+cb_closed(struct dpsock_sock *s, int reason)
+{
+	struct pl_wslot *ws = dpsock_sock_user(s);
+
+	if (ws == NULL)
+		return;
+	if (reason == 0) {
+		/* the peer's FIN: EOF after what the FIFO and the held data hold */
+		if (ws->held != NULL) {
+			ws->eof_pending = 1;
+		} else {
+			slot_set_flags(ws, DPSOCK_PL_F_RD_EOF);
+			slot_notify(ws);
+		}
+		return;
+	}
+	/* the socket is gone when this returns */
+	dpsock_sock_set_user(s, NULL);
+	ws->s = NULL;
+	held_release_all(ws);
+	if (ws->closing) {
+		slot_free(ws);
+		return;
+	}
+	ws->tx_blocked = 0;
+	/* lwIP reports the RST answering our SYN as a reset; connect() and
+	 * SO_ERROR must say ECONNREFUSED (docs/preload.md, errors table) */
+	if (ws->state == DPSOCK_PL_ST_CONNECTING && reason == -ECONNRESET)
+		reason = -ECONNREFUSED;
+	slot_set_state(ws, DPSOCK_PL_ST_CLOSED, reason);
+	slot_set_flags(ws, DPSOCK_PL_F_RD_EOF);
+	slot_notify(ws);
+}
+
+static const struct dpsock_sock_ops pl_ops = {
+	.accepted = cb_accepted,
+	.connected = cb_connected,
+	.readable = cb_readable,
+	.datagram = cb_datagram,
+	.writable = cb_writable,
+	.closed = cb_closed,
+};
+
+/* ---------------------------------------------------------------------- */
+/* commands */
+
+static bool
+addr_served(const struct dpsock_daemon *d, uint32_t addr)
+{
+	unsigned int i;
+
+	if (addr == 0)
+		return true;
+	for (i = 0; i < d->conf.n_ifaces; i++)
+		if (d->conf.ifaces[i].addr == addr)
+			return true;
+	return false;
+}
+
+/* The command's slot, if it is one of this worker's live slots of this
+ * group with the same generation; else NULL and *err. */
+static struct pl_wslot *
+cmd_slot(struct pl_wgroup *wg, const struct dpsock_pl_cmd *c, int *err)
+{
+	uint32_t spw = wg->g->geo.slots_per_worker;
+	struct pl_wslot *ws;
+
+	if (c->slot / spw != wg->k) {
+		*err = -EINVAL;
+		return NULL;
+	}
+	ws = &wg->slots[c->slot % spw];
+	if (!ws->in_use || ws->gen != c->gen) {
+		*err = -EBADF;
+		return NULL;
+	}
+	return ws;
+}
+
+static int
+op_open(struct pl_wgroup *wg, const struct dpsock_pl_cmd *c, struct dpsock_pl_reply *r)
+{
+	struct dpsock_worker *w = wg->w;
+	struct pl_wslot *ws;
+	struct dpsock_sock *s;
+	uint32_t kind;
+
+	switch (c->op) {
+	case DPSOCK_PL_OP_LISTEN:
+		if (c->port == 0)
+			return -EINVAL;
+		if (!addr_served(w->d, c->addr))
+			return -EADDRNOTAVAIL;
+		kind = DPSOCK_PL_TCP_LISTENER;
+		break;
+	case DPSOCK_PL_OP_UDP_BIND:
+		if (!addr_served(w->d, c->addr))
+			return -EADDRNOTAVAIL;
+		kind = DPSOCK_PL_UDP;
+		break;
+	default: /* CONNECT */
+		if (c->port == 0 || c->addr == 0)
+			return -EINVAL;
+		if (c->arg[0] != 0)
+			return -EADDRNOTAVAIL; /* the owning worker picks the local port */
+		kind = DPSOCK_PL_TCP_CONN;
+		break;
+	}
+	ws = slot_alloc(wg, kind);
+	if (ws == NULL)
+		return -EMFILE;
+	switch (c->op) {
+	case DPSOCK_PL_OP_LISTEN:
+		s = dpsock_tcp_listen(w, ntohs(c->port), c->arg[0], &pl_ops, ws);
+		break;
+	case DPSOCK_PL_OP_UDP_BIND:
+		s = dpsock_udp_bind(w, ntohs(c->port), &pl_ops, ws);
+		break;
+	default:
+		s = dpsock_tcp_connect(w, c->addr, ntohs(c->port), &pl_ops, ws);
+		break;
+	}
+	if (s == NULL) {
+		int e = errno ? -errno : -ENOMEM;
+
+		slot_free(ws);
+		return e;
+	}
+	ws->s = s;
+	slot_set_addrs(ws);
+	if (c->op != DPSOCK_PL_OP_CONNECT && c->addr != 0)
+		__atomic_store_n(&sh_of(ws)->laddr, c->addr, __ATOMIC_RELAXED);
+	slot_set_state(ws, c->op == DPSOCK_PL_OP_LISTEN ? DPSOCK_PL_ST_LISTEN :
+			   c->op == DPSOCK_PL_OP_UDP_BIND ? DPSOCK_PL_ST_BOUND :
+			   DPSOCK_PL_ST_CONNECTING, 0);
+	slot_notify(ws);
+	r->slot = ws->num;
+	r->gen = ws->gen;
+	r->addr = __atomic_load_n(&sh_of(ws)->laddr, __ATOMIC_RELAXED);
+	r->port = __atomic_load_n(&sh_of(ws)->lport, __ATOMIC_RELAXED);
+	return 0;
+}
+
+static int
+op_setopt(struct pl_wslot *ws, const struct dpsock_pl_cmd *c)
+{
+	int level = c->arg[0], name = c->arg[1], v = c->arg[2];
+	bool tcp = ws->kind != DPSOCK_PL_UDP;
+
+	if (level == SOL_SOCKET && name == SO_KEEPALIVE) {
+		ws->keepalive = v != 0;
+		if (ws->s != NULL && ws->kind == DPSOCK_PL_TCP_CONN)
+			dpsock_set_keepalive(ws->s, v != 0, ws->ka_idle, ws->ka_intvl, ws->ka_cnt);
+		return 0;
+	}
+	if (level != IPPROTO_TCP || !tcp)
+		return -ENOPROTOOPT;
+	switch (name) {
+	case PL_TCP_NODELAY:
+		ws->nodelay = v != 0;
+		if (ws->s != NULL && ws->kind == DPSOCK_PL_TCP_CONN)
+			dpsock_set_nodelay(ws->s, v != 0);
+		return 0;
+	case PL_TCP_KEEPIDLE:
+	case PL_TCP_KEEPINTVL:
+	case PL_TCP_KEEPCNT:
+		if (v < 1 || v > (name == PL_TCP_KEEPCNT ? 127 : 32767))
+			return -EINVAL;
+		if (name == PL_TCP_KEEPIDLE)
+			ws->ka_idle = (uint32_t)v;
+		else if (name == PL_TCP_KEEPINTVL)
+			ws->ka_intvl = (uint32_t)v;
+		else
+			ws->ka_cnt = (uint32_t)v;
+		if (ws->keepalive && ws->s != NULL && ws->kind == DPSOCK_PL_TCP_CONN)
+			dpsock_set_keepalive(ws->s, true, ws->ka_idle, ws->ka_intvl, ws->ka_cnt);
+		return 0;
+	default:
+		return -ENOPROTOOPT;
+	}
+}
+
+/* Run one validated command. Returns true when it gets a reply (r filled,
+ * result in r->result). */
+static bool
+cmd_run(struct pl_wgroup *wg, const struct dpsock_pl_cmd *c, struct dpsock_pl_reply *r)
+{
+	struct pl_wslot *ws = NULL;
+	int err = 0;
+
+	memset(r, 0, sizeof(*r));
+	r->cookie = c->cookie;
+	r->slot = c->slot;
+	r->gen = c->gen;
+	switch (c->op) {
+	case DPSOCK_PL_OP_LISTEN:
+	case DPSOCK_PL_OP_UDP_BIND:
+	case DPSOCK_PL_OP_CONNECT:
+		r->slot = UINT32_MAX;
+		r->gen = 0;
+		r->result = op_open(wg, c, r);
+		return true;
+	case DPSOCK_PL_OP_TX_KICK:
+	case DPSOCK_PL_OP_RX_KICK:
+	case DPSOCK_PL_OP_SHUTDOWN:
+	case DPSOCK_PL_OP_CLOSE:
+	case DPSOCK_PL_OP_SETOPT:
+		ws = cmd_slot(wg, c, &err);
+		if (ws == NULL)
+			break;
+		if (ws->closing) {
+			err = -EBADF; /* nothing after CLOSE */
+			break;
+		}
+		switch (c->op) {
+		case DPSOCK_PL_OP_TX_KICK:
+			if (ws->kind == DPSOCK_PL_TCP_LISTENER) {
+				err = -EINVAL;
+				break;
+			}
+			tx_pump(ws);
+			return false;
+		case DPSOCK_PL_OP_RX_KICK:
+			if (ws->kind == DPSOCK_PL_TCP_CONN)
+				rx_drain(ws);
+			return false;
+		case DPSOCK_PL_OP_SHUTDOWN:
+			if (ws->kind != DPSOCK_PL_TCP_CONN || ws->s == NULL ||
+			    ws->state == DPSOCK_PL_ST_CONNECTING) {
+				r->result = -ENOTCONN;
+				return true;
+			}
+			if ((c->arg[0] == SHUT_WR || c->arg[0] == SHUT_RDWR) && ws->shut_wr == 0) {
+				ws->shut_wr = 1;
+				tx_pump(ws);
+			} else if (c->arg[0] != SHUT_RD && c->arg[0] != SHUT_WR &&
+				   c->arg[0] != SHUT_RDWR) {
+				r->result = -EINVAL;
+			}
+			return true;
+		case DPSOCK_PL_OP_CLOSE:
+			if (c->arg[0] == 1 || ws->kind != DPSOCK_PL_TCP_CONN || ws->s == NULL) {
+				slot_close_now(ws, c->arg[0] == 1);
+			} else {
+				ws->closing = 1;
+				tx_pump(ws); /* closes now if the FIFO is empty */
+			}
+			return false;
+		default: /* SETOPT */
+			r->result = op_setopt(ws, c);
+			return true;
+		}
+		break;
+	default:
+		err = -EINVAL;
+		break;
+	}
+	/* rejected */
+	dpsock_stat_add(&wg->w->stats->pl_rejected, 1);
+	r->result = err;
+	return true;
+}
+
+/* Drain one channel's command ring. Returns the commands taken. */
+static unsigned int
+chan_drain(struct pl_wgroup *wg, uint32_t ch, struct pl_worker *pw, unsigned int batch)
+{
+	struct pl_group *g = wg->g;
+	struct pl_wchan *wc = &wg->chans[ch];
+	struct dpsock_pl_reply r;
+	unsigned int n, i;
+	bool replied = false;
+
+	n = dpsock_spsc_dequeue_burst(&wc->cmd, pw->cmds, batch);
+	if (n == 0) {
+		if (dpsock_spsc_cons_corrupt(&wc->cmd))
+			group_bad(wg);
+		return 0;
+	}
+	dpsock_stat_add(&wg->w->stats->pl_commands, n);
+	for (i = 0; i < n && !wg->bad; i++) {
+		if (!cmd_run(wg, &pw->cmds[i], &r))
+			continue;
+		if (dpsock_spsc_enqueue_burst(&wc->reply, &r, 1) == 0) {
+			if (dpsock_spsc_prod_corrupt(&wc->reply)) {
+				group_bad(wg);
+				break;
+			}
+			dpsock_stat_add(&wg->w->stats->pl_replies_lost, 1);
+		}
+		replied = true;
+	}
+	if (replied) {
+		uint32_t id = g->chan_waiter[ch];
+
+		if (id < g->geo.max_waiters)
+			wake_mark(wg, id);
+	}
+	return n;
+}
+
+/* ---------------------------------------------------------------------- */
+/* group life on a worker */
+
+/* The group died (its last process left, or it broke the protocol): reset
+ * its connections, close its listeners, free its held data. */
+static void
+group_release(struct pl_wgroup *wg)
+{
+	uint32_t i, spw = wg->g->geo.slots_per_worker;
+
+	for (i = 0; i < spw; i++) {
+		struct pl_wslot *ws = &wg->slots[i];
+
+		if (ws->in_use)
+			slot_close_now(ws, true);
+	}
+	wg->wake_pending = false;
+	memset(wg->wake_mask, 0, (wg->g->geo.max_waiters + 63) / 64 * sizeof(uint64_t));
+	/* release: pairs with the control thread's acquire load of done; the
+	 * worker will not touch the group's sockets or segment again */
+	__atomic_store_n(&wg->done, 1, __ATOMIC_RELEASE);
+}
+
+int
+dpsock_pl_worker_init(struct dpsock_worker *w, void *arg)
+{
+	static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+	struct dpsock_daemon *d = w->d;
+
+	RTE_SET_USED(arg);
+	/* the first worker to start makes what all of them share */
+	pthread_mutex_lock(&lock);
+	if (pl_workers == NULL && pl_init_ret == 0) {
+		pl_workers = calloc(d->n_workers, sizeof(*pl_workers));
+		pl_init_ret = pl_workers == NULL ? -ENOMEM : dpsock_pl_shared_init();
+		if (pl_init_ret != 0)
+			DPSOCK_LOG(ERR, worker, "preload: set-up: %s", strerror(-pl_init_ret));
+	}
+	pthread_mutex_unlock(&lock);
+	if (pl_init_ret != 0)
+		return pl_init_ret;
+	/* the wake page line clients read before waking this worker */
+	w->sleeping_pub = &dpsock_pl_ctl.wake[w->idx].sleeping;
+	return 0;
+}
+
+unsigned int
+dpsock_pl_worker_poll(struct dpsock_worker *w, void *arg)
+{
+	struct pl_ctl *c = &dpsock_pl_ctl;
+	struct pl_worker *pw = &pl_workers[w->idx];
+	unsigned int k = w->idx, work = 0, batch = RTE_MIN(w->d->conf.pl_poll_batch, PL_BATCH_MAX);
+	uint32_t i, hi, ch, chi;
+	uint64_t gen;
+
+	RTE_SET_USED(arg);
+	/* acquire: pairs with the control thread's seq_cst increment; what it
+	 * unpublished before is seen unpublished from here on */
+	gen = __atomic_load_n(&c->gen, __ATOMIC_ACQUIRE);
+	hi = __atomic_load_n(&c->groups_hi, __ATOMIC_ACQUIRE);
+	for (i = 0; i < hi; i++) {
+		/* acquire: pairs with the release store in group_create */
+		struct pl_group *g = __atomic_load_n(&c->groups[i], __ATOMIC_ACQUIRE);
+		struct pl_wgroup *wg;
+
+		if (g == NULL)
+			continue;
+		wg = g->wg[k];
+		if (wg->done)
+			continue;
+		/* acquire: pairs with the release store in group_destroy */
+		if (__atomic_load_n(&g->dying, __ATOMIC_ACQUIRE)) {
+			group_release(wg);
+			work++;
+			continue;
+		}
+		if (wg->bad)
+			continue;
+		wake_flush(wg); /* what callbacks marked since the last pass */
+		chi = __atomic_load_n(&g->chan_hi, __ATOMIC_ACQUIRE);
+		for (ch = 0; ch < chi && !wg->bad; ch++)
+			/* acquire: pairs with the release store in on_channel_add */
+			if (__atomic_load_n(&g->chan_live[ch], __ATOMIC_ACQUIRE))
+				work += chan_drain(wg, ch, pw, batch);
+		wake_flush(wg);
+	}
+	/* release: pairs with sync_workers' acquire load; no reference from
+	 * before gen is held past this point */
+	__atomic_store_n(&c->ack[k].v, gen, __ATOMIC_RELEASE);
+	return work;
+}
+
+bool
+dpsock_pl_worker_pending(struct dpsock_worker *w, void *arg)
+{
+	struct pl_ctl *c = &dpsock_pl_ctl;
+	unsigned int k = w->idx;
+	uint32_t i, hi, ch, chi;
+
+	RTE_SET_USED(arg);
+	hi = __atomic_load_n(&c->groups_hi, __ATOMIC_ACQUIRE);
+	for (i = 0; i < hi; i++) {
+		struct pl_group *g = __atomic_load_n(&c->groups[i], __ATOMIC_ACQUIRE);
+		struct pl_wgroup *wg;
+
+		if (g == NULL)
+			continue;
+		wg = g->wg[k];
+		if (wg->done || wg->bad)
+			continue;
+		if (__atomic_load_n(&g->dying, __ATOMIC_ACQUIRE))
+			return true;
+		/* wake-ups from timer callbacks of the last iteration */
+		wake_flush(wg);
+		chi = __atomic_load_n(&g->chan_hi, __ATOMIC_ACQUIRE);
+		for (ch = 0; ch < chi; ch++) {
+			struct dpsock_spsc_cons *cmd = &wg->chans[ch].cmd;
+
+			if (!__atomic_load_n(&g->chan_live[ch], __ATOMIC_ACQUIRE))
+				continue;
+			/* a fresh load of prod: pairs with the shim's fence
+			 * between enqueueing and reading wake[k].sleeping */
+			if (dpsock_spsc_cons_count(cmd) > 0 || dpsock_spsc_cons_corrupt(cmd))
+				return true;
+		}
+	}
+	/* a removal in progress waits for this worker's ack */
+	return __atomic_load_n(&c->ack[k].v, __ATOMIC_RELAXED) !=
+	       __atomic_load_n(&c->gen, __ATOMIC_ACQUIRE);
+}
+
+/*
+ * The daemon stops: tell every client (segment state STOPPED; every live
+ * slot CLOSED with -ECONNABORTED, watchers and every registered waiter
+ * woken), then close the connections.
+ */
+void
+dpsock_pl_worker_fini(struct dpsock_worker *w, void *arg)
+{
+	static const uint64_t one = 1;
+	struct pl_ctl *c = &dpsock_pl_ctl;
+	unsigned int k = w->idx;
+	uint32_t i, j, hi;
+
+	RTE_SET_USED(arg);
+	w->sleeping_pub = NULL;
+	if (c->groups == NULL)
+		return;
+	hi = __atomic_load_n(&c->groups_hi, __ATOMIC_ACQUIRE);
+	for (i = 0; i < hi; i++) {
+		struct pl_group *g = __atomic_load_n(&c->groups[i], __ATOMIC_ACQUIRE);
+		struct pl_wgroup *wg;
+		uint32_t spw;
+
+		if (g == NULL || g->wg[k]->done)
+			continue;
+		wg = g->wg[k];
+		spw = g->geo.slots_per_worker;
+		/* release: what the workers published before is visible to a
+		 * shim that acquires STOPPED */
+		__atomic_store_n(&((struct dpsock_pl_seg *)(void *)g->seg)->state,
+				 DPSOCK_PL_STOPPED, __ATOMIC_RELEASE);
+		for (j = 0; j < spw && !wg->bad; j++) {
+			struct pl_wslot *ws = &wg->slots[j];
+
+			if (!ws->in_use)
+				continue;
+			slot_set_state(ws, DPSOCK_PL_ST_CLOSED, -ECONNABORTED);
+			slot_set_flags(ws, DPSOCK_PL_F_RD_EOF | DPSOCK_PL_F_WR_SHUT);
+			slot_notify(ws);
+		}
+		wake_flush(wg);
+		/* every registered waiter, armed or not, and whatever it watches */
+		__atomic_thread_fence(__ATOMIC_SEQ_CST);
+		for (j = 0; j < g->geo.max_waiters; j++)
+			if (__atomic_load_n(&g->waiter_live[j], __ATOMIC_ACQUIRE) &&
+			    write(g->waiter_fd[j], &one, sizeof(one)) == sizeof(one))
+				dpsock_stat_add(&w->stats->pl_wakeups, 1);
+		group_release(wg);
+	}
+}
+
+void
+dpsock_pl_srv_free(void)
+{
+	free(pl_workers);
+	pl_workers = NULL;
+}
