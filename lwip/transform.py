@@ -437,6 +437,18 @@ EDITS = [
          '        }\n'
          '        pbuf_free(p);\n'
          '        return;\n'),
+
+    # ---- a segment no pcb of this instance matches may belong to another
+    # worker's passive connection (dpsock_lwip_hooks.h): offer it on before
+    # answering with RST (or ignoring an RST).
+    Edit('core/tcp_in.c', 'no pcb: another worker may own the connection',
+         '    LWIP_DEBUGF(TCP_RST_DEBUG, ("tcp_input: no PCB match found, resetting.\\n"));\n',
+         '    LWIP_DEBUGF(TCP_RST_DEBUG, ("tcp_input: no PCB match found, resetting.\\n"));\n'
+         '    /* dpsock: maybe another worker\'s connection (dpsock_lwip_hooks.h) */\n'
+         '    if (dpsock_lwip_tcp_unmatched(p, tcphdr)) {\n'
+         '      pbuf_free(p);\n'
+         '      return;\n'
+         '    }\n'),
 ]
 
 

@@ -183,6 +183,18 @@ int dpsock_worker_main(void *arg);
 /* Wake a sleeping worker (any thread). */
 void dpsock_worker_wake(struct dpsock_worker *w);
 
+/* Hand a received frame to another worker through its steering ring (the
+ * flow's owner); counted, and dropped when that ring is full. */
+void dpsock_worker_steer(struct dpsock_worker *w, struct dpsock_worker *owner,
+			 struct rte_mbuf *m);
+
+/* The private area of every received mbuf: lwIP's view of the frame, and
+ * how many workers handed it on already (dpsock_lwip_tcp_unmatched). */
+struct dpsock_mbuf_priv {
+	struct pbuf_custom pc;
+	uint8_t hops;           /* set to 0 when the frame comes from a port */
+};
+
 /* The stack's state (dpsock_init must have succeeded). */
 struct dpsock_daemon *dpsock_daemon_get(void);
 

@@ -32,6 +32,8 @@
 #include "lwip/etharp.h"
 #include "lwip/igmp.h"
 #include "lwip/pbuf.h"
+#include "lwip/prot/tcp.h"
+#include "dpsock_lwip_hooks.h"
 #include "netif/ethernet.h"
 
 #include <rte_malloc.h>
@@ -117,7 +119,7 @@ dpsock_netif_reclaim(struct dpsock_worker *w)
 unsigned int
 dpsock_netif_mbuf_priv_size(void)
 {
-	return RTE_ALIGN(sizeof(struct pbuf_custom), RTE_MBUF_PRIV_ALIGN);
+	return RTE_ALIGN(sizeof(struct dpsock_mbuf_priv), RTE_MBUF_PRIV_ALIGN);
 }
 
 static inline struct rte_mbuf *
@@ -133,6 +135,48 @@ mbuf_pbuf_free(struct pbuf *p)
 	if (likely(dpsock_self != NULL))
 		dpsock_stat_add(&dpsock_self->stats->mbufs_held, -1);
 	rte_pktmbuf_free(pbuf_to_mbuf(p));
+}
+
+int
+dpsock_lwip_tcp_unmatched(struct pbuf *p, struct tcp_hdr *hdr)
+{
+	struct dpsock_worker *w = dpsock_self;
+	struct dpsock_mbuf_priv *priv;
+	struct rte_mbuf *m, *copy;
+	unsigned int n;
+
+	if (w == NULL || (n = w->d->n_workers) < 2)
+		return 0;
+	/* a SYN opens a connection here (every worker listens alike) */
+	if ((TCPH_FLAGS(hdr) & (TCP_SYN | TCP_ACK)) == TCP_SYN)
+		return 0;
+	/* only a frame wrapped whole by dpsock_netif_input can be handed on */
+	if (p->next != NULL || !(p->flags & PBUF_FLAG_IS_CUSTOM) ||
+	    ((struct pbuf_custom *)p)->custom_free_function != mbuf_pbuf_free)
+		return 0;
+	m = pbuf_to_mbuf(p);
+	priv = rte_mbuf_to_priv(m);
+	if (priv->hops + 1u >= n)
+		return 0; /* every worker has seen it: nobody owns it */
+	/* tcp_input turned these to host order in place; the next worker
+	 * parses the frame afresh */
+	hdr->src = lwip_htons(hdr->src);
+	hdr->dest = lwip_htons(hdr->dest);
+	hdr->seqno = lwip_htonl(hdr->seqno);
+	hdr->ackno = lwip_htonl(hdr->ackno);
+	hdr->wnd = lwip_htons(hdr->wnd);
+	/* A copy, not a reference: lwIP still owns this mbuf's private area
+	 * (the pbuf_custom) until it frees p, after we return. Rare: only
+	 * frames a port delivered to the wrong queue come here. */
+	copy = rte_pktmbuf_copy(m, m->pool, 0, UINT32_MAX);
+	if (copy == NULL) {
+		dpsock_stat_add(&w->stats->rx_nomem, 1);
+		return 0;
+	}
+	((struct dpsock_mbuf_priv *)rte_mbuf_to_priv(copy))->hops = priv->hops + 1;
+	dpsock_stat_add(&w->stats->steer_stray, 1);
+	dpsock_worker_steer(w, &w->d->workers[(w->idx + 1) % n], copy);
+	return 1;
 }
 
 /*
@@ -158,7 +202,7 @@ dpsock_netif_input(struct dpsock_worker_port *wp, struct rte_mbuf *m)
 	struct pbuf *p;
 
 	if (likely(m->nb_segs == 1 && m->data_len <= UINT16_MAX)) {
-		struct pbuf_custom *pc = rte_mbuf_to_priv(m);
+		struct pbuf_custom *pc = &((struct dpsock_mbuf_priv *)rte_mbuf_to_priv(m))->pc;
 
 		pc->custom_free_function = mbuf_pbuf_free;
 		p = pbuf_alloced_custom(PBUF_RAW, m->data_len, PBUF_REF, pc,

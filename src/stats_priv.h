@@ -140,6 +140,7 @@
 	X(timer_runs, "lwIP timer checks that ran timers")                     \
 	X(steer_out, "frames handed to the worker that owns their flow")      \
 	X(steer_in, "frames received from other workers (not ARP)")            \
+	X(steer_stray, "TCP segments with no connection here, offered to the next worker") \
 	X(tcp_accepted, "TCP connections accepted")                           \
 	X(tcp_connected, "active opens that connected")                        \
 	X(tcp_connect_failed, "active opens that failed")                      \

@@ -97,8 +97,8 @@ arp_share(struct dpsock_worker *w, struct rte_mbuf *m)
 }
 
 /* Hand a validated frame to the worker that owns its flow. */
-static void
-steer_to(struct dpsock_worker *w, struct dpsock_worker *owner, struct rte_mbuf *m)
+void
+dpsock_worker_steer(struct dpsock_worker *w, struct dpsock_worker *owner, struct rte_mbuf *m)
 {
 	if (unlikely(rte_ring_mp_enqueue(owner->steer, m) != 0)) {
 		drop(m, &w->stats->steer_full);
@@ -215,9 +215,10 @@ rx_frame(struct dpsock_worker *w, struct dpsock_worker_port *wp, struct rte_mbuf
 				drop(m, bad);
 				return;
 			}
+			((struct dpsock_mbuf_priv *)rte_mbuf_to_priv(m))->hops = 0;
 			owner = w->d->n_workers > 1 ? dpsock_steer_owner(w, m) : -1;
 			if (owner >= 0) {
-				steer_to(w, &w->d->workers[owner], m);
+				dpsock_worker_steer(w, &w->d->workers[owner], m);
 				return;
 			}
 		} else {

@@ -12,4 +12,22 @@
 u32_t dpsock_lwip_tcp_isn(const ip_addr_t *local_ip, u16_t local_port,
                           const ip_addr_t *remote_ip, u16_t remote_port);
 
+struct pbuf;
+struct tcp_hdr;
+
+/*
+ * A TCP segment this instance has no connection for, about to be answered
+ * with RST (or, an RST, ignored): a segment for a passive connection that
+ * another worker owns, delivered here because the port spread one flow over
+ * two queues (net_af_packet's fanout rolls packets over to another socket
+ * when a queue's ring is full; an RSS table can change under load). Active
+ * opens are caught before lwIP (steer.c's port table); passive ones share
+ * the listening port, so only the instance that holds the pcb can tell.
+ * Called with the header still in host byte order (tcp_input converted it).
+ * Returns 1 when the segment was handed to the next worker (lwIP then only
+ * frees its pbuf), 0 to let lwIP answer as usual (one worker, every worker
+ * already tried, a SYN, a copied or chained pbuf).
+ */
+int dpsock_lwip_tcp_unmatched(struct pbuf *p, struct tcp_hdr *hdr);
+
 #endif /* DPSOCK_LWIP_HOOKS_H */

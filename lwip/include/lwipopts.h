@@ -117,6 +117,12 @@ void dpsock_lwip_timeouts_fini(void);
 #define LWIP_HOOK_FILENAME              "dpsock_lwip_hooks.h"
 #define LWIP_HOOK_TCP_ISN(local_ip, local_port, remote_ip, remote_port) \
     dpsock_lwip_tcp_isn((local_ip), (local_port), (remote_ip), (remote_port)) /* RFC 6528 */
+/* An ACK or RST reaching a listening pcb has no connection on this worker:
+ * maybe another worker's (dpsock_lwip_hooks.h). The no-pcb-at-all case is
+ * an edit in transform.py. */
+#define LWIP_HOOK_TCP_INPACKET_PCB(pcb, hdr, optlen, opt1len, opt2, p)         \
+    (((pcb)->state == LISTEN && (TCPH_FLAGS(hdr) & (TCP_ACK | TCP_RST)) != 0 && \
+      dpsock_lwip_tcp_unmatched((p), (hdr))) ? ERR_ABRT : ERR_OK)
 
 /* ---- netif ---- */
 #define LWIP_NETIF_STATUS_CALLBACK      1
