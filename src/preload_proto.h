@@ -302,7 +302,11 @@ struct dpsock_pl_waiter {
 	/* worker-written: a wait ring was full, a slot number was lost; the
 	 * shim re-examines every socket it watches and clears it. */
 	uint32_t overflow;
-	uint32_t pad[14];
+	/* shim-written after WAITER_ADD, never read by the daemon: the pid of
+	 * the process owning the waiter, so that another process of the group
+	 * can take back the watch[] entries of a waiter whose process died. */
+	uint32_t owner_pid;
+	uint32_t pad[13];
 };
 #define DPSOCK_PL_WAITER_HDR 128u
 static_assert(sizeof(struct dpsock_pl_waiter) <= DPSOCK_PL_WAITER_HDR, "waiter header");
