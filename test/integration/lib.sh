@@ -582,3 +582,189 @@ badframes_counter() {
 	"$BADFRAMES" --list-all | awk -v c="$1" '$1 == c { print $2; found = 1 }
 		END { exit !found }' || fail "badframes has no case '$1'"
 }
+
+# ---- preloaded programs (libdpsock_preload.so) ------------------------------
+#
+#   require_preload                 skip (77) unless the shim is built
+#   preload_daemon_start NAME [LINE...]
+#                                   dpsockd (2 workers) serving TOPO_ADDR_A, with
+#                                   runtime_dir = TEST_TMP (conf LINEs added)
+#   preload_run CMD...              run CMD in namespace A under the shim
+#   preload_start LABEL CMD...      the same in the background; PRELOAD_PID,
+#                                   log $TEST_TMP/LABEL.log; killed at exit
+#   preload_stop LABEL [SIGNAL]     stop it (TERM), return its exit status
+#   peer_start LABEL CMD...         a Linux program in namespace B, background,
+#                                   log $TEST_TMP/LABEL.log; killed at exit
+#   wait_tcp_port NS ADDR PORT [T]  wait until a TCP connect from NS succeeds
+#   preload_offload_ge NAME COUNTER VALUE [T]
+#                                   wait_counter_ge, proving the traffic went
+#                                   through dpsockd (not a kernel fallback)
+#   preload_logs                    every shim/program log of the test, cat
+#
+# The shim finds dpsockd through DPSOCK_RUNTIME_DIR (= TEST_TMP) and
+# DPSOCK_NAME; its log goes to $TEST_TMP/shim-<pid>.log (DPSOCK_LOG_FILE)
+# and, if it logs to stderr, to the program's log. PRELOAD_ENV (array) holds
+# extra VAR=VALUE words for the next preload_run/preload_start.
+#
+# Self-check of the test scripts (not a test of dpsock): with
+# DPSOCK_PRELOAD_KERNEL=1, preload_daemon_start puts TOPO_ADDR_A on A's kernel
+# instead of starting dpsockd, programs run without the shim, and the offload
+# checks are skipped: the scripts' own logic runs against Linux on both sides.
+
+_lib_find_preload() {
+	local b
+	while read -r b; do
+		if [ -f "$b/preload/libdpsock_preload.so" ]; then
+			echo "$b/preload/libdpsock_preload.so"
+			return 0
+		fi
+	done < <(_lib_build_dirs)
+	return 1
+}
+PRELOAD_LIB=$(_lib_find_preload) || PRELOAD_LIB=
+PRELOAD_KERNEL=${DPSOCK_PRELOAD_KERNEL:-0}
+PRELOAD_NAME=
+PRELOAD_ENV=()
+declare -A _LIB_PRELOAD_PID=()
+
+# require_preload: skip unless libdpsock_preload.so is built (and, unless
+# in the kernel self-check, dpsockd and dpsock-stat).
+require_preload() {
+	[ "$PRELOAD_KERNEL" = 1 ] && return 0
+	[ -n "$PRELOAD_LIB" ] ||
+		skip "libdpsock_preload.so not built (looked in: $(_lib_build_dirs | sed 's|$|/preload|' | tr '\n' ' ')— set DPSOCK_BUILD)"
+	require_tools dpsockd dpsock-stat
+}
+
+# preload_daemon_start NAME [LINE...]: start dpsockd NAME on the current
+# topology with two workers (lcores 0-1, af_packet with 2 queue pairs) and
+# runtime_dir = TEST_TMP, for preloaded programs (sets PRELOAD_NAME).
+preload_daemon_start() {
+	local name=$1 conf
+	shift
+	PRELOAD_NAME=$name
+	if [ "$PRELOAD_KERNEL" = 1 ]; then
+		ip -n "$TOPO_NS_A" addr add "$TOPO_ADDR_A/$TOPO_PLEN" dev "$TOPO_IF_A" 2>/dev/null || true
+		note "kernel self-check: $TOPO_ADDR_A is on A's kernel, no dpsockd, no shim"
+		return 0
+	fi
+	conf=$(dpsock_conf "$name" 'workers = [ 0, 1 ];' "runtime_dir = \"$TEST_TMP\";" "$@")
+	# shellcheck disable=SC2046
+	dpsockd_start "$name" "$conf" $(DPSOCK_TEST_LCORES=0-1 DPSOCK_TEST_QPAIRS=2 dpsockd_eal_args "$name")
+	wait_until 10 test -S "$TEST_TMP/$name.sock"
+}
+
+# _lib_preload_argv CMD...: PRELOAD_ARGV = env ... CMD for namespace A.
+_lib_preload_argv() {
+	PRELOAD_ARGV=(env)
+	if [ "$PRELOAD_KERNEL" != 1 ]; then
+		PRELOAD_ARGV+=("LD_PRELOAD=$PRELOAD_LIB" "DPSOCK_RUNTIME_DIR=$TEST_TMP"
+			"DPSOCK_NAME=${PRELOAD_NAME:-$TEST_NAME}"
+			"DPSOCK_LOG_FILE=$TEST_TMP/shim-%d.log")
+	fi
+	PRELOAD_ARGV+=("${PRELOAD_ENV[@]}" "$@")
+}
+
+# preload_run CMD...: run CMD in namespace A under the shim, in the
+# foreground; its status is returned.
+preload_run() {
+	_lib_preload_argv "$@"
+	ip netns exec "$TOPO_NS_A" "${PRELOAD_ARGV[@]}"
+}
+
+# preload_start LABEL CMD...: run CMD in namespace A under the shim in the
+# background, output in $TEST_TMP/LABEL.log; sets PRELOAD_PID (the program's
+# own pid: ip netns exec and env exec it). Killed (KILL) at exit if still up.
+preload_start() {
+	local label=$1
+	shift
+	_lib_preload_argv "$@"
+	echo "+ ${PRELOAD_ARGV[*]}" >"$TEST_TMP/$label.log"
+	ip netns exec "$TOPO_NS_A" "${PRELOAD_ARGV[@]}" >>"$TEST_TMP/$label.log" 2>&1 </dev/null &
+	PRELOAD_PID=$!
+	_LIB_PRELOAD_PID[$label]=$PRELOAD_PID
+	on_exit "{ kill -KILL $PRELOAD_PID && wait $PRELOAD_PID; } 2>/dev/null; true"
+}
+
+# peer_start LABEL CMD...: run CMD in namespace B in the background, output
+# in $TEST_TMP/LABEL.log; sets PEER_PID. Killed (KILL) at exit if still up.
+peer_start() {
+	local label=$1
+	shift
+	echo "+ $*" >"$TEST_TMP/$label.log"
+	ip netns exec "$TOPO_NS_B" "$@" >>"$TEST_TMP/$label.log" 2>&1 </dev/null &
+	PEER_PID=$!
+	_LIB_PRELOAD_PID[$label]=$PEER_PID
+	on_exit "{ kill -KILL $PEER_PID && wait $PEER_PID; } 2>/dev/null; true"
+}
+
+# preload_stop LABEL [SIGNAL]: send SIGNAL (TERM) to what preload_start or
+# peer_start started as LABEL, wait up to 10 s (then KILL), return its
+# exit status (128+signal when a signal ended it).
+preload_stop() {
+	local label=$1 sig=${2:-TERM} pid rc=0
+	pid=${_LIB_PRELOAD_PID[$label]:-}
+	[ -n "$pid" ] || { echo "preload_stop: nothing started as '$label'" >&2; return 1; }
+	kill -"${sig#SIG}" "$pid" 2>/dev/null
+	if ! poll_until 10 _lib_dead "$pid"; then
+		echo "preload_stop: $label (pid $pid) still running 10 s after SIG${sig#SIG}; killing it" >&2
+		kill -KILL "$pid" 2>/dev/null
+	fi
+	wait "$pid" 2>/dev/null || rc=$?
+	unset '_LIB_PRELOAD_PID[$label]'
+	return "$rc"
+}
+
+# preload_wait LABEL [TIMEOUT_S=30]: wait for LABEL to end by itself and
+# return its status; fail the test if it is still running after TIMEOUT_S.
+preload_wait() {
+	local label=$1 timeout=${2:-30} pid rc=0
+	pid=${_LIB_PRELOAD_PID[$label]:-}
+	[ -n "$pid" ] || { echo "preload_wait: nothing started as '$label'" >&2; return 1; }
+	poll_until "$timeout" _lib_dead "$pid" ||
+		fail "$label still running after ${timeout}s (log: $(tail -n 3 "$TEST_TMP/$label.log" | tr '\n' ' '))"
+	wait "$pid" 2>/dev/null || rc=$?
+	unset '_LIB_PRELOAD_PID[$label]'
+	return "$rc"
+}
+
+_lib_tcp_probe() {
+	# shellcheck disable=SC2016 # expanded by the inner bash
+	ip netns exec "$1" timeout 2 bash -c 'exec 3<>"/dev/tcp/$0/$1"' "$2" "$3" 2>&1
+}
+
+# wait_tcp_port NS ADDR PORT [TIMEOUT_S=15]: wait until a TCP connection
+# from namespace NS to ADDR:PORT is accepted (it is closed at once).
+wait_tcp_port() {
+	wait_until "${4:-15}" _lib_tcp_probe "$1" "$2" "$3"
+}
+
+# preload_offload_ge NAME COUNTER VALUE [TIMEOUT_S]: wait_counter_ge, except
+# in the kernel self-check (no dpsockd: prints 0 and returns).
+preload_offload_ge() {
+	if [ "$PRELOAD_KERNEL" = 1 ]; then
+		STAT_VALUE=0
+		return 0
+	fi
+	wait_counter_ge "$@"
+}
+
+# preload_stat COUNTER: stat_read on PRELOAD_NAME (0 in the kernel self-check).
+preload_stat() {
+	if [ "$PRELOAD_KERNEL" = 1 ]; then
+		echo 0
+		return 0
+	fi
+	stat_read "$PRELOAD_NAME" "$1"
+}
+
+# preload_logs: the shim's log files and the programs' logs, for greps.
+preload_logs() {
+	cat "$TEST_TMP"/*.log 2>/dev/null
+}
+
+# preload_show_clients: dpsock-stat's view of attached clients, if it has one.
+preload_show_clients() {
+	[ "$PRELOAD_KERNEL" = 1 ] && return 0
+	"$DPSOCK_STAT" -n "$PRELOAD_NAME" -v clients 2>/dev/null | sed 's/^/   /' || true
+}

@@ -114,4 +114,4 @@ dpsockd_stop "$name" || fail "dpsockd did not stop cleanly"
 preload_wait good 10 || fail "raw client exit status after the stop"
 grep -q 'dpsockd stopped' "$TEST_TMP/good.log" || fail "client did not see STOPPED: $(tail -n 2 "$TEST_TMP/good.log")"
 ok "SIGTERM: the client saw the segment STOPPED"
-pass
+pass "hostile client dropped alone, other client unaffected; killed client reset to the peer; STOPPED seen at SIGTERM"

@@ -1,0 +1,208 @@
+#!/usr/bin/env bash
+# Failures around preloaded programs: a client killed with open connections,
+# and dpsockd going away under blocked calls. The programs are python3
+# scripts (unmodified CPython) under libdpsock_preload.so in namespace A;
+# the Linux peer is python3 in namespace B.
+#
+# Part 1, kill -9 of a preloaded server holding 4 connections:
+#   - the peer, blocked in recv() on each, gets ConnectionResetError (RST)
+#     on all 4, within 5 s of the kill;
+#   - dpsockd stays up and drops the group's connections (tcp_conns back to
+#     0) and its listener: the same port can be listened on again at once,
+#     and the next preloaded server serves the next client (echo, then a
+#     clean close: the peer reads EOF).
+# Part 2, dpsockd stopped under blocked preloaded calls, once with SIGTERM
+# (clean stop: dpsockd exits 0) and once with SIGKILL:
+#   - a preloaded process blocked in accept() gets ECONNABORTED, one blocked
+#     in recv() on a connection to the peer gets ECONNRESET
+#     (docs/preload.md, "Errors the application sees"), within 5 s; neither
+#     hangs.
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+
+require_root
+require_cmd ip python3
+require_preload
+name=$TEST_NAME
+test_topo_up 107
+preload_daemon_start "$name"
+port=9000
+
+# srv.py hold|echo ADDR PORT: hold: accept 4 connections, answer each
+# "hello", print "held 4", then sleep (never reads again); echo: accept 1,
+# echo what it reads once, close, exit 0.
+cat >"$TEST_TMP/srv.py" <<'PY'
+import socket, sys, time
+mode, addr, port = sys.argv[1], sys.argv[2], int(sys.argv[3])
+l = socket.socket()
+l.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+l.bind((addr, port))
+l.listen(16)
+print("listening", flush=True)
+if mode == "hold":
+    held = []
+    for _ in range(4):
+        c, _ = l.accept()
+        if c.recv(5) != b"hello":
+            sys.exit("bad hello")
+        c.sendall(b"hello")
+        held.append(c)
+    print("held 4", flush=True)
+    time.sleep(600)
+else:
+    c, _ = l.accept()
+    c.sendall(c.recv(100))
+    c.close()
+    print("echoed", flush=True)
+PY
+# cli.py hold|echo ADDR PORT (in B): hold: open 4 connections, hello each,
+# then send bytes the server never reads and wait in recv() (10 s) on each:
+# prints "connected", then "reset N eof N timeout N ms MS" (MS: from the
+# first recv to the last outcome). echo: one round trip, then EOF expected.
+cat >"$TEST_TMP/cli.py" <<'PY'
+import socket, sys, time
+mode, addr, port = sys.argv[1], sys.argv[2], int(sys.argv[3])
+if mode == "echo":
+    c = socket.create_connection((addr, port), timeout=10)
+    c.sendall(b"ping-after-kill")
+    got = b""
+    while len(got) < 15:
+        d = c.recv(100)
+        if not d:
+            break
+        got += d
+    if got != b"ping-after-kill":
+        sys.exit("FAIL: echo got %r" % got)
+    if c.recv(100) != b"":
+        sys.exit("FAIL: no EOF after the echo")
+    print("echo ok, eof")
+    sys.exit(0)
+cs = []
+for _ in range(4):
+    c = socket.create_connection((addr, port), timeout=10)
+    c.sendall(b"hello")
+    if c.recv(5) != b"hello":
+        sys.exit("FAIL: no hello back")
+    c.sendall(b"unread")
+    cs.append(c)
+print("connected", flush=True)
+res = {"reset": 0, "eof": 0, "timeout": 0}
+t0 = time.monotonic()
+for c in cs:
+    try:
+        d = c.recv(100)
+        res["eof" if not d else "data"] = res.get("eof" if not d else "data", 0) + 1
+    except ConnectionResetError:
+        res["reset"] += 1
+    except socket.timeout:
+        res["timeout"] += 1
+print("reset %d eof %d timeout %d ms %d" % (res["reset"], res["eof"], res["timeout"],
+      (time.monotonic() - t0) * 1000), flush=True)
+PY
+
+# ---- part 1: kill -9 of a preloaded server ----------------------------------
+preload_start srv1 python3 "$TEST_TMP/srv.py" hold "$TOPO_ADDR_A" "$port"
+srv=$PRELOAD_PID
+wait_until 20 grep -q listening "$TEST_TMP/srv1.log"
+peer_start cli1 python3 "$TEST_TMP/cli.py" hold "$TOPO_ADDR_A" "$port"
+wait_until 20 grep -q 'held 4' "$TEST_TMP/srv1.log"
+wait_until 10 grep -q connected "$TEST_TMP/cli1.log"
+if [ "$PRELOAD_KERNEL" != 1 ]; then
+	conns=$(preload_stat tcp_conns)
+	[ "$conns" -ge 4 ] || fail "4 connections held, dpsockd shows tcp_conns $conns: not offloaded?"
+	preload_show_clients
+fi
+sleep 0.3 # the peer is in recv()
+kill -KILL "$srv"
+rc=0
+preload_wait cli1 15 || rc=$?
+res=$(grep '^reset' "$TEST_TMP/cli1.log") || fail "peer client: $(tail -n 2 "$TEST_TMP/cli1.log" | tr '\n' ' ')"
+read -r _ nreset _ _ _ _ _ ms <<<"$res"
+[ "$nreset" = 4 ] || fail "after kill -9 the peer saw: $res (want 4 resets)"
+[ "$ms" -lt 5000 ] || fail "the resets took $ms ms"
+ok "kill -9 of the preloaded server: the peer got RST on all 4 connections within $ms ms"
+preload_wait srv1 5 || true
+
+if [ "$PRELOAD_KERNEL" != 1 ]; then
+	kill -0 "$DPSOCKD_PID" 2>/dev/null || fail "dpsockd died with its client"
+	wait_until 10 test "$(preload_stat tcp_conns)" -eq 0
+	ok "dpsockd up, the dead client's connections are gone (tcp_conns 0)"
+fi
+acc0=$(preload_stat tcp_accepted)
+preload_start srv2 python3 "$TEST_TMP/srv.py" echo "$TOPO_ADDR_A" "$port"
+wait_until 20 grep -q listening "$TEST_TMP/srv2.log"
+out=$(timeout 20 ip netns exec "$TOPO_NS_B" python3 "$TEST_TMP/cli.py" echo "$TOPO_ADDR_A" "$port" 2>&1) ||
+	fail "next client: $out"
+rc=0
+preload_wait srv2 10 || rc=$?
+[ "$rc" -eq 0 ] || fail "the next preloaded server exited with $rc: $(tail -n 3 "$TEST_TMP/srv2.log" | tr '\n' ' ')"
+preload_offload_ge "$name" tcp_accepted $((acc0 + 1)) 5
+ok "the same port listened on again; the next preloaded server served the next client ($out)"
+
+if [ "$PRELOAD_KERNEL" = 1 ]; then
+	pass "kernel self-check of part 1 (part 2 needs dpsockd)"
+fi
+
+# ---- part 2: dpsockd goes away under blocked calls ------------------------------
+# blk.py accept|recv ADDR PORT: prints "ready", blocks, then prints the
+# outcome: "error ERRNO_NAME MS" or "returned ..." (MS: from "ready").
+cat >"$TEST_TMP/blk.py" <<'PY'
+import errno, socket, sys, time
+mode, addr, port = sys.argv[1], sys.argv[2], int(sys.argv[3])
+if mode == "accept":
+    s = socket.socket()
+    s.bind((addr, port))
+    s.listen(4)
+else:
+    s = socket.create_connection((addr, port), timeout=None)
+print("ready", flush=True)
+t0 = time.monotonic()
+try:
+    r = s.accept() if mode == "accept" else s.recv(100)
+    print("returned %r" % (r,), flush=True)
+except OSError as e:
+    print("error %s %d" % (errno.errorcode.get(e.errno, str(e.errno)),
+          (time.monotonic() - t0) * 1000), flush=True)
+PY
+cat >"$TEST_TMP/holdsrv.py" <<'PY'
+import socket, sys, time
+l = socket.socket()
+l.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+l.bind((sys.argv[1], int(sys.argv[2])))
+l.listen(16)
+print("listening", flush=True)
+held = []
+while True:
+    held.append(l.accept()[0])
+PY
+peer_start holdsrv python3 "$TEST_TMP/holdsrv.py" "$TOPO_ADDR_B" 9100
+wait_until 10 grep -q listening "$TEST_TMP/holdsrv.log"
+
+for sig in TERM KILL; do
+	if [ "$sig" = KILL ]; then
+		preload_daemon_start "$(unique_name k)"
+	fi
+	preload_start "acc-$sig" python3 "$TEST_TMP/blk.py" accept "$TOPO_ADDR_A" 9200
+	preload_start "rcv-$sig" python3 "$TEST_TMP/blk.py" recv "$TOPO_ADDR_B" 9100
+	wait_until 20 grep -q ready "$TEST_TMP/acc-$sig.log"
+	wait_until 20 grep -q ready "$TEST_TMP/rcv-$sig.log"
+	sleep 0.5 # past the spin budget: asleep in the blocking call
+	rc=0
+	dpsockd_stop "$PRELOAD_NAME" "$sig" || rc=$?
+	if [ "$sig" = TERM ]; then
+		[ "$rc" -eq 0 ] || fail "dpsockd (SIGTERM, clients blocked) exited with status $rc"
+	fi
+	for p in acc rcv; do
+		preload_wait "$p-$sig" 5 >/dev/null ||
+			true # the program's own status does not matter: its output does
+		line=$(grep -E '^(error|returned)' "$TEST_TMP/$p-$sig.log") ||
+			fail "SIG$sig: blocked $p printed no outcome: $(tail -n 3 "$TEST_TMP/$p-$sig.log" | tr '\n' ' ')"
+		want=ECONNRESET what=recv
+		[ "$p" = acc ] && want=ECONNABORTED what=accept
+		read -r kind err ms <<<"$line"
+		[ "$kind" = error ] || fail "dpsockd SIG$sig: the blocked $what returned instead of failing: $line"
+		[ "$err" = "$want" ] || fail "dpsockd SIG$sig: the blocked $what failed with $err; docs/preload.md says $want"
+		ok "dpsockd SIG$sig: the blocked $what failed with $err after $ms ms"
+	done
+done
+pass "kill -9 of a client: RST to the peer, dpsockd serves the next one; dpsockd stopped or killed: blocked calls fail, never hang"
