@@ -216,16 +216,22 @@ close_fds(int *fds, int n)
 		REAL(close)(fds[i]);
 }
 
-/* HELLO / WELCOME; caller holds the lock. */
+/* HELLO / WELCOME, or (inherited >= 0: the control connection an exec()ed
+ * image inherited) EXEC / WELCOME; caller holds the lock. */
 static int
-attach_locked(uint64_t token)
+attach_locked(uint64_t token, int inherited)
 {
 	struct dpsock_pl_msg m = { .type = DPSOCK_PL_HELLO, .token = token }, a;
 	int fds[DPSOCK_PL_MAX_FDS], nfds = 0, fd, r;
 	const struct dpsock_pl_seg *g;
 	void *seg, *wake;
 
-	fd = ctl_connect();
+	if (inherited >= 0) {
+		m.type = DPSOCK_PL_EXEC;
+		fd = inherited;
+	} else {
+		fd = ctl_connect();
+	}
 	if (fd < 0)
 		return fd;
 	shim_proc.ctl = fd;
@@ -320,9 +326,9 @@ shim_attach(void)
 		 * parent's; join the group with the segment's token. */
 		REAL(close)(shim_proc.ctl);
 		shim_proc.ctl = -1;
-		r = attach_locked(shim_proc.token);
+		r = attach_locked(shim_proc.token, -1);
 	} else {
-		r = attach_locked(0);
+		r = attach_locked(0, -1);
 	}
 	shim_proc.pid = me;
 	if (r < 0) {
@@ -336,6 +342,31 @@ shim_attach(void)
 		__atomic_store_n(&shim_proc.state, -1, __ATOMIC_RELEASE);
 	} else {
 		__atomic_store_n(&shim_proc.state, 1, __ATOMIC_RELEASE);
+	}
+	pthread_mutex_unlock(&shim_proc.lock);
+	return r;
+}
+
+int
+shim_attach_exec(int ctl)
+{
+	int r;
+
+	dpsock_env_load();
+	pthread_mutex_lock(&shim_proc.lock);
+	if (shim_proc.state != 0 || !dpsock_env.offload) {
+		pthread_mutex_unlock(&shim_proc.lock);
+		REAL(close)(ctl);
+		return -EALREADY;
+	}
+	r = attach_locked(0, ctl);   /* closes ctl on failure */
+	if (r == 0) {
+		shim_proc.pid = getpid();
+		__atomic_store_n(&shim_proc.state, 1, __ATOMIC_RELEASE);
+	} else {
+		/* state stays 0: a later socket call attaches afresh */
+		SHIM_LOG(WARNING, "cannot take over the control connection inherited through "
+			 "exec: %s: inherited sockets are plain kernel sockets", strerror(-r));
 	}
 	pthread_mutex_unlock(&shim_proc.lock);
 	return r;
@@ -563,6 +594,15 @@ thread_drain(struct shim_thread *t)
 			wake_worker(k);
 			nanosleep(&ts, NULL);
 		}
+}
+
+void
+shim_thread_drain_self(void)
+{
+	struct shim_thread *t = tls_thread;
+
+	if (t != NULL && t->pid == getpid())
+		thread_drain(t);
 }
 
 /* exit(): the main thread's TLS destructor does not run; drain its rings */

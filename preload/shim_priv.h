@@ -174,7 +174,7 @@ static inline const struct dpsock_pl_seg *shim_seg(void)
 
 /* ---- per-slot shim area: process-shared locks, process references -------- */
 
-#define SHIM_AREA_PIDS 12
+#define SHIM_AREA_PIDS 9
 
 struct shim_slot_area {
 	uint32_t rx_lock;         /* owner tid, 0 = free; FUTEX_WAITERS bit */
@@ -187,6 +187,12 @@ struct shim_slot_area {
 	 * adds the parent's pid a second time; the child turns that copy into
 	 * its own pid. */
 	uint32_t pids[SHIM_AREA_PIDS];
+	/* identity across exec (docs/preload.md "exec"): the kernel socket's
+	 * inode (st_ino) and the slot's gen when it was recorded, written in
+	 * EVERY slot of the socket when it became offloaded. The slot whose
+	 * gen no longer matches belongs to another socket since. */
+	uint32_t gen;
+	uint64_t ino;
 };
 _Static_assert(sizeof(struct shim_slot_area) <= sizeof(((struct dpsock_pl_slot *)0)->shim),
 	       "shim area fits the slot");
@@ -239,6 +245,8 @@ struct shim_sock {
 	uint32_t raddr;
 	uint16_t rport;
 	uint32_t udp_tx_worker;
+	/* the kernel socket's inode: the socket's identity across exec */
+	uint64_t ino;
 };
 
 struct shim_sock *shim_sock_get(int fd);      /* NULL: not ours */
@@ -261,6 +269,25 @@ void shim_epoll_fd_closed(int fd, struct shim_sock *s);
 void shim_epoll_close(int epfd);
 bool shim_epoll_is(int epfd);
 void shim_fork_child(void);
+
+/* ---- exec (exec.c, sock.c) ------------------------------------------------- */
+
+/* DPSOCK_INHERIT=<control fd>:<pid>: set by the exec hooks for the new
+ * image, read (and removed from the environment) by the shim's constructor. */
+#define SHIM_INHERIT_ENV "DPSOCK_INHERIT"
+/* The process that forked last from this image (atfork child handler). */
+extern pid_t shim_forked_pid;
+/* true when this process holds offloaded sockets whose descriptors survive
+ * exec (no FD_CLOEXEC). */
+bool shim_sock_inheritable(void);
+/* New image: re-attach over the inherited control connection ctl (EXEC)
+ * and rebuild the shadow sockets of the descriptors it inherited.
+ * Returns 0 or -errno (then nothing was inherited). */
+int shim_attach_exec(int ctl);
+/* Let the workers take the commands still in this thread's rings (exec:
+ * the old image's channels die with it). */
+void shim_thread_drain_self(void);
+void shim_sock_adopt(void);
 
 /* Blocking wait for cond(s) on one socket; budget_us spin then sleep.
  * timeout_ms: -1 forever. Returns 1 when cond true, 0 on timeout,

@@ -17,6 +17,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
 #include <sys/stat.h>
 #include <time.h>
 
@@ -274,6 +275,15 @@ sock_offloaded(struct shim_sock *s, int mode)
 	__atomic_store_n(&a->pinned, 0, __ATOMIC_RELAXED);
 	__atomic_store_n(&a->closed, 0, __ATOMIC_RELAXED);
 	area_pid_add(a, (uint32_t)getpid());
+	/* identity for an exec()ed image: every slot of the socket. Relaxed:
+	 * read by this process's next image (exec orders it) or by a forked
+	 * child's (fork orders it). */
+	for (uint32_t i = 0; i < s->nslots; i++) {
+		struct shim_slot_area *ai = shim_area(sock_slot(s, i));
+
+		__atomic_store_n(&ai->gen, s->gen[i], __ATOMIC_RELAXED);
+		__atomic_store_n(&ai->ino, s->ino, __ATOMIC_RELAXED);
+	}
 	objs_add(s);
 	/* release: slots and geometry before mode (shim_sock_offloaded) */
 	__atomic_store_n(&s->mode, mode, __ATOMIC_RELEASE);
@@ -1109,6 +1119,16 @@ udp_recv(struct shim_sock *s, const struct iovec *iov, int iovcnt, int flags,
 
 /* ---- socket, bind, listen, connect, accept ---------------------------------------- */
 
+/* The kernel socket's inode (0: unknown; such a socket is not inherited
+ * through exec). */
+static uint64_t
+fd_ino(int fd)
+{
+	struct stat st;
+
+	return fstat(fd, &st) == 0 && S_ISSOCK(st.st_mode) ? (uint64_t)st.st_ino : 0;
+}
+
 HOOK int
 socket(int domain, int type, int protocol)
 {
@@ -1124,6 +1144,8 @@ socket(int domain, int type, int protocol)
 	if (!dpsock_env.offload)
 		return fd;
 	s = sock_new(base, (type & SOCK_NONBLOCK) != 0);
+	if (s != NULL)
+		s->ino = fd_ino(fd);
 	if (s == NULL || fdtab_set(fd, s) < 0) {
 		free(s);
 		return fd;      /* stays a kernel socket */
@@ -1422,6 +1444,7 @@ do_accept(int fd, struct shim_sock *s, struct sockaddr *addr, socklen_t *alen, i
 				free(n);
 				return fail(e);
 			}
+			n->ino = fd_ino(nfd);
 			n->slot[0] = rec.slot;
 			n->gen[0] = rec.gen;
 			n->nslots = 1;
@@ -2158,6 +2181,7 @@ dup3(int fd, int fd2, int flags)
  * the first offloaded socket) so that forks inside libc (daemon(), ...)
  * count too. */
 static uint32_t fork_parent;
+pid_t shim_forked_pid;
 
 static void
 atfork_prepare(void)
@@ -2181,6 +2205,7 @@ atfork_child(void)
 {
 	uint32_t me = (uint32_t)getpid();
 
+	shim_forked_pid = (pid_t)me;
 	for (size_t i = 0; i < n_objs; i++)
 		area_pid_swap(shim_area(sock_slot(objs[i], 0)), fork_parent, me);
 	pthread_mutex_unlock(&objs_lock);
@@ -2218,4 +2243,302 @@ fork(void)
 		errno = e;
 	}
 	return pid;
+}
+
+/* ---- exec: the new image finds its inherited sockets (docs/preload.md) ---------- */
+
+bool
+shim_sock_inheritable(void)
+{
+	for (unsigned int hi = 0; hi < FDT_SIZE; hi++) {
+		/* acquire: pairs with the release stores in fdtab_set */
+		struct shim_sock **page = __atomic_load_n(&fdtab[hi], __ATOMIC_ACQUIRE);
+
+		if (page == NULL)
+			continue;
+		for (unsigned int lo = 0; lo < FDT_SIZE; lo++) {
+			struct shim_sock *s = __atomic_load_n(&page[lo], __ATOMIC_ACQUIRE);
+			int fl;
+
+			if (!shim_sock_offloaded(s) || s->ino == 0)
+				continue;
+			fl = REAL(fcntl)((int)(hi << FDT_BITS | lo), F_GETFD);
+			if (fl >= 0 && !(fl & FD_CLOEXEC))
+				return true;
+		}
+	}
+	return false;
+}
+
+/* A slot the pre-exec image (or another process of the group) recorded
+ * as belonging to the kernel socket of inode ino. */
+struct adopt_cand {
+	uint64_t ino;
+	uint32_t slot;
+	uint32_t kind;
+	int taken;            /* adopted by a descriptor of this image */
+};
+
+/* Collect the slots of the socket of inode ino into s (slot[k] on worker k
+ * for listeners and UDP sockets, slot[0] for a connection). Returns true
+ * when the set is complete. */
+static bool
+adopt_slots(struct shim_sock *s, struct adopt_cand *c, size_t nc, uint64_t ino, uint32_t kind)
+{
+	uint32_t nw = shim_proc.n_workers;
+	uint64_t have = 0;
+
+	s->nslots = kind == DPSOCK_PL_TCP_CONN ? 1 : nw;
+	for (size_t i = 0; i < nc; i++) {
+		uint32_t k;
+
+		if (c[i].ino != ino || c[i].kind != kind)
+			continue;
+		k = kind == DPSOCK_PL_TCP_CONN ? 0 : slot_worker(c[i].slot);
+		if (k >= s->nslots || k >= SHIM_MAX_WORKERS || (have & (1ull << k)) != 0)
+			return false;   /* two connections, or two slots on one worker */
+		have |= 1ull << k;
+		s->slot[k] = c[i].slot;
+		s->gen[k] = __atomic_load_n(&shim_slot(c[i].slot)->gen, __ATOMIC_ACQUIRE);
+	}
+	return have == (s->nslots >= 64 ? UINT64_MAX : (1ull << s->nslots) - 1);
+}
+
+static void
+adopt_mark(struct adopt_cand *c, size_t nc, uint64_t ino)
+{
+	for (size_t i = 0; i < nc; i++)
+		if (c[i].ino == ino)
+			c[i].taken = 1;
+}
+
+/* Options the kernel socket remembers (every setsockopt reached it too). */
+static void
+adopt_opts(struct shim_sock *s, int fd)
+{
+	socklen_t l;
+	struct timeval tv;
+	int v;
+
+#define GETINT(level, name, field) \
+	do { l = sizeof(v); \
+	     if (REAL(getsockopt)(fd, level, name, &v, &l) == 0) s->field = v; } while (0)
+	GETINT(SOL_SOCKET, SO_REUSEADDR, reuseaddr);
+	GETINT(SOL_SOCKET, SO_REUSEPORT, reuseport);
+	GETINT(SOL_SOCKET, SO_KEEPALIVE, keepalive);
+	if (s->type == SOCK_STREAM)
+		GETINT(IPPROTO_TCP, TCP_NODELAY, nodelay);
+#undef GETINT
+	l = sizeof(s->linger);
+	if (REAL(getsockopt)(fd, SOL_SOCKET, SO_LINGER, &s->linger, &l) != 0)
+		memset(&s->linger, 0, sizeof(s->linger));
+	for (int i = 0; i < 2; i++) {
+		long ms;
+
+		l = sizeof(tv);
+		if (REAL(getsockopt)(fd, SOL_SOCKET, i ? SO_SNDTIMEO : SO_RCVTIMEO, &tv, &l) != 0)
+			continue;
+		ms = (long)tv.tv_sec * 1000 + (tv.tv_usec + 999) / 1000;
+		ms = tv.tv_sec == 0 && tv.tv_usec == 0 ? -1 : ms > 0x7fffffffL ? 0x7fffffffL : ms;
+		if (i)
+			s->sndtimeo_ms = (int)ms;
+		else
+			s->rcvtimeo_ms = (int)ms;
+	}
+}
+
+/* The shadow object of inherited descriptor fd (kernel socket of inode
+ * ino), or NULL when no complete set of slots names it. */
+static struct shim_sock *
+adopt_one(int fd, uint64_t ino, struct adopt_cand *c, size_t nc)
+{
+	struct shim_sock *s;
+	struct dpsock_pl_slot *sl;
+	struct shim_slot_area *a;
+	uint32_t kind = 0, me = (uint32_t)getpid();
+	int type = 0, dom = 0, fl;
+	socklen_t l = sizeof(type);
+	bool mine = false;
+
+	for (size_t i = 0; i < nc && kind == 0; i++)
+		if (c[i].ino == ino)
+			kind = c[i].kind;
+	if (kind == 0)
+		return NULL;
+	if (REAL(getsockopt)(fd, SOL_SOCKET, SO_TYPE, &type, &l) != 0 ||
+	    (l = sizeof(dom), REAL(getsockopt)(fd, SOL_SOCKET, SO_DOMAIN, &dom, &l)) != 0 ||
+	    dom != AF_INET || type != (kind == DPSOCK_PL_UDP ? SOCK_DGRAM : SOCK_STREAM))
+		return NULL;
+	fl = REAL(fcntl)(fd, F_GETFL);
+	s = sock_new(type, fl >= 0 && (fl & O_NONBLOCK) != 0);
+	if (s == NULL)
+		return NULL;
+	s->ino = ino;
+	if (!adopt_slots(s, c, nc, ino, kind)) {
+		SHIM_LOG(WARNING, "inherited socket %d: its slots are incomplete: kernel socket", fd);
+		free(s);
+		return NULL;
+	}
+	adopt_mark(c, nc, ino);
+	sl = sock_slot(s, 0);
+	s->laddr = sl->laddr;
+	s->lport = sl->lport;
+	s->bound = 1;
+	if (kind == DPSOCK_PL_TCP_CONN) {
+		uint32_t st = __atomic_load_n(&sl->state, __ATOMIC_ACQUIRE);
+
+		/* a connect still in progress reports its outcome once more */
+		s->connect_reported = st != DPSOCK_PL_ST_CONNECTING;
+		s->shut_wr = (__atomic_load_n(&sl->flags, __ATOMIC_ACQUIRE) &
+			      DPSOCK_PL_F_WR_SHUT) != 0;
+	}
+	adopt_opts(s, fd);
+	/* this process holds it (it does already unless a forked child's
+	 * copy never made it into the list) */
+	a = shim_area(sl);
+	for (int i = 0; i < SHIM_AREA_PIDS; i++)
+		mine |= __atomic_load_n(&a->pids[i], __ATOMIC_ACQUIRE) == me;
+	if (!mine)
+		area_pid_add(a, me);
+	objs_add(s);
+	/* release: slots and geometry before mode (shim_sock_offloaded) */
+	__atomic_store_n(&s->mode, kind == DPSOCK_PL_TCP_LISTENER ? SHIM_TCP_LISTEN :
+			 kind == DPSOCK_PL_TCP_CONN ? SHIM_TCP_CONN : SHIM_UDP, __ATOMIC_RELEASE);
+	return s;
+}
+
+/* Watch entries of the old image's waiters (dpsockd freed them on EXEC;
+ * their headers still name this pid, no waiter of the new image exists
+ * yet): free them, or the slots would run out of entries. */
+static void
+adopt_unwatch(struct dpsock_pl_slot *sl)
+{
+	const struct dpsock_pl_seg *g = shim_seg();
+	uint32_t me = (uint32_t)getpid();
+
+	for (int j = 0; j < DPSOCK_PL_WATCH; j++) {
+		uint32_t w = __atomic_load_n(&sl->watch[j], __ATOMIC_ACQUIRE);
+		const struct dpsock_pl_waiter *h;
+
+		if (w == 0 || w - 1 >= g->max_waiters)
+			continue;
+		h = (const struct dpsock_pl_waiter *)(const void *)(shim_proc.seg + g->off_waiters +
+								   (uint64_t)(w - 1) * g->waiter_stride);
+		/* acquire: pairs with the release store of owner_pid in
+		 * shim_waiter_new */
+		if (__atomic_load_n(&h->owner_pid, __ATOMIC_ACQUIRE) != me)
+			continue;
+		__atomic_store_n(&sl->queued[j], 0, __ATOMIC_RELAXED);
+		/* release: queued is clear before the entry can be reused
+		 * (shim_sock_watch's CAS acquires it) */
+		__atomic_compare_exchange_n(&sl->watch[j], &w, 0, false, __ATOMIC_RELEASE,
+					    __ATOMIC_RELAXED);
+	}
+}
+
+void
+shim_sock_adopt(void)
+{
+	const struct dpsock_pl_seg *g = shim_seg();
+	uint32_t nslots = g->n_workers * g->slots_per_worker, me = (uint32_t)getpid();
+	struct adopt_cand *c;
+	struct shim_sock **got = NULL;
+	size_t nc = 0, ngot = 0;
+	unsigned int adopted = 0, released = 0;
+	struct dirent *de;
+	DIR *d;
+
+	c = calloc(nslots, sizeof(*c));
+	if (c == NULL)
+		return;
+	for (uint32_t n = 0; n < nslots; n++) {
+		struct dpsock_pl_slot *sl = shim_slot(n);
+		struct shim_slot_area *a = shim_area(sl);
+		uint32_t kind = __atomic_load_n(&sl->kind, __ATOMIC_ACQUIRE);
+
+		adopt_unwatch(sl);
+		if (kind == DPSOCK_PL_FREE || kind > DPSOCK_PL_UDP ||
+		    __atomic_load_n(&a->ino, __ATOMIC_RELAXED) == 0 ||
+		    __atomic_load_n(&a->gen, __ATOMIC_RELAXED) !=
+			    __atomic_load_n(&sl->gen, __ATOMIC_ACQUIRE))
+			continue;
+		/* closed: CLOSE went out, the slot is no longer the group's */
+		if (__atomic_load_n(&shim_area(shim_slot(n))->closed, __ATOMIC_ACQUIRE))
+			continue;
+		c[nc].ino = a->ino;
+		c[nc].slot = n;
+		c[nc].kind = kind;
+		nc++;
+	}
+	d = nc > 0 ? opendir("/proc/self/fd") : NULL;
+	while (d != NULL && (de = readdir(d)) != NULL) {
+		char *end;
+		long fd = strtol(de->d_name, &end, 10);
+		struct shim_sock *s = NULL;
+		struct stat st;
+
+		if (*end != '\0' || fd < 0 || fd > INT_MAX || fd == dirfd(d) ||
+		    fd == shim_proc.ctl || shim_sock_get((int)fd) != NULL)
+			continue;
+		if (fstat((int)fd, &st) != 0 || !S_ISSOCK(st.st_mode))
+			continue;
+		for (size_t i = 0; i < ngot && s == NULL; i++)
+			if (got[i]->ino == (uint64_t)st.st_ino)
+				s = got[i];
+		if (s != NULL) {           /* dup of one already adopted */
+			if (fdtab_set((int)fd, s) == 0)
+				__atomic_add_fetch(&s->refs, 1, __ATOMIC_RELAXED);
+			continue;
+		}
+		s = adopt_one((int)fd, (uint64_t)st.st_ino, c, nc);
+		if (s == NULL)
+			continue;
+		if ((ngot & 15) == 0) {
+			struct shim_sock **ng = realloc(got, (ngot + 16) * sizeof(*ng));
+
+			if (ng == NULL) {
+				sock_unref(s);
+				continue;
+			}
+			got = ng;
+		}
+		if (fdtab_set((int)fd, s) < 0) {
+			sock_unref(s);
+			continue;
+		}
+		got[ngot++] = s;
+		adopted++;
+	}
+	if (d != NULL)
+		closedir(d);
+	/* Sockets this process held before exec whose descriptors did not
+	 * survive it (close-on-exec): let go of them as close() would. */
+	for (size_t i = 0; i < nc; i++) {
+		struct shim_sock tmp;
+		struct shim_slot_area *a;
+		bool mine = false;
+
+		if (c[i].taken || (c[i].kind != DPSOCK_PL_TCP_CONN && slot_worker(c[i].slot) != 0))
+			continue;
+		a = shim_area(shim_slot(c[i].slot));
+		for (int j = 0; j < SHIM_AREA_PIDS; j++)
+			mine |= __atomic_load_n(&a->pids[j], __ATOMIC_ACQUIRE) == me;
+		if (!mine)
+			continue;
+		memset(&tmp, 0, sizeof(tmp));
+		tmp.ino = c[i].ino;
+		if (!adopt_slots(&tmp, c, nc, c[i].ino, c[i].kind)) {
+			/* incomplete: drop only our reference */
+			area_pid_swap(a, me, 0);
+			continue;
+		}
+		adopt_mark(c, nc, c[i].ino);
+		tmp.mode = SHIM_TCP_CONN;  /* any offloaded mode: sock_release_slots */
+		sock_release_slots(&tmp);
+		released++;
+	}
+	free(got);
+	free(c);
+	SHIM_LOG(INFO, "exec: %u inherited offloaded socket(s) found again, %u left behind "
+		 "released", adopted, released);
 }

@@ -512,19 +512,34 @@ conn_group(struct pl_ctl *c, const struct pl_conn *cn)
 	return cn->group >= 0 ? c->groups[cn->group] : NULL;
 }
 
+static int send_welcome(struct pl_ctl *c, struct pl_conn *cn, struct pl_group *g);
+
+/* The program name a client sent, printable characters only. */
+static void
+conn_set_name(struct pl_conn *cn, const struct dpsock_pl_msg *m)
+{
+	unsigned int i;
+
+	for (i = 0; i < sizeof(cn->name) - 1 && i < sizeof(m->text) && m->text[i] != '\0'; i++)
+		cn->name[i] = (m->text[i] >= 0x20 && m->text[i] < 0x7f) ? m->text[i] : '?';
+	cn->name[i] = '\0';
+}
+
 static int
 on_hello(struct pl_ctl *c, struct pl_conn *cn, const struct dpsock_pl_msg *m)
 {
-	int fds[DPSOCK_PL_MAX_FDS];
-	struct dpsock_pl_msg w;
 	struct pl_group *g = NULL;
 	char why[64] = "";
-	unsigned int k, i;
+	unsigned int i;
 	int idx;
 
 	if (cn->group >= 0)
 		return reply(cn, DPSOCK_PL_WELCOME, -EISCONN, 0, "already attached");
-	if (!uid_allowed(c, cn->uid)) {
+	/* A new group needs an allowed uid. Joining one needs only its token,
+	 * which a process can read only from a segment it inherited: a forked
+	 * child that dropped privileges (nginx's workers run as "nobody")
+	 * already holds the group's sockets and memory, and gains nothing. */
+	if (m->token == 0 && !uid_allowed(c, cn->uid)) {
 		DPSOCK_LOG(NOTICE, main, "preload: pid %d (uid %u) refused: not in preload.allowed_uids",
 			   (int)cn->pid, (unsigned int)cn->uid);
 		reply(cn, DPSOCK_PL_WELCOME, -EACCES, 0, "uid not in preload.allowed_uids");
@@ -534,9 +549,7 @@ on_hello(struct pl_ctl *c, struct pl_conn *cn, const struct dpsock_pl_msg *m)
 		reply(cn, DPSOCK_PL_WELCOME, -ENOTSUP, 0, "too many workers for one message");
 		return -ENOTSUP;
 	}
-	for (i = 0; i < sizeof(cn->name) - 1 && i < sizeof(m->text) && m->text[i] != '\0'; i++)
-		cn->name[i] = (m->text[i] >= 0x20 && m->text[i] < 0x7f) ? m->text[i] : '?';
-	cn->name[i] = '\0';
+	conn_set_name(cn, m);
 	if (m->token == 0) {
 		idx = group_create(c, why, sizeof(why));
 		if (idx < 0) {
@@ -563,6 +576,22 @@ on_hello(struct pl_ctl *c, struct pl_conn *cn, const struct dpsock_pl_msg *m)
 	}
 	cn->group = (int)g->idx;
 	g->n_procs++;
+	if (send_welcome(c, cn, g) != 0)
+		return -EPIPE;
+	client_stats_open(c, cn);
+	DPSOCK_LOG(INFO, main, "preload: pid %d (%s, uid %u) attached to group %u", (int)cn->pid,
+		   cn->name, (unsigned int)cn->uid, g->idx);
+	return 0;
+}
+
+/* WELCOME: the group's segment, the wake page, each worker's eventfd. */
+static int
+send_welcome(struct pl_ctl *c, struct pl_conn *cn, struct pl_group *g)
+{
+	int fds[DPSOCK_PL_MAX_FDS];
+	struct dpsock_pl_msg w;
+	unsigned int k;
+
 	memset(&w, 0, sizeof(w));
 	w.type = DPSOCK_PL_WELCOME;
 	w.seg_size = g->seg_size;
@@ -573,12 +602,7 @@ on_hello(struct pl_ctl *c, struct pl_conn *cn, const struct dpsock_pl_msg *m)
 	fds[1] = c->wake_fd;
 	for (k = 0; k < c->n_workers; k++)
 		fds[2 + k] = c->d->workers[k].efd;
-	if (send_msg(cn->fd, &w, fds, 2 + c->n_workers) != 0)
-		return -EPIPE;
-	client_stats_open(c, cn);
-	DPSOCK_LOG(INFO, main, "preload: pid %d (%s, uid %u) attached to group %u", (int)cn->pid,
-		   cn->name, (unsigned int)cn->uid, g->idx);
-	return 0;
+	return send_msg(cn->fd, &w, fds, 2 + c->n_workers);
 }
 
 /* Is fd an eventfd? (A worker writes it without blocking: O_NONBLOCK.) */
@@ -715,36 +739,72 @@ on_del(struct pl_ctl *c, struct pl_conn *cn, bool channel, uint32_t id)
 	return 0;
 }
 
+/* Free every channel and waiter connection cn registered in group g.
+ * Returns 0, or -ESHUTDOWN (daemon stopping: left for main_fini). */
+static int
+conn_free_objs(struct pl_ctl *c, struct pl_conn *cn, struct pl_group *g)
+{
+	int me = (int)(cn - c->conns) + 1;
+	uint32_t i;
+
+	for (i = 0; i < g->geo.max_channels; i++)
+		if (g->chan_owner[i] == me)
+			/* release: pairs with the workers' acquire load (sync_workers) */
+			__atomic_store_n(&g->chan_live[i], 0, __ATOMIC_RELEASE);
+	for (i = 0; i < g->geo.max_waiters; i++)
+		if (g->waiter_owner[i] == me)
+			/* release: as above */
+			__atomic_store_n(&g->waiter_live[i], 0, __ATOMIC_RELEASE);
+	if (sync_workers(c) != 0)
+		return -ESHUTDOWN;
+	for (i = 0; i < g->geo.max_channels; i++)
+		if (g->chan_owner[i] == me)
+			g->chan_owner[i] = 0;
+	for (i = 0; i < g->geo.max_waiters; i++) {
+		if (g->waiter_owner[i] != me)
+			continue;
+		close(g->waiter_fd[i]);
+		g->waiter_fd[i] = -1;
+		g->waiter_owner[i] = 0;
+	}
+	cn->n_chans = 0;
+	cn->n_waiters = 0;
+	return 0;
+}
+
+/* EXEC: the process behind cn exec()ed and its new image took over the
+ * connection. What the old image registered is dead (its rings are no
+ * longer read or written by anyone): free it as on EOF, keep the process
+ * in its group (its sockets live on), and WELCOME the new image. */
+static int
+on_exec(struct pl_ctl *c, struct pl_conn *cn, const struct dpsock_pl_msg *m)
+{
+	struct pl_group *g = conn_group(c, cn);
+
+	if (g == NULL)
+		return -ENOTCONN;
+	if (conn_free_objs(c, cn, g) != 0)
+		return -ESHUTDOWN;
+	conn_set_name(cn, m);
+	client_stats_close(c, cn);
+	if (send_welcome(c, cn, g) != 0)
+		return -EPIPE;
+	client_stats_open(c, cn);
+	DPSOCK_LOG(INFO, main, "preload: pid %d exec()ed %s, stays in group %u", (int)cn->pid,
+		   cn->name, g->idx);
+	return 0;
+}
+
 /* A connection ended (EOF, error, protocol violation, its group dropped):
  * free its channels and waiters; the last process of a group kills it. */
 static void
 conn_close(struct pl_ctl *c, struct pl_conn *cn)
 {
 	struct pl_group *g = conn_group(c, cn);
-	int me = (int)(cn - c->conns) + 1;
-	uint32_t i;
 
 	if (g != NULL) {
-		for (i = 0; i < g->geo.max_channels; i++)
-			if (g->chan_owner[i] == me)
-				__atomic_store_n(&g->chan_live[i], 0, __ATOMIC_RELEASE);
-		for (i = 0; i < g->geo.max_waiters; i++)
-			if (g->waiter_owner[i] == me)
-				__atomic_store_n(&g->waiter_live[i], 0, __ATOMIC_RELEASE);
-		if (sync_workers(c) == 0) {
-			for (i = 0; i < g->geo.max_channels; i++)
-				if (g->chan_owner[i] == me)
-					g->chan_owner[i] = 0;
-			for (i = 0; i < g->geo.max_waiters; i++) {
-				if (g->waiter_owner[i] != me)
-					continue;
-				close(g->waiter_fd[i]);
-				g->waiter_fd[i] = -1;
-				g->waiter_owner[i] = 0;
-			}
-			if (--g->n_procs == 0)
-				group_destroy(c, g);
-		}
+		if (conn_free_objs(c, cn, g) == 0 && --g->n_procs == 0)
+			group_destroy(c, g);
 		DPSOCK_LOG(INFO, main, "preload: pid %d (%s) detached from group %d", (int)cn->pid,
 			   cn->name, cn->group);
 	}
@@ -842,6 +902,9 @@ conn_input(struct pl_ctl *c, struct pl_conn *cn)
 	switch (m.type) {
 	case DPSOCK_PL_HELLO:
 		keep = on_hello(c, cn, &m) == 0;
+		break;
+	case DPSOCK_PL_EXEC:
+		keep = on_exec(c, cn, &m) == 0;
 		break;
 	case DPSOCK_PL_WAITER_ADD:
 		r = nfds == 1 ? on_waiter_add(c, cn, fds[0]) : -EBADF;

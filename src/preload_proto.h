@@ -61,6 +61,12 @@ enum dpsock_pl_msg_type {
 	DPSOCK_PL_CHANNEL_ADD,    /* c->d: a channel for a thread (replies wake waiter) */
 	DPSOCK_PL_CHANNEL_DEL,    /* c->d */
 	DPSOCK_PL_REPLY,          /* d->c: result of ADD/DEL */
+	/* c->d: this connection's process exec()ed (the new image inherited
+	 * the connection, docs/preload.md "exec"): its channels and waiters
+	 * are gone (freed as on EOF), the process stays in its group; text =
+	 * the new program name. Answered by WELCOME exactly as HELLO (the
+	 * new image maps everything again). */
+	DPSOCK_PL_EXEC,
 };
 
 #define DPSOCK_PL_MAGIC 0x4b535044u /* "DPSK" */

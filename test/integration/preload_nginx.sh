@@ -19,8 +19,9 @@
 #     fallback could not have served anything;
 #   - nginx stops on SIGQUIT (graceful) with status 0; dpsockd then stops
 #     cleanly (status 0, every mbuf back).
-# The workers run as root ("user root"): workers that switch to nobody would
-# need preload.allowed_uids and a runtime_dir they can reach.
+# The workers run as nginx's default unprivileged user (nobody): a forked
+# child that dropped privileges joins its group by token, without a uid
+# check; the test's directory is made reachable (0755) for it.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
@@ -35,6 +36,7 @@ base=http://$TOPO_ADDR_A:$port
 
 # ---- nginx's private prefix: config, pid, logs, temp dirs, files ----------
 pfx=$TEST_TMP/nginx
+chmod 755 "$TEST_TMP" # the workers (nobody) reach the control socket and www/ here
 mkdir -p "$pfx/www" "$pfx/tmp" "$pfx/logs"
 printf 'dpsock preload nginx test page, 64 bytes long: 0123456789ab\n' >"$pfx/www/index.html"
 head -c $((256 * 1024)) /dev/urandom >"$pfx/www/big.bin"
@@ -42,7 +44,6 @@ big_sum=$(sha256sum <"$pfx/www/big.bin" | cut -d' ' -f1)
 small_sum=$(sha256sum <"$pfx/www/index.html" | cut -d' ' -f1)
 cat >"$pfx/nginx.conf" <<EOF
 daemon off;
-user root;
 master_process on;
 worker_processes 2;
 pid $pfx/nginx.pid;

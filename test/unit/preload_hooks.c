@@ -50,6 +50,8 @@ static struct timeval tvv;
 static fd_set fdsv;
 static struct epoll_event evv, evsv[4];
 static int (*libc_dup)(int);
+static char *ARGV[] = { "x", NULL }, *ENVP[] = { "A=1", NULL };
+#define NOPATH "/nonexistent/dpsock-exec"
 
 #define SA(x) ((struct sockaddr *)(x))
 #define LEN() (lenv = sizeof(SIN), &lenv)
