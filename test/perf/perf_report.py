@@ -148,6 +148,11 @@ def main():
          "`sockperf pp -m 64 -t %s`; %s" % (secs, prog), True),
         ("pl_sockperf_tcp_lat", "sockperf ping-pong TCP 64 B, p50 latency µs", "µs",
          "`sockperf pp --tcp -m 64 -t %s`; same" % secs, True),
+        ("pl_sockperf_udp_lat_split", "sockperf ping-pong UDP 64 B, p50 µs, server program on CPU 0 "
+         "(with the client), dpsockd alone on CPU 1", "µs",
+         "as above, server program `taskset -c 0` on both sides", True),
+        ("pl_sockperf_tcp_lat_split", "sockperf ping-pong TCP 64 B, p50 µs, server program on CPU 0, "
+         "dpsockd alone on CPU 1", "µs", "same", True),
         ("pl_sockperf_udp_tp", "sockperf throughput UDP 64 B, messages/s sent", "/s",
          "`sockperf tp -m 64 -t %s`; same" % secs, False),
         ("pl_sockperf_tcp_tp", "sockperf throughput TCP 64 B, messages/s sent", "/s",
@@ -210,7 +215,8 @@ def main():
     P("|---|---|---:|---:|---:|")
     lat_rows = []
     for m in ["rr_c%d" % c for c in rr_conns] + ["churn", "udp_c1", "udp_c16",
-                                                  "pl_sockperf_udp_lat", "pl_sockperf_tcp_lat"]:
+                                                  "pl_sockperf_udp_lat", "pl_sockperf_tcp_lat",
+                                                  "pl_sockperf_udp_lat_split", "pl_sockperf_tcp_lat_split"]:
         for side in ("kernel", "dpsock"):
             p = [pct_median(res, m, side, k) for k in ("p50", "p99", "p999")]
             if p[0] is None:
@@ -234,7 +240,8 @@ def main():
         with open(os.path.join(a.plots, "latency.dat"), "w") as f:
             f.write("# label kernel_p50 kernel_p99 kernel_p999 dpsock_p50 dpsock_p99 dpsock_p999\n")
             for m in ["rr_c%d" % c for c in rr_conns] + ["churn", "udp_c1", "udp_c16",
-                                                          "pl_sockperf_udp_lat", "pl_sockperf_tcp_lat"]:
+                                                          "pl_sockperf_udp_lat", "pl_sockperf_tcp_lat",
+                                                  "pl_sockperf_udp_lat_split", "pl_sockperf_tcp_lat_split"]:
                 vals = []
                 for side in ("kernel", "dpsock"):
                     for k in ("p50", "p99", "p999"):
@@ -347,7 +354,9 @@ plot 'latency.dat' using 2:xtic(1) title "kernel p50", '' using 3 title "kernel 
       "first under `LD_PRELOAD=libdpsock_preload.so` with dpsockd serving the address on "
       "net_af_packet (all dpsock rounds), then on the kernel with the address on A's veth (all "
       "kernel rounds; an af_packet port sees every frame of its veth, so the two never run "
-      "together). dpsockd and the preloaded program share CPU 1, as a 1-core server would; the "
+      "together). dpsockd and the preloaded program share CPU 1, as a 1-core server would (the "
+      "*server program on CPU 0* rows move the program, on both sides, to the client's CPU and "
+      "leave CPU 1 to dpsockd alone: a polling stack wants a core of its own); the "
       "program's blocking calls spin for DPSOCK_RX_POLL / DPSOCK_SELECT_POLL (shim defaults) and "
       "then sleep. sockperf's figures are its own percentiles; wrk's Requests/sec; "
       "redis-benchmark's requests per second. The dpsock side still crosses the kernel twice per "

@@ -23,16 +23,16 @@ pl_skip() {
 	meta programs_skip "$1"
 }
 
-# pl_server SIDE LABEL CMD...: start a server program in netns A on CPU 1
-# (preloaded when SIDE is dpsock) and wait until PORT answers from B.
+# pl_server SIDE LABEL CMD...: start a server program in netns A on CPU
+# PL_APP_CPU (1; 0 for the "split" rows), preloaded when SIDE is dpsock.
 pl_server() {
 	local side=$1 label=$2 log=$TEST_TMP/pl-$2-$1.log
 	shift 2
 	if [ "$side" = dpsock ]; then
-		ip netns exec "$TOPO_NS_A" taskset -c 1 env LD_PRELOAD="$PL_LIB" \
+		ip netns exec "$TOPO_NS_A" taskset -c "${PL_APP_CPU:-1}" env LD_PRELOAD="$PL_LIB" \
 			DPSOCK_RUNTIME_DIR="$TEST_TMP" DPSOCK_NAME="$PL_NAME" "$@" >"$log" 2>&1 </dev/null &
 	else
-		ip netns exec "$TOPO_NS_A" taskset -c 1 "$@" >"$log" 2>&1 </dev/null &
+		ip netns exec "$TOPO_NS_A" taskset -c "${PL_APP_CPU:-1}" "$@" >"$log" 2>&1 </dev/null &
 	fi
 	BG_PID[pl_$label]=$!
 }
@@ -40,9 +40,11 @@ pl_server() {
 # pl_wait_tcp PORT: a TCP connect from B succeeds.
 pl_tcp_up() { ip netns exec "$TOPO_NS_B" bash -c "exec 3<>/dev/tcp/$TOPO_ADDR_A/$1" 2>/dev/null; }
 
-# sockperf: SIDE ROUND PROTO(udp|tcp)
+# sockperf: SIDE ROUND PROTO(udp|tcp) [SUFFIX]: ping-pong, then (without a
+# suffix) throughput. SUFFIX names the metric variant (_split: the server
+# program on CPU 0 with the client, dpsockd alone on CPU 1).
 pl_sockperf() {
-	local side=$1 r=$2 proto=$3 out tcp=() lat p50 p99 p999 rate
+	local side=$1 r=$2 proto=$3 sfx=${4:-} out tcp=() lat p50 p99 p999 rate
 	[ "$proto" = tcp ] && tcp=(--tcp)
 	pl_server "$side" "sockperf" sockperf sr -i 0.0.0.0 -p "$PL_PORT" "${tcp[@]}"
 	if [ "$proto" = tcp ]; then
@@ -57,10 +59,14 @@ pl_sockperf() {
 	p99=$(sed -n 's/.*percentile 99.000 = *\([0-9.]*\).*/\1/p' <<<"$out")
 	p999=$(sed -n 's/.*percentile 99.900 = *\([0-9.]*\).*/\1/p' <<<"$out")
 	if [ -n "$lat" ] && [ -n "$p50" ]; then
-		result "pl_sockperf_${proto}_lat" "$side" "$r" "$p50" "p50=$p50 p99=$p99 p999=$p999 avg=$lat"
-		note "$side sockperf pp $proto round $r: p50 $p50 us, p99 $p99 us, p99.9 $p999 us"
+		result "pl_sockperf_${proto}_lat$sfx" "$side" "$r" "$p50" "p50=$p50 p99=$p99 p999=$p999 avg=$lat"
+		note "$side sockperf pp $proto$sfx round $r: p50 $p50 us, p99 $p99 us, p99.9 $p999 us"
 	else
-		failed "$side sockperf pp $proto round $r: $(grep -m1 -i 'error\|summary' <<<"$out")"
+		failed "$side sockperf pp $proto$sfx round $r: $(grep -m1 -i 'error\|summary' <<<"$out")"
+	fi
+	if [ -n "$sfx" ]; then
+		bg_stop pl_sockperf || true
+		return
 	fi
 	out=$(timeout $((secs + 30)) ip netns exec "$TOPO_NS_B" taskset -c 0 sockperf tp -i "$TOPO_ADDR_A" \
 		-p "$PL_PORT" "${tcp[@]}" -m 64 -t "$secs" 2>&1)
@@ -135,7 +141,12 @@ pl_redis() {
 }
 
 pl_round_all() { # SIDE ROUND
-	if command -v sockperf >/dev/null; then pl_sockperf "$1" "$2" udp; pl_sockperf "$1" "$2" tcp; fi
+	if command -v sockperf >/dev/null; then
+		pl_sockperf "$1" "$2" udp
+		pl_sockperf "$1" "$2" tcp
+		PL_APP_CPU=0 pl_sockperf "$1" "$2" udp _split
+		PL_APP_CPU=0 pl_sockperf "$1" "$2" tcp _split
+	fi
 	if command -v nginx >/dev/null && command -v wrk >/dev/null; then pl_nginx "$1" "$2"; fi
 	if command -v redis-server >/dev/null && command -v redis-benchmark >/dev/null; then pl_redis "$1" "$2"; fi
 }
@@ -151,6 +162,7 @@ else
 	[ -z "$missing" ] || note "5. programs: not installed:$missing (scripts/setup installs them); their rows stay empty"
 	meta programs_missing "${missing# }"
 	test_topo_up 203 "${TEST_NAME}q"
+	chmod 755 "$TEST_TMP" # nginx's workers (nobody) reach the control socket here
 	printf 'name = "%s";\nruntime_dir = "%s";\ninterfaces = ( { port = "net_af_packet0"; address = "%s/24"; } );\n' \
 		"$PL_NAME" "$TEST_TMP" "$TOPO_ADDR_A" >"$TEST_TMP/pl.conf"
 	log=$TEST_TMP/dpsockd-pl.log
