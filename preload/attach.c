@@ -323,10 +323,16 @@ shim_attach(void)
 	}
 	if (shim_proc.pid != me && shim_proc.state == 1) {
 		/* forked child: the parent's control connection stays the
-		 * parent's; join the group with the segment's token. */
-		REAL(close)(shim_proc.ctl);
+		 * parent's; join the group with the segment's token, THEN drop
+		 * the copy of the parent's connection fork gave us. The other
+		 * order loses the group when the parent has exited already (a
+		 * daemon()izing server): our copy was its last reference, and
+		 * dpsockd ends a group whose last connection closes. */
+		int parent_ctl = shim_proc.ctl;
+
 		shim_proc.ctl = -1;
 		r = attach_locked(shim_proc.token, -1);
+		REAL(close)(parent_ctl);
 	} else {
 		r = attach_locked(0, -1);
 	}

@@ -150,9 +150,34 @@ preload_stop nginx QUIT || rc=$?
 if grep -E '\[(alert|emerg|crit)\]' "$pfx/logs/error.log"; then
 	fail "nginx logged alerts (above)"
 fi
+
+# ---- daemon on, master_process off: fork, the parent exits at once ----------
+# The parent opened (offloaded) the listening socket; the daemonised child
+# attaches at its first offloaded call (epoll), after the parent is gone:
+# it must join the group before it lets go of the parent's control
+# connection, or dpsockd would end the group (and reset the listener).
+port2=8081
+sed -e 's/^daemon off;/daemon on;/' -e 's/^master_process on;/master_process off;/' \
+	-e "s/:$port;/:$port2;/" -e "s,$pfx/nginx.pid,$pfx/nginx2.pid," \
+	"$pfx/nginx.conf" >"$pfx/nginx2.conf"
+preload_run nginx -p "$pfx" -c "$pfx/nginx2.conf" -e "$pfx/logs/error.log" ||
+	fail "nginx (daemon on) did not start: $(tail -n 3 "$pfx/logs/error.log" | tr '\n' ' ')"
+wait_until 10 test -s "$pfx/nginx2.pid"
+master2=$(cat "$pfx/nginx2.pid")
+on_exit "kill -KILL $master2 2>/dev/null; true"
+got=0
+for i in $(seq 1 20); do
+	code=$(in_b curl -sS --max-time 5 -o /dev/null -w '%{http_code}' "http://$TOPO_ADDR_A:$port2/index.html") || true
+	[ "$code" = 200 ] && got=$((got + 1))
+done
+[ "$got" -eq 20 ] || fail "nginx with daemon on: $got of 20 requests answered 200"
+kill -QUIT "$master2"
+wait_until 10 _lib_dead "$master2"
+ok "nginx with 'daemon on' (pid $master2 forked, its parent exited): 20 of 20 requests 200"
+
 if [ "$PRELOAD_KERNEL" != 1 ]; then
 	rc=0
 	dpsockd_stop || rc=$?
 	[ "$rc" -eq 0 ] || fail "dpsockd exited with status $rc"
 fi
-pass "nginx with 2 workers under the shim: curl, wrk and a reload under load, all 200, no socket error"
+pass "nginx with 2 workers under the shim: curl, wrk and a reload under load, all 200, no socket error; daemon on"
