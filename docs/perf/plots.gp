@@ -1,5 +1,6 @@
 
 set terminal pngcairo size 900,560 font ",10" noenhanced
+
 set output 'rate_vs_conns.png'
 set title "TCP request/response, 64 B: transactions/s vs connections\nkernel: veth, dpsock: memif; client CPU 0, server CPU 1 (median, min-max)"
 set logscale x 2
@@ -10,6 +11,7 @@ set key top left
 set yrange [0:*]
 plot 'rate_vs_conns.dat' using 1:2:3:4 with yerrorlines lw 2 title "Linux kernel", \
      '' using 1:5:6:7 with yerrorlines lw 2 title "dpsock"
+
 set output 'latency.png'
 set title "Latency percentiles (µs, log scale; medians over rounds)"
 unset logscale x

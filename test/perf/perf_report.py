@@ -79,6 +79,9 @@ def pct_median(res, metric, side, key):
     return statistics.median(vals) if vals else None
 
 
+ADD_PROGRAMS_NOTE = (" What the ratios say: on this machine the preloaded path is at parity with the kernel for throughput (sockperf tp, redis-benchmark) and slower for single-message latency. Each request crosses af_packet into dpsockd, a worker, the shim's FIFO and an eventfd or spin hand-off to the program, and the same way back, on top of the veth the kernel run also uses; with the server program on CPU 0 the kernel run has client, veth and server on one CPU with no cross-CPU wake-up at all, while the dpsock run crosses to dpsockd's CPU and back twice per round trip. A NIC PMD (mlx5) removes the af_packet crossings; the hand-off itself is the ring measured in section 1.")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--results", required=True)
@@ -360,7 +363,7 @@ plot 'latency.dat' using 2:xtic(1) title "kernel p50", '' using 3 title "kernel 
       "program's blocking calls spin for DPSOCK_RX_POLL / DPSOCK_SELECT_POLL (shim defaults) and "
       "then sleep. sockperf's figures are its own percentiles; wrk's Requests/sec; "
       "redis-benchmark's requests per second. The dpsock side still crosses the kernel twice per "
-      "packet (veth and AF_PACKET); see below.%s" % (
+      "packet (veth and AF_PACKET); see below.%s%s" % (ADD_PROGRAMS_NOTE,
           (" Not measured in this run: %s." % meta["programs_skip"]) if meta.get("programs_skip") else ""))
     P("- **Servers poll while loaded.** The dpsock servers in sections 2 and 3 run with "
       "`worker.idle_poll_us = 100000` (poll for 100 ms after the last packet before sleeping), so "
