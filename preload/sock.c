@@ -464,7 +464,7 @@ shim_sock_ready(struct shim_sock *s)
 		break;
 	}
 	case SHIM_UDP: {
-		uint32_t k = s->udp_tx_worker % s->nslots;
+		uint32_t k = __atomic_load_n(&s->udp_tx_worker, __ATOMIC_RELAXED) % s->nslots;
 
 		for (uint32_t i = 0; i < s->nslots; i++)
 			if (fifo_level(shim_slot_rx(s->slot[i]), g->rx_fifo_size) > 0)
@@ -979,7 +979,7 @@ udp_send(struct shim_sock *s, const struct iovec *iov, int iovcnt, int flags,
 	need = (uint32_t)sizeof(h) + pad8(h.len);
 	if (need > g->tx_fifo_size)
 		return fail(EMSGSIZE);
-	k = s->udp_tx_worker % s->nslots;
+	k = __atomic_load_n(&s->udp_tx_worker, __ATOMIC_RELAXED) % s->nslots;
 	for (;;) {
 		struct dpsock_pl_slot *sl = sock_slot(s, k);
 		struct shim_slot_area *a = shim_area(sl);
@@ -1091,6 +1091,11 @@ udp_recv(struct shim_sock *s, const struct iovec *iov, int iovcnt, int flags,
 			if (!got)
 				continue;
 			s->rr = i + 1;
+			/* Reply through the worker that received: request/response
+			 * stays on one worker, the one that is awake (the thread's
+			 * own worker may sleep). UDP promises no order; a switch
+			 * can only reorder datagrams still queued on the old one. */
+			__atomic_store_n(&s->udp_tx_worker, i, __ATOMIC_RELAXED);
 			if (from != NULL && fromlen != NULL) {
 				struct sockaddr_in sin = { .sin_family = AF_INET,
 							   .sin_addr.s_addr = h.addr,
@@ -2135,7 +2140,7 @@ ioctl(int fd, unsigned long req, ...)
 
 		v = n < 0 ? 0 : (int)n;
 	} else {
-		v = (int)fifo_level(shim_slot_tx(s->slot[s->udp_tx_worker % s->nslots]),
+		v = (int)fifo_level(shim_slot_tx(s->slot[__atomic_load_n(&s->udp_tx_worker, __ATOMIC_RELAXED) % s->nslots]),
 				    shim_seg()->tx_fifo_size);
 	}
 	memcpy(arg, &v, sizeof(v));
