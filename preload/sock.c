@@ -372,20 +372,20 @@ iov_copy(const struct iovec *dst, int nd, size_t doff, const struct iovec *src, 
 	}
 }
 
+/* After the shim made room in slot i's rx FIFO (bell = rx_doorbell, op
+ * RX_KICK) or put data in its tx FIFO (tx_doorbell, TX_KICK): if the worker
+ * rang the doorbell (it stopped looking), take it and post the kick.
+ * seq_cst: pairs with the worker's fence between setting the doorbell and
+ * re-reading the FIFO: either it sees our room / data, or we see the bell. */
 static void
-rx_kick(struct shim_sock *s, uint32_t i)
+doorbell_kick(struct shim_sock *s, uint32_t i, uint32_t *bell, uint16_t op)
 {
-	struct dpsock_pl_slot *sl = sock_slot(s, i);
 	struct shim_thread *t;
 
-	/* seq_cst: pairs with the worker's fence between setting rx_doorbell
-	 * and re-reading the FIFO's free space: either it sees the room we
-	 * made, or we see the doorbell. */
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
-	if (__atomic_load_n(&sl->rx_doorbell, __ATOMIC_RELAXED) &&
-	    __atomic_exchange_n(&sl->rx_doorbell, 0, __ATOMIC_ACQ_REL)) {
-		struct dpsock_pl_cmd c = { .op = DPSOCK_PL_OP_RX_KICK, .slot = s->slot[i],
-					   .gen = s->gen[i] };
+	if (__atomic_load_n(bell, __ATOMIC_RELAXED) &&
+	    __atomic_exchange_n(bell, 0, __ATOMIC_ACQ_REL)) {
+		struct dpsock_pl_cmd c = { .op = op, .slot = s->slot[i], .gen = s->gen[i] };
 
 		t = shim_thread_get();
 		if (t != NULL)
@@ -394,24 +394,15 @@ rx_kick(struct shim_sock *s, uint32_t i)
 }
 
 static void
+rx_kick(struct shim_sock *s, uint32_t i)
+{
+	doorbell_kick(s, i, &sock_slot(s, i)->rx_doorbell, DPSOCK_PL_OP_RX_KICK);
+}
+
+static void
 tx_kick(struct shim_sock *s, uint32_t i)
 {
-	struct dpsock_pl_slot *sl = sock_slot(s, i);
-	struct shim_thread *t;
-
-	/* seq_cst: pairs with the worker's fence between setting tx_doorbell
-	 * and re-reading the tx FIFO: either it sees our data or we see the
-	 * doorbell. */
-	__atomic_thread_fence(__ATOMIC_SEQ_CST);
-	if (__atomic_load_n(&sl->tx_doorbell, __ATOMIC_RELAXED) &&
-	    __atomic_exchange_n(&sl->tx_doorbell, 0, __ATOMIC_ACQ_REL)) {
-		struct dpsock_pl_cmd c = { .op = DPSOCK_PL_OP_TX_KICK, .slot = s->slot[i],
-					   .gen = s->gen[i] };
-
-		t = shim_thread_get();
-		if (t != NULL)
-			shim_cmd_post(t, slot_worker(s->slot[i]), &c);
-	}
+	doorbell_kick(s, i, &sock_slot(s, i)->tx_doorbell, DPSOCK_PL_OP_TX_KICK);
 }
 
 /* ---- readiness ------------------------------------------------------------- */
