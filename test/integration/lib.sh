@@ -46,6 +46,8 @@
 #   apps      app_start NAME CONF PROGRAM [EAL_ARGS...] [-- APP_ARGS...],
 #             app_stop [NAME] [SIGNAL] (dpsock-echo, dpsock-http, dpsock-loadgen...)
 #   frames    badframes_send COUNT CASE..., badframes_counter CASE
+#   sockperf  sp_run LABEL WHERE ARGS..., sp_field REGEX,
+#             pingpong LABEL WHERE ARGS..., throughput LABEL WHERE ARGS...
 
 DPSOCK_SRC=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 # shellcheck source=../../scripts/topo.sh
@@ -581,6 +583,69 @@ badframes_counter() {
 	[ -n "$BADFRAMES" ] || fail "badframes not built (set DPSOCK_BUILD)"
 	"$BADFRAMES" --list-all | awk -v c="$1" '$1 == c { print $2; found = 1 }
 		END { exit !found }' || fail "badframes has no case '$1'"
+}
+
+# ---- sockperf (a client run, its checks and its figures) --------------------
+
+# sp_run LABEL WHERE SOCKPERF_ARGS...: run a sockperf client (bounded) in
+# network namespace WHERE, or under the shim in namespace A when WHERE is
+# "preload"; output (colours stripped) in SP_OUT and
+# $TEST_TMP/sockperf-LABEL.out. Fails the test on a non-zero status or an
+# ERROR line, after calling the test's sp_on_fail function if it has one
+# (extra diagnostics).
+sp_run() {
+	local label=$1 where=$2 rc=0
+	shift 2
+	if [ "$where" = preload ]; then
+		SP_OUT=$(preload_run timeout 60 sockperf "$@" 2>&1) || rc=$?
+	else
+		SP_OUT=$(timeout 60 ip netns exec "$where" sockperf "$@" 2>&1) || rc=$?
+	fi
+	SP_OUT=$(sed 's/\x1b\[[0-9;]*m//g' <<<"$SP_OUT")
+	printf '%s\n' "$SP_OUT" >"$TEST_TMP/sockperf-$label.out"
+	if [ "$rc" -ne 0 ] || grep -q 'ERROR' <<<"$SP_OUT"; then
+		echo "---- sockperf $* (status $rc) ----" >&2
+		tail -n 20 <<<"$SP_OUT" >&2
+		! declare -F sp_on_fail >/dev/null || sp_on_fail
+		fail "sockperf $label: status $rc$(grep -m1 ERROR <<<"$SP_OUT" | sed 's/^/, /')"
+	fi
+}
+
+# sp_field REGEX: the first capture group of a sed regex in SP_OUT.
+sp_field() {
+	sed -n "s/$1/\1/p" <<<"$SP_OUT" | head -n 1
+}
+
+# pingpong LABEL WHERE SOCKPERF_ARGS...: run ping-pong, check it, set
+# PP_SENT / PP_RECV (whole run, warm-up included) and PP_OBS.
+pingpong() {
+	local label=$1 where=$2 lat p50 p99
+	shift 2
+	sp_run "$label" "$where" ping-pong "$@"
+	lat=$(sp_field '.*Summary: Latency is \([0-9.]*\) usec.*')
+	PP_OBS=$(sp_field '.*Total \([0-9]*\) observations.*')
+	PP_SENT=$(sp_field '.*\[Total Run\].*SentMessages=\([0-9]*\);.*')
+	PP_RECV=$(sp_field '.*\[Total Run\].*ReceivedMessages=\([0-9]*\).*')
+	p50=$(sp_field '.*percentile 50.000 = *\([0-9.]*\).*')
+	p99=$(sp_field '.*percentile 99.000 = *\([0-9.]*\).*')
+	[ -n "$lat" ] || fail "sockperf $label: no 'Summary: Latency' line (output in $TEST_TMP/sockperf-$label.out)"
+	[ -n "$PP_OBS" ] && [ "$PP_OBS" -gt 0 ] || fail "sockperf $label: no observations: $(grep -m1 -i 'observ\|no messages' <<<"$SP_OUT")"
+	[ -n "$PP_SENT" ] && [ -n "$PP_RECV" ] || fail "sockperf $label: no [Total Run] line"
+	note "$label: $PP_OBS observations ($PP_RECV of $PP_SENT replies in the whole run); latency avg $lat us, p50 ${p50:-?} us, p99 ${p99:-?} us"
+}
+
+# throughput LABEL WHERE SOCKPERF_ARGS...: run throughput, check the rate,
+# set TP_SENT (messages sent).
+throughput() {
+	local label=$1 where=$2 rate bw
+	shift 2
+	sp_run "$label" "$where" throughput "$@"
+	rate=$(sp_field '.*Summary: Message Rate is \([0-9]*\) .*')
+	bw=$(sp_field '.*Summary: BandWidth is \([0-9.]* MBps\).*')
+	TP_SENT=$(sp_field '.*Total of \([0-9]*\) messages sent.*')
+	[ -n "$rate" ] && [ "$rate" -gt 0 ] || fail "sockperf $label: no message rate > 0: $(grep -m1 Summary <<<"$SP_OUT")"
+	[ -n "$TP_SENT" ] || fail "sockperf $label: no 'Total of N messages sent' line"
+	note "$label: $rate msg/s, ${bw:-? MBps} ($TP_SENT messages)"
 }
 
 # ---- preloaded programs (libdpsock_preload.so) ------------------------------

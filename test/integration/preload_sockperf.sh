@@ -27,54 +27,6 @@ name=$TEST_NAME
 test_topo_up 103
 preload_daemon_start "$name"
 
-# sp_run LABEL NS|preload SOCKPERF_ARGS...: run a sockperf client (bounded)
-# in namespace B ("b") or under the shim in A ("preload"); output
-# (colours stripped) in SP_OUT; fail on a non-zero status or an ERROR line.
-sp_run() {
-	local label=$1 where=$2 rc=0
-	shift 2
-	if [ "$where" = preload ]; then
-		SP_OUT=$(preload_run timeout 60 sockperf "$@" 2>&1) || rc=$?
-	else
-		SP_OUT=$(timeout 60 ip netns exec "$TOPO_NS_B" sockperf "$@" 2>&1) || rc=$?
-	fi
-	SP_OUT=$(sed 's/\x1b\[[0-9;]*m//g' <<<"$SP_OUT")
-	printf '%s\n' "$SP_OUT" >"$TEST_TMP/sockperf-$label.out"
-	if [ "$rc" -ne 0 ] || grep -q 'ERROR' <<<"$SP_OUT"; then
-		echo "---- sockperf $* (status $rc) ----" >&2
-		tail -n 20 <<<"$SP_OUT" >&2
-		fail "sockperf $label: status $rc$(grep -m1 ERROR <<<"$SP_OUT" | sed 's/^/, /')"
-	fi
-}
-sp_field() { sed -n "s/$1/\1/p" <<<"$SP_OUT" | head -n 1; }
-
-# pingpong LABEL WHERE ARGS...: PP_OBS, PP_SENT, PP_RECV
-pingpong() {
-	local label=$1 where=$2 lat p99
-	shift 2
-	sp_run "$label" "$where" ping-pong "$@"
-	lat=$(sp_field '.*Summary: Latency is \([0-9.]*\) usec.*')
-	PP_OBS=$(sp_field '.*Total \([0-9]*\) observations.*')
-	PP_SENT=$(sp_field '.*\[Total Run\].*SentMessages=\([0-9]*\);.*')
-	PP_RECV=$(sp_field '.*\[Total Run\].*ReceivedMessages=\([0-9]*\).*')
-	p99=$(sp_field '.*percentile 99.000 = *\([0-9.]*\).*')
-	[ -n "$lat" ] || fail "sockperf $label: no 'Summary: Latency' line (output in $TEST_TMP/sockperf-$label.out)"
-	[ -n "$PP_OBS" ] && [ "$PP_OBS" -gt 0 ] || fail "sockperf $label: no observations"
-	[ -n "$PP_SENT" ] && [ -n "$PP_RECV" ] || fail "sockperf $label: no [Total Run] line"
-	note "$label: $PP_OBS observations ($PP_RECV of $PP_SENT replies); latency avg $lat us, p99 ${p99:-?} us"
-}
-
-# throughput LABEL WHERE ARGS...: TP_SENT
-throughput() {
-	local label=$1 where=$2 rate
-	shift 2
-	sp_run "$label" "$where" throughput "$@"
-	rate=$(sp_field '.*Summary: Message Rate is \([0-9]*\) .*')
-	TP_SENT=$(sp_field '.*Total of \([0-9]*\) messages sent.*')
-	[ -n "$rate" ] && [ "$rate" -gt 0 ] || fail "sockperf $label: no message rate > 0: $(grep -m1 Summary <<<"$SP_OUT")"
-	[ -n "$TP_SENT" ] || fail "sockperf $label: no 'Total of N messages sent' line"
-	note "$label: $rate msg/s ($TP_SENT messages)"
-}
 
 # ---- part 1: servers under the shim ------------------------------------------
 preload_start sp-udp sockperf server -i "$TOPO_ADDR_A" -p 11111
@@ -86,24 +38,24 @@ u=(-i "$TOPO_ADDR_A" -p 11111 -t 2)
 t=(-i "$TOPO_ADDR_A" -p 11112 -t 2 --tcp)
 
 before=$(preload_stat udp_tx)
-pingpong srv-udp-pp-64 b "${u[@]}" -m 64
+pingpong srv-udp-pp-64 "$TOPO_NS_B" "${u[@]}" -m 64
 preload_offload_ge "$name" udp_tx $((before + PP_RECV)) 5
 ok "server under the shim, UDP ping-pong 64 B: $PP_OBS observations; udp_tx +$((STAT_VALUE - before))"
 
 for m in 64 8000; do
 	before=$(preload_stat tcp_tx_bytes)
-	pingpong "srv-tcp-pp-$m" b "${t[@]}" -m "$m"
+	pingpong "srv-tcp-pp-$m" "$TOPO_NS_B" "${t[@]}" -m "$m"
 	preload_offload_ge "$name" tcp_tx_bytes $((before + PP_RECV * m)) 5
 	ok "server under the shim, TCP ping-pong $m B: $PP_OBS observations; tcp_tx_bytes +$((STAT_VALUE - before))"
 done
 
 before=$(preload_stat udp_rx)
-throughput srv-udp-tp-1400 b "${u[@]}" -m 1400
+throughput srv-udp-tp-1400 "$TOPO_NS_B" "${u[@]}" -m 1400
 preload_offload_ge "$name" udp_rx $((before + 1)) 5
 ok "server under the shim, UDP throughput 1400 B: rate > 0; dpsockd received $((STAT_VALUE - before)) of $TP_SENT datagrams"
 
 before=$(preload_stat tcp_rx_bytes)
-throughput srv-tcp-tp-1400 b "${t[@]}" -m 1400
+throughput srv-tcp-tp-1400 "$TOPO_NS_B" "${t[@]}" -m 1400
 preload_offload_ge "$name" tcp_rx_bytes $((before + TP_SENT * 1400)) 10
 ok "server under the shim, TCP throughput 1400 B: all $TP_SENT messages reached dpsockd"
 

@@ -43,60 +43,12 @@ if command -v tcpdump >/dev/null 2>&1; then
 		'tcp[tcpflags] & (tcp-syn|tcp-fin|tcp-rst) != 0' >/dev/null 2>&1 &
 fi
 
-# sp_run LABEL NS SOCKPERF_ARGS...: run sockperf in NS (bounded), output
-# (colours stripped) in SP_OUT; fail on a non-zero status or an ERROR line.
-sp_run() {
-	local label=$1 ns=$2 rc=0
-	shift 2
-	SP_OUT=$(timeout 60 ip netns exec "$ns" sockperf "$@" 2>&1) || rc=$?
-	SP_OUT=$(sed 's/\x1b\[[0-9;]*m//g' <<<"$SP_OUT")
-	printf '%s\n' "$SP_OUT" >"$TEST_TMP/sockperf-$label.out"
-	if [ "$rc" -ne 0 ] || grep -q 'ERROR' <<<"$SP_OUT"; then
-		echo "---- sockperf $* (status $rc) ----" >&2
-		tail -n 20 <<<"$SP_OUT" >&2
-		if [ -s "$cap" ]; then
-			echo "---- SYN/FIN/RST seen by the peer ----" >&2
-			tcpdump -nn -r "$cap" 2>/dev/null | tail -n 20 >&2
-		fi
-		fail "sockperf $label: status $rc$(grep -m1 ERROR <<<"$SP_OUT" | sed 's/^/, /')"
+# sp_on_fail: sp_run's extra diagnostics (lib.sh).
+sp_on_fail() {
+	if [ -s "$cap" ]; then
+		echo "---- SYN/FIN/RST seen by the peer ----" >&2
+		tcpdump -nn -r "$cap" 2>/dev/null | tail -n 20 >&2
 	fi
-}
-
-# sp_field REGEX: the first capture group of a sed regex in SP_OUT.
-sp_field() {
-	sed -n "s/$1/\1/p" <<<"$SP_OUT" | head -n 1
-}
-
-# pingpong LABEL NS SOCKPERF_ARGS...: run ping-pong, check it, set
-# PP_SENT / PP_RECV (whole run, warm-up included) and PP_OBS.
-pingpong() {
-	local label=$1 ns=$2 lat p50 p99
-	shift 2
-	sp_run "$label" "$ns" ping-pong "$@"
-	lat=$(sp_field '.*Summary: Latency is \([0-9.]*\) usec.*')
-	PP_OBS=$(sp_field '.*Total \([0-9]*\) observations.*')
-	PP_SENT=$(sp_field '.*\[Total Run\].*SentMessages=\([0-9]*\);.*')
-	PP_RECV=$(sp_field '.*\[Total Run\].*ReceivedMessages=\([0-9]*\).*')
-	p50=$(sp_field '.*percentile 50.000 = *\([0-9.]*\).*')
-	p99=$(sp_field '.*percentile 99.000 = *\([0-9.]*\).*')
-	[ -n "$lat" ] || fail "sockperf $label: no 'Summary: Latency' line (output in $TEST_TMP/sockperf-$label.out)"
-	[ -n "$PP_OBS" ] && [ "$PP_OBS" -gt 0 ] || fail "sockperf $label: no observations: $(grep -m1 -i 'observ\|no messages' <<<"$SP_OUT")"
-	[ -n "$PP_SENT" ] && [ -n "$PP_RECV" ] || fail "sockperf $label: no [Total Run] line"
-	note "$label: $PP_OBS observations ($PP_RECV of $PP_SENT replies in the whole run); latency avg $lat us, p50 ${p50:-?} us, p99 ${p99:-?} us"
-}
-
-# throughput LABEL NS SOCKPERF_ARGS...: run throughput, check the rate, set
-# TP_SENT (messages sent).
-throughput() {
-	local label=$1 ns=$2 rate bw
-	shift 2
-	sp_run "$label" "$ns" throughput "$@"
-	rate=$(sp_field '.*Summary: Message Rate is \([0-9]*\) .*')
-	bw=$(sp_field '.*Summary: BandWidth is \([0-9.]* MBps\).*')
-	TP_SENT=$(sp_field '.*Total of \([0-9]*\) messages sent.*')
-	[ -n "$rate" ] && [ "$rate" -gt 0 ] || fail "sockperf $label: no message rate > 0: $(grep -m1 Summary <<<"$SP_OUT")"
-	[ -n "$TP_SENT" ] || fail "sockperf $label: no 'Total of N messages sent' line"
-	note "$label: $rate msg/s, ${bw:-? MBps} ($TP_SENT messages)"
 }
 
 # ---- part 1: af_packet ------------------------------------------------------
