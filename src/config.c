@@ -302,6 +302,19 @@ load_uint(const void *p, size_t size)
 	}
 }
 
+/* "1,2,3" (as many as fit), or empty_text for an empty list. */
+static void
+format_u32_list(char *buf, size_t len, const uint32_t *v, unsigned int n, const char *empty_text)
+{
+	size_t used = 0;
+	unsigned int i;
+
+	if (n == 0)
+		snprintf(buf, len, "%s", empty_text);
+	for (i = 0; i < n && used < len; i++)
+		used += (size_t)snprintf(buf + used, len - used, "%s%u", i ? "," : "", v[i]);
+}
+
 static void
 format_ipv4(uint32_t host_order, char *buf, size_t len)
 {
@@ -1321,26 +1334,14 @@ format_value(const struct conf_key *k, const void *base, char *buf, size_t len)
 		break;
 	case CONF_LCORE_LIST: {
 		const struct dpsock_config *c = base;
-		size_t used = 0;
-		unsigned int i;
 
-		for (i = 0; i < c->n_workers && used < len; i++)
-			used += (size_t)snprintf(buf + used, len - used, "%s%u",
-						 i ? "," : "", c->workers[i]);
-		if (c->n_workers == 0)
-			snprintf(buf, len, "auto");
+		format_u32_list(buf, len, c->workers, c->n_workers, "auto");
 		break;
 	}
 	case CONF_UID_LIST: {
 		const struct dpsock_config *c = base;
-		size_t used = 0;
-		unsigned int i;
 
-		for (i = 0; i < c->n_allowed_uids && used < len; i++)
-			used += (size_t)snprintf(buf + used, len - used, "%s%u",
-						 i ? "," : "", c->allowed_uids[i]);
-		if (c->n_allowed_uids == 0)
-			snprintf(buf, len, "root,self");
+		format_u32_list(buf, len, c->allowed_uids, c->n_allowed_uids, "root,self");
 		break;
 	}
 	case CONF_RULE_LIST: {
