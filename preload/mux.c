@@ -350,7 +350,10 @@ struct ep_reg {
 	struct epoll_event ev;
 	int in_kernel;            /* registered in the kernel set (undecided then) */
 	int disabled;             /* EPOLLONESHOT fired */
-	int pending;              /* edge-triggered: a change not yet reported */
+	/* edge-triggered: the signature at the last report (seen_valid 0:
+	 * never reported since ADD/MOD, so a ready socket is news) */
+	struct shim_edge_sig seen;
+	int seen_valid;
 	int dead_reported;        /* dpsockd gone: reported once (no busy loop) */
 };
 
@@ -497,7 +500,7 @@ ep_adopt(struct shim_ep *e)
 			return;
 		REAL(epoll_ctl)(e->epfd, EPOLL_CTL_DEL, g->fd, NULL);
 		g->in_kernel = 0;
-		g->pending = 1;
+		g->seen_valid = 0;
 		e->watched_all &= shim_sock_watch(g->s, e->w.id);
 	}
 }
@@ -616,7 +619,7 @@ epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
 			e->cap = cap;
 		}
 		g = &e->regs[e->n];
-		*g = (struct ep_reg){ .fd = fd, .s = s, .ev = *ev, .pending = 1 };
+		*g = (struct ep_reg){ .fd = fd, .s = s, .ev = *ev };
 		if (!shim_sock_offloaded(s)) {
 			/* undecided: the kernel watches it until it is offloaded */
 			if (REAL(epoll_ctl)(epfd, EPOLL_CTL_ADD, fd, ev) < 0) {
@@ -644,7 +647,7 @@ epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
 		}
 		g->ev = *ev;
 		g->disabled = 0;
-		g->pending = 1;
+		g->seen_valid = 0;
 		break;
 	case EPOLL_CTL_DEL:
 		if (g == NULL || g->s != s) {
@@ -662,36 +665,19 @@ epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
 	return r < 0 ? fail(-r) : 0;
 }
 
-static void
-ep_changed(uint32_t slot, void *arg)
-{
-	struct shim_ep *e = arg;
-
-	for (size_t i = 0; i < e->n; i++) {
-		struct ep_reg *g = &e->regs[i];
-
-		if (g->in_kernel || !shim_sock_offloaded(g->s))
-			continue;
-		if (slot == UINT32_MAX) {
-			g->pending = 1;   /* overflow: everything may have changed */
-			continue;
-		}
-		for (uint32_t j = 0; j < g->s->nslots; j++)
-			if (g->s->slot[j] == slot)
-				g->pending = 1;
-	}
-}
-
 /* Offloaded events into evs (at most max). Caller holds e->lock. */
 static int
 ep_collect(struct shim_ep *e, struct epoll_event *evs, int max, bool consume)
 {
 	int c = 0;
 
+	/* the wait rings only say whom to wake: what is new comes from the
+	 * edge signatures below */
 	if (e->w.id >= 0 && e->w.pid == getpid())
-		shim_waiter_drain(&e->w, ep_changed, e);
+		shim_waiter_drain(&e->w, NULL, NULL);
 	for (size_t i = 0; i < e->n && c < max; i++) {
 		struct ep_reg *g = &e->regs[i];
+		struct shim_edge_sig sig;
 		uint32_t want, r;
 
 		if (g->in_kernel || g->disabled)
@@ -707,18 +693,23 @@ ep_collect(struct shim_ep *e, struct epoll_event *evs, int max, bool consume)
 				g->dead_reported = 1;
 		}
 		want = g->ev.events & (EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLPRI);
-		r = shim_sock_ready(g->s) & (want | EPOLLERR | EPOLLHUP);
+		r = shim_sock_ready_sig(g->s, &sig) & (want | EPOLLERR | EPOLLHUP);
 		if (r == 0)
 			continue;
-		if ((g->ev.events & EPOLLET) && !g->pending)
-			continue;
+		if ((g->ev.events & EPOLLET) && g->seen_valid &&
+		    !((r & (EPOLLIN | EPOLLRDHUP | EPOLLPRI | EPOLLERR | EPOLLHUP)) &&
+		      sig.in != g->seen.in) &&
+		    !((r & (EPOLLOUT | EPOLLERR | EPOLLHUP)) && sig.out != g->seen.out))
+			continue;   /* ready, but nothing new since the last report */
 		if (!consume)
 			return 1;
 		evs[c].events = r;
 		evs[c].data = g->ev.data;
 		c++;
-		if (g->ev.events & EPOLLET)
-			g->pending = 0;
+		if (g->ev.events & EPOLLET) {
+			g->seen = sig;
+			g->seen_valid = 1;
+		}
 		if (g->ev.events & EPOLLONESHOT)
 			g->disabled = 1;
 	}

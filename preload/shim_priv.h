@@ -257,6 +257,14 @@ static inline bool shim_sock_offloaded(const struct shim_sock *s)
 }
 /* Readiness of an offloaded socket as poll bits (POLLIN/OUT/ERR/HUP/RDHUP). */
 uint32_t shim_sock_ready(struct shim_sock *s);
+/* What edge-triggered readiness compares: in moves when data, a
+ * connection, EOF or an error arrives; out when send room is made or the
+ * state changes. */
+struct shim_edge_sig {
+	uint64_t in, out;
+};
+/* shim_sock_ready, plus the edge signature read in the same pass. */
+uint32_t shim_sock_ready_sig(struct shim_sock *s, struct shim_edge_sig *sig);
 /* Register / unregister waiter id in the slots' watch[] entries. Returns
  * false when some slot had no free entry (the caller then sleeps in short
  * ticks instead). */

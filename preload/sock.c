@@ -295,14 +295,24 @@ sock_offloaded(struct shim_sock *s, int mode)
  * pair with the producer's release of prod (P1) and the consumer's release
  * of cons (C2) in src/spsc_priv.h. Clamped to size. */
 static uint32_t
-fifo_level(void *region, uint32_t size)
+fifo_level_at(void *region, uint32_t size, uint32_t *prod, uint32_t *cons)
 {
 	const struct dpsock_spsc_hdr *h = region;
 	uint32_t c = __atomic_load_n(&h->cons, __ATOMIC_ACQUIRE);
 	uint32_t p = __atomic_load_n(&h->prod, __ATOMIC_ACQUIRE);
 	uint32_t n = p - c;
 
+	*prod = p;
+	*cons = c;
 	return n > size ? size : n;
+}
+
+static uint32_t
+fifo_level(void *region, uint32_t size)
+{
+	uint32_t p, c;
+
+	return fifo_level_at(region, size, &p, &c);
 }
 
 static size_t
@@ -407,38 +417,56 @@ tx_kick(struct shim_sock *s, uint32_t i)
 
 /* ---- readiness ------------------------------------------------------------- */
 
+/*
+ * Readiness, and (when sig != NULL) the socket's edge signature taken from
+ * the same loads: sig->in moves when something arrives (rx FIFO producer
+ * positions, state, flags), sig->out when room is made (tx FIFO consumer
+ * positions, state, flags). Edge-triggered epoll reports a ready socket
+ * only when the signature of the side it is ready on moved since its last
+ * report: what it saw as ready and what it remembers are then one
+ * observation, whatever order the worker's notification arrives in.
+ */
 uint32_t
-shim_sock_ready(struct shim_sock *s)
+shim_sock_ready_sig(struct shim_sock *s, struct shim_edge_sig *sig)
 {
 	const struct dpsock_pl_seg *g = shim_seg();
-	uint32_t ev = 0;
+	uint64_t in = 0, out = 0, st = 0;
+	uint32_t ev = 0, p, c;
 
-	if (shim_daemon_gone())
+	if (shim_daemon_gone()) {
+		if (sig != NULL)
+			*sig = (struct shim_edge_sig){ .in = UINT64_MAX, .out = UINT64_MAX };
 		return POLLIN | POLLOUT | POLLERR | POLLHUP;
+	}
 	switch (s->mode) {
 	case SHIM_TCP_LISTEN:
-		for (uint32_t i = 0; i < s->nslots; i++)
-			if (fifo_level(shim_slot_rx(s->slot[i]), g->rx_fifo_size) >=
+		for (uint32_t i = 0; i < s->nslots; i++) {
+			if (fifo_level_at(shim_slot_rx(s->slot[i]), g->rx_fifo_size, &p, &c) >=
 			    sizeof(struct dpsock_pl_accept))
 				ev |= POLLIN;
+			in += p;
+		}
 		if (s->shut_rd)
 			ev |= POLLIN | POLLHUP;
+		st = (uint64_t)s->shut_rd;
 		break;
 	case SHIM_TCP_CONN: {
 		struct dpsock_pl_slot *sl = sock_slot(s, 0);
 		/* acquire: pairs with the worker's release of state/flags after
 		 * it filled the FIFO (data first, then EOF). */
-		uint32_t st = __atomic_load_n(&sl->state, __ATOMIC_ACQUIRE);
+		uint32_t st_ = __atomic_load_n(&sl->state, __ATOMIC_ACQUIRE);
 		uint32_t fl = __atomic_load_n(&sl->flags, __ATOMIC_ACQUIRE);
+		uint32_t rxn = fifo_level_at(shim_slot_rx(s->slot[0]), g->rx_fifo_size, &p, &c);
 
-		if (st == DPSOCK_PL_ST_CONNECTING)
+		in = p;
+		st = (uint64_t)st_ | (uint64_t)fl << 8 | (uint64_t)(s->shut_rd | s->shut_wr << 1) << 16;
+		if (st_ == DPSOCK_PL_ST_CONNECTING)
 			break;
-		if (fifo_level(shim_slot_rx(s->slot[0]), g->rx_fifo_size) > 0 ||
-		    (fl & DPSOCK_PL_F_RD_EOF) || s->shut_rd)
+		if (rxn > 0 || (fl & DPSOCK_PL_F_RD_EOF) || s->shut_rd)
 			ev |= POLLIN;
 		if (fl & DPSOCK_PL_F_RD_EOF)
 			ev |= POLLRDHUP;
-		if (st == DPSOCK_PL_ST_CLOSED) {
+		if (st_ == DPSOCK_PL_ST_CLOSED) {
 			ev |= POLLIN | POLLOUT | POLLHUP | POLLRDHUP;
 			if (__atomic_load_n(&sl->err, __ATOMIC_RELAXED) != 0 && !s->err_taken)
 				ev |= POLLERR;
@@ -448,27 +476,46 @@ shim_sock_ready(struct shim_sock *s)
 			ev |= POLLOUT;   /* a send would not block (it fails) */
 			if (fl & DPSOCK_PL_F_RD_EOF)
 				ev |= POLLHUP;
-		} else if (g->tx_fifo_size - fifo_level(shim_slot_tx(s->slot[0]),
-							g->tx_fifo_size) > 0) {
+		} else if (g->tx_fifo_size - fifo_level_at(shim_slot_tx(s->slot[0]),
+							   g->tx_fifo_size, &p, &c) > 0) {
 			ev |= POLLOUT;
+			out = c;
+		} else {
+			out = c;
 		}
 		break;
 	}
 	case SHIM_UDP: {
 		uint32_t k = __atomic_load_n(&s->udp_tx_worker, __ATOMIC_RELAXED) % s->nslots;
 
-		for (uint32_t i = 0; i < s->nslots; i++)
-			if (fifo_level(shim_slot_rx(s->slot[i]), g->rx_fifo_size) > 0)
+		for (uint32_t i = 0; i < s->nslots; i++) {
+			if (fifo_level_at(shim_slot_rx(s->slot[i]), g->rx_fifo_size, &p, &c) > 0)
 				ev |= POLLIN;
-		if (g->tx_fifo_size - fifo_level(shim_slot_tx(s->slot[k]), g->tx_fifo_size) >=
+			in += p;
+		}
+		if (g->tx_fifo_size - fifo_level_at(shim_slot_tx(s->slot[k]), g->tx_fifo_size,
+						    &p, &c) >=
 		    sizeof(struct dpsock_pl_dgram) + 512)
 			ev |= POLLOUT;
+		out = c + ((uint64_t)k << 32);
 		break;
 	}
 	default:
 		break;
 	}
+	if (sig != NULL) {
+		/* state in the high half: a transition counts as news on both
+		 * sides (connect done, EOF, reset) */
+		sig->in = in + (st << 40);
+		sig->out = out + (st << 40);
+	}
 	return ev;
+}
+
+uint32_t
+shim_sock_ready(struct shim_sock *s)
+{
+	return shim_sock_ready_sig(s, NULL);
 }
 
 bool
