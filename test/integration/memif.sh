@@ -28,7 +28,12 @@ ip netns exec "$TOPO_NS_A" timeout 120 dpdk-testpmd -l 0-1 --no-pci --in-memory 
 	>"$TEST_TMP/testpmd.log" 2>&1 </dev/null &
 testpmd=$!
 on_exit "kill $testpmd 2>/dev/null; wait $testpmd 2>/dev/null || true"
-wait_until 20 test -S "$sock"
+# The server's socket file exists from testpmd's probe on, but its memif
+# port takes a client only once started (before that, DPDK 22.11 answers
+# the client's INIT with a disconnect, and a client never tries again):
+# wait until testpmd started its ports, which it logs before checking links.
+wait_until 20 grep -q 'Checking link statuses' "$TEST_TMP/testpmd.log"
+test -S "$sock" || fail "testpmd started its ports but $sock is not a socket"
 
 conf=$(printf 'name = "%s";\ninterfaces = ( { port = "net_memif0"; address = "%s/24"; } );\n' \
 	"$name" "$TOPO_ADDR_A" >"$TEST_TMP/$name.conf"; echo "$TEST_TMP/$name.conf")
