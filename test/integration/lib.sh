@@ -279,10 +279,11 @@ stat_get() {
 stat_sum() {
 	local name=$1 counter=$2 out
 	out=$(_lib_stat_dump "$name") || return 1
+	# %.0f, not %d: mawk's %d stops at 2^31-1, which byte counters pass
 	awk -v c="$counter" '
 		{ n = split($1, p, ".") }
 		n == 3 && p[1] == "worker" && p[3] == c { s += $2; found = 1 }
-		END { if (found) printf "%d\n", s; exit !found }' <<<"$out" && return 0
+		END { if (found) printf "%.0f\n", s; exit !found }' <<<"$out" && return 0
 	echo "stat_sum: no worker counter '$counter' in dpsock-stat -n $name" >&2
 	return 1
 }
@@ -342,7 +343,7 @@ eal_mem_args() {
 	fi
 	local free_kb
 	free_kb=$(awk '/^HugePages_Free:/ { f = $2 } /^Hugepagesize:/ { s = $2 }
-		END { printf "%d", f * s }' /proc/meminfo 2>/dev/null)
+		END { printf "%.0f", f * s }' /proc/meminfo 2>/dev/null)
 	if awk '$3 == "hugetlbfs" { found = 1 } END { exit !found }' /proc/mounts &&
 		[ "${free_kb:-0}" -ge $((${DPSOCK_MIN_HUGE_MB:-256} * 1024)) ]; then
 		echo ""
