@@ -126,7 +126,7 @@ dpsock_lwip_instance_owned(void)
 }
 
 /* dpsock_lwip_hooks.h: without a daemon (the lwIP unit tests), no segment
- * has another owner. src/netif.c's definition replaces this one. */
+ * has another owner. stack/netif.c's definition replaces this one. */
 __attribute__((weak)) int
 dpsock_lwip_tcp_unmatched(struct pbuf *p, struct tcp_hdr *hdr)
 {

@@ -106,7 +106,7 @@ void dpsock_lwip_timeouts_fini(void);
 #define LWIP_TCP_RTO_MIN                200  /* RTO floor in ms, as Linux (transform.py adds the clamp) */
 #define TCP_TTL                         IP_DEFAULT_TTL
 /* lwIP's backlog counts half-open connections in a u8 and drops the SYNs
- * beyond it silently; dpsock admits SYNs itself (src/sock.c) */
+ * beyond it silently; dpsock admits SYNs itself (stack/sock.c) */
 #define TCP_LISTEN_BACKLOG              0
 /* one ext-arg slot per pcb: dpsock learns when a pcb is freed (after
  * TIME_WAIT) to release its port, and admits or refuses SYNs */

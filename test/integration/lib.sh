@@ -680,8 +680,8 @@ throughput() {
 _lib_find_preload() {
 	local b
 	while read -r b; do
-		if [ -f "$b/preload/libdpsock_preload.so" ]; then
-			echo "$b/preload/libdpsock_preload.so"
+		if [ -f "$b/libdpsock_preload.so" ]; then
+			echo "$b/libdpsock_preload.so"
 			return 0
 		fi
 	done < <(_lib_build_dirs)
@@ -698,7 +698,7 @@ declare -A _LIB_PRELOAD_PID=()
 require_preload() {
 	[ "$PRELOAD_KERNEL" = 1 ] && return 0
 	[ -n "$PRELOAD_LIB" ] ||
-		skip "libdpsock_preload.so not built (looked in: $(_lib_build_dirs | sed 's|$|/preload|' | tr '\n' ' ')— set DPSOCK_BUILD)"
+		skip "libdpsock_preload.so not built (looked in: $(_lib_build_dirs | tr '\n' ' ')— set DPSOCK_BUILD)"
 	require_tools dpsockd dpsock-stat
 }
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * ring_bench — dpsock's SPSC ring (src/spsc_priv.h) against DPDK's rte_ring
+ * ring_bench — dpsock's SPSC ring (abi/spsc_ring.h) against DPDK's rte_ring
  * created single-producer / single-consumer (RING_F_SP_ENQ | RING_F_SC_DEQ),
  * moving elements between two lcores.
  *
@@ -45,7 +45,7 @@
 #include <rte_ring_elem.h>
 #include <rte_version.h>
 
-#include "spsc_priv.h"
+#include "spsc_ring.h"
 
 #define MAX_BURST       64u
 #define MAX_ELEM        64u

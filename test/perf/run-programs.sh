@@ -13,7 +13,7 @@
 # address for the kernel rounds: an af_packet port sees every frame on its
 # veth, so the two must not be up together.
 
-PL_LIB=$(find "$build/preload" -maxdepth 1 -name libdpsock_preload.so 2>/dev/null | head -n 1)
+PL_LIB=$(find "$build" -maxdepth 1 -name libdpsock_preload.so 2>/dev/null | head -n 1)
 PL_NAME=${TEST_NAME}p
 PL_PORT=11111
 
@@ -153,7 +153,7 @@ pl_round_all() { # SIDE ROUND
 
 note "5. unmodified programs: server in netns A on CPU 1 (preloaded + dpsockd, or kernel), client in netns B on CPU 0"
 if [ -z "$PL_LIB" ]; then
-	pl_skip "libdpsock_preload.so is not built in $build/preload"
+	pl_skip "libdpsock_preload.so is not built in $build"
 else
 	missing=
 	for p in sockperf nginx wrk redis-server redis-benchmark; do

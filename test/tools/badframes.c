@@ -75,7 +75,7 @@ typedef size_t (*build_fn)(uint8_t *buf, const struct ctx *c);
 
 struct bad_case {
 	const char *name;
-	const char *counter; /* worker counter in src/stats_priv.h */
+	const char *counter; /* worker counter in abi/stats_segment.h */
 	build_fn build;
 	bool not_on_ethernet; /* AF_PACKET on an Ethernet device refuses it */
 	const char *help;

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * pl_hostile: a raw preload client that speaks dpsockd's protocol
- * (src/preload_proto.h) directly, without the shim, for
+ * (abi/preload_wire.h) directly, without the shim, for
  * test/integration/preload_hostile.sh.
  *
  *   pl_hostile SOCKET echo PORT      well-behaved: listen on PORT on every
@@ -32,8 +32,8 @@
 #include <unistd.h>
 #include <arpa/inet.h>
 
-#include "preload_proto.h"
-#include "spsc_priv.h"
+#include "preload_wire.h"
+#include "spsc_ring.h"
 
 #define MAXW 64
 #define MAXS 256

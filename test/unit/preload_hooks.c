@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * preload_hooks.c — walks preload/hooks.def, the shim's one table of hooked
+ * preload_hooks.c — walks shim/hooks.def, the shim's one table of hooked
  * calls. Run with LD_PRELOAD=libdpsock_preload.so (meson sets it) and no
  * dpsockd: every hook must be exported by the .so (the symbol the program
  * binds to lives there), and on a bad descriptor and on a kernel socket the

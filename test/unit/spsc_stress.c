@@ -2,7 +2,7 @@
 /*
  * spsc_stress — two threads, one producer and one consumer, pinned to
  * different CPUs when there are two, hammering the SPSC ring and the byte
- * FIFO of src/spsc_priv.h.
+ * FIFO of abi/spsc_ring.h.
  *
  * Ring: ITEMS elements of 32 bytes (a sequence number and three words
  * derived from it) through a 64-slot ring. Both sides pick, at random for
@@ -35,7 +35,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "spsc_priv.h"
+#include "spsc_ring.h"
 
 #define RING_SLOTS      64u
 #define ELEM_SIZE       32u

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * spsc_test — single-threaded functional tests of the SPSC slot ring and the
- * byte FIFO (src/spsc_priv.h).
+ * byte FIFO (abi/spsc_ring.h).
  *
  * Covers: argument checking of memsize/init/attach; full and empty; bulk is
  * all-or-nothing and burst partial; every start offset x every length across
@@ -27,7 +27,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "spsc_priv.h"
+#include "spsc_ring.h"
 
 static int failures;
 

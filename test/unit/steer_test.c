@@ -27,7 +27,7 @@
 #include <rte_malloc.h>
 #include <rte_mbuf.h>
 
-#include "daemon_priv.h"
+#include "stack_priv.h"
 #include "log_priv.h"
 
 static int failures;
@@ -86,10 +86,10 @@ test_vectors(void)
 }
 
 /* A daemon with one fake port and two workers, enough for steer.c. */
-static struct dpsock_daemon *
-fake_daemon(const char *steering, bool rss)
+static struct dpsock_stack *
+fake_stack(const char *steering, bool rss)
 {
-	struct dpsock_daemon *d = calloc(1, sizeof(*d));
+	struct dpsock_stack *d = calloc(1, sizeof(*d));
 	struct dpsock_port *p = &d->ports[0];
 	unsigned int i;
 
@@ -117,7 +117,7 @@ fake_daemon(const char *steering, bool rss)
 }
 
 static void
-free_daemon(struct dpsock_daemon *d)
+free_stack(struct dpsock_stack *d)
 {
 	dpsock_steer_teardown(d);
 	rte_free(d->workers);
@@ -127,7 +127,7 @@ free_daemon(struct dpsock_daemon *d)
 static void
 test_toeplitz(void)
 {
-	struct dpsock_daemon *d = fake_daemon("toeplitz", true);
+	struct dpsock_stack *d = fake_stack("toeplitz", true);
 	uint32_t laddr = ip(198, 18, 0, 1), raddr = ip(198, 18, 0, 2);
 	uint16_t rport = rte_cpu_to_be_16(80), got[2][200];
 	unsigned int k, i, j;
@@ -156,7 +156,7 @@ test_toeplitz(void)
 			d->steer->release_port(&d->workers[k], got[k][i]);
 	for (i = d->eph_min; i <= d->eph_max; i++)
 		CHECK(d->port_owner[i] == 0, "port %u still owned after release", i);
-	free_daemon(d);
+	free_stack(d);
 }
 
 static struct rte_mbuf *
@@ -181,7 +181,7 @@ frame(struct rte_mempool *mp, uint8_t proto, uint16_t dport, uint16_t frag, uint
 static void
 test_software_and_owner(void)
 {
-	struct dpsock_daemon *d = fake_daemon("auto", false);
+	struct dpsock_stack *d = fake_stack("auto", false);
 	struct rte_mempool *mp = rte_pktmbuf_pool_create("steer_test", 63, 0, 0, 256, SOCKET_ID_ANY);
 	struct rte_mbuf *m;
 	uint16_t lp;
@@ -220,7 +220,7 @@ test_software_and_owner(void)
 	}
 	CHECK(same > 0 && same < 64, "fragments all on one worker (%u of 64 on worker 0)", same);
 	rte_mempool_free(mp);
-	free_daemon(d);
+	free_stack(d);
 }
 
 int

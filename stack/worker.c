@@ -50,7 +50,7 @@
 
 #include "dpsock_lwip.h"
 
-#include "daemon_priv.h"
+#include "stack_priv.h"
 #include "log_priv.h"
 
 #define MIRROR_INTERVAL_US 100000 /* lwIP counters → stats block */
@@ -68,7 +68,7 @@ drop(struct rte_mbuf *m, uint64_t *counter)
 static void
 arp_share(struct dpsock_worker *w, struct rte_mbuf *m)
 {
-	struct dpsock_daemon *d = w->d;
+	struct dpsock_stack *d = w->d;
 	unsigned int j;
 
 	for (j = 0; j < d->n_workers; j++) {
@@ -282,7 +282,7 @@ mirror_lwip_stats(struct dpsock_worker *w)
 }
 
 /* dpsock-stat -z: this worker is its counters' only writer, so it zeroes
- * them itself, then acknowledges (see stats_priv.h). */
+ * them itself, then acknowledges (see stats_segment.h). */
 static void
 zero_counters(struct dpsock_worker *w, uint64_t req)
 {
@@ -305,7 +305,7 @@ mirror_mc_groups(struct dpsock_worker *w)
 	uint32_t n = 0, gen = mc->gen;
 	unsigned int i;
 
-	/* same seqlock protocol as socket entries (stats_priv.h) */
+	/* same seqlock protocol as socket entries (stats_segment.h) */
 	__atomic_store_n(&mc->gen, gen + 1, __ATOMIC_RELAXED);
 	__atomic_thread_fence(__ATOMIC_RELEASE);
 	for (i = 0; i < w->n_ports; i++) {
@@ -326,7 +326,7 @@ mirror_mc_groups(struct dpsock_worker *w)
 static void
 stats_tick(struct dpsock_worker *w, uint64_t now)
 {
-	struct dpsock_daemon *d = w->d;
+	struct dpsock_stack *d = w->d;
 	struct dpsock_worker_stats *st = w->stats;
 	uint64_t req;
 	uint32_t timer_ms;
@@ -362,7 +362,7 @@ dpsock_worker_flush(struct dpsock_worker *w)
 unsigned int
 dpsock_worker_poll(struct dpsock_worker *w)
 {
-	struct dpsock_daemon *d = w->d;
+	struct dpsock_stack *d = w->d;
 	struct dpsock_worker_stats *st = w->stats;
 	struct rte_mbuf *pkts[DPSOCK_RX_BURST_MAX];
 	unsigned int i, k, n, work = 0;
@@ -506,7 +506,7 @@ dpsock_worker_wake(struct dpsock_worker *w)
 int
 dpsock_worker_init(struct dpsock_worker *w)
 {
-	struct dpsock_daemon *d = w->d;
+	struct dpsock_stack *d = w->d;
 	struct dpsock_lwip_params params;
 	struct epoll_event ev = { .events = EPOLLIN };
 	unsigned int i;
@@ -644,7 +644,7 @@ int
 dpsock_worker_main(void *arg)
 {
 	struct dpsock_worker *w = arg;
-	struct dpsock_daemon *d = w->d;
+	struct dpsock_stack *d = w->d;
 	int ret;
 
 	ret = dpsock_worker_init(w);

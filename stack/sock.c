@@ -36,7 +36,7 @@
 #include "dpsock/dpsock.h"
 #include "dpsock_lwip.h"
 
-#include "daemon_priv.h"
+#include "stack_priv.h"
 #include "log_priv.h"
 
 enum sock_type {
@@ -618,7 +618,7 @@ struct dpsock_sock *
 dpsock_tcp_connect(struct dpsock_worker *w, uint32_t addr, uint16_t port,
 		   const struct dpsock_sock_ops *ops, void *user)
 {
-	struct dpsock_daemon *d;
+	struct dpsock_stack *d;
 	struct dpsock_sock *s;
 	struct tcp_pcb *pcb;
 	struct netif *nif;

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* The stats segment in /dev/shm, its control requests and its telemetry
- * commands; see stats_priv.h. */
+ * commands; see stats_segment.h. */
 
 #include <errno.h>
 #include <fcntl.h>
@@ -22,7 +22,7 @@
 #include "dpsock_build_config.h"
 #include "config_priv.h"
 
-#include "daemon_priv.h"
+#include "stack_priv.h"
 #include "log_priv.h"
 
 _Static_assert(DPSOCK_STATS_MAX_PORTS >= DPSOCK_MAX_PORTS, "stats segment too small for ports");
@@ -43,14 +43,14 @@ segment_stale(int fd)
 
 /* The segment's size for this configuration; sets sock_off. */
 static size_t
-segment_size(const struct dpsock_daemon *d, uint32_t slots, uint64_t *sock_off)
+segment_size(const struct dpsock_stack *d, uint32_t slots, uint64_t *sock_off)
 {
 	*sock_off = RTE_ALIGN_CEIL(sizeof(struct dpsock_stats_segment), 64);
 	return *sock_off + (size_t)d->n_workers * slots * sizeof(struct dpsock_sock_stats);
 }
 
 int
-dpsock_stats_create(struct dpsock_daemon *d, char *err, size_t errlen)
+dpsock_stats_create(struct dpsock_stack *d, char *err, size_t errlen)
 {
 	struct dpsock_stats_segment *s;
 	struct timespec now;
@@ -159,7 +159,7 @@ dpsock_stats_create(struct dpsock_daemon *d, char *err, size_t errlen)
 	X(tx_errors, oerrors) X(rx_nombuf, rx_nombuf)
 
 void
-dpsock_stats_update_ports(struct dpsock_daemon *d)
+dpsock_stats_update_ports(struct dpsock_stack *d)
 {
 	unsigned int i;
 
@@ -281,7 +281,7 @@ log_apply(const char *spec, char *msg, size_t len)
 }
 
 void
-dpsock_stats_control(struct dpsock_daemon *d)
+dpsock_stats_control(struct dpsock_stack *d)
 {
 	struct dpsock_stats_ctl *ctl = &d->stats->ctl;
 	uint64_t req;
@@ -513,7 +513,7 @@ tel_info(const char *cmd, const char *params, struct rte_tel_data *t)
 }
 
 int
-dpsock_stats_telemetry_register(struct dpsock_daemon *d)
+dpsock_stats_telemetry_register(struct dpsock_stack *d)
 {
 	static const struct {
 		const char *cmd;
@@ -544,7 +544,7 @@ dpsock_stats_telemetry_register(struct dpsock_daemon *d)
 }
 
 void
-dpsock_stats_destroy(struct dpsock_daemon *d)
+dpsock_stats_destroy(struct dpsock_stack *d)
 {
 	if (d->stats == NULL)
 		return;

@@ -5,7 +5,7 @@
  * dpsock-stat, DPDK telemetry (/dpsock/...) and tests.
  *
  * Every counter is named once, in the X-macro lists below; the struct
- * layouts, the descriptor tables (stats_fmt.c), dpsock-stat's views and
+ * layouts, the descriptor tables (stats_names.c), dpsock-stat's views and
  * JSON, the telemetry commands and the zeroing code are generated from them.
  * COUNTERS only grow (dpsock-stat -d 2 shows them per second, -z zeroes
  * them); GAUGES are levels (shown as they are, never zeroed).
@@ -55,8 +55,8 @@
  *
  * This header is plain C (no DPDK) so the reader tool stays small.
  */
-#ifndef DPSOCK_STATS_PRIV_H
-#define DPSOCK_STATS_PRIV_H
+#ifndef DPSOCK_ABI_STATS_SEGMENT_H
+#define DPSOCK_ABI_STATS_SEGMENT_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -313,7 +313,7 @@ dpsock_stats_socks(const struct dpsock_stats_segment *s, unsigned int worker)
 	       (size_t)worker * s->sock_slots;
 }
 
-/* Name, help and place of every counter: generated tables (stats_fmt.c). */
+/* Name, help and place of every counter: generated tables (stats_names.c). */
 struct dpsock_stat_desc {
 	const char *name;
 	const char *help;
@@ -417,4 +417,4 @@ dpsock_sockstat_read(const struct dpsock_sock_stats *e, struct dpsock_sock_stats
 /* shm_open name of an instance's segment: "/dpsock.<name>.stats". */
 #define DPSOCK_STATS_SHM_FMT "/dpsock.%s.stats"
 
-#endif /* DPSOCK_STATS_PRIV_H */
+#endif /* DPSOCK_ABI_STATS_SEGMENT_H */

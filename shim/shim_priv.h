@@ -2,7 +2,7 @@
 /*
  * shim_priv.h — internals of libdpsock_preload.so (the LD_PRELOAD shim).
  * Links neither DPDK nor lwIP: libc (dlsym, pthread) only. docs/preload.md
- * tells the behaviour; src/preload_proto.h the wire format.
+ * tells the behaviour; abi/preload_wire.h the wire format.
  *
  * Error convention inside the shim: helpers return 0 / a count, or -errno;
  * only the exported hooks turn that into -1 + errno, exactly as libc.
@@ -26,8 +26,8 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
-#include "preload_proto.h"
-#include "spsc_priv.h"
+#include "preload_wire.h"
+#include "spsc_ring.h"
 
 #define DPSOCK_SHIM_EXPORT __attribute__((visibility("default")))
 

@@ -41,7 +41,7 @@
 
 #include "lwip/mem.h"
 
-#include "daemon_priv.h"
+#include "stack_priv.h"
 #include "log_priv.h"
 
 /* Frames shorter than this are copied: a copy is cheaper than a loan. */

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Tables and formatting shared by the stack (telemetry, DPSOCK_STATS_FILE)
- * and dpsock-stat: plain C, no DPDK. See stats_priv.h.
+ * and dpsock-stat: plain C, no DPDK. See stats_segment.h.
  */
 
 #include <arpa/inet.h>
@@ -9,7 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "stats_priv.h"
+#include "stats_segment.h"
 
 #define PORT_C(n, h) { #n, h, offsetof(struct dpsock_port_stats, n), false },
 #define PORT_G(n, h) { #n, h, offsetof(struct dpsock_port_stats, n), true },

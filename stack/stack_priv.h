@@ -1,16 +1,17 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * dpsockd's state: the daemon (control plane, main lcore) and its workers
- * (one per worker lcore, each with its own lwIP instance and one RX/TX queue
- * pair on every port).
+ * The state of one stack instance (dpsockd, or a native app embedding the
+ * stack): its control plane (main lcore) and its workers (one per worker
+ * lcore, each with its own lwIP instance and one RX/TX queue pair on every
+ * port).
  *
  * Ownership: a worker's struct, its lwIP instance, its netifs and its stats
  * block are touched only by the worker's lcore, except the fields marked
- * "shared" (atomics). The daemon's struct is written by the main lcore
+ * "shared" (atomics). struct dpsock_stack is written by the main lcore
  * before the workers start and read-only afterwards, except quit.
  */
-#ifndef DPSOCK_DAEMON_PRIV_H
-#define DPSOCK_DAEMON_PRIV_H
+#ifndef DPSOCK_STACK_PRIV_H
+#define DPSOCK_STACK_PRIV_H
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -29,12 +30,12 @@
 
 #include "config_priv.h"
 #include "port_priv.h"
-#include "stats_priv.h"
+#include "stats_segment.h"
 
 #define DPSOCK_TX_BURST 64
 #define DPSOCK_RX_BURST_MAX 512u
 
-struct dpsock_daemon;
+struct dpsock_stack;
 struct dpsock_worker;
 struct dpsock_sock;
 struct dpsock_app;
@@ -55,7 +56,7 @@ struct dpsock_worker_port {
 
 struct dpsock_worker {
 	/* hot: read every iteration */
-	struct dpsock_daemon *d;
+	struct dpsock_stack *d;
 	struct dpsock_worker_stats *stats;
 	struct rte_ring *steer;   /* shared: mbufs other workers hand to this one (MP/SC) */
 	uint16_t queue;           /* this worker's queue id on every port */
@@ -120,7 +121,7 @@ struct dpsock_steer_ops {
 	void (*release_port)(struct dpsock_worker *w, uint16_t lport);
 };
 
-struct dpsock_daemon {
+struct dpsock_stack {
 	struct dpsock_config conf;
 	unsigned int n_ports;
 	struct dpsock_port ports[DPSOCK_MAX_PORTS];
@@ -196,7 +197,7 @@ struct dpsock_mbuf_priv {
 };
 
 /* The stack's state (dpsock_init must have succeeded). */
-struct dpsock_daemon *dpsock_daemon_get(void);
+struct dpsock_stack *dpsock_stack_get(void);
 
 /* The worker running on the calling thread (NULL elsewhere). */
 extern _Thread_local struct dpsock_worker *dpsock_self;
@@ -205,8 +206,8 @@ extern _Thread_local struct dpsock_worker *dpsock_self;
 
 /* Choose the steering backend (config tcp.steering, probed capabilities)
  * and allocate the shared port table. Returns 0 or -errno (message printed). */
-int dpsock_steer_setup(struct dpsock_daemon *d);
-void dpsock_steer_teardown(struct dpsock_daemon *d);
+int dpsock_steer_setup(struct dpsock_stack *d);
+void dpsock_steer_teardown(struct dpsock_stack *d);
 
 /* The Toeplitz hash a NIC computes for an IPv4 TCP/UDP packet with this
  * 4-tuple (all network order) under an RSS key (40 bytes or more). */
@@ -252,22 +253,22 @@ unsigned int dpsock_netif_mbuf_priv_size(void);
 
 /* Create (or take over a stale) /dev/shm/dpsock.<name>.stats.
  * Returns 0, -EEXIST (a live daemon of that name runs; pid in err) or -errno. */
-int dpsock_stats_create(struct dpsock_daemon *d, char *err, size_t errlen);
+int dpsock_stats_create(struct dpsock_stack *d, char *err, size_t errlen);
 
 /* Copy the ports' rte_eth_stats and pool levels into the segment. */
-void dpsock_stats_update_ports(struct dpsock_daemon *d);
+void dpsock_stats_update_ports(struct dpsock_stack *d);
 
 /* Mark stopped, unmap and unlink the segment (idempotent). */
-void dpsock_stats_destroy(struct dpsock_daemon *d);
+void dpsock_stats_destroy(struct dpsock_stack *d);
 
 /* Main lcore, every 100 ms: apply dpsock-stat's requests (zeroing the
  * ports' counters, log levels). */
-void dpsock_stats_control(struct dpsock_daemon *d);
+void dpsock_stats_control(struct dpsock_stack *d);
 
 /* Register /dpsock/info, /dpsock/ports, /dpsock/workers, /dpsock/sockets
  * with DPDK telemetry (main lcore, once the segment exists). Returns 0 or
  * -errno (telemetry disabled is not an error). */
-int dpsock_stats_telemetry_register(struct dpsock_daemon *d);
+int dpsock_stats_telemetry_register(struct dpsock_stack *d);
 
 /* sockstat.c: the per-socket table, on the owning worker. */
 
@@ -308,4 +309,4 @@ void dpsock_sock_stats_refresh(struct dpsock_worker *w);
 		}                                                               \
 	} while (0)
 
-#endif /* DPSOCK_DAEMON_PRIV_H */
+#endif /* DPSOCK_STACK_PRIV_H */

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * dpsockd's side of the preload hand-off (docs/preload.md): the control
- * thread (preload_ctl.c) attaches client processes and builds their groups'
- * segments; each worker (preload_srv.c) drains the command rings of every
+ * thread (clients.c) attaches client processes and builds their groups'
+ * segments; each worker (serve.c) drains the command rings of every
  * live channel and runs the commands on its lwIP instance.
  *
  * Who writes what (none of it lives in a client-writable segment):
@@ -27,8 +27,8 @@
  * reused. A dying group is released by each worker itself (it resets the
  * group's connections on its own lwIP) and says so in wg->done.
  */
-#ifndef DPSOCK_PRELOAD_PRIV_H
-#define DPSOCK_PRELOAD_PRIV_H
+#ifndef DPSOCK_SERVER_PRIV_H
+#define DPSOCK_SERVER_PRIV_H
 
 #include <pthread.h>
 #include <stdbool.h>
@@ -37,10 +37,10 @@
 
 #include "dpsock/dpsock.h"
 
-#include "preload_proto.h"
-#include "spsc_priv.h"
+#include "preload_wire.h"
+#include "spsc_ring.h"
 
-struct dpsock_daemon;
+struct dpsock_stack;
 struct dpsock_worker;
 
 /* Sizes the daemon chooses (not configurable) */
@@ -141,7 +141,7 @@ struct pl_conn {
 };
 
 struct pl_ctl {
-	struct dpsock_daemon *d;
+	struct dpsock_stack *d;
 	unsigned int n_workers;
 	pthread_t thread;
 	bool running;
@@ -164,11 +164,11 @@ struct pl_ctl {
 
 extern struct pl_ctl dpsock_pl_ctl;
 
-/* The app dpsockd runs (worker hooks in preload_srv.c, main hooks in
- * preload_ctl.c). */
+/* The app dpsockd runs (worker hooks in serve.c, main hooks in
+ * clients.c). */
 extern const struct dpsock_app dpsock_preload_app;
 
-/* preload_ctl.c */
+/* clients.c */
 int dpsock_pl_main_start(void *arg);
 void dpsock_pl_main_stop(void *arg);
 void dpsock_pl_main_fini(void *arg);
@@ -176,7 +176,7 @@ void dpsock_pl_main_fini(void *arg);
  * thread). */
 void dpsock_pl_group_report_bad(struct pl_group *g);
 
-/* preload_srv.c */
+/* serve.c */
 int dpsock_pl_worker_init(struct dpsock_worker *w, void *arg);
 unsigned int dpsock_pl_worker_poll(struct dpsock_worker *w, void *arg);
 bool dpsock_pl_worker_pending(struct dpsock_worker *w, void *arg);
@@ -213,4 +213,4 @@ pl_wait_ring(const struct pl_group *g, uint32_t id, uint32_t k)
 	       (uint64_t)k * g->geo.wait_ring_size;
 }
 
-#endif /* DPSOCK_PRELOAD_PRIV_H */
+#endif /* DPSOCK_SERVER_PRIV_H */

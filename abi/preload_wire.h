@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * preload_proto.h — what libdpsock_preload.so (the shim) and dpsockd say to
+ * preload_wire.h — what libdpsock_preload.so (the shim) and dpsockd say to
  * each other: the control-socket messages and the layout of the shared
  * memory they both map. Wire format only: no code, no pointers. Included by
- * the daemon (src/preload_*.c) and the shim (preload/); the shim links
+ * the daemon (daemon/clients.c, daemon/serve.c) and the shim (shim/); the shim links
  * neither DPDK nor lwIP.
  *
  * docs/preload.md tells the whole story; the short version:
@@ -36,8 +36,8 @@
  * Byte order: addresses and ports are network order everywhere below,
  * as in struct sockaddr_in.
  */
-#ifndef DPSOCK_PRELOAD_PROTO_H
-#define DPSOCK_PRELOAD_PROTO_H
+#ifndef DPSOCK_ABI_PRELOAD_WIRE_H
+#define DPSOCK_ABI_PRELOAD_WIRE_H
 
 #include <assert.h>
 #include <stddef.h>
@@ -167,7 +167,7 @@ struct dpsock_pl_iface {
  *   off_waiters      max_waiters waiter blocks, waiter_stride each:
  *                      struct dpsock_pl_waiter, then n_workers wait rings
  *                      (8-byte elements, the slot number in the low 32
- *                      bits: spsc_priv.h's smallest; wait_count each, wait_ring_size
+ *                      bits: spsc_ring.h's smallest; wait_count each, wait_ring_size
  *                      bytes each), ring k at DPSOCK_PL_WAITER_HDR + k *
  *                      wait_ring_size
  *   off_slots        n_workers x slots_per_worker slots, slot_stride each:
@@ -177,7 +177,7 @@ struct dpsock_pl_iface {
  *                    slot number n = k * slots_per_worker + i belongs to
  *                    worker k = n / slots_per_worker.
  *
- * The rings and FIFOs are src/spsc_priv.h regions (their own 384-byte
+ * The rings and FIFOs are abi/spsc_ring.h regions (their own 384-byte
  * header included in the sizes above).
  */
 struct dpsock_pl_seg {
@@ -411,4 +411,4 @@ struct dpsock_pl_dgram {
 static_assert(sizeof(struct dpsock_pl_dgram) == 16, "datagram header");
 #define DPSOCK_PL_DGRAM_MAX 65507u
 
-#endif /* DPSOCK_PRELOAD_PROTO_H */
+#endif /* DPSOCK_ABI_PRELOAD_WIRE_H */

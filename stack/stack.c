@@ -34,13 +34,13 @@
 #include "dpsock_build_config.h"
 #include "dpsock/dpsock.h"
 
-#include "daemon_priv.h"
+#include "stack_priv.h"
 #include "log_priv.h"
 
 #define DEFAULT_CONFIG "/etc/dpsock/dpsock.conf"
 #define CONTROL_INTERVAL_US 100000 /* stats publication, quit check */
 
-static struct dpsock_daemon daemon_state;
+static struct dpsock_stack stack_state;
 static const char *prog_name = "dpsock";
 
 void
@@ -198,7 +198,7 @@ eal_cleanup(void)
 static void
 on_signal(int sig)
 {
-	__atomic_store_n(&daemon_state.quit, 1, __ATOMIC_RELAXED);
+	__atomic_store_n(&stack_state.quit, 1, __ATOMIC_RELAXED);
 }
 
 static void
@@ -208,7 +208,7 @@ banner_line(void *arg, const char *line)
 }
 
 static void
-log_banner(const struct dpsock_daemon *d, const char *cmd)
+log_banner(const struct dpsock_stack *d, const char *cmd)
 {
 	DPSOCK_LOG(NOTICE, main, "%s: dpsock %s (%s), pid %d", prog_name, DPSOCK_VERSION, rte_version(),
 		   (int)getpid());
@@ -221,7 +221,7 @@ log_banner(const struct dpsock_daemon *d, const char *cmd)
 /* Choose the worker lcores: the configured list, else every EAL worker
  * lcore, else the main lcore alone. */
 static int
-setup_workers(struct dpsock_daemon *d)
+setup_workers(struct dpsock_stack *d)
 {
 	const struct dpsock_config *c = &d->conf;
 	unsigned int lcores[DPSOCK_MAX_WORKERS], n = 0, i, lc;
@@ -289,7 +289,7 @@ setup_workers(struct dpsock_daemon *d)
 }
 
 static int
-setup_ports(struct dpsock_daemon *d)
+setup_ports(struct dpsock_stack *d)
 {
 	const struct dpsock_config *c = &d->conf;
 	char err[512], caps[512];
@@ -360,7 +360,7 @@ setup_ports(struct dpsock_daemon *d)
 
 /* Stop everything that started; returns the number of leaked mbufs. */
 static unsigned int
-teardown(struct dpsock_daemon *d)
+teardown(struct dpsock_stack *d)
 {
 	unsigned int i, leaked = 0;
 
@@ -392,7 +392,7 @@ teardown(struct dpsock_daemon *d)
 }
 
 static void
-control_tasks(struct dpsock_daemon *d)
+control_tasks(struct dpsock_stack *d)
 {
 	dpsock_stats_control(d);
 	dpsock_stats_update_ports(d);
@@ -401,7 +401,7 @@ control_tasks(struct dpsock_daemon *d)
 /* DPSOCK_STATS_FILE (the app's environment, read once): where closed
  * sockets' summaries go; "%d" becomes the pid. */
 static void
-stats_file_setting(struct dpsock_daemon *d)
+stats_file_setting(struct dpsock_stack *d)
 {
 	const char *v = getenv("DPSOCK_STATS_FILE");
 	char *pct;
@@ -429,7 +429,7 @@ dpsock_fini(void)
 int
 dpsock_init(int argc, char **argv)
 {
-	struct dpsock_daemon *d = &daemon_state;
+	struct dpsock_stack *d = &stack_state;
 	const char *config_path = NULL;
 	char **eal_argv, err[512], cmd[1024];
 	int i, n, eal_argc = argc, idx;
@@ -521,34 +521,34 @@ dpsock_init(int argc, char **argv)
 	return idx;
 }
 
-struct dpsock_daemon *
-dpsock_daemon_get(void)
+struct dpsock_stack *
+dpsock_stack_get(void)
 {
-	return &daemon_state;
+	return &stack_state;
 }
 
 void
 dpsock_stop(void)
 {
-	__atomic_store_n(&daemon_state.quit, 1, __ATOMIC_RELAXED);
+	__atomic_store_n(&stack_state.quit, 1, __ATOMIC_RELAXED);
 }
 
 unsigned int
 dpsock_worker_count(void)
 {
-	return daemon_state.n_workers;
+	return stack_state.n_workers;
 }
 
 uint32_t
 dpsock_local_addr(void)
 {
-	return daemon_state.conf.ifaces[0].addr;
+	return stack_state.conf.ifaces[0].addr;
 }
 
 int
 dpsock_run(const struct dpsock_app *app, void *arg)
 {
-	struct dpsock_daemon *d = &daemon_state;
+	struct dpsock_stack *d = &stack_state;
 	char err[512];
 	unsigned int i;
 	int ret, exit_code = 0;

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * dpsockd — the dpsock daemon: the stack (src/stack.c) with no embedded
+ * dpsockd — the dpsock daemon: the stack (stack/stack.c) with no embedded
  * application; preloaded programs are served by it.
  *
  *   dpsockd [EAL options] -- [-f dpsock.conf] [--help] [--help-config] [--version]
@@ -11,7 +11,7 @@
 
 #include "dpsock/dpsock.h"
 
-#include "preload_priv.h"
+#include "server_priv.h"
 
 static void
 usage(FILE *f, const char *prog)

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * spsc_priv.h — the hand-off between app threads and dpsockd workers
+ * spsc_ring.h — the hand-off between app threads and dpsockd workers
  * (DESIGN.md decision 4): a lock-free single-producer / single-consumer ring
  * of fixed-size elements (commands, events) and a byte FIFO (socket data),
  * both living in shared memory.
@@ -110,8 +110,8 @@
  *
  * Names follow rte_ring: _burst moves as many as fit, _bulk all or nothing.
  */
-#ifndef DPSOCK_SPSC_PRIV_H
-#define DPSOCK_SPSC_PRIV_H
+#ifndef DPSOCK_ABI_SPSC_RING_H
+#define DPSOCK_ABI_SPSC_RING_H
 
 #include <assert.h>
 #include <errno.h>
@@ -821,4 +821,4 @@ dpsock_fifo_read_consume(struct dpsock_fifo_cons *c, uint32_t n)
 		dpsock_spsc_cons_publish(&c->e, n);
 }
 
-#endif /* DPSOCK_SPSC_PRIV_H */
+#endif /* DPSOCK_ABI_SPSC_RING_H */

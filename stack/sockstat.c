@@ -2,7 +2,7 @@
 /*
  * The per-socket table of the stats segment, on the owning worker: slots
  * from a private free list, entries refreshed from lwIP's pcbs, and the
- * DPSOCK_STATS_FILE summary written when a socket goes. See stats_priv.h
+ * DPSOCK_STATS_FILE summary written when a socket goes. See stats_segment.h
  * for the layout and the reader's side.
  */
 
@@ -18,7 +18,7 @@
 #include "lwip/tcp.h"
 #include "lwip/udp.h"
 
-#include "daemon_priv.h"
+#include "stack_priv.h"
 #include "log_priv.h"
 
 /* lwIP's RTT estimator counts in slow-timer ticks. */
@@ -137,7 +137,7 @@ dpsock_sockstat_udp(struct dpsock_sock_stats *e, const struct udp_pcb *pcb)
 void
 dpsock_sockstat_close(struct dpsock_worker *w, struct dpsock_sock_stats *e)
 {
-	struct dpsock_daemon *d = w->d;
+	struct dpsock_stack *d = w->d;
 	struct dpsock_stats_segment *seg = d->stats;
 
 	if (e == NULL)

@@ -462,7 +462,7 @@ shim_waiter_drain(struct shim_waiter *w, void (*fn)(uint32_t, void *), void *arg
 		unsigned int n;
 
 		/* the ring's elements are slot numbers (uint32_t, low half of an
-		 * 8-byte element: src/spsc_priv.h's smallest element) */
+		 * 8-byte element: abi/spsc_ring.h's smallest element) */
 		while ((n = dpsock_spsc_dequeue_burst(&w->ring[k], e, 32)) > 0) {
 			for (unsigned int i = 0; i < n; i++) {
 				uint32_t sn = (uint32_t)e[i];

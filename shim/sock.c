@@ -293,7 +293,7 @@ sock_offloaded(struct shim_sock *s, int mode)
 
 /* Bytes in a FIFO region seen by a third party (readiness): acquire loads
  * pair with the producer's release of prod (P1) and the consumer's release
- * of cons (C2) in src/spsc_priv.h. Clamped to size. */
+ * of cons (C2) in abi/spsc_ring.h. Clamped to size. */
 static uint32_t
 fifo_level_at(void *region, uint32_t size, uint32_t *prod, uint32_t *cons)
 {

@@ -39,12 +39,12 @@
 #include <rte_random.h>
 #include <rte_thash.h>
 
-#include "daemon_priv.h"
+#include "stack_priv.h"
 #include "log_priv.h"
 
 /* Try to take port p for worker w. */
 static inline bool
-port_take(struct dpsock_daemon *d, uint16_t p, const struct dpsock_worker *w)
+port_take(struct dpsock_stack *d, uint16_t p, const struct dpsock_worker *w)
 {
 	uint8_t expect = 0;
 
@@ -55,7 +55,7 @@ port_take(struct dpsock_daemon *d, uint16_t p, const struct dpsock_worker *w)
 }
 
 static inline void
-port_give(struct dpsock_daemon *d, uint16_t p)
+port_give(struct dpsock_stack *d, uint16_t p)
 {
 	/* release: everything done with the port (rule removed) is visible
 	 * before another worker can take it */
@@ -67,7 +67,7 @@ static uint16_t
 port_search(struct dpsock_worker *w, bool (*accept)(struct dpsock_worker *, uint16_t, const void *),
 	    const void *ctx)
 {
-	struct dpsock_daemon *d = w->d;
+	struct dpsock_stack *d = w->d;
 	uint32_t span = d->eph_max - d->eph_min + 1u, i;
 
 	for (i = 0; i < span; i++) {
@@ -98,7 +98,7 @@ sw_claim(struct dpsock_worker *w, uint32_t laddr, uint32_t raddr, uint16_t rport
 static void
 port_release(struct dpsock_worker *w, uint16_t lport)
 {
-	struct dpsock_daemon *d = w->d;
+	struct dpsock_stack *d = w->d;
 
 	if (d->flows[lport] != NULL) {
 		struct rte_flow_error ferr;
@@ -175,7 +175,7 @@ static const struct dpsock_steer_ops steer_toeplitz = {
 static uint16_t
 flow_claim(struct dpsock_worker *w, uint32_t laddr, uint32_t raddr, uint16_t rport)
 {
-	struct dpsock_daemon *d = w->d;
+	struct dpsock_stack *d = w->d;
 	uint16_t p = port_search(w, NULL, NULL);
 	struct rte_flow_attr attr = { .ingress = 1 };
 	struct rte_flow_item_ipv4 ip_spec = { .hdr = { .src_addr = raddr, .dst_addr = laddr } };
@@ -236,7 +236,7 @@ static const struct dpsock_steer_ops steer_rte_flow = {
 /* ---- choice --------------------------------------------------------------- */
 
 int
-dpsock_steer_setup(struct dpsock_daemon *d)
+dpsock_steer_setup(struct dpsock_stack *d)
 {
 	const struct dpsock_port *p = &d->ports[0];
 	const char *want = d->conf.steering;
@@ -284,7 +284,7 @@ dpsock_steer_setup(struct dpsock_daemon *d)
 }
 
 void
-dpsock_steer_teardown(struct dpsock_daemon *d)
+dpsock_steer_teardown(struct dpsock_stack *d)
 {
 	unsigned int p;
 
@@ -305,7 +305,7 @@ dpsock_steer_teardown(struct dpsock_daemon *d)
 int
 dpsock_steer_owner(const struct dpsock_worker *w, const struct rte_mbuf *m)
 {
-	const struct dpsock_daemon *d = w->d;
+	const struct dpsock_stack *d = w->d;
 	const struct rte_ipv4_hdr *ip =
 		rte_pktmbuf_mtod_offset(m, const struct rte_ipv4_hdr *, RTE_ETHER_HDR_LEN);
 	uint32_t hlen = (ip->version_ihl & 0xf) * 4u;

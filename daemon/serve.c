@@ -10,7 +10,7 @@
  * and validated (op, slot number, generation, owner worker); shim-written
  * slot fields (watch[], queued[], doorbells) are read once and checked; a
  * ring whose indices are impossible, or a datagram header that lies about
- * its length, drops the whole group (preload_ctl.c disconnects it) and
+ * its length, drops the whole group (clients.c disconnects it) and
  * touches no other group. The per-slot state that matters (native socket,
  * held data, pending close) lives in struct pl_wslot, in daemon memory.
  */
@@ -24,9 +24,9 @@
 
 #include <rte_common.h>
 
-#include "daemon_priv.h"
+#include "stack_priv.h"
 #include "log_priv.h"
-#include "preload_priv.h"
+#include "server_priv.h"
 
 /* Linux's option numbers (<netinet/tcp.h> clashes with lwIP's TCP_MSS) */
 #define PL_TCP_NODELAY 1
@@ -797,7 +797,7 @@ static const struct dpsock_sock_ops pl_ops = {
 /* commands */
 
 static bool
-addr_served(const struct dpsock_daemon *d, uint32_t addr)
+addr_served(const struct dpsock_stack *d, uint32_t addr)
 {
 	unsigned int i;
 
@@ -1078,7 +1078,7 @@ int
 dpsock_pl_worker_init(struct dpsock_worker *w, void *arg)
 {
 	static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-	struct dpsock_daemon *d = w->d;
+	struct dpsock_stack *d = w->d;
 
 	RTE_SET_USED(arg);
 	/* the first worker to start makes what all of them share */

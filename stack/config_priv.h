@@ -17,7 +17,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "preload_proto.h"
+#include "preload_wire.h"
 
 #define DPSOCK_MAX_PORTS 4
 #define DPSOCK_MAX_WORKERS 64
@@ -82,7 +82,7 @@ struct dpsock_config {
 	unsigned int n_ifaces;
 	struct dpsock_iface_conf ifaces[DPSOCK_MAX_PORTS];
 
-	/* preload clients (src/preload_*.c) */
+	/* preload clients (daemon/clients.c, daemon/serve.c) */
 	unsigned int n_allowed_uids; /* 0: root and the daemon's own uid */
 	uint32_t allowed_uids[DPSOCK_MAX_UIDS];
 	uint32_t pl_max_groups;  /* attached process groups */
@@ -92,7 +92,7 @@ struct dpsock_config {
 	uint32_t pl_tx_fifo_kb;
 	uint32_t pl_poll_batch;  /* commands taken from one ring per loop */
 
-	/* offload.rules, compiled (first match decides; see preload_proto.h) */
+	/* offload.rules, compiled (first match decides; see preload_wire.h) */
 	unsigned int n_rules;
 	struct dpsock_pl_rule rules[DPSOCK_PL_MAX_RULES];
 };

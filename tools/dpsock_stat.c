@@ -3,7 +3,7 @@
  * dpsock-stat — show the counters a running dpsock instance (dpsockd or a
  * native app) publishes in /dev/shm/dpsock.<name>.stats, while it runs.
  * Lock-free: it only loads, except for the two requests (-z, --log-level)
- * it writes into the segment's control area (see stats_priv.h).
+ * it writes into the segment's control area (see stats_segment.h).
  *
  *   dpsock-stat [-n NAME | -p PID]                    plain counter lines
  *   dpsock-stat [-n NAME | -p PID] -v VIEW [-d 1|2] [-i SECONDS] [-c CYCLES]
@@ -36,7 +36,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "stats_priv.h"
+#include "stats_segment.h"
 
 enum view { VIEW_RAW, VIEW_BASIC, VIEW_EXTRA, VIEW_FULL, VIEW_MC, VIEW_SOCKETS, VIEW_CLIENTS };
 

@@ -11,7 +11,7 @@
  * that found a group corrupt) and every 100 ms to refresh the clients[]
  * table of the stats segment.
  *
- * See preload_priv.h for how it publishes objects to the workers and takes
+ * See server_priv.h for how it publishes objects to the workers and takes
  * them back without a lock on the workers' path.
  */
 #include <errno.h>
@@ -33,9 +33,9 @@
 
 #include <rte_common.h>
 
-#include "daemon_priv.h"
+#include "stack_priv.h"
 #include "log_priv.h"
-#include "preload_priv.h"
+#include "server_priv.h"
 
 #define CTL_TICK_MS 100
 #define SYNC_POLL_US 200
@@ -1102,14 +1102,14 @@ listen_socket(struct pl_ctl *c)
 }
 
 /* Shared state the workers read (wake page, group table, acks): made once,
- * by the first worker_init (preload_srv.c), before any worker polls. */
+ * by the first worker_init (serve.c), before any worker polls. */
 int dpsock_pl_shared_init(void);
 
 int
 dpsock_pl_shared_init(void)
 {
 	struct pl_ctl *c = &dpsock_pl_ctl;
-	struct dpsock_daemon *d = dpsock_daemon_get();
+	struct dpsock_stack *d = dpsock_stack_get();
 
 	c->d = d;
 	c->n_workers = d->n_workers;
