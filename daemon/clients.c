@@ -887,8 +887,19 @@ conn_input(struct pl_ctl *c, struct pl_conn *cn)
 		keep = false;
 		goto out;
 	}
+	if ((size_t)n == sizeof(m) && m.magic == DPSOCK_PL_MAGIC && m.version != DPSOCK_PL_VERSION) {
+		char why[64];
+
+		/* a shim from another dpsock version: say so to both */
+		snprintf(why, sizeof(why), "protocol version %u, dpsockd speaks %u",
+			 (unsigned int)m.version, DPSOCK_PL_VERSION);
+		DPSOCK_LOG(NOTICE, main, "preload: pid %d: %s: disconnected", (int)cn->pid, why);
+		reply(cn, DPSOCK_PL_WELCOME, -EPROTO, 0, why);
+		keep = false;
+		goto out;
+	}
 	if ((size_t)n != sizeof(m) || (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) ||
-	    m.magic != DPSOCK_PL_MAGIC || m.version != DPSOCK_PL_VERSION) {
+	    m.magic != DPSOCK_PL_MAGIC) {
 		DPSOCK_LOG(NOTICE, main, "preload: pid %d: malformed control message (%zd bytes): "
 			   "disconnected", (int)cn->pid, n);
 		keep = false;

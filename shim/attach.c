@@ -274,6 +274,8 @@ attach_locked(uint64_t token, int inherited)
 	g = seg;
 	if (g->magic != DPSOCK_PL_SEG_MAGIC || g->version != DPSOCK_PL_VERSION ||
 	    g->n_workers != a.n_workers) {
+		SHIM_LOG(WARNING, "dpsockd's segment: magic %#x version %u, this library speaks "
+			 "version %u: not attached", g->magic, g->version, DPSOCK_PL_VERSION);
 		r = -EPROTO;
 		close_fds(fds + 2, nfds - 2);
 		munmap(wake, a.wake_size);
