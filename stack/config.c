@@ -80,6 +80,7 @@ static const char *check_name(const char *v);
 static const char *check_abs_path(const char *v);
 static const char *check_port(const char *v);
 static const char *check_steering(const char *v);
+static const char *check_congestion(const char *v);
 
 #define K_UINT(st, k, f, d, lo, hi, fl, h)                                     \
 	{ .key = (k), .type = CONF_UINT, .flags = (fl), .off = offsetof(st, f), \
@@ -134,6 +135,10 @@ static const struct conf_key conf_main_keys[] = {
 	       "connections per worker; a SYN beyond it is answered with RST"),
 	K_STR(DC, "tcp.steering", steering, "auto", 1, 15, check_steering, 0,
 	      "active-open steering: auto (probe), toeplitz, rte_flow or software"),
+	K_STR(DC, "tcp.congestion", congestion, "cubic", 1, 15, check_congestion, 0,
+	      "congestion control of new connections: cubic or reno (newreno); TCP_CONGESTION sets it per socket"),
+	K_SPECIAL(DC, "tcp.pacing", CONF_BOOL, pacing, 1, 0,
+		  "pace new data at 2x (slow start) or 1.2x cwnd/RTT, in bursts of 1 ms (as Linux without fq)"),
 	K_UINT(DC, "stats.socket_slots", socket_slots, 4096, 0, 65536, 0,
 	       "sockets each worker lists in the stats segment (dpsock-stat -v sockets); 0 = none"),
 	K_SPECIAL(DC, "interfaces", CONF_IFACE_LIST, ifaces, 0, CONF_F_REQUIRED,
@@ -255,6 +260,19 @@ check_steering(const char *v)
 		if (strcmp(v, names[i]) == 0)
 			return NULL;
 	return "must be auto, toeplitz, rte_flow or software";
+}
+
+/* The modules of lwip/tcp_cc.c (not linked into the config test). */
+static const char *
+check_congestion(const char *v)
+{
+	static const char *const names[] = { "cubic", "reno", "newreno" };
+	unsigned int i;
+
+	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (strcmp(v, names[i]) == 0)
+			return NULL;
+	return "must be cubic or reno (newreno)";
 }
 
 /* Build a key path; long user-supplied names are cut, never overflow. */

@@ -279,6 +279,10 @@ mirror_lwip_stats(struct dpsock_worker *w)
 	dpsock_lwip_mem_stats(&mem);
 	dpsock_stat_set(&st->lwip_mem_bytes, mem.bytes_in_use);
 	dpsock_stat_set(&st->lwip_mem_objs, mem.objs_in_use);
+	/* TCP recovery work (lwip/tcp_rec.c: this thread's own counters) */
+#define REC_SET(n, h) dpsock_stat_set(&st->n, dpsock_tcp_rec_stats.n);
+	DPSOCK_TCP_REC_COUNTERS(REC_SET)
+#undef REC_SET
 }
 
 /* dpsock-stat -z: this worker is its counters' only writer, so it zeroes
@@ -289,6 +293,8 @@ zero_counters(struct dpsock_worker *w, uint64_t req)
 #define MIRROR_BASE(f, v) w->lwip_base[MIRROR_##f] = (v);
 	LWIP_MIRRORS(MIRROR_BASE)
 #undef MIRROR_BASE
+	/* only this thread reads tcp_rec.c's counters: zeroed at the source */
+	memset(&dpsock_tcp_rec_stats, 0, sizeof(dpsock_tcp_rec_stats));
 	dpsock_stats_zero_block(w->stats, dpsock_worker_stat_desc, dpsock_worker_stat_count);
 	w->busy_tsc = w->busy_mark_busy = 0;
 	dpsock_sockstat_zero(w);
@@ -400,6 +406,8 @@ dpsock_worker_poll(struct dpsock_worker *w)
 		sys_check_timeouts();
 		dpsock_stat_add(&st->timer_runs, 1);
 	}
+	/* TCP's microsecond timers: RACK, tail loss probe, pacing */
+	dpsock_tcp_rec_poll();
 	now = rte_rdtsc();
 	if (now >= w->next_mirror_tsc) {
 		stats_tick(w, now);
@@ -440,6 +448,7 @@ dpsock_worker_idle(struct dpsock_worker *w, unsigned int work, uint32_t max_us)
 	timer_ms = sys_timeouts_sleeptime();
 	if (timer_ms != SYS_TIMEOUTS_SLEEPTIME_INFINITE && (uint64_t)timer_ms * 1000 < us)
 		us = timer_ms * 1000;
+	us = (uint32_t)RTE_MIN((uint64_t)us, dpsock_tcp_rec_sleep_us());
 	if (us == 0)
 		return;
 	w->sleep_us = us;
@@ -522,6 +531,11 @@ dpsock_worker_init(struct dpsock_worker *w)
 		DPSOCK_LOG(ERR, worker, "worker %u: lwIP instance: %s", w->idx, strerror(-ret));
 		return ret;
 	}
+	/* tcp.congestion was checked against the same names */
+	if (dpsock_tcp_cc_set_default(d->conf.congestion) != 0)
+		DPSOCK_LOG(ERR, worker, "worker %u: no congestion control '%s'", w->idx,
+			   d->conf.congestion);
+	dpsock_tcp_pacing_set_default(d->conf.pacing);
 	w->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	w->epfd = epoll_create1(EPOLL_CLOEXEC);
 	ev.data.fd = w->efd;
