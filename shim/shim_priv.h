@@ -228,6 +228,7 @@ struct shim_sock {
 	/* remembered options */
 	int reuseaddr, reuseport, keepalive, nodelay, tos;
 	int keepidle, keepintvl, keepcnt;
+	char cc[16];              /* TCP_CONGESTION the kernel accepted ("" none) */
 	int rcvbuf, sndbuf;
 	struct linger linger;
 	int backlog;
@@ -250,6 +251,10 @@ struct shim_sock {
 };
 
 struct shim_sock *shim_sock_get(int fd);      /* NULL: not ours */
+/* tcpinfo.c: getsockopt TCP_INFO / TCP_CONGESTION of an offloaded TCP
+ * socket, answered by its worker. 0 or -errno. */
+int shim_tcp_info(struct shim_sock *s, void *val, socklen_t *len);
+int shim_tcp_congestion(struct shim_sock *s, void *val, socklen_t *len);
 /* true if fd is an offloaded socket (mode >= SHIM_TCP_LISTEN). */
 static inline bool shim_sock_offloaded(const struct shim_sock *s)
 {
