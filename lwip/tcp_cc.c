@@ -120,7 +120,7 @@ hystart_round(struct tcp_pcb *pcb, uint32_t una)
 		pcb->ssthresh = pcb->cwnd;
 		c->in_css = 0;
 		c->hystart_done = 1;
-		dpsock_tcp_rec_stats.tcp_hystart_exits++;
+		dpsock_stat_add(&dpsock_tcp_rec_stats_get()->tcp_hystart_exits, 1);
 	}
 }
 

@@ -60,13 +60,33 @@
 #include "dpsock_tcp_rec.h"
 
 _Thread_local struct dpsock_tcp_rx_opts dpsock_tcp_rx_opts;
-_Thread_local struct dpsock_tcp_rec_stats dpsock_tcp_rec_stats;
+static _Thread_local struct dpsock_tcp_rec_stats rec_stats_own;
+static _Thread_local struct dpsock_tcp_rec_stats *rec_stats_bound;
+
+static inline struct dpsock_tcp_rec_stats *
+rec_stats(void)
+{
+	return rec_stats_bound != NULL ? rec_stats_bound : &rec_stats_own;
+}
+
+void
+dpsock_tcp_rec_stats_bind(struct dpsock_tcp_rec_stats *st)
+{
+	rec_stats_bound = st;
+}
+
+struct dpsock_tcp_rec_stats *
+dpsock_tcp_rec_stats_get(void)
+{
+	return rec_stats();
+}
 
 /* this instance's defaults for new connections */
 static _Thread_local uint8_t cc_default;
-static _Thread_local uint8_t pacing_off;
+static _Thread_local uint8_t pacing_on;
 
-#define STAT(n) (dpsock_tcp_rec_stats.n++)
+#define STAT_ADD(n, v) dpsock_stat_add(&rec_stats()->n, (v))
+#define STAT(n) STAT_ADD(n, 1)
 
 #define DUPTHRESH 3u
 #define RTO_MIN_US ((uint64_t)LWIP_TCP_RTO_MIN * 1000)
@@ -470,6 +490,36 @@ sack_range(struct tcp_pcb *pcb, uint32_t left, uint32_t right, struct ack_ctx *a
 		r->hint = last;
 }
 
+/* Remember a retransmission of the current undo episode. */
+static void
+rexmit_log_add(struct tcp_pcb *pcb, uint32_t seq, uint32_t end)
+{
+	struct dpsock_tcp_rec *r = &pcb->rec;
+	unsigned int i = r->rexmit_log_next++ % DPSOCK_REXMIT_LOG;
+
+	r->rexmit_log[i][0] = seq;
+	r->rexmit_log[i][1] = end;
+}
+
+/* Take out the logged retransmissions inside [left, right); how many. */
+static uint32_t
+rexmit_log_take(struct tcp_pcb *pcb, uint32_t left, uint32_t right)
+{
+	struct dpsock_tcp_rec *r = &pcb->rec;
+	uint32_t n = 0;
+	unsigned int i;
+
+	for (i = 0; i < DPSOCK_REXMIT_LOG; i++) {
+		uint32_t s = r->rexmit_log[i][0], e = r->rexmit_log[i][1];
+
+		if (s != e && TCP_SEQ_GEQ(s, left) && TCP_SEQ_LEQ(e, right)) {
+			r->rexmit_log[i][0] = r->rexmit_log[i][1] = 0;
+			n++;
+		}
+	}
+	return n;
+}
+
 /* A D-SACK for [left, right): the peer got it twice. */
 static void
 dsack(struct tcp_pcb *pcb, uint32_t left, uint32_t right, struct ack_ctx *a)
@@ -483,22 +533,15 @@ dsack(struct tcp_pcb *pcb, uint32_t left, uint32_t right, struct ack_ctx *a)
 	r->dsack_this_ack = 1;
 	if (r->tlp_valid && r->tlp_retrans && right == r->tlp_high_seq)
 		a->dsack_tlp = true;
-	if (!r->undo_valid || !TCP_SEQ_GT(right, r->undo_marker))
+	if (!r->undo_valid)
 		return;
-	if (TCP_SEQ_LEQ(right, a->ackno)) {
-		/* below snd_una: count its segments (as Linux does) */
-		segs = (right - left + pcb->mss - 1) / pcb->mss;
-	} else {
-		const struct tcp_seg *seg;
-
-		for (seg = pcb->unacked; seg != NULL && TCP_SEQ_LT(seg_seq(seg), right); seg = seg->next)
-			if (TCP_SEQ_GEQ(seg_seq(seg), left) && (seg->rec.flags & DPSOCK_SEG_EVER_RETRANS))
-				segs++;
-	}
+	/* the episode's retransmissions this D-SACK covers (Linux counts the
+	 * segments of any D-SACK above undo_marker, network duplicates too) */
+	segs = rexmit_log_take(pcb, left, right);
 	if (segs > 0 && r->undo_retrans > 0) {
 		segs = umin32(segs, (uint32_t)r->undo_retrans);
 		r->undo_retrans -= (int32_t)segs;
-		dpsock_tcp_rec_stats.tcp_spurious_rtx += segs;
+		STAT_ADD(tcp_spurious_rtx, segs);
 	}
 }
 
@@ -511,7 +554,7 @@ sack_process(struct tcp_pcb *pcb, struct ack_ctx *a)
 	uint32_t blk[DPSOCK_TCP_SACK_RX_MAX][2], cache[DPSOCK_TCP_SACK_RX_MAX][2];
 	unsigned int n = 0, i, j, nc = r->n_sack_cache;
 
-	dpsock_tcp_rec_stats.tcp_sack_blocks += o->n_sack;
+	STAT_ADD(tcp_sack_blocks, o->n_sack);
 	for (i = 0; i < o->n_sack; i++) {
 		uint32_t left = o->sack[i][0], right = o->sack[i][1];
 
@@ -663,6 +706,7 @@ undo_init(struct tcp_pcb *pcb, uint32_t una)
 	r->undo_valid = 1;
 	r->undo_marker = una;
 	r->undo_retrans = 0;
+	memset(r->rexmit_log, 0, sizeof(r->rexmit_log));
 	r->prior_cwnd = pcb->cwnd;
 	/* the ssthresh in force: at least 3/4 of cwnd (as Linux) */
 	r->prior_ssthresh = umax32(pcb->ssthresh, pcb->cwnd - pcb->cwnd / 4);
@@ -812,17 +856,35 @@ process_loss(struct tcp_pcb *pcb, const struct ack_ctx *a)
 /* ---------------------------------------------------------------------- */
 /* TLP */
 
-/* A probe may go: open (RFC 8985 7.2), or in fast recovery once every hole
- * has been retransmitted (dpsock: an ACK lost then leaves nothing to clock
- * the sender but the RTO; Linux receivers compress SACKs, so the last ACK
- * of a recovery is often the only one). */
-static bool
-tlp_allowed(const struct tcp_pcb *pcb)
+/* Probes (RFC 8985 7.2 allows them in the open state only). dpsock also
+ * probes:
+ *  - in fast recovery once every hole has been resent: Linux receivers
+ *    compress SACKs, so the last ACK of a recovery is often the only one,
+ *    and losing it would cost an RTO;
+ *  - after an RTO, once per advance of snd_una, when the window is full:
+ *    the head's retransmission (or its ACK) lost would otherwise cost a
+ *    second, doubled RTO. A receiver that got nothing for an RTO ACKs at
+ *    once (Linux enters quick-ACK mode), so 2 SRTT is enough; a probe
+ *    that was not needed costs one segment and a D-SACK. */
+enum { PROBE_NONE, PROBE_TAIL, PROBE_LOSS };
+
+static int
+probe_kind(const struct tcp_pcb *pcb)
 {
 	const struct dpsock_tcp_rec *r = &pcb->rec;
 
-	return r->ca_state == DPSOCK_CA_OPEN ||
-	       (r->ca_state == DPSOCK_CA_RECOVERY && r->lost_pending == 0);
+	switch (r->ca_state) {
+	case DPSOCK_CA_OPEN:
+		return r->tlp_valid ? PROBE_NONE : PROBE_TAIL;
+	case DPSOCK_CA_RECOVERY:
+		return r->tlp_valid || r->lost_pending ? PROBE_NONE : PROBE_TAIL;
+	case DPSOCK_CA_LOSS:
+		if (r->probe_valid && r->probe_una == pcb->lastack)
+			return PROBE_NONE;
+		return in_flight(pcb, pcb->lastack) + pcb->mss > pcb->cwnd ? PROBE_LOSS : PROBE_NONE;
+	default:
+		return PROBE_NONE;
+	}
 }
 
 static void
@@ -830,18 +892,20 @@ tlp_arm(struct tcp_pcb *pcb, uint64_t now, bool restart)
 {
 	struct dpsock_tcp_rec *r = &pcb->rec;
 	uint64_t pto, rto_left;
+	int kind;
 
 	if (r->timer_kind == TIMER_REO)
 		return;
-	if (!(pcb->flags & TF_SACK) || !tlp_allowed(pcb) || pcb->unacked == NULL ||
-	    r->tlp_valid || r->srtt_us == 0 || pcb->state < ESTABLISHED) {
+	kind = (pcb->flags & TF_SACK) && pcb->unacked != NULL && r->srtt_us != 0 &&
+	       pcb->state >= ESTABLISHED ? probe_kind(pcb) : PROBE_NONE;
+	if (kind == PROBE_NONE) {
 		timer_stop(pcb);
 		return;
 	}
 	if (r->timer_kind == TIMER_TLP && !restart)
 		return;
 	pto = 2ull * r->srtt_us;
-	if (pcb->snd_nxt - pcb->lastack <= pcb->mss)
+	if (kind == PROBE_TAIL && pcb->snd_nxt - pcb->lastack <= pcb->mss)
 		pto += WC_DELACK_US; /* one segment: the peer may delay its ACK */
 	if (pto < TLP_MIN_US)
 		pto = TLP_MIN_US;
@@ -854,16 +918,29 @@ tlp_arm(struct tcp_pcb *pcb, uint64_t now, bool restart)
 	timer_arm(pcb, now + pto, TIMER_TLP);
 }
 
-/* RFC 8985 7.3: send a probe: new data if any, else the last segment. */
+/* RFC 8985 7.3: send a probe: new data if any, else the last segment; after
+ * an RTO, the first segment not SACKed. */
 static void
 tlp_fire(struct tcp_pcb *pcb)
 {
 	struct dpsock_tcp_rec *r = &pcb->rec;
 	struct tcp_seg *seg, *last = NULL;
 	uint32_t nxt = pcb->snd_nxt;
+	int kind = pcb->unacked != NULL ? probe_kind(pcb) : PROBE_NONE;
 
-	if (!tlp_allowed(pcb) || pcb->unacked == NULL || r->tlp_valid)
+	if (kind == PROBE_NONE)
 		return;
+	if (kind == PROBE_LOSS) {
+		for (seg = pcb->unacked; seg != NULL && (seg->rec.flags & DPSOCK_SEG_SACKED); seg = seg->next)
+			;
+		if (seg == NULL || dpsock_tcp_output_seg(pcb, seg) != ERR_OK)
+			return;
+		r->probe_valid = 1;
+		r->probe_una = pcb->lastack;
+		STAT(tcp_tlp_probes);
+		pcb->rtime = 0;
+		return;
+	}
 	if (pcb->unsent != NULL && !dpsock_tcp_rec_rwnd_limited(pcb, pcb->unsent)) {
 		r->tlp_force = 1;
 		tcp_output(pcb);
@@ -948,7 +1025,7 @@ pacing_update(struct tcp_pcb *pcb)
 	struct dpsock_tcp_rec *r = &pcb->rec;
 	uint64_t rate;
 
-	if (pacing_off || r->srtt_us == 0) {
+	if (!pacing_on || r->srtt_us == 0) {
 		r->pacing_rate = 0;
 		return;
 	}
@@ -1033,8 +1110,10 @@ dpsock_tcp_rec_sent(struct tcp_pcb *pcb, struct tcp_seg *seg)
 		r->total_retrans++;
 		r->bytes_retrans += seg->len;
 		STAT(tcp_rexmit);
-		if (r->undo_valid && r->ca_state >= DPSOCK_CA_RECOVERY)
+		if (r->undo_valid && r->ca_state >= DPSOCK_CA_RECOVERY) {
 			r->undo_retrans++;
+			rexmit_log_add(pcb, seq, seq + len);
+		}
 	} else {
 		r->tlp_force = 0;
 	}
@@ -1099,6 +1178,7 @@ dpsock_tcp_rec_on_ack(struct tcp_pcb *pcb, uint32_t ackno, uint32_t tcplen, int 
 			    r->undo_valid && r->undo_retrans > 0) {
 				/* Eifel: the ACK echoes the original's timestamp */
 				r->undo_retrans--;
+				rexmit_log_take(pcb, seg_seq(seg), seg_end(seg));
 				STAT(tcp_spurious_rtx);
 			}
 			if (!(f & DPSOCK_SEG_EVER_RETRANS) && a.rtt_xmit == 0)
@@ -1232,6 +1312,7 @@ dpsock_tcp_rec_rto(struct tcp_pcb *pcb)
 		r->frto = (pcb->flags & TF_SACK) && pcb->nrtx == 1;
 		r->new_data_only = 0;
 		r->tlp_valid = 0;
+		r->probe_valid = 0;
 	}
 	pcb->cwnd = pcb->mss;
 	tcp_output(pcb);
@@ -1435,7 +1516,7 @@ dpsock_tcp_cc_name(const struct tcp_pcb *pcb)
 void
 dpsock_tcp_pacing_set_default(bool on)
 {
-	pacing_off = !on;
+	pacing_on = on;
 }
 
 /* lwIP's states as Linux numbers them (netinet/tcp.h) */

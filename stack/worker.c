@@ -279,10 +279,6 @@ mirror_lwip_stats(struct dpsock_worker *w)
 	dpsock_lwip_mem_stats(&mem);
 	dpsock_stat_set(&st->lwip_mem_bytes, mem.bytes_in_use);
 	dpsock_stat_set(&st->lwip_mem_objs, mem.objs_in_use);
-	/* TCP recovery work (lwip/tcp_rec.c: this thread's own counters) */
-#define REC_SET(n, h) dpsock_stat_set(&st->n, dpsock_tcp_rec_stats.n);
-	DPSOCK_TCP_REC_COUNTERS(REC_SET)
-#undef REC_SET
 }
 
 /* dpsock-stat -z: this worker is its counters' only writer, so it zeroes
@@ -293,8 +289,6 @@ zero_counters(struct dpsock_worker *w, uint64_t req)
 #define MIRROR_BASE(f, v) w->lwip_base[MIRROR_##f] = (v);
 	LWIP_MIRRORS(MIRROR_BASE)
 #undef MIRROR_BASE
-	/* only this thread reads tcp_rec.c's counters: zeroed at the source */
-	memset(&dpsock_tcp_rec_stats, 0, sizeof(dpsock_tcp_rec_stats));
 	dpsock_stats_zero_block(w->stats, dpsock_worker_stat_desc, dpsock_worker_stat_count);
 	w->busy_tsc = w->busy_mark_busy = 0;
 	dpsock_sockstat_zero(w);
@@ -355,6 +349,14 @@ stats_tick(struct dpsock_worker *w, uint64_t now)
 	mirror_mc_groups(w);
 	dpsock_sock_stats_refresh(w);
 }
+
+/* the recovery counters sit in the stats block as tcp_rec.c lays them out */
+#define REC_LAYOUT(n, h)                                                        \
+	_Static_assert(offsetof(struct dpsock_worker_stats, n) -                \
+			       offsetof(struct dpsock_worker_stats, tcp_rexmit) == \
+		       offsetof(struct dpsock_tcp_rec_stats, n), "recovery counter " #n);
+DPSOCK_TCP_REC_COUNTERS(REC_LAYOUT)
+#undef REC_LAYOUT
 
 void
 dpsock_worker_flush(struct dpsock_worker *w)
@@ -536,6 +538,8 @@ dpsock_worker_init(struct dpsock_worker *w)
 		DPSOCK_LOG(ERR, worker, "worker %u: no congestion control '%s'", w->idx,
 			   d->conf.congestion);
 	dpsock_tcp_pacing_set_default(d->conf.pacing);
+	/* lwIP's sender counts its recovery work in our block directly */
+	dpsock_tcp_rec_stats_bind((struct dpsock_tcp_rec_stats *)(void *)&w->stats->tcp_rexmit);
 	w->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	w->epfd = epoll_create1(EPOLL_CLOEXEC);
 	ev.data.fd = w->efd;
@@ -625,6 +629,7 @@ dpsock_worker_fini(struct dpsock_worker *w)
 		if (w->ports[i].tx_n) /* anything lwIP sent while tearing down */
 			rte_pktmbuf_free_bulk(w->ports[i].tx, w->ports[i].tx_n);
 	mirror_lwip_stats(w);
+	dpsock_tcp_rec_stats_bind(NULL);
 	dpsock_sockstat_worker_fini(w);
 	dpsock_lwip_mem_stats(&mem);
 	DPSOCK_LOG(DEBUG, worker, "worker %u: lwIP holds %" PRIu64 " objects (%" PRIu64

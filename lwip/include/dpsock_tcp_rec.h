@@ -89,6 +89,11 @@ struct dpsock_tcp_rec {
 	uint8_t undo_valid;
 	int32_t undo_retrans;
 	uint32_t undo_marker, prior_cwnd, prior_ssthresh;
+	/* the episode's latest retransmissions [seq, end): a D-SACK counts
+	 * only for what was really sent twice, not a network duplicate */
+#define DPSOCK_REXMIT_LOG 8
+	uint32_t rexmit_log[DPSOCK_REXMIT_LOG][2];
+	uint8_t rexmit_log_next;
 	/* PRR (RFC 6937) */
 	uint32_t prr_delivered, prr_out, recover_fs;
 
@@ -97,8 +102,11 @@ struct dpsock_tcp_rec {
 	uint32_t rack_end_seq, rack_rtt_us, dsack_round;
 	uint8_t rack_valid, dsack_round_valid;
 	/* TLP (RFC 8985 section 7) */
-	uint32_t tlp_high_seq;         /* snd_nxt after the probe; 0: no probe out */
+	uint32_t tlp_high_seq;         /* snd_nxt after the probe (while tlp_valid) */
 	uint8_t tlp_valid;
+	/* probe after an RTO: snd_una when it went (while probe_valid) */
+	uint32_t probe_una;
+	uint8_t probe_valid;
 
 	/* RTT in microseconds (RFC 6298 from the connection's own send times) */
 	uint32_t srtt_us, rttvar_us, min_rtt_us, rto_us;
@@ -144,7 +152,13 @@ extern _Thread_local struct dpsock_tcp_rx_opts dpsock_tcp_rx_opts;
 struct dpsock_tcp_rec_stats {
 	DPSOCK_TCP_REC_COUNTERS(DPSOCK_TCP_REC_FIELD)
 };
-extern _Thread_local struct dpsock_tcp_rec_stats dpsock_tcp_rec_stats;
+#undef DPSOCK_TCP_REC_FIELD
+/* Count this thread's recovery work straight into @p st (the worker's
+ * stats block, whose DPSOCK_TCP_REC_COUNTERS have this layout; the thread
+ * is their only writer); NULL: a private set (no worker). */
+void dpsock_tcp_rec_stats_bind(struct dpsock_tcp_rec_stats *st);
+/* The set in use (tcp_cc.c counts there too; tests without a worker read it). */
+struct dpsock_tcp_rec_stats *dpsock_tcp_rec_stats_get(void);
 
 /* ---- hooks lwIP calls (transform.py's RECOVERY_EDITS) ---- */
 void dpsock_tcp_rec_pcb_init(struct tcp_pcb *pcb);
@@ -191,7 +205,7 @@ int dpsock_tcp_cc_set_default(const char *name);
 /* Switch one connection's module (as TCP_CONGESTION): 0 or -ENOENT. */
 int dpsock_tcp_cc_set(struct tcp_pcb *pcb, const char *name);
 const char *dpsock_tcp_cc_name(const struct tcp_pcb *pcb);
-/* Pacing of this instance's new connections on or off (default on). */
+/* Pacing of this instance's connections on or off (default off). */
 void dpsock_tcp_pacing_set_default(bool on);
 /* Fill @p out (Linux tcp_info's meaning, see dpsock.h). */
 void dpsock_tcp_rec_info(const struct tcp_pcb *pcb, struct dpsock_tcp_info *out);

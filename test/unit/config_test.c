@@ -65,7 +65,7 @@ check_defaults(const struct dpsock_config *c, const char *what)
 	CHECK(c->max_connections == 65536, "%s: max_connections %u", what, c->max_connections);
 	CHECK(strcmp(c->steering, "auto") == 0, "%s: steering '%s'", what, c->steering);
 	CHECK(strcmp(c->congestion, "cubic") == 0, "%s: congestion '%s'", what, c->congestion);
-	CHECK(c->pacing, "%s: pacing off", what);
+	CHECK(!c->pacing, "%s: pacing on", what);
 	CHECK(c->socket_slots == 4096, "%s: socket_slots %u", what, c->socket_slots);
 	CHECK(c->n_allowed_uids == 0, "%s: n_allowed_uids %u", what, c->n_allowed_uids);
 	CHECK(c->pl_max_groups == 64, "%s: pl_max_groups %u", what, c->pl_max_groups);
@@ -150,7 +150,7 @@ test_full_file(void)
 	CHECK(c.max_connections == 1000, "full: max_connections %u", c.max_connections);
 	CHECK(strcmp(c.steering, "software") == 0, "full: steering '%s'", c.steering);
 	CHECK(strcmp(c.congestion, "newreno") == 0, "full: congestion '%s'", c.congestion);
-	CHECK(!c.pacing, "full: pacing on");
+	CHECK(c.pacing, "full: pacing off");
 	CHECK(c.socket_slots == 16, "full: socket_slots %u", c.socket_slots);
 	CHECK(c.n_allowed_uids == 3 && c.allowed_uids[0] == 1000 && c.allowed_uids[1] == 0 &&
 	      c.allowed_uids[2] == 4294967294u, "full: allowed_uids (%u)", c.n_allowed_uids);
