@@ -172,6 +172,7 @@
 	X(tcp_rexmit_sack, "retransmissions of holes SACK/RACK (or 3 duplicate ACKs) deemed lost") \
 	X(tcp_rexmit_rto, "retransmissions after a retransmission timeout")   \
 	X(tcp_rto, "retransmission timeouts of synchronized connections")      \
+	X(tcp_rto_repeat, "timeouts of a segment a timeout had resent already (backed-off RTO: a stall of more than one RTO)") \
 	X(tcp_recoveries, "fast recoveries entered")                           \
 	X(tcp_rack_lost, "segments RACK deemed lost (sent before a delivered one, older than RTT + reordering window)") \
 	X(tcp_rack_timeouts, "RACK reordering timers that fired")              \

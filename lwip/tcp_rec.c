@@ -1290,6 +1290,8 @@ dpsock_tcp_rec_rto(struct tcp_pcb *pcb)
 	timer_stop(pcb);
 	if (pcb->nrtx < 0xff)
 		pcb->nrtx++;
+	if (pcb->nrtx > 1)
+		STAT(tcp_rto_repeat);
 	if (r->backoff < 15)
 		r->backoff++;
 	rto_set(pcb);

@@ -638,8 +638,8 @@ impair_stop() {
 	kill -TERM "$IMPAIR_PID"
 	wait "$IMPAIR_PID" || rc=$?
 	[ "$rc" -eq 0 ] || fail "impair exited with status $rc: $(tail -3 "$IMPAIR_LOG")"
-	IMPAIR_A2B=$(grep '^impair: a>b ' "$IMPAIR_LOG") || fail "no a>b counters from impair"
-	IMPAIR_B2A=$(grep '^impair: b>a ' "$IMPAIR_LOG") || fail "no b>a counters from impair"
+	IMPAIR_A2B=$(grep '^impair: a>b rx=' "$IMPAIR_LOG") || fail "no a>b counters from impair"
+	IMPAIR_B2A=$(grep '^impair: b>a rx=' "$IMPAIR_LOG") || fail "no b>a counters from impair"
 }
 
 # ---- bad frames ------------------------------------------------------------
