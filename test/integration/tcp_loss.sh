@@ -6,13 +6,18 @@
 # both receives and sends through the impaired path. Profiles, each its own
 # relay run, 1 ms of delay each way:
 #
-#   reorder    no loss, 2 % reordering, 2 % duplication each way, and
-#              three of dpsock's segments (numbers 200, 4000, 8000) held
-#              20 ms (--late-new): long enough to be deemed lost, far
-#              enough apart for their recoveries not to overlap
+#   reorder    no loss, 2 % reordering, 2 % duplication each way
+#   late       no random impairment; three of dpsock's segments (numbers
+#              200, 4000, 8000) held 20 ms (--late-new): long enough to be
+#              deemed lost, far enough apart for their recoveries not to
+#              overlap (a new episode drops the previous one's undo
+#              evidence, as Linux does)
 #   loss0.1    0.1 % loss, 1 % reordering, 1 % duplication each way
 #   loss1      1 % loss, 1 % reordering, 1 % duplication each way
 #   loss3      3 % loss, 1 % reordering, 1 % duplication each way
+#   spurious-rto  no impairment but one 500 ms blackout of the return path
+#              (--stall: B's frames held after the 3000th): dpsock's RTO
+#              fires though nothing was lost
 #
 # Checks, every profile: the echo is exact (length and sha256); the relay
 # really impaired both directions (its counters); no stall longer than one
@@ -23,10 +28,13 @@
 # (dpsock-stat) move as the impairment says:
 #   - duplication: the peer D-SACKs data it got twice (tcp_dsacks > 0);
 #   - reordering: segments delivered below a later one (tcp_reorder_seen);
-#   - reorder: reordering and duplication cost no window: no timeout, the
-#     three late segments were resent and proven so by D-SACK
-#     (tcp_spurious_rtx >= 3), and every recovery was undone
-#     (tcp_recoveries = tcp_undo > 0);
+#   - reorder, late: reordering and duplication cost no window: no
+#     timeout, and every recovery was undone (tcp_recoveries = tcp_undo);
+#     late: the three late segments were resent and proven so by D-SACK
+#     (tcp_spurious_rtx >= 3);
+#   - spurious-rto: the timeout fires (tcp_rto), F-RTO or the echoed
+#     timestamp finds it spurious (tcp_spurious_rto) and the reduction is
+#     undone (tcp_undo);
 #   - loss: SACK blocks arrive, RACK marks holes lost and they are resent
 #     from the scoreboard (tcp_sack_blocks, tcp_rack_lost, tcp_rexmit_sack
 #     > 0), and at least 9 of 10 retransmissions are SACK/RACK ones (not
@@ -88,7 +96,8 @@ profile() {
 	note "$label: $IMPAIR_A2B"
 	note "$label: $IMPAIR_B2A"
 	for line in "$IMPAIR_A2B" "$IMPAIR_B2A"; do
-		for c in dup reordered $([ "$loss" = 0 ] || echo lost); do
+		for c in $([ "$dup" = 0 ] || echo dup) $([ "$reorder" = 0 ] || echo reordered) \
+			$([ "$loss" = 0 ] || echo lost); do
 			[ "$(kv "$c" "$line")" -gt 0 ] || fail "$label: impair $(awk '{ print $2 }' <<<"$line"): $c=0: the path was not impaired"
 		done
 		[ "$(kv too_big "$line")" = 0 ] || fail "$label: impair: frames too big (GRO/TSO on a veth?)"
@@ -98,14 +107,17 @@ profile() {
 	note "$label: dpsock sender:$d"
 	[ "$(delta "$s0" "$s1" tcp_rto_repeat)" = 0 ] ||
 		fail "$label: a segment timed out twice: a stall of more than one RTO"
-	[ "$(delta "$s0" "$s1" tcp_dsacks)" -gt 0 ] || fail "$label: no D-SACK for duplicated data"
-	[ "$(delta "$s0" "$s1" tcp_reorder_seen)" -gt 0 ] || fail "$label: reordering not seen"
-	if [ "$loss" = 0 ]; then
+	[ "$dup" = 0 ] || [ "$(delta "$s0" "$s1" tcp_dsacks)" -gt 0 ] || fail "$label: no D-SACK for duplicated data"
+	[ "$reorder" = 0 ] || [ "$(delta "$s0" "$s1" tcp_reorder_seen)" -gt 0 ] || fail "$label: reordering not seen"
+	if [ "$label" = spurious-rto ]; then
+		for c in tcp_rto tcp_spurious_rto tcp_undo; do
+			[ "$(delta "$s0" "$s1" "$c")" -gt 0 ] || fail "$label: $c did not move"
+		done
+	elif [ "$loss" = 0 ]; then
 		[ "$(delta "$s0" "$s1" tcp_rto)" = 0 ] || fail "$label: retransmission timeouts without loss"
-		[ "$(delta "$s0" "$s1" tcp_spurious_rtx)" -ge 3 ] ||
+		[ "$label" != late ] || [ "$(delta "$s0" "$s1" tcp_spurious_rtx)" -ge 3 ] ||
 			fail "$label: the late segments' retransmissions were not proven unnecessary"
-		[ "$(delta "$s0" "$s1" tcp_undo)" -gt 0 ] &&
-			[ "$(delta "$s0" "$s1" tcp_recoveries)" = "$(delta "$s0" "$s1" tcp_undo)" ] ||
+		[ "$(delta "$s0" "$s1" tcp_recoveries)" = "$(delta "$s0" "$s1" tcp_undo)" ] ||
 			fail "$label: reordering cost a window: $(delta "$s0" "$s1" tcp_recoveries) recoveries, $(delta "$s0" "$s1" tcp_undo) undone"
 	else
 		for c in tcp_sack_blocks tcp_rack_lost tcp_rexmit_sack; do
@@ -117,12 +129,14 @@ profile() {
 	ok "$label: $mib MiB echoed exact in $(kv elapsed_s "$out") s, longest stall $(kv max_gap_s "$out") s;$d"
 }
 
-profile reorder 16 0 2 2 --late-new 200,4000,8000 --hold-ms 20
+profile reorder 16 0 2 2
+profile late 16 0 0 0 --late-new 200,4000,8000 --hold-ms 20
 profile loss0.1 16 0.1 1 1
 profile loss1 8 1 1 1
 profile loss3 4 3 1 1
+profile spurious-rto 16 0 0 0 --stall 3000,500
 
 rc=0
 app_stop "$n" || rc=$?
 [ "$rc" -eq 0 ] || fail "dpsock-echo exited with status $rc (3 = mbuf leak)"
-pass "echo exact through reordering, duplication and 0.1/1/3 % loss each way; SACK/RACK recovery, no stall beyond one RTO"
+pass "echo exact through reordering, duplication, late segments, a return-path blackout and 0.1/1/3 % loss each way; SACK/RACK recovery, spurious recoveries and timeouts undone, no stall beyond one RTO"

@@ -7,7 +7,7 @@
  *
  *   impair -a IF_A -b IF_B [--loss P] [--reorder P] [--dup P] [--delay MS]
  *          [--seed N] [--hold-ms MS] [--max-queue MB] [--drop-new N,...]
- *          [--late-new N,...] [-v]
+ *          [--late-new N,...] [--stall N,MS] [-v]
  *
  * Each value is "X" (both directions) or "X,Y" (a>b, then b>a); P are
  * percentages (0..100, fractions allowed), MS milliseconds. Per frame and
@@ -34,6 +34,11 @@
  * sends it, behind whatever came meanwhile (reordering by a time, not by a
  * frame: "impair: a>b late new segment N seq S len L"; counted in
  * reordered).
+ *
+ * --stall N,MS (direction b>a): once N frames have come that way, hold
+ * every b>a frame for MS ms from then on (a blackout of the return path:
+ * the frames are delivered afterwards, in order), once. Printed as
+ * "impair: b>a stall of MS ms after N frames".
  *
  * Meant for a middle namespace: A <-veth-> [IF_A impair IF_B] <-veth-> B,
  * IF_A and IF_B up, without addresses. Both are put in promiscuous mode
@@ -119,6 +124,8 @@ struct dir {
 	uint64_t drop_new[DROP_NEW_MAX];
 	unsigned int n_late_new;
 	uint64_t late_new[DROP_NEW_MAX];
+	/* --stall: after stall_after frames, nothing leaves before stall_until */
+	uint64_t stall_after, stall_ns, stall_until_ns;
 	/* --late-new: frames held, each until its since + hold_ns */
 	unsigned int n_late;
 	struct frame *late[DROP_NEW_MAX];
@@ -353,6 +360,14 @@ impair_frame(struct dir *d, const uint8_t *data, uint32_t len, uint64_t now)
 		d->late_since_ns[d->n_late++] = now;
 		return;
 	}
+	if (d->stall_ns != 0 && d->st.rx == d->stall_after) {
+		d->stall_until_ns = now + d->stall_ns;
+		printf("impair: %s stall of %" PRIu64 " ms after %" PRIu64 " frames\n", d->name,
+		       d->stall_ns / 1000000, d->stall_after);
+		fflush(stdout);
+	}
+	if (due < d->stall_until_ns)
+		due = d->stall_until_ns;
 	if (pick == NEW_DROP || chance(d, d->cfg.loss)) {
 		d->st.lost++;
 		return;
@@ -604,12 +619,13 @@ usage(FILE *f)
 	fprintf(f,
 		"usage: impair -a IF_A -b IF_B [--loss P] [--reorder P] [--dup P] [--delay MS]\n"
 		"              [--seed N] [--hold-ms MS] [--max-queue MB] [--drop-new N,...]\n"
-		"              [--late-new N,...] [-v]\n"
+		"              [--late-new N,...] [--stall N,MS] [-v]\n"
 		"Relays frames between IF_A and IF_B (AF_PACKET) with per-direction loss,\n"
 		"reordering, duplication (percentages) and a fixed delay (ms). Each value is\n"
 		"X (both directions) or X,Y (a>b, b>a). --drop-new drops the a>b TCP segments\n"
 		"number N,... among those carrying new data, --late-new holds them for\n"
-		"--hold-ms. Counters at exit and on SIGUSR1.\n");
+		"--hold-ms; --stall holds the b>a frames for MS ms once N came that way.\n"
+		"Counters at exit and on SIGUSR1.\n");
 }
 
 /* "N,N,..." into v (at most DROP_NEW_MAX). */
@@ -663,6 +679,7 @@ main(int argc, char **argv)
 		{ "max-queue", required_argument, NULL, 'Q' },
 		{ "drop-new", required_argument, NULL, 'N' },
 		{ "late-new", required_argument, NULL, 'L' },
+		{ "stall", required_argument, NULL, 'S' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -670,7 +687,7 @@ main(int argc, char **argv)
 	double loss[2] = { 0, 0 }, reorder[2] = { 0, 0 }, dup[2] = { 0, 0 }, delay[2] = { 0, 0 };
 	uint64_t seed = 1;
 	struct dir dirs[2];
-	uint64_t drops[DROP_NEW_MAX], lates[DROP_NEW_MAX];
+	uint64_t drops[DROP_NEW_MAX], lates[DROP_NEW_MAX], stall_after = 0, stall_ms = 0;
 	unsigned int n_drops = 0, n_lates = 0;
 	struct sigaction sa = { 0 };
 	int opt, k, rc = 0;
@@ -723,6 +740,14 @@ main(int argc, char **argv)
 				return 2;
 			}
 			break;
+		case 'S':
+			if (!parse_pair(optarg, 0, 1e12, v) || v[1] < 1 || v[1] > 100000) {
+				fprintf(stderr, "impair: bad --stall '%s' (N,MS)\n", optarg);
+				return 2;
+			}
+			stall_after = (uint64_t)v[0];
+			stall_ms = (uint64_t)v[1];
+			break;
 		case 'v':
 			verbose = 1;
 			break;
@@ -744,6 +769,8 @@ main(int argc, char **argv)
 	dirs[0].n_drop_new = n_drops;
 	memcpy(dirs[0].late_new, lates, sizeof(lates));
 	dirs[0].n_late_new = n_lates;
+	dirs[1].stall_after = stall_after;
+	dirs[1].stall_ns = stall_ms * 1000000ull;
 	dirs[0].name = "a>b";
 	dirs[1].name = "b>a";
 	dirs[0].in_fd = dirs[1].out_fd = open_if(if_a);
