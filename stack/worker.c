@@ -538,6 +538,7 @@ dpsock_worker_init(struct dpsock_worker *w)
 		DPSOCK_LOG(ERR, worker, "worker %u: no congestion control '%s'", w->idx,
 			   d->conf.congestion);
 	dpsock_tcp_pacing_set_default(d->conf.pacing);
+	dpsock_tcp_rec_clock_tsc(d->tsc_hz);
 	/* lwIP's sender counts its recovery work in our block directly */
 	dpsock_tcp_rec_stats_bind((struct dpsock_tcp_rec_stats *)(void *)&w->stats->tcp_rexmit);
 	w->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);

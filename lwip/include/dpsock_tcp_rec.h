@@ -205,6 +205,9 @@ int dpsock_tcp_cc_set_default(const char *name);
 /* Switch one connection's module (as TCP_CONGESTION): 0 or -ENOENT. */
 int dpsock_tcp_cc_set(struct tcp_pcb *pcb, const char *name);
 const char *dpsock_tcp_cc_name(const struct tcp_pcb *pcb);
+/* Time this thread's TCP by the TSC of frequency tsc_hz (x86-64; 0 or
+ * elsewhere: CLOCK_MONOTONIC). Call before the first connection. */
+void dpsock_tcp_rec_clock_tsc(uint64_t tsc_hz);
 /* Pacing of this instance's connections on or off (default off). */
 void dpsock_tcp_pacing_set_default(bool on);
 /* Fill @p out (Linux tcp_info's meaning, see dpsock.h). */
