@@ -465,10 +465,9 @@ seg_delivered(struct tcp_pcb *pcb, struct tcp_seg *seg, struct ack_ctx *a)
 	if (!r->rs_valid || seg->rec.delivered >= r->rs_prior_delivered) {
 		r->rs_valid = 1;
 		r->rs_prior_delivered = seg->rec.delivered;
-		r->rs_prior_us = seg->rec.delivered_us;
 		r->rs_app_limited = (f & DPSOCK_SEG_APP_LIMITED) != 0;
-		r->rs_send_elapsed = seg->rec.xmit_us - seg->rec.first_tx_us;
-		r->rs_ack_elapsed = a->now - seg->rec.delivered_us;
+		r->rs_send_elapsed = (uint32_t)(seg->rec.xmit_us - seg->rec.first_tx_us);
+		r->rs_ack_elapsed = (uint32_t)(a->now - seg->rec.delivered_us);
 		r->first_tx_us = seg->rec.xmit_us;
 	}
 	rack_advance(pcb, seg, a);

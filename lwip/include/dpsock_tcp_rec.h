@@ -117,8 +117,8 @@ struct dpsock_tcp_rec {
 
 	/* delivery rate estimation (draft-cheng-iccrg-delivery-rate-estimation) */
 	uint64_t delivered, delivered_us, first_tx_us, app_limited;
-	uint64_t rs_prior_delivered, rs_prior_us;
-	uint64_t rs_send_elapsed, rs_ack_elapsed;
+	uint64_t rs_prior_delivered;
+	uint32_t rs_send_elapsed, rs_ack_elapsed;
 	uint8_t rs_valid, rs_app_limited, rate_app_limited;
 	uint64_t delivery_rate;        /* bytes/s of the latest useful sample */
 

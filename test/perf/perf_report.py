@@ -176,8 +176,9 @@ def main():
     kcc = meta.get("loss_kernel_cc", "?")
     loss_how = ("iperf3 -c in netns A, `-n %s` MiB, to iperf3 -s on B's kernel; nftables in B drops "
                 "that share of all TCP packets in both directions (`numgen random`); dpsock: "
-                "preloaded, dpsockd 2 workers on net_af_packet (qpairs=2); Linux: a second veth "
-                "between the same namespaces; TSO/GSO/GRO off on both veths" % meta.get("loss_mb", "?"))
+                "preloaded, dpsockd workers on lcores %s on net_af_packet (one queue pair each); "
+                "Linux: a second veth between the same namespaces; TSO/GSO/GRO off on both veths"
+                % (meta.get("loss_mb", "?"), meta.get("loss_lcores", "?")))
     loss_pcts = sorted({m[4:].split("_")[0] for (m, _s) in res if m.startswith("loss")}, key=float)
     for p in loss_pcts:
         pct = p

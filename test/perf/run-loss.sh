@@ -20,13 +20,16 @@
 # namespace default congestion control (named in the report) and with
 # cubic (-C cubic); dpsock with its default (tcp.congestion). Nothing is
 # pinned (dpsockd's two workers take lcores 0 and 1), as in the issue's
-# measurement. LOSS_PCTS (default "1 3") and LOSS_MB (32) change the runs.
+# measurement. LOSS_PCTS (default "1 3") and LOSS_MB (32) change the runs;
+# LOSS_LCORES (default "0,1") the workers' lcores (one queue pair each).
 
 PL_LIB=${PL_LIB:-$(find "$build" -maxdepth 1 -name libdpsock_preload.so 2>/dev/null | head -n 1)}
 LOSS_MB=${LOSS_MB:-32}
 LOSS_PCTS=(${LOSS_PCTS:-1 3})
 LS_NAME=${TEST_NAME}l
 LS_PORT=5201
+LOSS_LCORES=${LOSS_LCORES:-0,1}
+LS_NQ=$(tr ',' '\n' <<<"$LOSS_LCORES" | grep -c .)
 
 # loss_nft PERMYRIAD: (re)load the drop rules in B (0 = no loss).
 loss_nft() {
@@ -100,11 +103,12 @@ else
 	_topo_ethtool "$TOPO_NS_A" "$TOPO_IF_A" tso off gso off
 	meta loss_kernel_cc "$(ip netns exec "$TOPO_NS_A" sysctl -n net.ipv4.tcp_congestion_control)"
 	meta loss_mb "$LOSS_MB"
-	printf 'name = "%s";\nruntime_dir = "%s";\nworkers = [ 0, 1 ];\ninterfaces = ( { port = "net_af_packet0"; address = "%s/24"; } );\n' \
-		"$LS_NAME" "$TEST_TMP" "$TOPO_ADDR_A" >"$TEST_TMP/ls.conf"
+	meta loss_lcores "$LOSS_LCORES"
+	printf 'name = "%s";\nruntime_dir = "%s";\nworkers = [ %s ];\ninterfaces = ( { port = "net_af_packet0"; address = "%s/24"; } );\n' \
+		"$LS_NAME" "$TEST_TMP" "$LOSS_LCORES" "$TOPO_ADDR_A" >"$TEST_TMP/ls.conf"
 	log=$TEST_TMP/dpsockd-loss.log
-	ip netns exec "$TOPO_NS_A" "$DPSOCKD" -l 0-1 --file-prefix "$LS_NAME" "${EAL_COMMON[@]}" \
-		"--vdev=net_af_packet0,iface=$TOPO_IF_A,qpairs=2" -- -f "$TEST_TMP/ls.conf" >"$log" 2>&1 </dev/null &
+	ip netns exec "$TOPO_NS_A" "$DPSOCKD" -l "$LOSS_LCORES" --file-prefix "$LS_NAME" "${EAL_COMMON[@]}" \
+		"--vdev=net_af_packet0,iface=$TOPO_IF_A,qpairs=$LS_NQ" -- -f "$TEST_TMP/ls.conf" >"$log" 2>&1 </dev/null &
 	BG_PID[$LS_NAME]=$!
 	ip netns exec "$TOPO_NS_B" iperf3 -s -p "$LS_PORT" >"$TEST_TMP/loss-iperf3-s.log" 2>&1 </dev/null &
 	BG_PID[ls_srv]=$!
