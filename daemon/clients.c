@@ -42,17 +42,6 @@
 
 struct pl_ctl dpsock_pl_ctl = { .lfd = -1, .efd = -1, .wake_fd = -1 };
 
-const struct dpsock_app dpsock_preload_app = {
-	.name = "preload",
-	.worker_init = dpsock_pl_worker_init,
-	.worker_poll = dpsock_pl_worker_poll,
-	.worker_fini = dpsock_pl_worker_fini,
-	.worker_pending = dpsock_pl_worker_pending,
-	.main_start = dpsock_pl_main_start,
-	.main_stop = dpsock_pl_main_stop,
-	.main_fini = dpsock_pl_main_fini,
-};
-
 static uint64_t
 align_up(uint64_t v, uint64_t a)
 {
@@ -321,7 +310,7 @@ group_create(struct pl_ctl *c, char *why, size_t whylen)
 	__atomic_store_n(&c->groups[idx], g, __ATOMIC_RELEASE);
 	if (idx + 1 > c->groups_hi)
 		__atomic_store_n(&c->groups_hi, idx + 1, __ATOMIC_RELEASE);
-	DPSOCK_LOG(INFO, main, "preload: group %u created (segment %zu KiB)", idx,
+	DPSOCK_LOG(INFO, preload, "group %u created (segment %zu KiB)", idx,
 		   g->seg_size >> 10);
 	return (int)idx;
 fail:
@@ -362,7 +351,7 @@ group_destroy(struct pl_ctl *c, struct pl_group *g)
 		__atomic_store_n(&c->groups[g->idx], g, __ATOMIC_RELEASE);
 		return -ESHUTDOWN;
 	}
-	DPSOCK_LOG(INFO, main, "preload: group %u ended", g->idx);
+	DPSOCK_LOG(INFO, preload, "group %u ended", g->idx);
 	group_free(c, g);
 	return 0;
 }
@@ -540,7 +529,7 @@ on_hello(struct pl_ctl *c, struct pl_conn *cn, const struct dpsock_pl_msg *m)
 	 * child that dropped privileges (nginx's workers run as "nobody")
 	 * already holds the group's sockets and memory, and gains nothing. */
 	if (m->token == 0 && !uid_allowed(c, cn->uid)) {
-		DPSOCK_LOG(NOTICE, main, "preload: pid %d (uid %u) refused: not in preload.allowed_uids",
+		DPSOCK_LOG(NOTICE, preload, "pid %d (uid %u) refused: not in preload.allowed_uids",
 			   (int)cn->pid, (unsigned int)cn->uid);
 		reply(cn, DPSOCK_PL_WELCOME, -EACCES, 0, "uid not in preload.allowed_uids");
 		return -EACCES;
@@ -553,7 +542,7 @@ on_hello(struct pl_ctl *c, struct pl_conn *cn, const struct dpsock_pl_msg *m)
 	if (m->token == 0) {
 		idx = group_create(c, why, sizeof(why));
 		if (idx < 0) {
-			DPSOCK_LOG(WARNING, main, "preload: pid %d (%s): no group: %s", (int)cn->pid,
+			DPSOCK_LOG(WARNING, preload, "pid %d (%s): no group: %s", (int)cn->pid,
 				   cn->name, why);
 			reply(cn, DPSOCK_PL_WELCOME, idx, 0, why);
 			return idx;
@@ -579,7 +568,7 @@ on_hello(struct pl_ctl *c, struct pl_conn *cn, const struct dpsock_pl_msg *m)
 	if (send_welcome(c, cn, g) != 0)
 		return -EPIPE;
 	client_stats_open(c, cn);
-	DPSOCK_LOG(INFO, main, "preload: pid %d (%s, uid %u) attached to group %u", (int)cn->pid,
+	DPSOCK_LOG(INFO, preload, "pid %d (%s, uid %u) attached to group %u", (int)cn->pid,
 		   cn->name, (unsigned int)cn->uid, g->idx);
 	return 0;
 }
@@ -790,7 +779,7 @@ on_exec(struct pl_ctl *c, struct pl_conn *cn, const struct dpsock_pl_msg *m)
 	if (send_welcome(c, cn, g) != 0)
 		return -EPIPE;
 	client_stats_open(c, cn);
-	DPSOCK_LOG(INFO, main, "preload: pid %d exec()ed %s, stays in group %u", (int)cn->pid,
+	DPSOCK_LOG(INFO, preload, "pid %d exec()ed %s, stays in group %u", (int)cn->pid,
 		   cn->name, g->idx);
 	return 0;
 }
@@ -805,7 +794,7 @@ conn_close(struct pl_ctl *c, struct pl_conn *cn)
 	if (g != NULL) {
 		if (conn_free_objs(c, cn, g) == 0 && --g->n_procs == 0)
 			group_destroy(c, g);
-		DPSOCK_LOG(INFO, main, "preload: pid %d (%s) detached from group %d", (int)cn->pid,
+		DPSOCK_LOG(INFO, preload, "pid %d (%s) detached from group %d", (int)cn->pid,
 			   cn->name, cn->group);
 	}
 	client_stats_close(c, cn);
@@ -835,7 +824,7 @@ conn_accept(struct pl_ctl *c)
 		if (i >= c->n_conns || c->conns[i].fd < 0)
 			break;
 	if (i == PL_MAX_CONNS) {
-		DPSOCK_LOG(WARNING, main, "preload: pid %d refused: %u control connections",
+		DPSOCK_LOG(WARNING, preload, "pid %d refused: %u control connections",
 			   (int)cred.pid, PL_MAX_CONNS);
 		close(fd);
 		return;
@@ -893,14 +882,14 @@ conn_input(struct pl_ctl *c, struct pl_conn *cn)
 		/* a shim from another dpsock version: say so to both */
 		snprintf(why, sizeof(why), "protocol version %u, dpsockd speaks %u",
 			 (unsigned int)m.version, DPSOCK_PL_VERSION);
-		DPSOCK_LOG(NOTICE, main, "preload: pid %d: %s: disconnected", (int)cn->pid, why);
+		DPSOCK_LOG(NOTICE, preload, "pid %d: %s: disconnected", (int)cn->pid, why);
 		reply(cn, DPSOCK_PL_WELCOME, -EPROTO, 0, why);
 		keep = false;
 		goto out;
 	}
 	if ((size_t)n != sizeof(m) || (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) ||
 	    m.magic != DPSOCK_PL_MAGIC) {
-		DPSOCK_LOG(NOTICE, main, "preload: pid %d: malformed control message (%zd bytes): "
+		DPSOCK_LOG(NOTICE, preload, "pid %d: malformed control message (%zd bytes): "
 			   "disconnected", (int)cn->pid, n);
 		keep = false;
 		goto out;
@@ -958,7 +947,7 @@ drop_bad_groups(struct pl_ctl *c)
 		if (g == NULL || !__atomic_load_n(&g->bad, __ATOMIC_ACQUIRE))
 			continue;
 		idx = (int)g->idx;
-		DPSOCK_LOG(WARNING, main, "preload: group %d broke the protocol (corrupt ring or "
+		DPSOCK_LOG(WARNING, preload, "group %d broke the protocol (corrupt ring or "
 			   "command): its processes are disconnected and its sockets reset", idx);
 		for (j = 0; j < c->n_conns && c->groups[i] == g; j++)
 			if (c->conns[j].fd >= 0 && c->conns[j].group == idx)
@@ -977,7 +966,7 @@ ctl_main(void *arg)
 
 	pfd = calloc(PL_MAX_CONNS + 2, sizeof(*pfd));
 	if (pfd == NULL) {
-		DPSOCK_LOG(ERR, main, "preload: control thread: out of memory");
+		DPSOCK_LOG(ERR, preload, "control thread: out of memory");
 		return NULL;
 	}
 	while (!quitting(c)) {
@@ -1026,7 +1015,7 @@ dpsock_pl_group_report_bad(struct pl_group *g)
 	/* release: pairs with the control thread's acquire load of bad */
 	__atomic_store_n(&g->bad, 1, __ATOMIC_RELEASE);
 	if (write(dpsock_pl_ctl.efd, &one, sizeof(one)) < 0 && errno != EAGAIN)
-		DPSOCK_LOG(ERR, worker, "preload: waking the control thread: %s", strerror(errno));
+		DPSOCK_LOG(ERR, preload, "waking the control thread: %s", strerror(errno));
 }
 
 /* ---------------------------------------------------------------------- */
@@ -1086,7 +1075,7 @@ listen_socket(struct pl_ctl *c)
 	ret = errno;
 	close(fd);
 	if (ret == ECONNREFUSED) {
-		DPSOCK_LOG(NOTICE, main, "preload: replacing the stale control socket %s", c->path);
+		DPSOCK_LOG(NOTICE, preload, "replacing the stale control socket %s", c->path);
 		unlink(c->path);
 	}
 	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
@@ -1112,15 +1101,14 @@ listen_socket(struct pl_ctl *c)
 	return 0;
 }
 
-/* Shared state the workers read (wake page, group table, acks): made once,
- * by the first worker_init (serve.c), before any worker polls. */
-int dpsock_pl_shared_init(void);
-
+/* Before the workers start: the state they share with the control thread
+ * (wake page, group table, acknowledgements) and their own buffers. */
 int
-dpsock_pl_shared_init(void)
+dpsock_pl_main_init(void *arg)
 {
 	struct pl_ctl *c = &dpsock_pl_ctl;
 	struct dpsock_stack *d = dpsock_stack_get();
+	int ret;
 
 	c->d = d;
 	c->n_workers = d->n_workers;
@@ -1128,27 +1116,41 @@ dpsock_pl_shared_init(void)
 	c->max_waiters = d->conf.pl_max_threads * PL_WAITERS_PER_THREAD;
 	c->groups = calloc(c->max_groups, sizeof(*c->groups));
 	c->ack = calloc(c->n_workers, sizeof(*c->ack));
-	if (c->groups == NULL || c->ack == NULL)
-		return -ENOMEM;
+	if (c->groups == NULL || c->ack == NULL) {
+		ret = -ENOMEM;
+		goto fail;
+	}
 	c->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-	if (c->efd < 0)
-		return -errno;
+	if (c->efd < 0) {
+		ret = -errno;
+		goto fail;
+	}
 	/* The wake page: one line per worker, read-only for clients (after
 	 * F_SEAL_FUTURE_WRITE no new writable mapping can be made; ours was
 	 * made before). */
 	c->wake_size = align_up(c->n_workers * sizeof(struct dpsock_pl_wake), 4096);
 	c->wake_fd = memfd_create("dpsock-wake", MFD_CLOEXEC | MFD_ALLOW_SEALING);
-	if (c->wake_fd < 0 || ftruncate(c->wake_fd, (off_t)c->wake_size) != 0)
-		return -errno;
+	if (c->wake_fd < 0 || ftruncate(c->wake_fd, (off_t)c->wake_size) != 0) {
+		ret = -errno;
+		goto fail;
+	}
 	c->wake = mmap(NULL, c->wake_size, PROT_READ | PROT_WRITE, MAP_SHARED, c->wake_fd, 0);
 	if (c->wake == MAP_FAILED) {
 		c->wake = NULL;
-		return -errno;
+		ret = -errno;
+		goto fail;
 	}
 	if (fcntl(c->wake_fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_FUTURE_WRITE |
-					    F_SEAL_SEAL) != 0)
-		return -errno;
-	return 0;
+					    F_SEAL_SEAL) != 0) {
+		ret = -errno;
+		goto fail;
+	}
+	ret = dpsock_pl_srv_init(c->n_workers);
+	if (ret == 0)
+		return 0;
+fail:
+	dpsock_pl_main_fini(arg);
+	return ret;
 }
 
 int
@@ -1158,8 +1160,6 @@ dpsock_pl_main_start(void *arg)
 	int ret;
 
 	RTE_SET_USED(arg);
-	if (c->groups == NULL || c->wake == NULL)
-		return -ENOMEM;
 	ret = listen_socket(c);
 	if (ret != 0)
 		return ret;
@@ -1172,7 +1172,7 @@ dpsock_pl_main_start(void *arg)
 	}
 	pthread_setname_np(c->thread, "dpsock-ctl");
 	c->running = true;
-	DPSOCK_LOG(NOTICE, main, "preload: clients attach at %s (max %u groups, %u threads and "
+	DPSOCK_LOG(NOTICE, preload, "clients attach at %s (max %u groups, %u threads and "
 		   "%u sockets per worker each, FIFOs %u/%u KiB)", c->path, c->max_groups,
 		   c->d->conf.pl_max_threads, c->d->conf.pl_slots, c->d->conf.pl_rx_fifo_kb,
 		   c->d->conf.pl_tx_fifo_kb);
@@ -1190,7 +1190,7 @@ dpsock_pl_main_stop(void *arg)
 		return;
 	__atomic_store_n(&c->stop, 1, __ATOMIC_RELAXED);
 	if (write(c->efd, &one, sizeof(one)) < 0 && errno != EAGAIN)
-		DPSOCK_LOG(ERR, main, "preload: stopping the control thread: %s", strerror(errno));
+		DPSOCK_LOG(ERR, preload, "stopping the control thread: %s", strerror(errno));
 	pthread_join(c->thread, NULL);
 	c->running = false;
 	/* No new client from here on; the ones attached keep their connection

@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include <rte_common.h>
+#include <rte_malloc.h>
 
 #include "stack_priv.h"
 #include "log_priv.h"
@@ -47,9 +48,6 @@ struct pl_worker {
 } __rte_cache_aligned;
 
 static struct pl_worker *pl_workers;
-static int pl_init_ret;
-
-int dpsock_pl_shared_init(void);
 
 static const struct dpsock_sock_ops pl_ops;
 
@@ -659,7 +657,7 @@ cb_readable(struct dpsock_sock *s, struct dpsock_rx *rx)
 		h->rx = dpsock_rx_hold(rx);
 	if (h == NULL || h->rx == NULL) {
 		/* the stream cannot go on without this data: reset it */
-		DPSOCK_LOG(WARNING, worker, "preload: slot %u: out of memory holding received "
+		DPSOCK_LOG(WARNING, preload, "slot %u: out of memory holding received "
 			   "data: connection reset", ws->num);
 		free(h);
 		dpsock_sock_set_user(s, NULL);
@@ -1075,23 +1073,17 @@ group_release(struct pl_wgroup *wg)
 }
 
 int
+dpsock_pl_srv_init(unsigned int n_workers)
+{
+	pl_workers = rte_zmalloc("dpsock-pl-workers", n_workers * sizeof(*pl_workers),
+				 RTE_CACHE_LINE_SIZE);
+	return pl_workers == NULL ? -ENOMEM : 0;
+}
+
+int
 dpsock_pl_worker_init(struct dpsock_worker *w, void *arg)
 {
-	static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-	struct dpsock_stack *d = w->d;
-
 	RTE_SET_USED(arg);
-	/* the first worker to start makes what all of them share */
-	pthread_mutex_lock(&lock);
-	if (pl_workers == NULL && pl_init_ret == 0) {
-		pl_workers = calloc(d->n_workers, sizeof(*pl_workers));
-		pl_init_ret = pl_workers == NULL ? -ENOMEM : dpsock_pl_shared_init();
-		if (pl_init_ret != 0)
-			DPSOCK_LOG(ERR, worker, "preload: set-up: %s", strerror(-pl_init_ret));
-	}
-	pthread_mutex_unlock(&lock);
-	if (pl_init_ret != 0)
-		return pl_init_ret;
 	/* the wake page line clients read before waking this worker */
 	w->sleeping_pub = &dpsock_pl_ctl.wake[w->idx].sleeping;
 	return 0;
@@ -1236,6 +1228,6 @@ dpsock_pl_worker_fini(struct dpsock_worker *w, void *arg)
 void
 dpsock_pl_srv_free(void)
 {
-	free(pl_workers);
+	rte_free(pl_workers);
 	pl_workers = NULL;
 }

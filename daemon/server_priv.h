@@ -164,11 +164,8 @@ struct pl_ctl {
 
 extern struct pl_ctl dpsock_pl_ctl;
 
-/* The app dpsockd runs (worker hooks in serve.c, main hooks in
- * clients.c). */
-extern const struct dpsock_app dpsock_preload_app;
-
-/* clients.c */
+/* clients.c: the main-thread hooks of dpsockd's app (dpsockd.c) */
+int dpsock_pl_main_init(void *arg);
 int dpsock_pl_main_start(void *arg);
 void dpsock_pl_main_stop(void *arg);
 void dpsock_pl_main_fini(void *arg);
@@ -176,7 +173,8 @@ void dpsock_pl_main_fini(void *arg);
  * thread). */
 void dpsock_pl_group_report_bad(struct pl_group *g);
 
-/* serve.c */
+/* serve.c: the worker hooks; buffers made by main_init, freed by main_fini */
+int dpsock_pl_srv_init(unsigned int n_workers);
 int dpsock_pl_worker_init(struct dpsock_worker *w, void *arg);
 unsigned int dpsock_pl_worker_poll(struct dpsock_worker *w, void *arg);
 bool dpsock_pl_worker_pending(struct dpsock_worker *w, void *arg);
