@@ -194,8 +194,8 @@ ctl_connect(void)
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	int fd;
 
-	if ((size_t)snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/%s%s", dpsock_env.runtime_dir,
-			     dpsock_env.name, DPSOCK_PL_SOCK_SUFFIX) >= sizeof(sa.sun_path))
+	if ((size_t)snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/%s%s", shim_env.runtime_dir,
+			     shim_env.name, DPSOCK_PL_SOCK_SUFFIX) >= sizeof(sa.sun_path))
 		return -ENAMETOOLONG;
 	fd = REAL(socket)(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
 	if (fd < 0)
@@ -236,7 +236,7 @@ attach_locked(uint64_t token, int inherited)
 		return fd;
 	shim_proc.ctl = fd;
 	ctl_hup = 0;
-	snprintf(m.text, sizeof(m.text), "%s", dpsock_env.prog);
+	snprintf(m.text, sizeof(m.text), "%s", shim_env.prog);
 	r = ctl_call(&m, NULL, 0, &a, fds, &nfds);
 	if (r == 0 && (a.type != DPSOCK_PL_WELCOME || a.status != 0))
 		r = a.status != 0 ? a.status : -EPROTO;
@@ -296,7 +296,7 @@ attach_locked(uint64_t token, int inherited)
 	shim_proc.wake_size = a.wake_size;
 	shim_proc.n_workers = a.n_workers;
 	shim_proc.token = g->token;
-	SHIM_LOG(INFO, "attached to dpsockd '%s' (%u workers, group %u)", dpsock_env.name,
+	SHIM_LOG(INFO, "attached to dpsockd '%s' (%u workers, group %u)", shim_env.name,
 		 a.n_workers, g->group);
 	return 0;
 fail:
@@ -314,8 +314,8 @@ shim_attach(void)
 	if (__builtin_expect(__atomic_load_n(&shim_proc.state, __ATOMIC_ACQUIRE) == 1 &&
 			     shim_proc.pid == me, 1))
 		return 0;
-	dpsock_env_load();
-	if (!dpsock_env.offload)
+	shim_env_load();
+	if (!shim_env.offload)
 		return -ENOENT;
 	pthread_mutex_lock(&shim_proc.lock);
 	if (shim_proc.pid == me && shim_proc.state != 0) {
@@ -342,11 +342,11 @@ shim_attach(void)
 	if (r < 0) {
 		if (r == -ENOENT || r == -ECONNREFUSED)
 			SHIM_LOG(NOTICE, "dpsockd '%s' is not running (%s/%s%s: %s): sockets stay "
-				 "kernel sockets", dpsock_env.name, dpsock_env.runtime_dir,
-				 dpsock_env.name, DPSOCK_PL_SOCK_SUFFIX, strerror(-r));
+				 "kernel sockets", shim_env.name, shim_env.runtime_dir,
+				 shim_env.name, DPSOCK_PL_SOCK_SUFFIX, strerror(-r));
 		else
 			SHIM_LOG(WARNING, "cannot attach to dpsockd '%s': %s: sockets stay kernel "
-				 "sockets", dpsock_env.name, strerror(-r));
+				 "sockets", shim_env.name, strerror(-r));
 		__atomic_store_n(&shim_proc.state, -1, __ATOMIC_RELEASE);
 	} else {
 		__atomic_store_n(&shim_proc.state, 1, __ATOMIC_RELEASE);
@@ -360,9 +360,9 @@ shim_attach_exec(int ctl)
 {
 	int r;
 
-	dpsock_env_load();
+	shim_env_load();
 	pthread_mutex_lock(&shim_proc.lock);
-	if (shim_proc.state != 0 || !dpsock_env.offload) {
+	if (shim_proc.state != 0 || !shim_env.offload) {
 		pthread_mutex_unlock(&shim_proc.lock);
 		REAL(close)(ctl);
 		return -EALREADY;
@@ -521,7 +521,7 @@ shim_daemon_gone(void)
 	 * 10 ms (this runs on every readiness check). */
 	if (shim_proc.ctl >= 0) {
 		static uint64_t last;
-		uint64_t now = dpsock_now_us();
+		uint64_t now = shim_now_us();
 
 		if (now - __atomic_load_n(&last, __ATOMIC_RELAXED) >= 10000) {
 			struct pollfd p = { shim_proc.ctl, 0, 0 };
@@ -591,14 +591,14 @@ static void wake_worker(uint32_t k);
 static void
 thread_drain(struct shim_thread *t)
 {
-	uint64_t t0 = dpsock_now_us();
+	uint64_t t0 = shim_now_us();
 	struct timespec ts = { 0, 50000 };
 
 	for (uint32_t k = 0; t->channel >= 0 && k < shim_proc.n_workers; k++)
 		while (dpsock_spsc_prod_free_count(&t->cmd[k]) <
 			       dpsock_spsc_prod_capacity(&t->cmd[k]) &&
 		       !dpsock_spsc_prod_corrupt(&t->cmd[k]) && !shim_daemon_gone() &&
-		       dpsock_now_us() - t0 < 500000) {
+		       shim_now_us() - t0 < 500000) {
 			wake_worker(k);
 			nanosleep(&ts, NULL);
 		}
@@ -739,8 +739,8 @@ int
 shim_cmd_call(struct shim_thread *t, uint32_t k, struct dpsock_pl_cmd *c,
 	      struct dpsock_pl_reply *r)
 {
-	uint64_t start = dpsock_now_us();
-	long budget = dpsock_env.rx_poll_us;
+	uint64_t start = shim_now_us();
+	long budget = shim_env.rx_poll_us;
 	int e;
 
 	c->cookie = ++t->cookie;
@@ -754,7 +754,7 @@ shim_cmd_call(struct shim_thread *t, uint32_t k, struct dpsock_pl_cmd *c,
 		/* a stale reply (a call interrupted earlier) is dropped above */
 		if (shim_daemon_gone())
 			return -ECONNABORTED;
-		if (budget < 0 || dpsock_now_us() - start < (uint64_t)budget) {
+		if (budget < 0 || shim_now_us() - start < (uint64_t)budget) {
 			shim_cpu_relax();
 			continue;
 		}
