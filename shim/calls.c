@@ -45,20 +45,15 @@ socket(int domain, int type, int protocol)
 	return fd;
 }
 
-HOOK int
-bind(int fd, const struct sockaddr *addr, socklen_t len)
+/* Caller holds s->lock; returns 0 or -errno. */
+static int
+bind_locked(int fd, struct shim_sock *s, const struct sockaddr_in *sin, socklen_t len)
 {
-	struct shim_sock *s = shim_sock_get(fd);
 	struct sockaddr_in any, got;
-	const struct sockaddr_in *sin = (const struct sockaddr_in *)(const void *)addr;
 	socklen_t gl = sizeof(got);
-	int r, e;
+	int r;
 
-	if (s == NULL || s->mode != SHIM_UNDECIDED || addr == NULL || len < sizeof(*sin) ||
-	    sin->sin_family != AF_INET)
-		return REAL(bind)(fd, addr, len);
-	pthread_mutex_lock(&s->lock);
-	r = REAL(bind)(fd, addr, len);
+	r = REAL(bind)(fd, (const struct sockaddr *)sin, len);
 	if (r < 0 && errno == EADDRNOTAVAIL && shim_offload_decide(s->type == SOCK_STREAM ?
 		    DPSOCK_PL_TCP_SERVER : DPSOCK_PL_UDP_RECEIVER, sin->sin_addr.s_addr,
 		    sin->sin_port) == 1) {
@@ -68,16 +63,14 @@ bind(int fd, const struct sockaddr *addr, socklen_t len)
 		any.sin_addr.s_addr = htonl(INADDR_ANY);
 		r = REAL(bind)(fd, (struct sockaddr *)&any, sizeof(any));
 	}
-	if (r < 0) {
-		e = errno;
-		pthread_mutex_unlock(&s->lock);
-		return shim_fail(e);
-	}
+	if (r < 0)
+		return -errno;
 	if (REAL(getsockname)(fd, (struct sockaddr *)&got, &gl) == 0)
 		s->lport = got.sin_port;
 	s->laddr = sin->sin_addr.s_addr;
 	s->bound = 1;
-	if (s->type == SOCK_DGRAM && shim_offload_decide(DPSOCK_PL_UDP_RECEIVER, s->laddr, s->lport) == 1) {
+	if (s->type == SOCK_DGRAM &&
+	    shim_offload_decide(DPSOCK_PL_UDP_RECEIVER, s->laddr, s->lport) == 1) {
 		r = shim_sock_open_all(s, DPSOCK_PL_OP_UDP_BIND, s->laddr, s->lport);
 		if (r == 0)
 			shim_sock_set_offloaded(s, SHIM_UDP);
@@ -87,7 +80,58 @@ bind(int fd, const struct sockaddr *addr, socklen_t len)
 	}
 	if (!shim_sock_offloaded(s) && s->type == SOCK_DGRAM)
 		s->mode = SHIM_KERNEL;
+	return 0;
+}
+
+HOOK int
+bind(int fd, const struct sockaddr *addr, socklen_t len)
+{
+	struct shim_sock *s = shim_sock_get(fd);
+	const struct sockaddr_in *sin = (const struct sockaddr_in *)(const void *)addr;
+	int r;
+
+	if (s == NULL || s->mode != SHIM_UNDECIDED || addr == NULL || len < sizeof(*sin) ||
+	    sin->sin_family != AF_INET)
+		return REAL(bind)(fd, addr, len);
+	pthread_mutex_lock(&s->lock);
+	r = bind_locked(fd, s, sin, len);
 	pthread_mutex_unlock(&s->lock);
+	return r < 0 ? shim_fail(-r) : 0;
+}
+
+/* Caller holds s->lock; returns 0, -errno or SHIM_TO_KERNEL. */
+static int
+listen_locked(int fd, struct shim_sock *s, int backlog)
+{
+	int r;
+
+	if (s->mode == SHIM_TCP_LISTEN) {
+		s->backlog = backlog;
+		return 0;
+	}
+	if (s->mode == SHIM_TCP_CONN)
+		return -EINVAL;
+	if (s->mode == SHIM_KERNEL ||
+	    !shim_offload_decide(DPSOCK_PL_TCP_SERVER, s->bound ? s->laddr : htonl(INADDR_ANY),
+				 s->lport)) {
+		s->mode = SHIM_KERNEL;
+		return SHIM_TO_KERNEL;
+	}
+	if (!s->bound) {
+		struct sockaddr_in any = { .sin_family = AF_INET }, got;
+		socklen_t gl = sizeof(got);
+
+		if (REAL(bind)(fd, (struct sockaddr *)&any, sizeof(any)) < 0 ||
+		    REAL(getsockname)(fd, (struct sockaddr *)&got, &gl) < 0)
+			return -errno;
+		s->lport = got.sin_port;
+		s->bound = 1;
+	}
+	s->backlog = backlog < 0 ? 0 : backlog > 4096 ? 4096 : backlog;
+	r = shim_sock_open_all(s, DPSOCK_PL_OP_LISTEN, s->laddr, s->lport);
+	if (r < 0)
+		return r;
+	shim_sock_set_offloaded(s, SHIM_TCP_LISTEN);
 	return 0;
 }
 
@@ -100,56 +144,40 @@ listen(int fd, int backlog)
 	if (s == NULL || s->type != SOCK_STREAM || s->mode == SHIM_KERNEL)
 		return REAL(listen)(fd, backlog);
 	pthread_mutex_lock(&s->lock);
-	if (s->mode == SHIM_TCP_LISTEN) {
-		s->backlog = backlog;
-		pthread_mutex_unlock(&s->lock);
+	r = listen_locked(fd, s, backlog);
+	pthread_mutex_unlock(&s->lock);
+	if (r == SHIM_TO_KERNEL)
+		return REAL(listen)(fd, backlog);
+	return r < 0 ? shim_fail(-r) : 0;
+}
+
+/* connect() on a UDP socket: set or (AF_UNSPEC) clear the peer. */
+static int
+udp_set_peer(struct shim_sock *s, const struct sockaddr *addr, socklen_t len)
+{
+	const struct sockaddr_in *sin = (const struct sockaddr_in *)(const void *)addr;
+
+	if (addr != NULL && len >= sizeof(sa_family_t) && addr->sa_family == AF_UNSPEC) {
+		s->udp_connected = 0;
 		return 0;
 	}
-	if (s->mode == SHIM_TCP_CONN) {
-		pthread_mutex_unlock(&s->lock);
-		return shim_fail(EINVAL);
-	}
-	if (!shim_offload_decide(DPSOCK_PL_TCP_SERVER, s->bound ? s->laddr : htonl(INADDR_ANY),
-		    s->lport)) {
-		s->mode = SHIM_KERNEL;
-		pthread_mutex_unlock(&s->lock);
-		return REAL(listen)(fd, backlog);
-	}
-	if (!s->bound) {
-		struct sockaddr_in any = { .sin_family = AF_INET }, got;
-		socklen_t gl = sizeof(got);
-
-		if (REAL(bind)(fd, (struct sockaddr *)&any, sizeof(any)) < 0 ||
-		    REAL(getsockname)(fd, (struct sockaddr *)&got, &gl) < 0) {
-			r = errno;
-			pthread_mutex_unlock(&s->lock);
-			return shim_fail(r);
-		}
-		s->lport = got.sin_port;
-		s->bound = 1;
-	}
-	s->backlog = backlog < 0 ? 0 : backlog > 4096 ? 4096 : backlog;
-	r = shim_sock_open_all(s, DPSOCK_PL_OP_LISTEN, s->laddr, s->lport);
-	if (r < 0) {
-		pthread_mutex_unlock(&s->lock);
-		return shim_fail(-r);
-	}
-	shim_sock_set_offloaded(s, SHIM_TCP_LISTEN);
-	pthread_mutex_unlock(&s->lock);
+	if (addr == NULL || len < sizeof(*sin))
+		return -EINVAL;
+	if (sin->sin_family != AF_INET)
+		return -EAFNOSUPPORT;
+	s->raddr = sin->sin_addr.s_addr;
+	s->rport = sin->sin_port;
+	s->udp_connected = 1;
 	return 0;
 }
 
-
-HOOK int
-connect(int fd, const struct sockaddr *addr, socklen_t len)
+/* Caller holds s->lock; returns 0, -errno, SHIM_TO_KERNEL or SHIM_BLOCKED. */
+static int
+connect_locked(struct shim_sock *s, const struct sockaddr *addr, socklen_t len)
 {
-	struct shim_sock *s = shim_sock_get(fd);
 	const struct sockaddr_in *sin = (const struct sockaddr_in *)(const void *)addr;
 	int r;
 
-	if (s == NULL || s->mode == SHIM_KERNEL)
-		return REAL(connect)(fd, addr, len);
-	pthread_mutex_lock(&s->lock);
 	if (s->mode == SHIM_UNDECIDED) {
 		int role = s->type == SOCK_STREAM ? DPSOCK_PL_TCP_CLIENT : DPSOCK_PL_UDP_CONNECT;
 
@@ -158,70 +186,41 @@ connect(int fd, const struct sockaddr *addr, socklen_t len)
 			if (addr != NULL && len >= sizeof(sa_family_t) &&
 			    addr->sa_family == AF_INET && s->type == SOCK_STREAM)
 				s->mode = SHIM_KERNEL;
-			pthread_mutex_unlock(&s->lock);
-			return REAL(connect)(fd, addr, len);
+			return SHIM_TO_KERNEL;
 		}
-		if (s->type == SOCK_STREAM) {
-			r = shim_tcp_connect(s, sin);
-			pthread_mutex_unlock(&s->lock);
-			return r < 0 ? shim_fail(-r) : 0;
-		}
-		r = shim_udp_ensure_bound(s, DPSOCK_PL_UDP_CONNECT, sin->sin_addr.s_addr, sin->sin_port);
-		if (r < 0) {
-			pthread_mutex_unlock(&s->lock);
-			return shim_fail(-r);
-		}
+		if (s->type == SOCK_STREAM)
+			return shim_tcp_connect(s, sin);
+		r = shim_udp_ensure_bound(s, DPSOCK_PL_UDP_CONNECT, sin->sin_addr.s_addr,
+					  sin->sin_port);
+		if (r < 0)
+			return r;
 	}
-	if (s->type == SOCK_DGRAM) {
-		if (addr != NULL && len >= sizeof(sa_family_t) && addr->sa_family == AF_UNSPEC) {
-			s->udp_connected = 0;
-		} else if (addr == NULL || len < sizeof(*sin)) {
-			pthread_mutex_unlock(&s->lock);
-			return shim_fail(EINVAL);
-		} else if (sin->sin_family != AF_INET) {
-			pthread_mutex_unlock(&s->lock);
-			return shim_fail(EAFNOSUPPORT);
-		} else {
-			s->raddr = sin->sin_addr.s_addr;
-			s->rport = sin->sin_port;
-			s->udp_connected = 1;
-		}
-		pthread_mutex_unlock(&s->lock);
-		return 0;
-	}
-	/* TCP, already offloaded */
-	if (s->mode == SHIM_TCP_LISTEN) {
-		pthread_mutex_unlock(&s->lock);
-		return shim_fail(EISCONN);
-	}
-	{
-		uint32_t st = __atomic_load_n(&shim_sock_slot(s, 0)->state, __ATOMIC_ACQUIRE);
-		int e;
-
-		if (st == DPSOCK_PL_ST_CONNECTING) {
-			if (s->nonblock) {
-				pthread_mutex_unlock(&s->lock);
-				return shim_fail(EALREADY);
-			}
-			pthread_mutex_unlock(&s->lock);
-			r = shim_wait_sock(s, POLLOUT, -1);
-			if (r < 0)
-				return shim_fail(-r == ECONNABORTED ? ECONNREFUSED : -r);
-			pthread_mutex_lock(&s->lock);
-			st = __atomic_load_n(&shim_sock_slot(s, 0)->state, __ATOMIC_ACQUIRE);
-		}
-		if (st == DPSOCK_PL_ST_ESTABLISHED) {
-			e = s->connect_reported ? EISCONN : 0;
-			s->connect_reported = 1;
-			pthread_mutex_unlock(&s->lock);
-			return e ? shim_fail(e) : 0;
-		}
-		e = shim_conn_take_err(s);
-		pthread_mutex_unlock(&s->lock);
-		return shim_fail(e ? e : ECONNABORTED);
-	}
+	if (s->mode == SHIM_KERNEL)
+		return SHIM_TO_KERNEL;
+	if (s->type == SOCK_DGRAM)
+		return udp_set_peer(s, addr, len);
+	if (s->mode == SHIM_TCP_LISTEN)
+		return -EISCONN;
+	return shim_tcp_connect_again(s);
 }
 
+HOOK int
+connect(int fd, const struct sockaddr *addr, socklen_t len)
+{
+	struct shim_sock *s = shim_sock_get(fd);
+	int r;
+
+	if (s == NULL || s->mode == SHIM_KERNEL)
+		return REAL(connect)(fd, addr, len);
+	pthread_mutex_lock(&s->lock);
+	r = connect_locked(s, addr, len);
+	pthread_mutex_unlock(&s->lock);
+	if (r == SHIM_BLOCKED)
+		r = shim_tcp_connect_wait(s);
+	if (r == SHIM_TO_KERNEL)
+		return REAL(connect)(fd, addr, len);
+	return r < 0 ? shim_fail(-r) : 0;
+}
 
 HOOK int
 accept4(int fd, struct sockaddr *addr, socklen_t *alen, int flags)

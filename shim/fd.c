@@ -13,68 +13,94 @@
 #include "shim_priv.h"
 
 
-/* ---- fd table: two levels, 1024 x 1024 entries, filled on demand -------- */
+/* ---- descriptor maps: two levels, 1024 x 1024 entries, filled on demand ---- */
 
-#define FDT_BITS 10
-#define FDT_SIZE (1u << FDT_BITS)
-static struct shim_sock **fdtab[FDT_SIZE];
-static pthread_mutex_t fdtab_grow = PTHREAD_MUTEX_INITIALIZER;
+void *
+shim_fdmap_get(struct shim_fdmap *m, int fd)
+{
+	void **page;
 
+	if ((unsigned int)fd >= SHIM_FDMAP_PAGE * SHIM_FDMAP_PAGE)
+		return NULL;
+	/* acquire: pairs with the release stores in shim_fdmap_set (page, entry) */
+	page = __atomic_load_n(&m->page[(unsigned int)fd / SHIM_FDMAP_PAGE], __ATOMIC_ACQUIRE);
+	if (page == NULL)
+		return NULL;
+	return __atomic_load_n(&page[(unsigned int)fd % SHIM_FDMAP_PAGE], __ATOMIC_ACQUIRE);
+}
+
+int
+shim_fdmap_set(struct shim_fdmap *m, int fd, void *v)
+{
+	unsigned int hi = (unsigned int)fd / SHIM_FDMAP_PAGE;
+	void **page;
+
+	if ((unsigned int)fd >= SHIM_FDMAP_PAGE * SHIM_FDMAP_PAGE)
+		return -EMFILE;
+	page = __atomic_load_n(&m->page[hi], __ATOMIC_ACQUIRE);
+	if (page == NULL) {
+		void **fresh = calloc(SHIM_FDMAP_PAGE, sizeof(*fresh)), **none = NULL;
+
+		if (fresh == NULL)
+			return -ENOMEM;
+		/* release: the zeroed page before its address (shim_fdmap_get);
+		 * a thread that lost the race frees its own */
+		if (__atomic_compare_exchange_n(&m->page[hi], &none, fresh, false,
+						__ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+			page = fresh;
+		else {
+			free(fresh);
+			page = none;
+		}
+	}
+	/* release: the value's fields before its address (shim_fdmap_get) */
+	__atomic_store_n(&page[(unsigned int)fd % SHIM_FDMAP_PAGE], v, __ATOMIC_RELEASE);
+	return 0;
+}
+
+void *
+shim_fdmap_take(struct shim_fdmap *m, int fd)
+{
+	void **page;
+
+	if ((unsigned int)fd >= SHIM_FDMAP_PAGE * SHIM_FDMAP_PAGE)
+		return NULL;
+	page = __atomic_load_n(&m->page[(unsigned int)fd / SHIM_FDMAP_PAGE], __ATOMIC_ACQUIRE);
+	if (page == NULL)
+		return NULL;
+	return __atomic_exchange_n(&page[(unsigned int)fd % SHIM_FDMAP_PAGE], NULL,
+				   __ATOMIC_ACQ_REL);
+}
+
+void
+shim_fdmap_free(struct shim_fdmap *m)
+{
+	for (unsigned int i = 0; i < SHIM_FDMAP_PAGE; i++) {
+		free(m->page[i]);
+		m->page[i] = NULL;
+	}
+}
+
+/* ---- the shadow objects by fd --------------------------------------------------- */
+
+static struct shim_fdmap fdtab;
 
 struct shim_sock *
 shim_sock_get(int fd)
 {
-	struct shim_sock **page;
-
-	if ((unsigned int)fd >= FDT_SIZE * FDT_SIZE)
-		return NULL;
-	/* acquire: pairs with the release stores in fdtab_set (page, entry) */
-	page = __atomic_load_n(&fdtab[(unsigned int)fd >> FDT_BITS], __ATOMIC_ACQUIRE);
-	if (page == NULL)
-		return NULL;
-	return __atomic_load_n(&page[(unsigned int)fd & (FDT_SIZE - 1)], __ATOMIC_ACQUIRE);
+	return shim_fdmap_get(&fdtab, fd);
 }
 
 int
 shim_fdtab_set(int fd, struct shim_sock *s)
 {
-	unsigned int hi = (unsigned int)fd >> FDT_BITS;
-	struct shim_sock **page;
-
-	if ((unsigned int)fd >= FDT_SIZE * FDT_SIZE)
-		return -EMFILE;
-	page = __atomic_load_n(&fdtab[hi], __ATOMIC_ACQUIRE);
-	if (page == NULL) {
-		pthread_mutex_lock(&fdtab_grow);
-		page = fdtab[hi];
-		if (page == NULL) {
-			page = calloc(FDT_SIZE, sizeof(*page));
-			if (page == NULL) {
-				pthread_mutex_unlock(&fdtab_grow);
-				return -ENOMEM;
-			}
-			/* release: the zeroed page before its address (shim_sock_get) */
-			__atomic_store_n(&fdtab[hi], page, __ATOMIC_RELEASE);
-		}
-		pthread_mutex_unlock(&fdtab_grow);
-	}
-	/* release: the object's fields before its address (shim_sock_get) */
-	__atomic_store_n(&page[(unsigned int)fd & (FDT_SIZE - 1)], s, __ATOMIC_RELEASE);
-	return 0;
+	return shim_fdmap_set(&fdtab, fd, s);
 }
 
 struct shim_sock *
 shim_fdtab_take(int fd)
 {
-	struct shim_sock **page;
-
-	if ((unsigned int)fd >= FDT_SIZE * FDT_SIZE)
-		return NULL;
-	page = __atomic_load_n(&fdtab[(unsigned int)fd >> FDT_BITS], __ATOMIC_ACQUIRE);
-	if (page == NULL)
-		return NULL;
-	return __atomic_exchange_n(&page[(unsigned int)fd & (FDT_SIZE - 1)], NULL,
-				   __ATOMIC_ACQ_REL);
+	return shim_fdmap_take(&fdtab, fd);
 }
 
 struct shim_sock *
@@ -207,19 +233,19 @@ shim_fd_ino(int fd)
 bool
 shim_sock_inheritable(void)
 {
-	for (unsigned int hi = 0; hi < FDT_SIZE; hi++) {
-		/* acquire: pairs with the release stores in fdtab_set */
-		struct shim_sock **page = __atomic_load_n(&fdtab[hi], __ATOMIC_ACQUIRE);
+	for (unsigned int hi = 0; hi < SHIM_FDMAP_PAGE; hi++) {
+		/* acquire: pairs with the release stores in shim_fdmap_set */
+		void **page = __atomic_load_n(&fdtab.page[hi], __ATOMIC_ACQUIRE);
 
 		if (page == NULL)
 			continue;
-		for (unsigned int lo = 0; lo < FDT_SIZE; lo++) {
+		for (unsigned int lo = 0; lo < SHIM_FDMAP_PAGE; lo++) {
 			struct shim_sock *s = __atomic_load_n(&page[lo], __ATOMIC_ACQUIRE);
 			int fl;
 
 			if (!shim_sock_offloaded(s) || s->ino == 0)
 				continue;
-			fl = REAL(fcntl)((int)(hi << FDT_BITS | lo), F_GETFD);
+			fl = REAL(fcntl)((int)(hi * SHIM_FDMAP_PAGE + lo), F_GETFD);
 			if (fl >= 0 && !(fl & FD_CLOEXEC))
 				return true;
 		}

@@ -107,8 +107,12 @@ mixed_poll(struct pollfd *fds, nfds_t n, int timeout_ms, const sigset_t *mask)
 		for (nfds_t i = 0; i < n; i++) {
 			struct shim_sock *s = fds[i].fd >= 0 ? shim_sock_get(fds[i].fd) : NULL;
 
-			if (shim_sock_offloaded(s))
-				watched = shim_sock_watch(s, t->w.id) && watched;
+			if (!shim_sock_offloaded(s))
+				continue;
+			watched = shim_sock_watch(s, t->w.id) && watched;
+			/* waiting for room: the worker notifies only when asked */
+			if ((fds[i].events & POLLOUT) && !(fds[i].revents & POLLOUT))
+				shim_sock_want_tx(s);
 		}
 		__atomic_store_n(&t->w.hdr->armed, 1, __ATOMIC_RELAXED);
 		/* seq_cst: pairs with the worker's fence between publishing a

@@ -231,3 +231,22 @@ shim_wait_sock(struct shim_sock *s, uint32_t want, int timeout_ms)
 			return -EINTR;
 	}
 }
+
+bool
+shim_sock_want_tx(struct shim_sock *s)
+{
+	uint32_t i;
+
+	if (s->mode == SHIM_TCP_CONN)
+		i = 0;
+	else if (s->mode == SHIM_UDP)
+		i = __atomic_load_n(&s->udp_tx_worker, __ATOMIC_RELAXED) % s->nslots;
+	else
+		return false;
+	__atomic_store_n(&shim_sock_slot(s, i)->want_tx, 1, __ATOMIC_RELAXED);
+	/* seq_cst: pairs with the worker's fence between freeing space and
+	 * exchanging want_tx: either it sees our want_tx (and notifies), or
+	 * our next look sees the room it made. */
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	return true;
+}

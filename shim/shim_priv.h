@@ -274,6 +274,7 @@ struct shim_sock {
 	uint32_t udp_tx_worker;
 	/* the kernel socket's inode: the socket's identity across exec */
 	uint64_t ino;
+	int in_epoll;             /* registrations in epoll sets (atomic) */
 };
 
 /* true if fd is an offloaded socket (mode >= SHIM_TCP_LISTEN). */
@@ -306,6 +307,10 @@ shim_slot_valid(uint32_t n)
 
 /* ---- errors, as libc reports them ---------------------------------------- */
 
+/* What a hook's body returns besides 0 and -errno: */
+#define SHIM_TO_KERNEL 1  /* not ours after all: libc makes the call */
+#define SHIM_BLOCKED 2    /* must wait, after the socket's lock is dropped */
+
 static inline int
 shim_fail(int e)
 {
@@ -324,6 +329,18 @@ shim_epipe(int flags)
 }
 
 /* ---- shadow fd table and object lifetime (fd.c) ---------------------------- */
+
+/* A map from descriptor to pointer: two levels of 1024 entries, pages made
+ * on demand; get is lock-free (acquire loads), set/take are atomic per
+ * entry. Zero-initialised = empty. */
+#define SHIM_FDMAP_PAGE 1024u
+struct shim_fdmap {
+	void **page[SHIM_FDMAP_PAGE];
+};
+void *shim_fdmap_get(struct shim_fdmap *m, int fd);
+int shim_fdmap_set(struct shim_fdmap *m, int fd, void *v);   /* 0, -EMFILE, -ENOMEM */
+void *shim_fdmap_take(struct shim_fdmap *m, int fd);
+void shim_fdmap_free(struct shim_fdmap *m);
 
 struct shim_sock *shim_sock_get(int fd);      /* NULL: not ours */
 /* Enter / take out fd's object. set: 0 or -errno (-EMFILE beyond the
@@ -404,6 +421,10 @@ uint32_t shim_sock_ready_sig(struct shim_sock *s, struct shim_edge_sig *sig);
  * ticks instead). */
 bool shim_sock_watch(struct shim_sock *s, int waiter_id);
 void shim_sock_unwatch(struct shim_sock *s, int waiter_id);
+/* Before a wait for writability: ask the worker to notify when it makes
+ * room (want_tx), then fence. Returns true when it asked (the caller then
+ * looks at the socket once more: room made before the ask is seen). */
+bool shim_sock_want_tx(struct shim_sock *s);
 /* Blocking wait for want (poll bits) on one socket: spin for the
  * DPSOCK_RX_POLL budget, then sleep. timeout_ms: -1 forever. Returns 1 when
  * ready, 0 on timeout, -EINTR, or -ECONNABORTED when dpsockd went away. */
@@ -429,7 +450,17 @@ void shim_sock_push_opts(struct shim_thread *t, struct shim_sock *s);
 int shim_conn_take_err(struct shim_sock *s);   /* pending error (once), else 0 */
 ssize_t shim_tcp_recv(struct shim_sock *s, const struct iovec *iov, int iovcnt, int flags);
 ssize_t shim_tcp_send(struct shim_sock *s, const struct iovec *iov, int iovcnt, int flags);
+/* Start an active open (caller holds s->lock). Returns -EINPROGRESS on a
+ * non-blocking socket (the outcome comes as writability and SO_ERROR),
+ * SHIM_BLOCKED on a blocking one (the caller drops the lock and waits with
+ * shim_tcp_connect_wait), or -errno. */
 int shim_tcp_connect(struct shim_sock *s, const struct sockaddr_in *sin);
+/* connect() again on an offloaded connection: 0 (the outcome, once),
+ * -EISCONN, -EALREADY, SHIM_BLOCKED or the error. Caller holds s->lock. */
+int shim_tcp_connect_again(struct shim_sock *s);
+/* Wait, without the lock, for a blocking connect's outcome: 0 or -errno
+ * (-EINPROGRESS when SO_SNDTIMEO ran out; it goes on). */
+int shim_tcp_connect_wait(struct shim_sock *s);
 /* accept4 on an offloaded listener: the new descriptor or -1 + errno. */
 int shim_tcp_accept(int fd, struct shim_sock *s, struct sockaddr *addr, socklen_t *alen,
 		    int flags);

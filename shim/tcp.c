@@ -183,8 +183,7 @@ shim_tcp_connect(struct shim_sock *s, const struct sockaddr_in *sin)
 	struct dpsock_pl_cmd c = { .op = DPSOCK_PL_OP_CONNECT, .addr = sin->sin_addr.s_addr,
 				   .port = sin->sin_port };
 	struct dpsock_pl_reply r;
-	uint32_t st;
-	int e, w;
+	int e;
 
 	t = shim_thread_get();
 	if (t == NULL)
@@ -204,23 +203,52 @@ shim_tcp_connect(struct shim_sock *s, const struct sockaddr_in *sin)
 	s->lport = r.port;
 	shim_sock_set_offloaded(s, SHIM_TCP_CONN);
 	shim_sock_push_opts(t, s);
-	if (s->nonblock)
-		return -EINPROGRESS;
-	w = shim_wait_sock(s, POLLOUT, s->sndtimeo_ms);
-	if (w < 0)
-		return w == -ECONNABORTED ? -ECONNREFUSED : w;
-	if (w == 0)
-		return -EINPROGRESS;   /* SO_SNDTIMEO: it goes on in the background */
-	st = __atomic_load_n(&shim_sock_slot(s, 0)->state, __ATOMIC_ACQUIRE);
+	return s->nonblock ? -EINPROGRESS : SHIM_BLOCKED;
+}
+
+/* The outcome of s's active open so far, as connect reports it; dflt when
+ * it failed without an error of its own. Caller holds s->lock. */
+static int
+connect_outcome(struct shim_sock *s, int dflt)
+{
+	uint32_t st = __atomic_load_n(&shim_sock_slot(s, 0)->state, __ATOMIC_ACQUIRE);
+	int e;
+
+	if (st == DPSOCK_PL_ST_CONNECTING)
+		return s->nonblock ? -EALREADY : SHIM_BLOCKED;
 	if (st == DPSOCK_PL_ST_ESTABLISHED) {
+		e = s->connect_reported ? -EISCONN : 0;
 		s->connect_reported = 1;
-		return 0;
+		return e;
 	}
 	e = shim_conn_take_err(s);
 	s->connect_reported = 1;
-	return e ? -e : -ECONNREFUSED;
+	return e ? -e : dflt;
 }
 
+int
+shim_tcp_connect_again(struct shim_sock *s)
+{
+	return connect_outcome(s, -ECONNABORTED);
+}
+
+int
+shim_tcp_connect_wait(struct shim_sock *s)
+{
+	for (;;) {
+		int w = shim_wait_sock(s, POLLOUT, s->sndtimeo_ms), r;
+
+		if (w < 0)
+			return w == -ECONNABORTED ? -ECONNREFUSED : w;
+		if (w == 0)
+			return -EINPROGRESS;   /* SO_SNDTIMEO: it goes on in the background */
+		pthread_mutex_lock(&s->lock);
+		r = connect_outcome(s, -ECONNREFUSED);
+		pthread_mutex_unlock(&s->lock);
+		if (r != SHIM_BLOCKED)
+			return r;
+	}
+}
 
 int
 shim_tcp_accept(int fd, struct shim_sock *s, struct sockaddr *addr, socklen_t *alen, int flags)
