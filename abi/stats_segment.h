@@ -342,6 +342,8 @@ void dpsock_stats_zero_block(void *blk, const struct dpsock_stat_desc *desc, uns
 /* Human units: "1.5 KiB", "12 B"; "3.2 ms", "870 us". Return buf. */
 char *dpsock_fmt_bytes(char *buf, size_t len, double bytes);
 char *dpsock_fmt_usec(char *buf, size_t len, double us);
+/* "a.b.c.d:port" (addr network order, port host order); "*" for 0.0.0.0. */
+char *dpsock_fmt_addr(char *buf, size_t len, uint32_t addr, uint16_t port);
 
 /*
  * The socket view's line for one entry (the wording DPSOCK_STATS_FILE uses

@@ -51,7 +51,7 @@
 #include "dpsock/dpsock.h"
 
 #include "app_common.h"
-#include "latency_hist.h"
+#include "load_common.h"
 
 #define LG_DEFAULT_PORT 11111
 #define LG_DEFAULT_SIZE 64
@@ -656,21 +656,6 @@ static const struct option long_opts[] = {
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
-
-/* Deterministic pseudo-random pattern (xorshift32). */
-static void
-fill_pattern(uint8_t *p, size_t n)
-{
-	uint32_t x = 0x9e3779b9u;
-	size_t i;
-
-	for (i = 0; i < n; i++) {
-		x ^= x << 13;
-		x ^= x >> 17;
-		x ^= x << 5;
-		p[i] = (uint8_t)x;
-	}
-}
 
 int
 main(int argc, char **argv)

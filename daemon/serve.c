@@ -1072,6 +1072,24 @@ group_release(struct pl_wgroup *wg)
 	__atomic_store_n(&wg->done, 1, __ATOMIC_RELEASE);
 }
 
+/*
+ * The groups worker k still serves, from index *i on: the next one, with
+ * *i at its index, or NULL. hi: groups_hi as loaded (acquire) by the
+ * caller. Loop: for (i = 0; (wg = next_wgroup(c, k, hi, &i)) != NULL; i++)
+ */
+static struct pl_wgroup *
+next_wgroup(struct pl_ctl *c, unsigned int k, uint32_t hi, uint32_t *i)
+{
+	for (; *i < hi; (*i)++) {
+		/* acquire: pairs with the release store in group_create */
+		struct pl_group *g = __atomic_load_n(&c->groups[*i], __ATOMIC_ACQUIRE);
+
+		if (g != NULL && !g->wg[k]->done)
+			return g->wg[k];
+	}
+	return NULL;
+}
+
 int
 dpsock_pl_srv_init(unsigned int n_workers)
 {
@@ -1095,6 +1113,7 @@ dpsock_pl_worker_poll(struct dpsock_worker *w, void *arg)
 	struct pl_ctl *c = &dpsock_pl_ctl;
 	struct pl_worker *pw = &pl_workers[w->idx];
 	unsigned int k = w->idx, work = 0, batch = RTE_MIN(w->d->conf.pl_poll_batch, PL_BATCH_MAX);
+	struct pl_wgroup *wg;
 	uint32_t i, hi, ch, chi;
 	uint64_t gen;
 
@@ -1103,16 +1122,9 @@ dpsock_pl_worker_poll(struct dpsock_worker *w, void *arg)
 	 * unpublished before is seen unpublished from here on */
 	gen = __atomic_load_n(&c->gen, __ATOMIC_ACQUIRE);
 	hi = __atomic_load_n(&c->groups_hi, __ATOMIC_ACQUIRE);
-	for (i = 0; i < hi; i++) {
-		/* acquire: pairs with the release store in group_create */
-		struct pl_group *g = __atomic_load_n(&c->groups[i], __ATOMIC_ACQUIRE);
-		struct pl_wgroup *wg;
+	for (i = 0; (wg = next_wgroup(c, k, hi, &i)) != NULL; i++) {
+		struct pl_group *g = wg->g;
 
-		if (g == NULL)
-			continue;
-		wg = g->wg[k];
-		if (wg->done)
-			continue;
 		/* acquire: pairs with the release store in group_destroy */
 		if (__atomic_load_n(&g->dying, __ATOMIC_ACQUIRE)) {
 			group_release(wg);
@@ -1140,18 +1152,15 @@ dpsock_pl_worker_pending(struct dpsock_worker *w, void *arg)
 {
 	struct pl_ctl *c = &dpsock_pl_ctl;
 	unsigned int k = w->idx;
+	struct pl_wgroup *wg;
 	uint32_t i, hi, ch, chi;
 
 	RTE_SET_USED(arg);
 	hi = __atomic_load_n(&c->groups_hi, __ATOMIC_ACQUIRE);
-	for (i = 0; i < hi; i++) {
-		struct pl_group *g = __atomic_load_n(&c->groups[i], __ATOMIC_ACQUIRE);
-		struct pl_wgroup *wg;
+	for (i = 0; (wg = next_wgroup(c, k, hi, &i)) != NULL; i++) {
+		struct pl_group *g = wg->g;
 
-		if (g == NULL)
-			continue;
-		wg = g->wg[k];
-		if (wg->done || wg->bad)
+		if (wg->bad)
 			continue;
 		if (__atomic_load_n(&g->dying, __ATOMIC_ACQUIRE))
 			return true;
@@ -1185,6 +1194,7 @@ dpsock_pl_worker_fini(struct dpsock_worker *w, void *arg)
 	static const uint64_t one = 1;
 	struct pl_ctl *c = &dpsock_pl_ctl;
 	unsigned int k = w->idx;
+	struct pl_wgroup *wg;
 	uint32_t i, j, hi;
 
 	RTE_SET_USED(arg);
@@ -1192,15 +1202,10 @@ dpsock_pl_worker_fini(struct dpsock_worker *w, void *arg)
 	if (c->groups == NULL)
 		return;
 	hi = __atomic_load_n(&c->groups_hi, __ATOMIC_ACQUIRE);
-	for (i = 0; i < hi; i++) {
-		struct pl_group *g = __atomic_load_n(&c->groups[i], __ATOMIC_ACQUIRE);
-		struct pl_wgroup *wg;
-		uint32_t spw;
+	for (i = 0; (wg = next_wgroup(c, k, hi, &i)) != NULL; i++) {
+		struct pl_group *g = wg->g;
+		uint32_t spw = g->geo.slots_per_worker;
 
-		if (g == NULL || g->wg[k]->done)
-			continue;
-		wg = g->wg[k];
-		spw = g->geo.slots_per_worker;
 		/* release: what the workers published before is visible to a
 		 * shim that acquires STOPPED */
 		__atomic_store_n(&((struct dpsock_pl_seg *)(void *)g->seg)->state,

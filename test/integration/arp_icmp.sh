@@ -75,12 +75,7 @@ echo "$out" | grep -q ' 20 received' || fail "pings lost after malformed frames:
 ok "still answering after malformed frames"
 
 # 5. SIGTERM: clean stop, nothing leaked, nothing left behind.
-rc=0
-dpsockd_stop || rc=$?
-[ "$rc" -eq 0 ] || fail "dpsockd exited with status $rc (3 = mbuf leak)"
-grep -q 'all [0-9]* mbufs back in the pool' "$DPSOCKD_LOG" ||
-	fail "no 'mbufs back' line in the log: $(tail -5 "$DPSOCKD_LOG")"
-[ ! -e "/dev/shm/dpsock.$name.stats" ] || fail "stats segment left in /dev/shm"
+dpsockd_stop_clean
 leftover=$(find /dev/hugepages /var/run/dpdk -maxdepth 1 -name "$name*" 2>/dev/null || true)
 [ -z "$leftover" ] || fail "EAL files left behind: $leftover"
 pass "SIGTERM: clean stop, no leak, no shared memory left"

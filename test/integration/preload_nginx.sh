@@ -175,9 +175,5 @@ kill -QUIT "$master2"
 wait_until 10 _lib_dead "$master2"
 ok "nginx with 'daemon on' (pid $master2 forked, its parent exited): 20 of 20 requests 200"
 
-if [ "$PRELOAD_KERNEL" != 1 ]; then
-	rc=0
-	dpsockd_stop || rc=$?
-	[ "$rc" -eq 0 ] || fail "dpsockd exited with status $rc"
-fi
+preload_daemon_stop
 pass "nginx with 2 workers under the shim: curl, wrk and a reload under load, all 200, no socket error; daemon on"
