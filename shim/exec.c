@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * exec.c — a preloaded program that exec()s keeps its offloaded sockets
- * (docs/preload.md "exec", DESIGN.md decision 6).
+ * (docs/preload.md "exec", docs/design.md, decision 6).
  *
  * Old image (the exec hooks): when this process holds offloaded sockets
  * whose descriptors survive exec, it makes sure it has its own control

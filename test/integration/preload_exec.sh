@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # exec() of a preloaded program keeps its offloaded sockets (docs/preload.md
-# "exec", DESIGN.md decision 6).
+# "exec", docs/design.md, decision 6).
 #
 # Part 1, test/tools/plexec under the shim, the Linux peer is python3 in B:
 #   - the peer opens two connections; plexec echoes a line on one (KEEP),

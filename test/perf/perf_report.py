@@ -399,7 +399,7 @@ plot 'latency.dat' using 2:xtic(1) title "kernel p50", '' using 3 title "kernel 
       "sets them when the port offers them), RSS across several workers, rte_flow steering, "
       "dedicated isolated cores with no other tenant, no veth softirq sharing on the kernel side "
       "but the kernel paying for real interrupts and its driver. Published single-core figures "
-      "on ConnectX-5 (see `/work/shared/notes/performance-anchors.md` §2 and §6): Linux about "
+      "on ConnectX-5 (published in the bench-iip README, github.com/yasukata/bench-iip, \"performance numbers of other TCP/IP stacks\"): Linux about "
       "256 k 1-byte req/s per core, lwIP on DPDK about 2.3 M; this VM cannot show those absolute "
       "numbers, only the ratio on the same hardware. Bulk would need TSO (not in lwIP) to approach "
       "the kernel.")
