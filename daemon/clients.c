@@ -437,7 +437,8 @@ static int
 send_msg(int fd, struct dpsock_pl_msg *m, const int *fds, unsigned int nfds)
 {
 	union {
-		char buf[CMSG_SPACE(sizeof(int) * DPSOCK_PL_MAX_FDS)];
+		char buf[CMSG_SPACE(sizeof(struct ucred)) +
+			 CMSG_SPACE(sizeof(int) * DPSOCK_PL_MAX_FDS)];
 		struct cmsghdr align;
 	} u;
 	struct iovec iov = { .iov_base = m, .iov_len = sizeof(*m) };
@@ -860,6 +861,19 @@ conn_input(struct pl_ctl *c, struct pl_conn *cn)
 	if (n < 0)
 		return errno == EAGAIN || errno == EINTR;
 	for (cm = CMSG_FIRSTHDR(&mh); cm != NULL; cm = CMSG_NXTHDR(&mh, cm)) {
+		if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_CREDENTIALS &&
+		    cm->cmsg_len >= CMSG_LEN(sizeof(struct ucred))) {
+			struct ucred uc;
+
+			/* the kernel's word on who sent it (a process can
+			 * only claim its own pid and ids) */
+			memcpy(&uc, CMSG_DATA(cm), sizeof(uc));
+			if (uc.pid > 0) {
+				cn->pid = uc.pid;
+				cn->uid = uc.uid;
+			}
+			continue;
+		}
 		if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
 			continue;
 		for (i = 0; i < (int)((cm->cmsg_len - CMSG_LEN(0)) / sizeof(int)); i++) {
@@ -1088,8 +1102,13 @@ listen_socket(struct pl_ctl *c)
 		c->path[0] = '\0';
 		return ret;
 	}
-	/* allowed non-root users connect; SO_PEERCRED decides who attaches */
-	if (chmod(c->path, 0666) != 0 || listen(fd, 64) != 0) {
+	/* allowed non-root users connect; the credentials decide who
+	 * attaches. Every message carries its sender's (SCM_CREDENTIALS, from
+	 * the kernel): a forked child attaches over a connection its parent
+	 * opened for it, so the connector is not always the sender. Set on
+	 * the listener, so that accepted sockets have it from the start. */
+	if (setsockopt(fd, SOL_SOCKET, SO_PASSCRED, &(int){ 1 }, sizeof(int)) != 0 ||
+	    chmod(c->path, 0666) != 0 || listen(fd, 64) != 0) {
 		ret = -errno;
 		fprintf(stderr, "dpsockd: control socket %s: %s\n", c->path, strerror(errno));
 		close(fd);

@@ -20,6 +20,7 @@
 struct shim_proc shim_proc = {
 	.lock = PTHREAD_MUTEX_INITIALIZER,
 	.ctl = -1,
+	.spare_ctl = -1,
 };
 
 static __thread struct shim_thread *tls_thread;
@@ -188,8 +189,8 @@ ctl_call(struct dpsock_pl_msg *m, const int *fds, int nfds,
 	return 0;
 }
 
-static int
-ctl_connect(void)
+int
+shim_ctl_connect(void)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	int fd;
@@ -229,8 +230,15 @@ attach_locked(uint64_t token, int inherited)
 	if (inherited >= 0) {
 		m.type = DPSOCK_PL_EXEC;
 		fd = inherited;
+	} else if (token != 0 && shim_proc.spare_ctl >= 0) {
+		/* a forked child: the connection its parent opened for it at
+		 * fork, so that joining needs neither the socket's path nor
+		 * the rights to it (a child that dropped privileges or
+		 * changed its root) */
+		fd = shim_proc.spare_ctl;
+		shim_proc.spare_ctl = -1;
 	} else {
-		fd = ctl_connect();
+		fd = shim_ctl_connect();
 	}
 	if (fd < 0)
 		return fd;
@@ -308,7 +316,7 @@ fail:
 int
 shim_attach(void)
 {
-	pid_t me = getpid();
+	pid_t me = shim_getpid();
 	int r;
 
 	if (__builtin_expect(__atomic_load_n(&shim_proc.state, __ATOMIC_ACQUIRE) == 1 &&
@@ -335,6 +343,7 @@ shim_attach(void)
 		shim_proc.ctl = -1;
 		r = attach_locked(shim_proc.token, -1);
 		REAL(close)(parent_ctl);
+		shim_proc.spare_ctl = -1;   /* taken by attach_locked (or closed) */
 	} else {
 		r = attach_locked(0, -1);
 	}
@@ -369,7 +378,7 @@ shim_attach_exec(int ctl)
 	}
 	r = attach_locked(0, ctl);   /* closes ctl on failure */
 	if (r == 0) {
-		shim_proc.pid = getpid();
+		shim_proc.pid = shim_getpid();
 		__atomic_store_n(&shim_proc.state, 1, __ATOMIC_RELEASE);
 	} else {
 		/* state stays 0: a later socket call attaches afresh */
@@ -424,7 +433,7 @@ shim_waiter_new(struct shim_waiter *w)
 		return r;
 	}
 	w->id = (int)id;
-	w->pid = getpid();
+	w->pid = shim_getpid();
 	w->hdr = (struct dpsock_pl_waiter *)(void *)(shim_proc.seg + g->off_waiters +
 						    (uint64_t)id * g->waiter_stride);
 	/* release: our pid before any watch[] entry naming this waiter
@@ -445,9 +454,9 @@ shim_waiter_new(struct shim_waiter *w)
 void
 shim_waiter_free(struct shim_waiter *w)
 {
-	if (w->id >= 0 && w->pid == getpid())
+	if (w->id >= 0 && w->pid == shim_getpid())
 		ctl_simple(DPSOCK_PL_WAITER_DEL, (uint32_t)w->id, 0, -1, NULL);
-	if (w->efd >= 0 && w->pid == getpid())
+	if (w->efd >= 0 && w->pid == shim_getpid())
 		REAL(close)(w->efd);
 	w->id = -1;
 	w->efd = -1;
@@ -609,7 +618,7 @@ shim_thread_drain_self(void)
 {
 	struct shim_thread *t = tls_thread;
 
-	if (t != NULL && t->pid == getpid())
+	if (t != NULL && t->pid == shim_getpid())
 		thread_drain(t);
 }
 
@@ -619,7 +628,7 @@ process_exit(void)
 {
 	struct shim_thread *t = tls_thread;
 
-	if (t != NULL && t->pid == getpid())
+	if (t != NULL && t->pid == shim_getpid())
 		thread_drain(t);
 }
 
@@ -628,7 +637,7 @@ thread_exit(void *arg)
 {
 	struct shim_thread *t = arg;
 
-	if (t->pid == getpid()) {
+	if (t->pid == shim_getpid()) {
 		thread_drain(t);
 		if (t->channel >= 0)
 			ctl_simple(DPSOCK_PL_CHANNEL_DEL, (uint32_t)t->channel, 0, -1, NULL);
@@ -651,7 +660,7 @@ shim_thread_get(void)
 	uint32_t id;
 	int r;
 
-	if (__builtin_expect(t != NULL && t->pid == getpid(), 1))
+	if (__builtin_expect(t != NULL && t->pid == shim_getpid(), 1))
 		return t;
 	if (t != NULL) {
 		/* inherited from the parent through fork: its channel and waiter
@@ -669,7 +678,7 @@ shim_thread_get(void)
 	t = calloc(1, sizeof(*t));
 	if (t == NULL)
 		return NULL;
-	t->pid = getpid();
+	t->pid = shim_getpid();
 	t->channel = -1;
 	r = shim_waiter_new(&t->w);
 	if (r == 0)
@@ -690,7 +699,7 @@ shim_thread_get(void)
 	}
 	if (r < 0) {
 		SHIM_LOG(WARNING, "cannot open a channel to dpsockd: %s", strerror(-r));
-		t->pid = getpid();
+		t->pid = shim_getpid();
 		thread_exit(t);
 		errno = r == -ENOSPC ? EMFILE : -r;
 		return NULL;

@@ -102,7 +102,7 @@ open_log_file(const char *pattern)
 
 	for (const char *p = pattern; *p != '\0' && o + 16 < sizeof(path); p++) {
 		if (p[0] == '%' && p[1] == 'd') {
-			o += (size_t)snprintf(path + o, sizeof(path) - o, "%d", (int)getpid());
+			o += (size_t)snprintf(path + o, sizeof(path) - o, "%d", (int)shim_getpid());
 			p++;
 		} else {
 			path[o++] = *p;
@@ -198,7 +198,7 @@ shim_log(int level, const char *fmt, ...)
 		level = DPSOCK_LOG_DEBUG;
 	n = snprintf(buf, sizeof(buf), "dpsock.shim %s[%d]: %s: ",
 		     shim_env.prog[0] ? shim_env.prog : program_invocation_short_name,
-		     (int)getpid(), level_names[level]);
+		     (int)shim_getpid(), level_names[level]);
 	va_start(ap, fmt);
 	n += vsnprintf(buf + n, sizeof(buf) - (size_t)n - 1, fmt, ap);
 	va_end(ap);

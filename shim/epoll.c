@@ -217,7 +217,7 @@ ep_waiter(struct shim_ep *e)
 	const struct dpsock_pl_seg *geo;
 	int r;
 
-	if (e->w.id >= 0 && e->w.pid == getpid())
+	if (e->w.id >= 0 && e->w.pid == shim_getpid())
 		return 0;
 	r = shim_attach();
 	if (r == 0)
@@ -301,7 +301,7 @@ reg_drop(struct shim_ep *e, struct ep_reg *g)
 	if (g->in_kernel) {
 		undecided_del(e, g);
 	} else {
-		if (e->w.id >= 0 && e->w.pid == getpid())
+		if (e->w.id >= 0 && e->w.pid == shim_getpid())
 			shim_sock_unwatch(g->s, e->w.id);
 		slots_unlink(e, g);
 		ready_del(g);
@@ -535,7 +535,7 @@ ep_collect(struct shim_ep *e, struct epoll_event *evs, int max, bool peek)
 	unsigned int todo = 0;
 	int c = 0;
 
-	if (e->w.id >= 0 && e->w.pid == getpid())
+	if (e->w.id >= 0 && e->w.pid == shim_getpid())
 		shim_waiter_drain(&e->w, slot_changed, e);
 	if (gone && !e->gone_seen) {
 		/* every offloaded socket is dead: each registration is reported

@@ -70,7 +70,7 @@ env_with(char *const *envp, const char *var)
 static void
 exec_prepare(struct exec_env *x, char *const *envp)
 {
-	pid_t me = getpid();
+	pid_t me = shim_getpid();
 	int fl;
 
 	x->envp = NULL;
@@ -275,7 +275,7 @@ inherit_init(void)
 	/* never passed on by accident: only the exec hooks set it */
 	unsetenv(SHIM_INHERIT_ENV);
 	shim_env_load();
-	if (!inherit_parse(copy, &fd, &pid) || pid != getpid() || !shim_env.offload ||
+	if (!inherit_parse(copy, &fd, &pid) || pid != shim_getpid() || !shim_env.offload ||
 	    !inherit_valid_ctl(fd)) {
 		SHIM_LOG(INFO, "%s=%.40s: not this process's control connection; nothing "
 			 "inherited", SHIM_INHERIT_ENV, copy);
@@ -375,7 +375,7 @@ adopt_one(int fd, uint64_t ino, struct adopt_cand *c, size_t nc)
 	struct shim_sock *s;
 	struct dpsock_pl_slot *sl;
 	struct shim_slot_area *a;
-	uint32_t kind = 0, me = (uint32_t)getpid();
+	uint32_t kind = 0, me = (uint32_t)shim_getpid();
 	int type = 0, dom = 0, fl;
 	socklen_t l = sizeof(type);
 	bool mine = false;
@@ -434,7 +434,7 @@ static void
 adopt_unwatch(struct dpsock_pl_slot *sl)
 {
 	const struct dpsock_pl_seg *g = shim_seg();
-	uint32_t me = (uint32_t)getpid();
+	uint32_t me = (uint32_t)shim_getpid();
 
 	for (int j = 0; j < DPSOCK_PL_WATCH; j++) {
 		uint32_t w = __atomic_load_n(&sl->watch[j], __ATOMIC_ACQUIRE);
@@ -460,7 +460,7 @@ void
 shim_sock_adopt(void)
 {
 	const struct dpsock_pl_seg *g = shim_seg();
-	uint32_t nslots = g->n_workers * g->slots_per_worker, me = (uint32_t)getpid();
+	uint32_t nslots = g->n_workers * g->slots_per_worker, me = (uint32_t)shim_getpid();
 	struct adopt_cand *c;
 	struct shim_sock **got = NULL;
 	size_t nc = 0, ngot = 0;

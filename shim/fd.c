@@ -185,7 +185,7 @@ shim_sock_release_slots(struct shim_sock *s)
 	if (!shim_sock_offloaded(s) || s->nslots == 0)
 		return;
 	a = shim_area(shim_sock_slot(s, 0));
-	shim_area_pid_swap(a, (uint32_t)getpid(), 0);
+	shim_area_pid_swap(a, (uint32_t)shim_getpid(), 0);
 	if (area_held_elsewhere(a) ||
 	    !__atomic_compare_exchange_n(&a->closed, &zero, 1, false, __ATOMIC_ACQ_REL,
 					 __ATOMIC_RELAXED)) {

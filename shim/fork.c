@@ -61,7 +61,24 @@ shim_fork_untrack(struct shim_sock *s)
  * before fork returns there. Done in pthread_atfork handlers (registered at
  * the first offloaded socket) so that forks inside libc (daemon(), ...)
  * count too. */
+pid_t shim_pid_cache;
+
+static void
+pid_forget(void)
+{
+	__atomic_store_n(&shim_pid_cache, 0, __ATOMIC_RELAXED);
+}
+
+/* Every fork through libc forgets the cached pid in the child, whether or
+ * not offloaded sockets exist yet. */
+__attribute__((constructor)) static void
+pid_cache_init(void)
+{
+	pthread_atfork(NULL, NULL, pid_forget);
+}
+
 static uint32_t fork_parent;
+static int fork_spare = -1;
 pid_t shim_forked_pid;
 
 static void
@@ -69,7 +86,16 @@ atfork_prepare(void)
 {
 	pthread_mutex_lock(&shim_proc.lock);
 	pthread_mutex_lock(&objs_lock);
-	fork_parent = (uint32_t)getpid();
+	fork_parent = (uint32_t)shim_getpid();
+	/* the child's way back to dpsockd, opened while we still can (the
+	 * child may drop privileges or chroot before it attaches) */
+	fork_spare = -1;
+	if (shim_proc.state == 1) {
+		int e = errno;
+
+		fork_spare = shim_ctl_connect();
+		errno = e;
+	}
 	for (size_t i = 0; i < n_objs; i++)
 		shim_area_pid_add(shim_area(shim_sock_slot(objs[i], 0)), fork_parent);
 }
@@ -77,6 +103,9 @@ atfork_prepare(void)
 static void
 atfork_parent(void)
 {
+	if (fork_spare >= 0)
+		REAL(close)(fork_spare);
+	fork_spare = -1;
 	pthread_mutex_unlock(&objs_lock);
 	pthread_mutex_unlock(&shim_proc.lock);
 }
@@ -84,9 +113,13 @@ atfork_parent(void)
 static void
 atfork_child(void)
 {
-	uint32_t me = (uint32_t)getpid();
+	uint32_t me = (uint32_t)shim_getpid();
 
 	shim_forked_pid = (pid_t)me;
+	if (shim_proc.spare_ctl >= 0)      /* a grandparent's, never used */
+		REAL(close)(shim_proc.spare_ctl);
+	shim_proc.spare_ctl = fork_spare;
+	fork_spare = -1;
 	for (size_t i = 0; i < n_objs; i++)
 		shim_area_pid_swap(shim_area(shim_sock_slot(objs[i], 0)), fork_parent, me);
 	pthread_mutex_unlock(&objs_lock);
@@ -118,7 +151,7 @@ fork(void)
 
 		pthread_mutex_lock(&objs_lock);
 		for (size_t i = 0; i < n_objs; i++)
-			shim_area_pid_swap(shim_area(shim_sock_slot(objs[i], 0)), (uint32_t)getpid(), 0);
+			shim_area_pid_swap(shim_area(shim_sock_slot(objs[i], 0)), (uint32_t)shim_getpid(), 0);
 		pthread_mutex_unlock(&objs_lock);
 		errno = e;
 	}

@@ -21,7 +21,7 @@ shim_sock_set_offloaded(struct shim_sock *s, int mode)
 		__atomic_store_n(&a->pids[i], 0, __ATOMIC_RELAXED);
 	__atomic_store_n(&a->pinned, 0, __ATOMIC_RELAXED);
 	__atomic_store_n(&a->closed, 0, __ATOMIC_RELAXED);
-	shim_area_pid_add(a, (uint32_t)getpid());
+	shim_area_pid_add(a, (uint32_t)shim_getpid());
 	/* identity for an exec()ed image: every slot of the socket. Relaxed:
 	 * read by this process's next image (exec orders it) or by a forked
 	 * child's (fork orders it). */

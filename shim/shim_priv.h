@@ -59,6 +59,21 @@ shim_real_get(void)
 }
 #define REAL(name) (shim_real_get()->name)
 
+/* This process's pid without a system call (glibc's getpid() makes one):
+ * cached, forgotten by an atfork child handler (fork.c). */
+extern pid_t shim_pid_cache;
+static inline pid_t
+shim_getpid(void)
+{
+	pid_t p = __atomic_load_n(&shim_pid_cache, __ATOMIC_RELAXED);
+
+	if (__builtin_expect(p == 0, 0)) {
+		p = getpid();
+		__atomic_store_n(&shim_pid_cache, p, __ATOMIC_RELAXED);
+	}
+	return p;
+}
+
 /* Spin-wait hint. */
 static inline void
 shim_cpu_relax(void)
@@ -141,6 +156,9 @@ struct shim_proc {
 	int worker_efd[SHIM_MAX_WORKERS];
 	uint64_t token;
 	uint32_t next_worker;     /* threads' worker of choice, round-robin */
+	/* a forked child: a control connection the parent opened for it at
+	 * fork (fork.c), used by its first attach; -1 = none */
+	int spare_ctl;
 };
 
 extern struct shim_proc shim_proc;
@@ -166,6 +184,8 @@ struct shim_thread {
 /* Attach the process if not yet (or re-attach a forked child). Returns 0,
  * or -errno (-ENOENT/-ECONNREFUSED: no daemon; others logged). */
 int shim_attach(void);
+/* A new connection to dpsockd's control socket: the fd, or -errno. */
+int shim_ctl_connect(void);
 /* This thread's channel + waiter (created on first use). NULL + errno. */
 struct shim_thread *shim_thread_get(void);
 /* Post a command to worker k (no reply). Returns 0 or -errno. */
