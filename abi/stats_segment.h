@@ -63,7 +63,7 @@
 #include <stdint.h>
 
 #define DPSOCK_STATS_MAGIC 0x64707374617473ULL /* "dpstats" */
-#define DPSOCK_STATS_VERSION 2
+#define DPSOCK_STATS_VERSION 3
 #define DPSOCK_STATS_MAX_PORTS 4
 #define DPSOCK_STATS_MAX_WORKERS 64
 #define DPSOCK_STATS_MAX_CLIENTS 64
@@ -96,6 +96,7 @@
 	X(sleep_us, "microseconds spent asleep")                               \
 	X(wakeups, "wake-ups received on the worker's eventfd")                \
 	X(wakeups_sent, "eventfd writes this worker made to wake a sleeping one") \
+	X(idle_yields, "idle passes that gave the CPU to another thread wanting it") \
 	X(busy_us, "microseconds spent in iterations that found work")        \
 	X(rx_bursts, "non-empty RX bursts")                                    \
 	X(rx_burst_1, "RX bursts of 1 packet")                                 \
@@ -160,6 +161,7 @@
 	X(pl_rejected, "preload: commands refused (bad op, slot, generation or argument)") \
 	X(pl_clients_dropped, "preload: client groups dropped for breaking the protocol") \
 	X(pl_wakeups, "preload: eventfd writes that woke a client thread")     \
+	X(pl_yields, "preload: CPU yielded to a woken client thread on the worker's CPU") \
 	X(pl_replies_lost, "preload: replies dropped, the client's reply ring was full") \
 	X(pl_rx_dropped, "preload: UDP datagrams dropped, the socket's rx FIFO was full") \
 	X(pl_accept_refused, "preload: connections reset, no slot or the accept FIFO full")

@@ -690,7 +690,7 @@ on_channel_add(struct pl_ctl *c, struct pl_conn *cn, uint32_t waiter)
 		__atomic_store_n(&g->chan_hi, id + 1, __ATOMIC_RELEASE);
 	/* release: pairs with the workers' acquire load of chan_live; the
 	 * handles attached above are complete before a worker uses them */
-	__atomic_store_n(&g->chan_live[id], 1, __ATOMIC_RELEASE);
+	__atomic_store_n(&g->chan_live[id], PL_CHAN_LIVE, __ATOMIC_RELEASE);
 	cn->n_chans++;
 	return (int)id;
 }
@@ -708,8 +708,9 @@ on_del(struct pl_ctl *c, struct pl_conn *cn, bool channel, uint32_t id)
 	if (channel) {
 		if (id >= g->geo.max_channels || g->chan_owner[id] != me)
 			return -EINVAL;
-		/* release: pairs with the workers' acquire load (see sync_workers) */
-		__atomic_store_n(&g->chan_live[id], 0, __ATOMIC_RELEASE);
+		/* release: pairs with the workers' acquire load (see sync_workers);
+		 * they run what is left in its rings before they acknowledge */
+		__atomic_store_n(&g->chan_live[id], PL_CHAN_CLOSING, __ATOMIC_RELEASE);
 	} else {
 		if (id >= g->geo.max_waiters || g->waiter_owner[id] != me)
 			return -EINVAL;
@@ -718,6 +719,7 @@ on_del(struct pl_ctl *c, struct pl_conn *cn, bool channel, uint32_t id)
 	if (sync_workers(c) != 0)
 		return -ESHUTDOWN;
 	if (channel) {
+		__atomic_store_n(&g->chan_live[id], PL_CHAN_FREE, __ATOMIC_RELAXED);
 		g->chan_owner[id] = 0;
 		cn->n_chans--;
 	} else {
@@ -739,8 +741,10 @@ conn_free_objs(struct pl_ctl *c, struct pl_conn *cn, struct pl_group *g)
 
 	for (i = 0; i < g->geo.max_channels; i++)
 		if (g->chan_owner[i] == me)
-			/* release: pairs with the workers' acquire load (sync_workers) */
-			__atomic_store_n(&g->chan_live[i], 0, __ATOMIC_RELEASE);
+			/* release: pairs with the workers' acquire load (sync_workers);
+			 * they run what the process left in its rings (a send
+			 * just before _exit) before they acknowledge */
+			__atomic_store_n(&g->chan_live[i], PL_CHAN_CLOSING, __ATOMIC_RELEASE);
 	for (i = 0; i < g->geo.max_waiters; i++)
 		if (g->waiter_owner[i] == me)
 			/* release: as above */
@@ -748,8 +752,10 @@ conn_free_objs(struct pl_ctl *c, struct pl_conn *cn, struct pl_group *g)
 	if (sync_workers(c) != 0)
 		return -ESHUTDOWN;
 	for (i = 0; i < g->geo.max_channels; i++)
-		if (g->chan_owner[i] == me)
+		if (g->chan_owner[i] == me) {
+			__atomic_store_n(&g->chan_live[i], PL_CHAN_FREE, __ATOMIC_RELAXED);
 			g->chan_owner[i] = 0;
+		}
 	for (i = 0; i < g->geo.max_waiters; i++) {
 		if (g->waiter_owner[i] != me)
 			continue;

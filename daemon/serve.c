@@ -22,6 +22,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <sched.h>
+
 #include <rte_common.h>
 #include <rte_malloc.h>
 
@@ -43,6 +45,7 @@
 
 /* Per worker, private. */
 struct pl_worker {
+	uint32_t cpu1;            /* the CPU this worker runs on, plus one */
 	struct dpsock_pl_cmd cmds[PL_BATCH_MAX];
 	unsigned char dgram[DPSOCK_PL_DGRAM_MAX + 16];
 } __rte_cache_aligned;
@@ -87,6 +90,8 @@ wake_flush(struct pl_wgroup *wg)
 	static const uint64_t one = 1;
 	struct pl_group *g = wg->g;
 	uint32_t words = (g->geo.max_waiters + 63) / 64, i;
+	uint32_t cpu1 = pl_workers[wg->k].cpu1;
+	bool yield = false;
 
 	if (!wg->wake_pending)
 		return;
@@ -113,8 +118,18 @@ wake_flush(struct pl_wgroup *wg)
 			if (write(g->waiter_fd[id], &one, sizeof(one)) == sizeof(one)) {
 				dpsock_stat_add(&wg->w->stats->pl_wakeups, 1);
 				__atomic_store_n(&wg->wakeups, wg->wakeups + 1, __ATOMIC_RELAXED);
+				yield |= cpu1 != 0 &&
+					 __atomic_load_n(&pl_waiter_hdr(g, id)->cpu,
+							 __ATOMIC_RELAXED) == cpu1;
 			}
 		}
+	}
+	/* A thread we woke sleeps on our CPU: let it run now. Polling on would
+	 * keep it waiting for our idle spin to end (and its answer waiting for
+	 * it): on a shared core, every hand-off would cost a time slice. */
+	if (yield) {
+		dpsock_stat_add(&wg->w->stats->pl_yields, 1);
+		sched_yield();
 	}
 }
 
@@ -1101,7 +1116,13 @@ dpsock_pl_srv_init(unsigned int n_workers)
 int
 dpsock_pl_worker_init(struct dpsock_worker *w, void *arg)
 {
+	int cpu = sched_getcpu();
+
 	RTE_SET_USED(arg);
+	/* the CPU clients compare theirs with (an lcore is pinned to one) */
+	pl_workers[w->idx].cpu1 = cpu < 0 ? 0 : (uint32_t)cpu + 1;
+	__atomic_store_n(&dpsock_pl_ctl.wake[w->idx].cpu, pl_workers[w->idx].cpu1,
+			 __ATOMIC_RELAXED);
 	/* the wake page line clients read before waking this worker */
 	w->sleeping_pub = &dpsock_pl_ctl.wake[w->idx].sleeping;
 	return 0;
@@ -1135,10 +1156,21 @@ dpsock_pl_worker_poll(struct dpsock_worker *w, void *arg)
 			continue;
 		wake_flush(wg); /* what callbacks marked since the last pass */
 		chi = __atomic_load_n(&g->chan_hi, __ATOMIC_ACQUIRE);
-		for (ch = 0; ch < chi && !wg->bad; ch++)
-			/* acquire: pairs with the release store in on_channel_add */
-			if (__atomic_load_n(&g->chan_live[ch], __ATOMIC_ACQUIRE))
+		for (ch = 0; ch < chi && !wg->bad; ch++) {
+			/* acquire: pairs with the release store in on_channel_add
+			 * (and of CLOSING in the control thread) */
+			uint32_t live = __atomic_load_n(&g->chan_live[ch], __ATOMIC_ACQUIRE);
+
+			if (live == PL_CHAN_LIVE)
 				work += chan_drain(wg, ch, pw, batch);
+			else if (live == PL_CHAN_CLOSING)
+				/* the last of it, at most one ring's worth (a
+				 * thread that still writes gains nothing) */
+				for (uint32_t left = g->geo.cmd_count, n; left > 0 && !wg->bad &&
+				     (n = chan_drain(wg, ch, pw, RTE_MIN(left, PL_BATCH_MAX))) > 0;
+				     left -= RTE_MIN(left, n))
+					work += n;
+		}
 		wake_flush(wg);
 	}
 	/* release: pairs with sync_workers' acquire load; no reference from

@@ -501,6 +501,34 @@ shim_waiter_drain(struct shim_waiter *w, void (*fn)(uint32_t, void *), void *arg
 	}
 }
 
+void
+shim_waiter_arm(struct shim_waiter *w)
+{
+	int cpu = sched_getcpu();
+
+	__atomic_store_n(&w->hdr->cpu, cpu < 0 ? 0u : (uint32_t)cpu + 1, __ATOMIC_RELAXED);
+	__atomic_store_n(&w->hdr->armed, 1, __ATOMIC_RELAXED);
+	/* seq_cst: pairs with the worker's fence between publishing a slot
+	 * change or a reply and reading armed (docs/preload.md "Readiness"). */
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+}
+
+long
+shim_spin_budget(long configured)
+{
+	int cpu;
+
+	if (configured != SHIM_POLL_AUTO)
+		return configured;
+	cpu = sched_getcpu();
+	if (cpu >= 0 && shim_proc.wake != NULL)
+		for (uint32_t k = 0; k < shim_proc.n_workers; k++)
+			if (__atomic_load_n(&shim_proc.wake[k].cpu, __ATOMIC_RELAXED) ==
+			    (uint32_t)cpu + 1)
+				return 0;
+	return SHIM_POLL_DEFAULT_US;
+}
+
 bool
 shim_waiter_dead(uint32_t id)
 {
@@ -749,7 +777,7 @@ shim_cmd_call(struct shim_thread *t, uint32_t k, struct dpsock_pl_cmd *c,
 	      struct dpsock_pl_reply *r)
 {
 	uint64_t start = shim_now_us();
-	long budget = shim_env.rx_poll_us;
+	long budget = shim_spin_budget(shim_env.rx_poll_us);
 	int e;
 
 	c->cookie = ++t->cookie;
@@ -767,13 +795,10 @@ shim_cmd_call(struct shim_thread *t, uint32_t k, struct dpsock_pl_cmd *c,
 			shim_cpu_relax();
 			continue;
 		}
-		__atomic_store_n(&t->w.hdr->armed, 1, __ATOMIC_RELAXED);
-		/* seq_cst: pairs with the worker's fence between pushing the
-		 * reply and reading armed. */
-		__atomic_thread_fence(__ATOMIC_SEQ_CST);
+		shim_waiter_arm(&t->w);
 		if (dpsock_spsc_cons_empty(&t->reply[k]))
 			shim_sleep(&t->w, NULL, 0, 100, NULL);
-		__atomic_store_n(&t->w.hdr->armed, 0, __ATOMIC_RELAXED);
+		shim_waiter_disarm(&t->w);
 		shim_waiter_drain(&t->w, NULL, NULL);
 	}
 }

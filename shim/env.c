@@ -44,8 +44,8 @@ shim_real_resolve(void)
 struct shim_env shim_env = {
 	.name = "dpsock",
 	.runtime_dir = "/run/dpsock",
-	.rx_poll_us = 50,
-	.select_poll_us = 50,
+	.rx_poll_us = SHIM_POLL_AUTO,
+	.select_poll_us = SHIM_POLL_AUTO,
 	.offload = 1,
 	.log_level = DPSOCK_LOG_NOTICE,
 	.log_fd = 2,

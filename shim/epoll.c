@@ -591,24 +591,19 @@ ep_collect(struct shim_ep *e, struct epoll_event *evs, int max, bool peek)
 	return c;
 }
 
-/* Remove our marker events from a kernel result; drain our eventfd. */
+/* Remove our marker events from a kernel result. The waiter's eventfd is
+ * edge-triggered in the set, so every write wakes a waiter once without
+ * being read (no read system call per wake-up; the counter would need
+ * 2^64 wake-ups to fill). */
 static int
 ep_strip(struct shim_ep *e, struct epoll_event *evs, int n)
 {
 	int o = 0;
 
-	for (int i = 0; i < n; i++) {
-		if ((evs[i].data.u64 & EP_MARKER_MASK) == EP_MARKER) {
-			uint64_t v;
-
-			if ((int)(uint32_t)evs[i].data.u64 == e->w.efd &&
-			    REAL(read)(e->w.efd, &v, sizeof(v)) < 0) {
-				/* already drained by another thread */
-			}
-			continue;
-		}
-		evs[o++] = evs[i];
-	}
+	for (int i = 0; i < n; i++)
+		if ((evs[i].data.u64 & EP_MARKER_MASK) != EP_MARKER)
+			evs[o++] = evs[i];
+	(void)e;
 	return o;
 }
 
@@ -629,43 +624,45 @@ mixed_epoll_wait(struct shim_ep *e, struct epoll_event *evs, int max, int timeou
 		 const sigset_t *mask)
 {
 	uint64_t start = shim_now_us();
-	long budget = shim_env.select_poll_us;
+	long budget = shim_spin_budget(shim_env.select_poll_us);
+	unsigned int sig0 = shim_sig_count(), pass = 0;
 
 	if (max <= 0)
 		return shim_fail(EINVAL);
-	for (;;) {
+	for (;; pass++) {
+		bool spin, ticks;
 		int c, k, left;
-		bool ticks;
 
 		c = collect_locked(e, evs, max, false);
-		if (c < max) {
+		left = shim_ms_left(timeout, start);
+		spin = left != 0 && (budget < 0 || shim_now_us() - start < (uint64_t)budget);
+		/* the kernel's descriptors: with ours (both are returned), when
+		 * the call returns now, and every 16th pass of a spin; a call
+		 * about to sleep finds them in the sleeping call itself */
+		if (c < max && (c > 0 || left == 0 || (spin && pass % 16 == 0))) {
 			k = REAL(epoll_wait)(e->epfd, evs + c, max - c, 0);
 			if (k < 0)
 				return c > 0 ? c : -1;
 			c += ep_strip(e, evs + c, k);
 		}
-		if (c > 0 || timeout == 0)
+		if (c > 0 || left == 0)
 			return c;
-		left = shim_ms_left(timeout, start);
-		if (left == 0)
-			return 0;
-		if (budget < 0 || shim_now_us() - start < (uint64_t)budget) {
+		if (shim_sig_count() != sig0)
+			return shim_fail(EINTR);   /* never restarted (signal(7)) */
+		if (spin) {
 			shim_cpu_relax();
 			continue;
 		}
 		pthread_mutex_lock(&e->lock);
 		ticks = ep_waiter(e) < 0;
 		if (!ticks) {
-			__atomic_store_n(&e->w.hdr->armed, 1, __ATOMIC_RELAXED);
-			/* seq_cst: pairs with the worker's fence between publishing
-			 * a slot change and reading armed. */
-			__atomic_thread_fence(__ATOMIC_SEQ_CST);
+			shim_waiter_arm(&e->w);
 			c = ep_collect(e, evs, max, true);
 			ticks = e->n_unwatched > 0 || shim_daemon_gone();
 		}
 		pthread_mutex_unlock(&e->lock);
 		if (c > 0) {
-			__atomic_store_n(&e->w.hdr->armed, 0, __ATOMIC_RELAXED);
+			shim_waiter_disarm(&e->w);
 			continue;
 		}
 		/* without a waiter, or with sockets nobody notifies us of, sleep
@@ -675,7 +672,7 @@ mixed_epoll_wait(struct shim_ep *e, struct epoll_event *evs, int max, int timeou
 		k = mask != NULL ? REAL(epoll_pwait)(e->epfd, evs, max, left, mask)
 				 : REAL(epoll_wait)(e->epfd, evs, max, left);
 		if (e->w.id >= 0 && e->w.hdr != NULL)
-			__atomic_store_n(&e->w.hdr->armed, 0, __ATOMIC_RELAXED);
+			shim_waiter_disarm(&e->w);
 		if (k < 0)
 			return -1;   /* EINTR and friends, as the kernel said */
 		k = ep_strip(e, evs, k);

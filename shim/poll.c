@@ -58,7 +58,8 @@ mixed_poll(struct pollfd *fds, nfds_t n, int timeout_ms, const sigset_t *mask)
 	nfds_t nk = 0, *map, mstack[64];
 	struct shim_thread *t = shim_thread_get();
 	uint64_t start = shim_now_us();
-	long budget = shim_env.select_poll_us;
+	long budget = shim_spin_budget(shim_env.select_poll_us);
+	unsigned int sig0 = shim_sig_count();
 	int ret = -1;
 
 	if (t == NULL)
@@ -100,6 +101,12 @@ mixed_poll(struct pollfd *fds, nfds_t n, int timeout_ms, const sigset_t *mask)
 			ret = 0;
 			break;
 		}
+		if (shim_sig_count() != sig0) {
+			/* a handler ran while we spun: poll and select are never
+			 * restarted (signal(7)) */
+			errno = EINTR;
+			goto out_err;
+		}
 		if (budget < 0 || shim_now_us() - start < (uint64_t)budget) {
 			shim_cpu_relax();
 			continue;
@@ -114,10 +121,7 @@ mixed_poll(struct pollfd *fds, nfds_t n, int timeout_ms, const sigset_t *mask)
 			if ((fds[i].events & POLLOUT) && !(fds[i].revents & POLLOUT))
 				shim_sock_want_tx(s);
 		}
-		__atomic_store_n(&t->w.hdr->armed, 1, __ATOMIC_RELAXED);
-		/* seq_cst: pairs with the worker's fence between publishing a
-		 * slot change and reading armed. */
-		__atomic_thread_fence(__ATOMIC_SEQ_CST);
+		shim_waiter_arm(&t->w);
 		c = poll_offloaded(fds, n);
 		if (c == 0 && !shim_daemon_gone()) {
 			int tmo = left;
@@ -126,7 +130,7 @@ mixed_poll(struct pollfd *fds, nfds_t n, int timeout_ms, const sigset_t *mask)
 				tmo = 1;
 			kc = shim_sleep(&t->w, k, nk, tmo, mask);
 		}
-		__atomic_store_n(&t->w.hdr->armed, 0, __ATOMIC_RELAXED);
+		shim_waiter_disarm(&t->w);
 		shim_waiter_drain(&t->w, NULL, NULL);
 		for (nfds_t i = 0; i < n; i++) {
 			struct shim_sock *s = fds[i].fd >= 0 ? shim_sock_get(fds[i].fd) : NULL;

@@ -185,7 +185,8 @@ shim_wait_sock(struct shim_sock *s, uint32_t want, int timeout_ms)
 {
 	struct shim_thread *t = shim_thread_get();
 	uint64_t start = shim_now_us();
-	long budget = shim_env.rx_poll_us;
+	long budget = shim_spin_budget(shim_env.rx_poll_us);
+	unsigned int sig0 = shim_sig_count();
 
 	if (t == NULL)
 		return -errno;
@@ -201,18 +202,21 @@ shim_wait_sock(struct shim_sock *s, uint32_t want, int timeout_ms)
 		el = shim_now_us() - start;
 		if (timeout_ms >= 0 && el >= (uint64_t)timeout_ms * 1000)
 			return 0;
+		if (shim_sig_count() != sig0) {
+			/* a handler ran while we spun: what the kernel's call
+			 * would do (restart only without a time-out) */
+			if (timeout_ms >= 0 || !shim_sig_restarts())
+				return -EINTR;
+			sig0 = shim_sig_count();
+		}
 		if (budget < 0 || el < (uint64_t)budget) {
 			shim_cpu_relax();
 			continue;
 		}
 		if (want & POLLOUT)
-			for (uint32_t i = 0; i < s->nslots; i++)
-				__atomic_store_n(&shim_sock_slot(s, i)->want_tx, 1, __ATOMIC_RELAXED);
+			shim_sock_want_tx(s);
 		watched = shim_sock_watch(s, t->w.id);
-		__atomic_store_n(&t->w.hdr->armed, 1, __ATOMIC_RELAXED);
-		/* seq_cst: pairs with the worker's fence between publishing a
-		 * change and reading armed (docs/preload.md "Readiness"). */
-		__atomic_thread_fence(__ATOMIC_SEQ_CST);
+		shim_waiter_arm(&t->w);
 		r = 0;
 		if (!(shim_sock_ready(s) & (want | POLLERR | POLLHUP))) {
 			tmo = watched ? 1000 : 1;
@@ -224,11 +228,14 @@ shim_wait_sock(struct shim_sock *s, uint32_t want, int timeout_ms)
 			}
 			r = shim_sleep(&t->w, NULL, 0, tmo, NULL);
 		}
-		__atomic_store_n(&t->w.hdr->armed, 0, __ATOMIC_RELAXED);
+		shim_waiter_disarm(&t->w);
 		shim_waiter_drain(&t->w, NULL, NULL);
 		shim_sock_unwatch(s, t->w.id);
-		if (r == -EINTR)
-			return -EINTR;
+		if (r == -EINTR) {
+			if (timeout_ms >= 0 || !shim_sig_restarts())
+				return -EINTR;
+			sig0 = shim_sig_count();
+		}
 	}
 }
 

@@ -15,6 +15,7 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -97,7 +98,8 @@ struct shim_env {
 	char runtime_dir[256];    /* DPSOCK_RUNTIME_DIR */
 	char app_id[64];          /* DPSOCK_APPLICATION_ID */
 	char prog[64];            /* program name at start (before setproctitle) */
-	long rx_poll_us;          /* DPSOCK_RX_POLL: -1 = spin forever */
+	long rx_poll_us;          /* DPSOCK_RX_POLL: -1 = spin forever;
+				   * SHIM_POLL_AUTO when unset */
 	long select_poll_us;      /* DPSOCK_SELECT_POLL */
 	int offload;              /* DPSOCK_OFFLOAD */
 	int log_level;            /* DPSOCK_LOG_LEVEL */
@@ -199,6 +201,24 @@ void shim_waiter_free(struct shim_waiter *w);
 /* Drain a waiter's wait rings: clears queued[] of each slot it names and
  * calls fn(slot, arg) for each (fn may be NULL). */
 void shim_waiter_drain(struct shim_waiter *w, void (*fn)(uint32_t, void *), void *arg);
+/* Arm w before a sleep: say which CPU this thread sleeps on, armed = 1,
+ * and a seq_cst fence that pairs with the worker's fence between publishing
+ * a change and reading armed: after it, either the caller's last look sees
+ * the change, or the worker sees armed and writes the eventfd. */
+void shim_waiter_arm(struct shim_waiter *w);
+static inline void
+shim_waiter_disarm(struct shim_waiter *w)
+{
+	__atomic_store_n(&w->hdr->armed, 0, __ATOMIC_RELAXED);
+}
+/* How long a wait may spin before it arms and sleeps, in µs (-1 = spin
+ * forever): the DPSOCK_RX_POLL / DPSOCK_SELECT_POLL value when set; else
+ * SHIM_POLL_DEFAULT_US, or none when this thread runs on the CPU of a
+ * worker (spinning there would take the CPU from the worker that is to wake
+ * it). */
+#define SHIM_POLL_AUTO (-2L)
+#define SHIM_POLL_DEFAULT_US 50L
+long shim_spin_budget(long configured);
 /* true when waiter id's owning process is gone (its watch entries may be
  * taken back). */
 bool shim_waiter_dead(uint32_t id);
@@ -499,6 +519,13 @@ bool shim_udp_first_send(struct shim_sock *s, const struct sockaddr *to, socklen
 void shim_epoll_fd_closed(int fd, struct shim_sock *s);
 void shim_epoll_close(int epfd);
 bool shim_epoll_is(int epfd);
+
+/* ---- signals (signal.c) --------------------------------------------------------- */
+
+/* Signal handlers this thread ran so far (a wait that sees it move was
+ * interrupted), and whether the last one had SA_RESTART. */
+unsigned int shim_sig_count(void);
+bool shim_sig_restarts(void);
 
 /* ---- fork (fork.c) ------------------------------------------------------------ */
 
