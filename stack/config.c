@@ -148,7 +148,7 @@ static const struct conf_key conf_main_keys[] = {
 	       "sockets per worker per group (a listener takes one on every worker)"),
 	K_UINT(DC, "preload.rx_fifo_kb", pl_rx_fifo_kb, 128, 4, 65536, CONF_F_POW2,
 	       "receive FIFO of each preloaded socket (KiB)"),
-	K_UINT(DC, "preload.tx_fifo_kb", pl_tx_fifo_kb, 128, 4, 65536, CONF_F_POW2,
+	K_UINT(DC, "preload.tx_fifo_kb", pl_tx_fifo_kb, 1024, 4, 65536, CONF_F_POW2,
 	       "send FIFO of each preloaded socket (KiB)"),
 	K_UINT(DC, "preload.poll_batch", pl_poll_batch, 32, 1, 1024, 0,
 	       "commands a worker takes from one client ring per loop iteration"),

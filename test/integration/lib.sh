@@ -359,7 +359,7 @@ dpsockd_eal_args() {
 	local name=$1
 	# shellcheck disable=SC2046
 	echo -l "${DPSOCK_TEST_LCORES:-0-1}" --no-pci --file-prefix "$name" \
-		"--vdev=net_af_packet0,iface=$TOPO_IF_A,qpairs=${DPSOCK_TEST_QPAIRS:-2}" \
+		"--vdev=net_af_packet0,iface=$TOPO_IF_A,qpairs=${DPSOCK_TEST_QPAIRS:-2},framecnt=${DPSOCK_TEST_FRAMECNT:-4096}" \
 		$(eal_mem_args)
 }
 
