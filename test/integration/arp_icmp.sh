@@ -25,8 +25,13 @@ nw=$(stat_get "$name" daemon.0.workers)
 [ "$nw" = 2 ] || fail "expected 2 workers, dpsock-stat shows $nw"
 
 # 1. 1000 pings, none lost.
-out=$(in_b ping -q -c 1000 -i 0.002 -W 2 "$TOPO_ADDR_A") || fail "ping failed: $out"
-echo "$out" | grep -q ' 1000 received' || fail "pings lost: $out"
+# what the stack saw, for a failure: echo requests, ARP drops, port drops
+counters() {
+	"$DPSOCK_STAT" -n "$name" 2>/dev/null | grep -E 'icmp_echo|etharp|rx_missed|rx_nombuf|tx_drop|tx_errors|steer' |
+		grep -v ' 0$' | tr '\n' ' '
+}
+out=$(in_b ping -q -c 1000 -i 0.002 -W 2 "$TOPO_ADDR_A") || fail "ping failed: $out; $(counters)"
+echo "$out" | grep -q ' 1000 received' || fail "pings lost: $out; $(counters)"
 ok "1000 pings, 1000 answered"
 
 # 2. B's ARP entry for dpsockd's address is the port's MAC.
