@@ -20,8 +20,9 @@
 #
 # Sampled every 30 s: dpsockd's RSS, each port's free mbufs, each worker's
 # lwIP memory, open TCP connections and attached clients. At the end:
-#   - every pool back to its start level once the load stopped (mbufs,
-#     lwIP bytes and objects, connections, sockets);
+#   - every pool back to its level before any server started, once the
+#     servers stopped (mbufs, lwIP bytes and objects, connections), and no
+#     client left attached;
 #   - dpsockd's RSS after the warm-up (--warmup minutes, default 3) does
 #     not grow (last sample within 2 % or 4 MiB of the first after it);
 #   - no client error but the killed curl's: wrk socket errors and non-2xx,
@@ -70,6 +71,26 @@ ERRS=$TEST_TMP/errors.txt
 : >"$ERRS"
 err() { echo "$(date +%T) $*" >>"$ERRS"; note "client error: $*"; }
 
+# ---- samples ----------------------------------------------------------------
+sample() {
+	local t rss stats mb lb lo tc cl
+	t=$(( $(date +%s) - start ))
+	rss=$(awk '/^VmRSS:/ { print $2 }' "/proc/$DPID/status" 2>/dev/null)
+	stats=$("$DPSOCK_STAT" -n "$name" 2>/dev/null)
+	sum() { awk -v re="$1" '$1 ~ re { s += $2 } END { printf "%.0f", s }' <<<"$stats"; }
+	mb=$(sum '^port\.[0-9]+\.mbufs_free$')
+	lb=$(sum '^worker\.[0-9]+\.lwip_mem_bytes$')
+	lo=$(sum '^worker\.[0-9]+\.lwip_mem_objs$')
+	tc=$(sum '^worker\.[0-9]+\.tcp_conns$')
+	cl=$("$DPSOCK_STAT" -n "$name" -v clients -j 2>/dev/null |
+		python3 -c 'import json, sys; print(len(json.load(sys.stdin)["clients"]))' 2>/dev/null)
+	printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$t" "${rss:-0}" "$mb" "$lb" "$lo" "$tc" "${cl:-0}" >>"$SAMPLES"
+}
+start=$(date +%s)
+: >"$SAMPLES"
+sample
+BASE=$(tail -n 1 "$SAMPLES")   # before any server: no pcb, no client
+
 # ---- the servers under the shim -------------------------------------------
 pfx=$TEST_TMP/nginx
 mkdir -p "$pfx/www" "$pfx/logs" "$pfx/tmp"
@@ -103,24 +124,6 @@ head -c $((64 * 1024 * 1024)) /dev/urandom >"$TEST_TMP/www/64m.bin"
 peer_start httpd python3 -m http.server --bind "$B" --directory "$TEST_TMP/www" 8000
 wait_tcp_port "$TOPO_NS_B" "$B" 8000 20
 
-# ---- samples ----------------------------------------------------------------
-sample() {
-	local t rss stats mb lb lo tc cl
-	t=$(( $(date +%s) - start ))
-	rss=$(awk '/^VmRSS:/ { print $2 }' "/proc/$DPID/status" 2>/dev/null)
-	stats=$("$DPSOCK_STAT" -n "$name" 2>/dev/null)
-	sum() { awk -v re="$1" '$1 ~ re { s += $2 } END { printf "%.0f", s }' <<<"$stats"; }
-	mb=$(sum '^port\.[0-9]+\.mbufs_free$')
-	lb=$(sum '^worker\.[0-9]+\.lwip_mem_bytes$')
-	lo=$(sum '^worker\.[0-9]+\.lwip_mem_objs$')
-	tc=$(sum '^worker\.[0-9]+\.tcp_conns$')
-	cl=$(sum '^daemon\.[0-9]+\.clients$')
-	printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$t" "${rss:-0}" "$mb" "$lb" "$lo" "$tc" "$cl" >>"$SAMPLES"
-}
-start=$(date +%s)
-: >"$SAMPLES"
-sample
-BASE=$(tail -n 1 "$SAMPLES")
 
 # dpsock-stat polling, the whole run
 ( while [ "$(date +%s)" -lt "$end" ]; do "$DPSOCK_STAT" -n "$name" -i 1 -c 5 >/dev/null 2>&1 ||
@@ -221,6 +224,8 @@ check('lwIP memory back to the start level',
       '%d B / %d objects at the start, %d B / %d objects at the end' %
       (b['lwip_bytes'], b['lwip_objs'], f['lwip_bytes'], f['lwip_objs']))
 check('no connection left', f['tcp_conns'] == 0, '%d TCP connections at the end' % f['tcp_conns'])
+check('no client left attached', f['clients'] == 0,
+      '%d attached at the end (the killed ones and the stopped servers detached)' % f['clients'])
 if len(after) >= 2:
     r0, r1 = after[0]['rss_kb'], after[-1]['rss_kb']
     grow = r1 - r0
