@@ -43,7 +43,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define DPSOCK_PL_VERSION 2
+/* 2: the wake page and the waiter header say which CPU a worker and a
+ *    sleeping thread run on (co-located waits neither spin nor delay).
+ * 3: TCP_INFO (DPSOCK_PL_OP_TCP_INFO, the slot's tcpi block: slot header
+ *    448 bytes), TCP_CONGESTION through DPSOCK_PL_OP_SETOPT, the segment's
+ *    tcp_congestion. */
+#define DPSOCK_PL_VERSION 3
 
 /* ======================================================================== */
 /* Control socket (SOCK_SEQPACKET, one message = one struct)                */
@@ -98,10 +103,14 @@ static_assert(sizeof(struct dpsock_pl_msg) == 128, "control message size");
 
 /* One cache line per worker. A client that posted a command reads
  * `sleeping` after a seq_cst fence and, if set, writes the worker's eventfd
- * (the handshake of dpsock_worker_idle / dpsock_worker_wake). */
+ * (the handshake of dpsock_worker_idle / dpsock_worker_wake). `cpu` is the
+ * CPU the worker runs on, plus one (0: unknown): a thread on that CPU does
+ * not spin while it waits, since its spinning would take the CPU from the
+ * worker that is to wake it. */
 struct dpsock_pl_wake {
 	uint32_t sleeping;
-	uint32_t pad[15];
+	uint32_t cpu;
+	uint32_t pad[14];
 };
 static_assert(sizeof(struct dpsock_pl_wake) == 64, "wake line");
 
@@ -321,7 +330,12 @@ struct dpsock_pl_waiter {
 	 * the process owning the waiter, so that another process of the group
 	 * can take back the watch[] entries of a waiter whose process died. */
 	uint32_t owner_pid;
-	uint32_t pad[13];
+	/* shim-written before armed: the CPU the waiting thread sleeps on,
+	 * plus one (0: unknown). A worker that wakes a waiter on its own CPU
+	 * yields at once, so the woken thread runs now rather than after the
+	 * worker's idle polling. */
+	uint32_t cpu;
+	uint32_t pad[12];
 };
 #define DPSOCK_PL_WAITER_HDR 128u
 static_assert(sizeof(struct dpsock_pl_waiter) <= DPSOCK_PL_WAITER_HDR, "waiter header");

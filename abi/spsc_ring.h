@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * spsc_ring.h — the hand-off between app threads and dpsockd workers
- * (DESIGN.md decision 4): a lock-free single-producer / single-consumer ring
+ * (docs/design.md, decision 4): a lock-free single-producer / single-consumer ring
  * of fixed-size elements (commands, events) and a byte FIFO (socket data),
  * both living in shared memory.
  *

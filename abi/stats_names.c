@@ -108,14 +108,15 @@ dpsock_sock_format_header(char *buf, size_t len)
 		 "Peer Address:Port", "State", "W", "Owner", "RX", "TX", "RTT", "CWND", "Retrans");
 }
 
-static void
-fmt_addr(char *buf, size_t len, uint32_t addr, uint16_t port)
+char *
+dpsock_fmt_addr(char *buf, size_t len, uint32_t addr, uint16_t port)
 {
 	char a[INET_ADDRSTRLEN];
 	struct in_addr in = { .s_addr = addr };
 
 	inet_ntop(AF_INET, &in, a, sizeof(a));
 	snprintf(buf, len, "%s:%u", addr ? a : "*", port);
+	return buf;
 }
 
 void
@@ -127,11 +128,11 @@ dpsock_sock_format(const struct dpsock_sock_stats *e, const char *owner, char *b
 
 	snprintf(rq, sizeof(rq), "%llu", (unsigned long long)(e->rx_held + e->rx_refused));
 	snprintf(sq, sizeof(sq), "%llu", (unsigned long long)e->tx_queue);
-	fmt_addr(local, sizeof(local), e->laddr, e->lport);
+	dpsock_fmt_addr(local, sizeof(local), e->laddr, e->lport);
 	if (e->raddr == 0 && e->rport == 0)
 		snprintf(peer, sizeof(peer), "*:*");
 	else
-		fmt_addr(peer, sizeof(peer), e->raddr, e->rport);
+		dpsock_fmt_addr(peer, sizeof(peer), e->raddr, e->rport);
 	snprintf(w, sizeof(w), "%u", e->worker);
 	dpsock_fmt_bytes(rx, sizeof(rx), (double)e->rx_bytes);
 	dpsock_fmt_bytes(tx, sizeof(tx), (double)e->tx_bytes);

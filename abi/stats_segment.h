@@ -96,6 +96,7 @@
 	X(sleep_us, "microseconds spent asleep")                               \
 	X(wakeups, "wake-ups received on the worker's eventfd")                \
 	X(wakeups_sent, "eventfd writes this worker made to wake a sleeping one") \
+	X(idle_yields, "idle passes that gave the CPU to another thread wanting it") \
 	X(busy_us, "microseconds spent in iterations that found work")        \
 	X(rx_bursts, "non-empty RX bursts")                                    \
 	X(rx_burst_1, "RX bursts of 1 packet")                                 \
@@ -160,6 +161,7 @@
 	X(pl_rejected, "preload: commands refused (bad op, slot, generation or argument)") \
 	X(pl_clients_dropped, "preload: client groups dropped for breaking the protocol") \
 	X(pl_wakeups, "preload: eventfd writes that woke a client thread")     \
+	X(pl_yields, "preload: CPU yielded to a woken client thread on the worker's CPU") \
 	X(pl_replies_lost, "preload: replies dropped, the client's reply ring was full") \
 	X(pl_rx_dropped, "preload: UDP datagrams dropped, the socket's rx FIFO was full") \
 	X(pl_accept_refused, "preload: connections reset, no slot or the accept FIFO full") \
@@ -370,6 +372,8 @@ void dpsock_stats_zero_block(void *blk, const struct dpsock_stat_desc *desc, uns
 /* Human units: "1.5 KiB", "12 B"; "3.2 ms", "870 us". Return buf. */
 char *dpsock_fmt_bytes(char *buf, size_t len, double bytes);
 char *dpsock_fmt_usec(char *buf, size_t len, double us);
+/* "a.b.c.d:port" (addr network order, port host order); "*" for 0.0.0.0. */
+char *dpsock_fmt_addr(char *buf, size_t len, uint32_t addr, uint16_t port);
 
 /*
  * The socket view's line for one entry (the wording DPSOCK_STATS_FILE uses

@@ -6,6 +6,7 @@
  *
  *   dpsock-loadgen [EAL options] -- -f dpsock.conf -d IP [-p PORT] [-c CONNS]
  *                  [-m rr|churn|bulk] [-s BYTES] [-n COUNT] [-t SECONDS] [--verify]
+ *                  [--proto echo|sockperf|http] [--path PATH]
  *
  * Modes:
  *   rr     each connection sends a request of -s bytes and waits for the
@@ -16,11 +17,25 @@
  *   bulk   send as fast as the window allows (to a sink); what comes back
  *          is counted and dropped. Bytes count when dpsock_send takes them.
  *
+ * What a request and its reply are (rr, churn), --proto:
+ *   echo      -s bytes of a pattern; the reply is the same bytes (default)
+ *   sockperf  a sockperf ping-pong message of -s bytes (its 14-byte header:
+ *             sequence, flags client|pong-request, length; then the
+ *             pattern), as `sockperf ping-pong` sends; the reply is a
+ *             message of the same length (a sockperf server's pong)
+ *   http      GET --path (default /) HTTP/1.1 with keep-alive; the reply is
+ *             one response: its headers, then Content-Length bytes of body
+ *             (status 200 wanted)
+ * so that the same client drives dpsock-echo, a kernel echo program, an
+ * unmodified sockperf server or nginx.
+ *
  * -n bounds the work of each connection (rr: transactions, churn:
  * connections, bulk: bytes), -t the whole run. Each worker stops when its
  * time is up or its connections are done, closing what is open; the last
- * worker to stop calls dpsock_stop(). Workers poll without sleeping while
- * they run, so that latencies are not stretched by idle sleeps.
+ * worker to stop calls dpsock_stop(). Between replies a worker is idle: it
+ * polls for worker.idle_poll_us (yielding the CPU to another thread that
+ * wants it), then sleeps; benchmarks set idle_poll_us above the run time so
+ * that no measurement is stretched by a sleep.
  *
  * Each worker first opens a single connection and the others once that one
  * is established (or after a second): the first SYN then resolves the
@@ -29,7 +44,9 @@
  * Output (stdout, one line each, key=value):
  *   loadgen: worker K lcore=L conns=.. connected=.. transactions=.. errors=.. ...
  *   loadgen: total mode=.. workers=.. conns=.. connected=.. transactions=.. errors=..
- *            ... elapsed_s=.. rate=../s ... p50_us=.. p99_us=.. p999_us=.. max_us=..
+ *            ... elapsed_s=.. active_s=.. rate=../s ... p50_us=.. p99_us=.. p999_us=..
+ *            max_us=..   (rate: per second of active_s, the time since the
+ *            first connection was established; churn: of elapsed_s)
  * Exit status: 0 when there were no errors and some work was done
  * (transactions, or bytes in bulk mode), else 1 (or dpsock_run's status).
  */
@@ -51,7 +68,7 @@
 #include "dpsock/dpsock.h"
 
 #include "app_common.h"
-#include "latency_hist.h"
+#include "load_common.h"
 
 #define LG_DEFAULT_PORT 11111
 #define LG_DEFAULT_SIZE 64
@@ -71,6 +88,25 @@ enum lg_mode {
 	MODE_BULK,
 };
 
+enum lg_proto {
+	PROTO_ECHO,
+	PROTO_SOCKPERF,
+	PROTO_HTTP,
+};
+
+static const char *const proto_names[] = {
+	[PROTO_ECHO] = "echo",
+	[PROTO_SOCKPERF] = "sockperf",
+	[PROTO_HTTP] = "http",
+};
+
+/* sockperf's message header, as it puts it on the wire (network order,
+ * packed to 14 bytes): sequence, flags, length of the whole message. */
+#define SP_HDR_LEN 14u
+#define SP_FLAG_CLIENT 1u
+#define SP_FLAG_PONG 2u
+#define LG_HTTP_HDR_MAX 2048u  /* response header bytes kept while parsing */
+
 static const char *const mode_names[] = {
 	[MODE_RR] = "rr",
 	[MODE_CHURN] = "churn",
@@ -88,6 +124,9 @@ struct lg_cfg {
 	bool verify;
 	uint8_t *pat;	 /* request pattern, pat_len bytes */
 	size_t pat_len;
+	enum lg_proto proto;
+	char *http_req; /* http: the request, http_len bytes */
+	size_t http_len;
 };
 
 /* Per-worker counters: one table for the struct, the sums and the printer.
@@ -102,7 +141,8 @@ struct lg_cfg {
 	X(err_reset)	/* an open connection was reset or timed out */                  \
 	X(err_eof)	/* the server closed while a request was due */                  \
 	X(err_send)	/* dpsock_send failed */                                         \
-	X(err_verify)	/* reply bytes differ from the request, or too many */           \
+	X(err_verify)	/* reply bytes differ from the request, or too many; an HTTP    \
+			 * status other than 200 or a response it cannot parse */        \
 	X(err_steer)	/* a callback ran off the socket's creating worker */
 
 #define LG_ERRORS(X) X(err_connect) X(err_refused) X(err_reset) X(err_eof) X(err_send) \
@@ -134,6 +174,11 @@ struct lg_conn {
 	size_t sent;	 /* request bytes sent */
 	size_t rcvd;	 /* reply bytes received */
 	size_t shift;	 /* the request is pat[shift .. shift + size) */
+	const uint8_t *req; /* the current request, req_len bytes */
+	size_t req_len;
+	size_t reply_len; /* bytes the reply has (http: known once its headers are) */
+	uint8_t *buf;	 /* sockperf: the request; http: the response's headers */
+	size_t hdr_len;	 /* http: header bytes kept in buf */
 };
 
 struct lg_worker {
@@ -152,6 +197,7 @@ struct lg_worker {
 	bool finished;
 	uint64_t hz;
 	uint64_t start_tsc, deadline_tsc, gate_tsc, retry_tsc, end_tsc;
+	uint64_t up_tsc;      /* the first connection established (rr, bulk rates) */
 	struct lg_stats st;
 	uint64_t lat_n, lat_sum, lat_max; /* tsc cycles */
 	uint64_t hist[LG_HIST_BUCKETS];
@@ -228,8 +274,9 @@ send_pump(struct lg_conn *c)
 {
 	const struct lg_cfg *cfg = c->w->cfg;
 
-	while (c->sent < cfg->size) {
-		ssize_t r = dpsock_send(c->s, cfg->pat + c->shift + c->sent, cfg->size - c->sent, 0);
+	(void)cfg;
+	while (c->sent < c->req_len) {
+		ssize_t r = dpsock_send(c->s, c->req + c->sent, c->req_len - c->sent, 0);
 
 		if (r == -EAGAIN || r == 0)
 			break;
@@ -241,12 +288,44 @@ send_pump(struct lg_conn *c)
 	return 0;
 }
 
+/* Store v big-endian in n bytes at p. */
+static void
+put_be(uint8_t *p, uint64_t v, unsigned int n)
+{
+	while (n-- > 0) {
+		p[n] = (uint8_t)v;
+		v >>= 8;
+	}
+}
+
 static int
 start_request(struct lg_conn *c)
 {
+	const struct lg_cfg *cfg = c->w->cfg;
+
 	c->shift = (size_t)((c->done * 257 + c->idx * 31) % LG_SHIFTS);
 	c->sent = 0;
 	c->rcvd = 0;
+	c->hdr_len = 0;
+	switch (cfg->proto) {
+	case PROTO_ECHO:
+		c->req = cfg->pat + c->shift;
+		c->req_len = c->reply_len = cfg->size;
+		break;
+	case PROTO_SOCKPERF:
+		memcpy(c->buf, cfg->pat + c->shift, cfg->size);
+		put_be(c->buf, c->done + 1, 8);
+		put_be(c->buf + 8, SP_FLAG_CLIENT | SP_FLAG_PONG, 2);
+		put_be(c->buf + 10, cfg->size, 4);
+		c->req = c->buf;
+		c->req_len = c->reply_len = cfg->size;
+		break;
+	case PROTO_HTTP:
+		c->req = (const uint8_t *)cfg->http_req;
+		c->req_len = cfg->http_len;
+		c->reply_len = SIZE_MAX; /* until the headers say */
+		break;
+	}
 	if (c->w->cfg->mode == MODE_RR)
 		c->t0 = rte_rdtsc(); /* churn: timed from the connect */
 	return send_pump(c);
@@ -298,6 +377,82 @@ verify(struct lg_conn *c, const struct dpsock_rx *rx, size_t n)
 	return true;
 }
 
+/* sockperf: the pong carries the request's length (its header, after the
+ * sequence and the flags; the server may change the flags). */
+static bool
+sockperf_verify(struct lg_conn *c, const struct dpsock_rx *rx, size_t n)
+{
+	struct lg_worker *w = c->w;
+	uint8_t hdr[SP_HDR_LEN];
+	size_t off = 0;
+
+	while (off < n && c->rcvd + off < SP_HDR_LEN) {
+		const uint8_t *p;
+		size_t k = app_rx_piece(rx, off, &p, w->bounce, LG_BOUNCE);
+
+		if (k == 0)
+			return false;
+		for (size_t i = 0; i < k && c->rcvd + off + i < SP_HDR_LEN; i++)
+			c->buf[c->w->cfg->size + c->rcvd + off + i] = p[i];
+		off += k;
+	}
+	if (c->rcvd + n < SP_HDR_LEN)
+		return true;
+	memcpy(hdr, c->buf + c->w->cfg->size, SP_HDR_LEN);
+	return ((uint32_t)hdr[10] << 24 | (uint32_t)hdr[11] << 16 | (uint32_t)hdr[12] << 8 |
+		hdr[13]) == c->w->cfg->size;
+}
+
+/*
+ * http: the response's headers are kept (at most LG_HTTP_HDR_MAX bytes)
+ * until their blank line; then the status must be 200 and Content-Length
+ * gives the reply's length. Returns false on a response it cannot use.
+ */
+static bool
+http_reply(struct lg_conn *c, const struct dpsock_rx *rx, size_t n)
+{
+	struct lg_worker *w = c->w;
+	size_t off = 0;
+
+	if (c->reply_len != SIZE_MAX)
+		return c->rcvd + n <= c->reply_len;
+	while (off < n) {
+		const uint8_t *p;
+		size_t k = app_rx_piece(rx, off, &p, w->bounce, LG_BOUNCE), take;
+		const char *end, *cl;
+		unsigned long long len;
+		char *e;
+
+		if (k == 0)
+			return false;
+		take = k < LG_HTTP_HDR_MAX - 1 - c->hdr_len ? k : LG_HTTP_HDR_MAX - 1 - c->hdr_len;
+		memcpy(c->buf + c->hdr_len, p, take);
+		c->hdr_len += take;
+		c->buf[c->hdr_len] = '\0';
+		off += k;
+		end = strstr((const char *)c->buf, "\r\n\r\n");
+		if (end == NULL) {
+			if (c->hdr_len >= LG_HTTP_HDR_MAX - 1)
+				return false; /* headers too long */
+			continue;
+		}
+		if (strncmp((const char *)c->buf, "HTTP/1.1 200", 12) != 0 &&
+		    strncmp((const char *)c->buf, "HTTP/1.0 200", 12) != 0)
+			return false;
+		cl = strcasestr((const char *)c->buf, "\r\ncontent-length:");
+		if (cl == NULL || cl > end)
+			return false;
+		len = strtoull(cl + 17, &e, 10);
+		if (e == cl + 17)
+			return false;
+		/* the whole reply: headers, blank line, body; what came before
+		 * this piece is in rcvd */
+		c->reply_len = (size_t)(end + 4 - (const char *)c->buf) + (size_t)len;
+		return c->rcvd + n <= c->reply_len;
+	}
+	return true;
+}
+
 static void
 check_worker(struct lg_conn *c, struct dpsock_sock *s)
 {
@@ -324,6 +479,8 @@ on_connected(struct dpsock_sock *s, int err)
 		return;
 	}
 	w->st.connected++;
+	if (w->up_tsc == 0)
+		w->up_tsc = rte_rdtsc();
 	w->gate = false;
 	c->state = ST_OPEN;
 	dpsock_set_nodelay(s, true);
@@ -346,13 +503,16 @@ on_readable(struct dpsock_sock *s, struct dpsock_rx *rx)
 	w->st.bytes_rx += n;
 	if (cfg->mode == MODE_BULK || c->state != ST_OPEN)
 		return; /* a sink has nothing to say: dropped */
-	if (c->rcvd + n > c->sent || (cfg->verify && !verify(c, rx, n))) {
+	if (cfg->proto == PROTO_HTTP ? !http_reply(c, rx, n) :
+	    (c->rcvd + n > c->sent ||
+	     (cfg->verify && !(cfg->proto == PROTO_ECHO ? verify(c, rx, n) :
+			       sockperf_verify(c, rx, n))))) {
 		w->st.err_verify++;
 		slot_fail(c);
 		return;
 	}
 	c->rcvd += n;
-	if (c->rcvd < cfg->size)
+	if (c->rcvd < c->reply_len)
 		return;
 	/* transaction complete */
 	hist_add(w, rte_rdtsc() - c->t0);
@@ -492,7 +652,11 @@ lg_worker_poll(struct dpsock_worker *dw, void *arg)
 		w->connecting++;
 		opened++;
 	}
-	return 1; /* never idle while running: no sleeps in the measurements */
+	/* what this pass did; waiting for replies is idle time, which the
+	 * worker spends polling (and, when another thread wants this CPU,
+	 * yielding to it) for worker.idle_poll_us before it sleeps: the
+	 * benchmarks set that high enough never to sleep in a measurement */
+	return opened;
 }
 
 static int
@@ -528,6 +692,13 @@ lg_worker_init(struct dpsock_worker *dw, void *arg)
 		w->conns[i].idx = i;
 		w->conns[i].state = ST_IDLE;
 		w->idle[w->n_idle++] = share - 1 - i; /* slot 0 first */
+		if (cfg->proto != PROTO_ECHO) {
+			/* sockperf: request + the reply's header; http: headers */
+			w->conns[i].buf = malloc(cfg->proto == PROTO_SOCKPERF ?
+						 cfg->size + SP_HDR_LEN : LG_HTTP_HDR_MAX);
+			if (w->conns[i].buf == NULL)
+				return -ENOMEM;
+		}
 	}
 	w->active = share;
 	w->gate = true;
@@ -551,6 +722,8 @@ lg_worker_fini(struct dpsock_worker *dw, void *arg)
 		w->end_tsc = rte_rdtsc();
 		w->finished = true;
 	}
+	for (uint32_t i = 0; w->conns != NULL && i < w->n_conns; i++)
+		free(w->conns[i].buf);
 	free(w->conns);
 	free(w->idle);
 	w->conns = NULL;
@@ -576,7 +749,8 @@ errors_of(const struct lg_stats *st)
 /* "key=value ..." for counters, elapsed time, rates and latencies. */
 static void
 report(const char *head, const struct lg_stats *st, uint32_t conns, double elapsed,
-       const uint64_t *hist, uint64_t lat_n, uint64_t lat_sum, uint64_t lat_max, uint64_t hz)
+       double active, const uint64_t *hist, uint64_t lat_n, uint64_t lat_sum, uint64_t lat_max,
+       uint64_t hz)
 {
 	char line[2048];
 	size_t off = 0;
@@ -594,11 +768,11 @@ report(const char *head, const struct lg_stats *st, uint32_t conns, double elaps
 #define X(name) OUT(" " #name "=%" PRIu64, st->name);
 	LG_ERRORS(X)
 #undef X
-	OUT(" elapsed_s=%.3f", elapsed);
-	OUT(" rate=%.1f/s", elapsed > 0 ? (double)st->transactions / elapsed : 0.0);
+	OUT(" elapsed_s=%.3f active_s=%.3f", elapsed, active);
+	OUT(" rate=%.1f/s", active > 0 ? (double)st->transactions / active : 0.0);
 	OUT(" tx_mbit_s=%.1f rx_mbit_s=%.1f",
-	    elapsed > 0 ? (double)st->bytes_tx * 8 / elapsed / 1e6 : 0.0,
-	    elapsed > 0 ? (double)st->bytes_rx * 8 / elapsed / 1e6 : 0.0);
+	    active > 0 ? (double)st->bytes_tx * 8 / active / 1e6 : 0.0,
+	    active > 0 ? (double)st->bytes_rx * 8 / active / 1e6 : 0.0);
 	OUT(" mean_us=%.2f p50_us=%.2f p99_us=%.2f p999_us=%.2f max_us=%.2f",
 	    lat_n ? (double)lat_sum / (double)lat_n * us : 0.0,
 	    hist_pct_us(hist, lat_n, 0.50, lat_max, hz), hist_pct_us(hist, lat_n, 0.99, lat_max, hz),
@@ -632,6 +806,11 @@ usage(FILE *f, const char *prog)
 		"                         bytes (bulk, suffixes k/m/g); 0 = until the time is up\n"
 		"  -t, --time SECONDS     run time, 1..%u (default %u); also bounds -n runs\n"
 		"      --verify           check that every reply byte equals the request's\n"
+		"                         (sockperf: the reply's length field)\n"
+		"      --proto PROTO      echo      the reply is the request (default)\n"
+		"                         sockperf  sockperf ping-pong messages of -s bytes\n"
+		"                         http      GET --path, keep-alive; status 200 wanted\n"
+		"      --path PATH        the URL path for --proto http (default /)\n"
 		"  -h, --help             this text\n"
 		"\n"
 		"Exit status: 0 with no errors and some work done, 1 otherwise.\n"
@@ -642,6 +821,8 @@ usage(FILE *f, const char *prog)
 
 enum {
 	OPT_VERIFY = 256,
+	OPT_PROTO,
+	OPT_PATH,
 };
 
 static const struct option long_opts[] = {
@@ -653,24 +834,11 @@ static const struct option long_opts[] = {
 	{ "requests", required_argument, NULL, 'n' },
 	{ "time", required_argument, NULL, 't' },
 	{ "verify", no_argument, NULL, OPT_VERIFY },
+	{ "proto", required_argument, NULL, OPT_PROTO },
+	{ "path", required_argument, NULL, OPT_PATH },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
-
-/* Deterministic pseudo-random pattern (xorshift32). */
-static void
-fill_pattern(uint8_t *p, size_t n)
-{
-	uint32_t x = 0x9e3779b9u;
-	size_t i;
-
-	for (i = 0; i < n; i++) {
-		x ^= x << 13;
-		x ^= x >> 17;
-		x ^= x << 5;
-		p[i] = (uint8_t)x;
-	}
-}
 
 int
 main(int argc, char **argv)
@@ -689,10 +857,10 @@ main(int argc, char **argv)
 		.worker_fini = lg_worker_fini,
 	};
 	const char *prog = app_prog_name(argv[0]);
-	const char *dest = NULL;
+	const char *dest = NULL, *path = "/";
 	struct lg_stats total;
 	uint64_t hist[LG_HIST_BUCKETS], lat_n = 0, lat_sum = 0, lat_max = 0, hz = 0, errors;
-	double elapsed_max = 0;
+	double elapsed_max = 0, active_max = 0;
 	unsigned int i, b, n_workers = 0;
 	int argc2, opt, ret;
 	char **argv2;
@@ -736,6 +904,20 @@ main(int argc, char **argv)
 		case OPT_VERIFY:
 			cfg.verify = true;
 			break;
+		case OPT_PROTO:
+			for (i = 0; i < RTE_DIM(proto_names); i++)
+				if (strcmp(optarg, proto_names[i]) == 0)
+					break;
+			if (i == RTE_DIM(proto_names))
+				app_bad_usage(prog, "--proto: '%s' is not echo, sockperf or http",
+					      optarg);
+			cfg.proto = (enum lg_proto)i;
+			break;
+		case OPT_PATH:
+			if (optarg[0] != '/' || strpbrk(optarg, " \r\n") != NULL)
+				app_bad_usage(prog, "--path: '%s' is not a URL path", optarg);
+			path = optarg;
+			break;
 		default:
 			app_usage_exit(prog);
 		}
@@ -746,6 +928,20 @@ main(int argc, char **argv)
 		app_bad_usage(prog, "-d/--dest IP is required");
 	if (inet_pton(AF_INET, dest, &cfg.addr) != 1)
 		app_bad_usage(prog, "--dest: '%s' is not an IPv4 address", dest);
+	if (cfg.proto == PROTO_SOCKPERF && cfg.size < SP_HDR_LEN)
+		app_bad_usage(prog, "--proto sockperf: -s must be at least %u (its header)",
+			      SP_HDR_LEN);
+	if (cfg.proto == PROTO_HTTP && cfg.mode == MODE_BULK)
+		app_bad_usage(prog, "--proto http: rr or churn");
+	if (cfg.proto == PROTO_HTTP &&
+	    asprintf(&cfg.http_req, "GET %s HTTP/1.1\r\nHost: %s\r\nUser-Agent: dpsock-loadgen\r\n\r\n",
+		     path, dest) < 0) {
+		fprintf(stderr, "%s: out of memory\n", prog);
+		dpsock_fini();
+		return 1;
+	}
+	if (cfg.http_req != NULL)
+		cfg.http_len = strlen(cfg.http_req);
 	cfg.pat_len = (cfg.size > LG_BULK_CHUNK ? cfg.size : LG_BULK_CHUNK) + LG_SHIFTS;
 	cfg.pat = malloc(cfg.pat_len);
 	if (cfg.pat == NULL) {
@@ -761,7 +957,7 @@ main(int argc, char **argv)
 	memset(hist, 0, sizeof(hist));
 	for (i = 0; i < APP_MAX_WORKERS; i++) {
 		struct lg_worker *w = workers[i];
-		double elapsed;
+		double elapsed, active;
 		char head[64];
 
 		if (w == NULL)
@@ -770,11 +966,19 @@ main(int argc, char **argv)
 		hz = w->hz;
 		elapsed = w->hz && w->end_tsc > w->start_tsc ?
 				  (double)(w->end_tsc - w->start_tsc) / (double)w->hz : 0;
+		/* rates over the time connections were up (rr, bulk; churn: the
+		 * whole run, connecting is its work): the first connect waits for
+		 * ARP, which costs a second when the link came up late (memif) */
+		active = elapsed;
+		if (cfg.mode != MODE_CHURN && w->up_tsc != 0 && w->end_tsc > w->up_tsc)
+			active = (double)(w->end_tsc - w->up_tsc) / (double)w->hz;
 		if (elapsed > elapsed_max)
 			elapsed_max = elapsed;
+		if (active > active_max)
+			active_max = active;
 		snprintf(head, sizeof(head), "worker %u lcore=%u", i, w->lcore);
-		report(head, &w->st, w->share, elapsed, w->hist, w->lat_n, w->lat_sum, w->lat_max,
-		       w->hz);
+		report(head, &w->st, w->share, elapsed, active, w->hist, w->lat_n, w->lat_sum,
+		       w->lat_max, w->hz);
 #define X(name) total.name += w->st.name;
 		LG_COUNTERS(X)
 #undef X
@@ -794,7 +998,8 @@ main(int argc, char **argv)
 
 		snprintf(head, sizeof(head), "total mode=%s workers=%u", mode_names[cfg.mode],
 			 n_workers);
-		report(head, &total, cfg.conns, elapsed_max, hist, lat_n, lat_sum, lat_max, hz);
+		report(head, &total, cfg.conns, elapsed_max, active_max, hist, lat_n, lat_sum,
+		       lat_max, hz);
 	}
 	fflush(stdout);
 	free(cfg.pat);

@@ -42,17 +42,6 @@
 
 struct pl_ctl dpsock_pl_ctl = { .lfd = -1, .efd = -1, .wake_fd = -1 };
 
-const struct dpsock_app dpsock_preload_app = {
-	.name = "preload",
-	.worker_init = dpsock_pl_worker_init,
-	.worker_poll = dpsock_pl_worker_poll,
-	.worker_fini = dpsock_pl_worker_fini,
-	.worker_pending = dpsock_pl_worker_pending,
-	.main_start = dpsock_pl_main_start,
-	.main_stop = dpsock_pl_main_stop,
-	.main_fini = dpsock_pl_main_fini,
-};
-
 static uint64_t
 align_up(uint64_t v, uint64_t a)
 {
@@ -322,7 +311,7 @@ group_create(struct pl_ctl *c, char *why, size_t whylen)
 	__atomic_store_n(&c->groups[idx], g, __ATOMIC_RELEASE);
 	if (idx + 1 > c->groups_hi)
 		__atomic_store_n(&c->groups_hi, idx + 1, __ATOMIC_RELEASE);
-	DPSOCK_LOG(INFO, main, "preload: group %u created (segment %zu KiB)", idx,
+	DPSOCK_LOG(INFO, preload, "group %u created (segment %zu KiB)", idx,
 		   g->seg_size >> 10);
 	return (int)idx;
 fail:
@@ -363,7 +352,7 @@ group_destroy(struct pl_ctl *c, struct pl_group *g)
 		__atomic_store_n(&c->groups[g->idx], g, __ATOMIC_RELEASE);
 		return -ESHUTDOWN;
 	}
-	DPSOCK_LOG(INFO, main, "preload: group %u ended", g->idx);
+	DPSOCK_LOG(INFO, preload, "group %u ended", g->idx);
 	group_free(c, g);
 	return 0;
 }
@@ -449,7 +438,8 @@ static int
 send_msg(int fd, struct dpsock_pl_msg *m, const int *fds, unsigned int nfds)
 {
 	union {
-		char buf[CMSG_SPACE(sizeof(int) * DPSOCK_PL_MAX_FDS)];
+		char buf[CMSG_SPACE(sizeof(struct ucred)) +
+			 CMSG_SPACE(sizeof(int) * DPSOCK_PL_MAX_FDS)];
 		struct cmsghdr align;
 	} u;
 	struct iovec iov = { .iov_base = m, .iov_len = sizeof(*m) };
@@ -541,7 +531,7 @@ on_hello(struct pl_ctl *c, struct pl_conn *cn, const struct dpsock_pl_msg *m)
 	 * child that dropped privileges (nginx's workers run as "nobody")
 	 * already holds the group's sockets and memory, and gains nothing. */
 	if (m->token == 0 && !uid_allowed(c, cn->uid)) {
-		DPSOCK_LOG(NOTICE, main, "preload: pid %d (uid %u) refused: not in preload.allowed_uids",
+		DPSOCK_LOG(NOTICE, preload, "pid %d (uid %u) refused: not in preload.allowed_uids",
 			   (int)cn->pid, (unsigned int)cn->uid);
 		reply(cn, DPSOCK_PL_WELCOME, -EACCES, 0, "uid not in preload.allowed_uids");
 		return -EACCES;
@@ -554,7 +544,7 @@ on_hello(struct pl_ctl *c, struct pl_conn *cn, const struct dpsock_pl_msg *m)
 	if (m->token == 0) {
 		idx = group_create(c, why, sizeof(why));
 		if (idx < 0) {
-			DPSOCK_LOG(WARNING, main, "preload: pid %d (%s): no group: %s", (int)cn->pid,
+			DPSOCK_LOG(WARNING, preload, "pid %d (%s): no group: %s", (int)cn->pid,
 				   cn->name, why);
 			reply(cn, DPSOCK_PL_WELCOME, idx, 0, why);
 			return idx;
@@ -580,7 +570,7 @@ on_hello(struct pl_ctl *c, struct pl_conn *cn, const struct dpsock_pl_msg *m)
 	if (send_welcome(c, cn, g) != 0)
 		return -EPIPE;
 	client_stats_open(c, cn);
-	DPSOCK_LOG(INFO, main, "preload: pid %d (%s, uid %u) attached to group %u", (int)cn->pid,
+	DPSOCK_LOG(INFO, preload, "pid %d (%s, uid %u) attached to group %u", (int)cn->pid,
 		   cn->name, (unsigned int)cn->uid, g->idx);
 	return 0;
 }
@@ -701,7 +691,7 @@ on_channel_add(struct pl_ctl *c, struct pl_conn *cn, uint32_t waiter)
 		__atomic_store_n(&g->chan_hi, id + 1, __ATOMIC_RELEASE);
 	/* release: pairs with the workers' acquire load of chan_live; the
 	 * handles attached above are complete before a worker uses them */
-	__atomic_store_n(&g->chan_live[id], 1, __ATOMIC_RELEASE);
+	__atomic_store_n(&g->chan_live[id], PL_CHAN_LIVE, __ATOMIC_RELEASE);
 	cn->n_chans++;
 	return (int)id;
 }
@@ -719,8 +709,9 @@ on_del(struct pl_ctl *c, struct pl_conn *cn, bool channel, uint32_t id)
 	if (channel) {
 		if (id >= g->geo.max_channels || g->chan_owner[id] != me)
 			return -EINVAL;
-		/* release: pairs with the workers' acquire load (see sync_workers) */
-		__atomic_store_n(&g->chan_live[id], 0, __ATOMIC_RELEASE);
+		/* release: pairs with the workers' acquire load (see sync_workers);
+		 * they run what is left in its rings before they acknowledge */
+		__atomic_store_n(&g->chan_live[id], PL_CHAN_CLOSING, __ATOMIC_RELEASE);
 	} else {
 		if (id >= g->geo.max_waiters || g->waiter_owner[id] != me)
 			return -EINVAL;
@@ -729,6 +720,7 @@ on_del(struct pl_ctl *c, struct pl_conn *cn, bool channel, uint32_t id)
 	if (sync_workers(c) != 0)
 		return -ESHUTDOWN;
 	if (channel) {
+		__atomic_store_n(&g->chan_live[id], PL_CHAN_FREE, __ATOMIC_RELAXED);
 		g->chan_owner[id] = 0;
 		cn->n_chans--;
 	} else {
@@ -750,8 +742,10 @@ conn_free_objs(struct pl_ctl *c, struct pl_conn *cn, struct pl_group *g)
 
 	for (i = 0; i < g->geo.max_channels; i++)
 		if (g->chan_owner[i] == me)
-			/* release: pairs with the workers' acquire load (sync_workers) */
-			__atomic_store_n(&g->chan_live[i], 0, __ATOMIC_RELEASE);
+			/* release: pairs with the workers' acquire load (sync_workers);
+			 * they run what the process left in its rings (a send
+			 * just before _exit) before they acknowledge */
+			__atomic_store_n(&g->chan_live[i], PL_CHAN_CLOSING, __ATOMIC_RELEASE);
 	for (i = 0; i < g->geo.max_waiters; i++)
 		if (g->waiter_owner[i] == me)
 			/* release: as above */
@@ -759,8 +753,10 @@ conn_free_objs(struct pl_ctl *c, struct pl_conn *cn, struct pl_group *g)
 	if (sync_workers(c) != 0)
 		return -ESHUTDOWN;
 	for (i = 0; i < g->geo.max_channels; i++)
-		if (g->chan_owner[i] == me)
+		if (g->chan_owner[i] == me) {
+			__atomic_store_n(&g->chan_live[i], PL_CHAN_FREE, __ATOMIC_RELAXED);
 			g->chan_owner[i] = 0;
+		}
 	for (i = 0; i < g->geo.max_waiters; i++) {
 		if (g->waiter_owner[i] != me)
 			continue;
@@ -791,7 +787,7 @@ on_exec(struct pl_ctl *c, struct pl_conn *cn, const struct dpsock_pl_msg *m)
 	if (send_welcome(c, cn, g) != 0)
 		return -EPIPE;
 	client_stats_open(c, cn);
-	DPSOCK_LOG(INFO, main, "preload: pid %d exec()ed %s, stays in group %u", (int)cn->pid,
+	DPSOCK_LOG(INFO, preload, "pid %d exec()ed %s, stays in group %u", (int)cn->pid,
 		   cn->name, g->idx);
 	return 0;
 }
@@ -806,7 +802,7 @@ conn_close(struct pl_ctl *c, struct pl_conn *cn)
 	if (g != NULL) {
 		if (conn_free_objs(c, cn, g) == 0 && --g->n_procs == 0)
 			group_destroy(c, g);
-		DPSOCK_LOG(INFO, main, "preload: pid %d (%s) detached from group %d", (int)cn->pid,
+		DPSOCK_LOG(INFO, preload, "pid %d (%s) detached from group %d", (int)cn->pid,
 			   cn->name, cn->group);
 	}
 	client_stats_close(c, cn);
@@ -836,7 +832,7 @@ conn_accept(struct pl_ctl *c)
 		if (i >= c->n_conns || c->conns[i].fd < 0)
 			break;
 	if (i == PL_MAX_CONNS) {
-		DPSOCK_LOG(WARNING, main, "preload: pid %d refused: %u control connections",
+		DPSOCK_LOG(WARNING, preload, "pid %d refused: %u control connections",
 			   (int)cred.pid, PL_MAX_CONNS);
 		close(fd);
 		return;
@@ -872,6 +868,19 @@ conn_input(struct pl_ctl *c, struct pl_conn *cn)
 	if (n < 0)
 		return errno == EAGAIN || errno == EINTR;
 	for (cm = CMSG_FIRSTHDR(&mh); cm != NULL; cm = CMSG_NXTHDR(&mh, cm)) {
+		if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_CREDENTIALS &&
+		    cm->cmsg_len >= CMSG_LEN(sizeof(struct ucred))) {
+			struct ucred uc;
+
+			/* the kernel's word on who sent it (a process can
+			 * only claim its own pid and ids) */
+			memcpy(&uc, CMSG_DATA(cm), sizeof(uc));
+			if (uc.pid > 0) {
+				cn->pid = uc.pid;
+				cn->uid = uc.uid;
+			}
+			continue;
+		}
 		if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
 			continue;
 		for (i = 0; i < (int)((cm->cmsg_len - CMSG_LEN(0)) / sizeof(int)); i++) {
@@ -894,14 +903,14 @@ conn_input(struct pl_ctl *c, struct pl_conn *cn)
 		/* a shim from another dpsock version: say so to both */
 		snprintf(why, sizeof(why), "protocol version %u, dpsockd speaks %u",
 			 (unsigned int)m.version, DPSOCK_PL_VERSION);
-		DPSOCK_LOG(NOTICE, main, "preload: pid %d: %s: disconnected", (int)cn->pid, why);
+		DPSOCK_LOG(NOTICE, preload, "pid %d: %s: disconnected", (int)cn->pid, why);
 		reply(cn, DPSOCK_PL_WELCOME, -EPROTO, 0, why);
 		keep = false;
 		goto out;
 	}
 	if ((size_t)n != sizeof(m) || (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) ||
 	    m.magic != DPSOCK_PL_MAGIC) {
-		DPSOCK_LOG(NOTICE, main, "preload: pid %d: malformed control message (%zd bytes): "
+		DPSOCK_LOG(NOTICE, preload, "pid %d: malformed control message (%zd bytes): "
 			   "disconnected", (int)cn->pid, n);
 		keep = false;
 		goto out;
@@ -959,7 +968,7 @@ drop_bad_groups(struct pl_ctl *c)
 		if (g == NULL || !__atomic_load_n(&g->bad, __ATOMIC_ACQUIRE))
 			continue;
 		idx = (int)g->idx;
-		DPSOCK_LOG(WARNING, main, "preload: group %d broke the protocol (corrupt ring or "
+		DPSOCK_LOG(WARNING, preload, "group %d broke the protocol (corrupt ring or "
 			   "command): its processes are disconnected and its sockets reset", idx);
 		for (j = 0; j < c->n_conns && c->groups[i] == g; j++)
 			if (c->conns[j].fd >= 0 && c->conns[j].group == idx)
@@ -978,7 +987,7 @@ ctl_main(void *arg)
 
 	pfd = calloc(PL_MAX_CONNS + 2, sizeof(*pfd));
 	if (pfd == NULL) {
-		DPSOCK_LOG(ERR, main, "preload: control thread: out of memory");
+		DPSOCK_LOG(ERR, preload, "control thread: out of memory");
 		return NULL;
 	}
 	while (!quitting(c)) {
@@ -1027,7 +1036,7 @@ dpsock_pl_group_report_bad(struct pl_group *g)
 	/* release: pairs with the control thread's acquire load of bad */
 	__atomic_store_n(&g->bad, 1, __ATOMIC_RELEASE);
 	if (write(dpsock_pl_ctl.efd, &one, sizeof(one)) < 0 && errno != EAGAIN)
-		DPSOCK_LOG(ERR, worker, "preload: waking the control thread: %s", strerror(errno));
+		DPSOCK_LOG(ERR, preload, "waking the control thread: %s", strerror(errno));
 }
 
 /* ---------------------------------------------------------------------- */
@@ -1087,7 +1096,7 @@ listen_socket(struct pl_ctl *c)
 	ret = errno;
 	close(fd);
 	if (ret == ECONNREFUSED) {
-		DPSOCK_LOG(NOTICE, main, "preload: replacing the stale control socket %s", c->path);
+		DPSOCK_LOG(NOTICE, preload, "replacing the stale control socket %s", c->path);
 		unlink(c->path);
 	}
 	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
@@ -1100,8 +1109,13 @@ listen_socket(struct pl_ctl *c)
 		c->path[0] = '\0';
 		return ret;
 	}
-	/* allowed non-root users connect; SO_PEERCRED decides who attaches */
-	if (chmod(c->path, 0666) != 0 || listen(fd, 64) != 0) {
+	/* allowed non-root users connect; the credentials decide who
+	 * attaches. Every message carries its sender's (SCM_CREDENTIALS, from
+	 * the kernel): a forked child attaches over a connection its parent
+	 * opened for it, so the connector is not always the sender. Set on
+	 * the listener, so that accepted sockets have it from the start. */
+	if (setsockopt(fd, SOL_SOCKET, SO_PASSCRED, &(int){ 1 }, sizeof(int)) != 0 ||
+	    chmod(c->path, 0666) != 0 || listen(fd, 64) != 0) {
 		ret = -errno;
 		fprintf(stderr, "dpsockd: control socket %s: %s\n", c->path, strerror(errno));
 		close(fd);
@@ -1113,15 +1127,14 @@ listen_socket(struct pl_ctl *c)
 	return 0;
 }
 
-/* Shared state the workers read (wake page, group table, acks): made once,
- * by the first worker_init (serve.c), before any worker polls. */
-int dpsock_pl_shared_init(void);
-
+/* Before the workers start: the state they share with the control thread
+ * (wake page, group table, acknowledgements) and their own buffers. */
 int
-dpsock_pl_shared_init(void)
+dpsock_pl_main_init(void *arg)
 {
 	struct pl_ctl *c = &dpsock_pl_ctl;
 	struct dpsock_stack *d = dpsock_stack_get();
+	int ret;
 
 	c->d = d;
 	c->n_workers = d->n_workers;
@@ -1129,27 +1142,41 @@ dpsock_pl_shared_init(void)
 	c->max_waiters = d->conf.pl_max_threads * PL_WAITERS_PER_THREAD;
 	c->groups = calloc(c->max_groups, sizeof(*c->groups));
 	c->ack = calloc(c->n_workers, sizeof(*c->ack));
-	if (c->groups == NULL || c->ack == NULL)
-		return -ENOMEM;
+	if (c->groups == NULL || c->ack == NULL) {
+		ret = -ENOMEM;
+		goto fail;
+	}
 	c->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-	if (c->efd < 0)
-		return -errno;
+	if (c->efd < 0) {
+		ret = -errno;
+		goto fail;
+	}
 	/* The wake page: one line per worker, read-only for clients (after
 	 * F_SEAL_FUTURE_WRITE no new writable mapping can be made; ours was
 	 * made before). */
 	c->wake_size = align_up(c->n_workers * sizeof(struct dpsock_pl_wake), 4096);
 	c->wake_fd = memfd_create("dpsock-wake", MFD_CLOEXEC | MFD_ALLOW_SEALING);
-	if (c->wake_fd < 0 || ftruncate(c->wake_fd, (off_t)c->wake_size) != 0)
-		return -errno;
+	if (c->wake_fd < 0 || ftruncate(c->wake_fd, (off_t)c->wake_size) != 0) {
+		ret = -errno;
+		goto fail;
+	}
 	c->wake = mmap(NULL, c->wake_size, PROT_READ | PROT_WRITE, MAP_SHARED, c->wake_fd, 0);
 	if (c->wake == MAP_FAILED) {
 		c->wake = NULL;
-		return -errno;
+		ret = -errno;
+		goto fail;
 	}
 	if (fcntl(c->wake_fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_FUTURE_WRITE |
-					    F_SEAL_SEAL) != 0)
-		return -errno;
-	return 0;
+					    F_SEAL_SEAL) != 0) {
+		ret = -errno;
+		goto fail;
+	}
+	ret = dpsock_pl_srv_init(c->n_workers);
+	if (ret == 0)
+		return 0;
+fail:
+	dpsock_pl_main_fini(arg);
+	return ret;
 }
 
 int
@@ -1159,8 +1186,6 @@ dpsock_pl_main_start(void *arg)
 	int ret;
 
 	RTE_SET_USED(arg);
-	if (c->groups == NULL || c->wake == NULL)
-		return -ENOMEM;
 	ret = listen_socket(c);
 	if (ret != 0)
 		return ret;
@@ -1173,7 +1198,7 @@ dpsock_pl_main_start(void *arg)
 	}
 	pthread_setname_np(c->thread, "dpsock-ctl");
 	c->running = true;
-	DPSOCK_LOG(NOTICE, main, "preload: clients attach at %s (max %u groups, %u threads and "
+	DPSOCK_LOG(NOTICE, preload, "clients attach at %s (max %u groups, %u threads and "
 		   "%u sockets per worker each, FIFOs %u/%u KiB)", c->path, c->max_groups,
 		   c->d->conf.pl_max_threads, c->d->conf.pl_slots, c->d->conf.pl_rx_fifo_kb,
 		   c->d->conf.pl_tx_fifo_kb);
@@ -1191,7 +1216,7 @@ dpsock_pl_main_stop(void *arg)
 		return;
 	__atomic_store_n(&c->stop, 1, __ATOMIC_RELAXED);
 	if (write(c->efd, &one, sizeof(one)) < 0 && errno != EAGAIN)
-		DPSOCK_LOG(ERR, main, "preload: stopping the control thread: %s", strerror(errno));
+		DPSOCK_LOG(ERR, preload, "stopping the control thread: %s", strerror(errno));
 	pthread_join(c->thread, NULL);
 	c->running = false;
 	/* No new client from here on; the ones attached keep their connection

@@ -23,7 +23,10 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <sched.h>
+
 #include <rte_common.h>
+#include <rte_malloc.h>
 
 #include "dpsock_tcp_rec.h"
 
@@ -46,14 +49,12 @@
 
 /* Per worker, private. */
 struct pl_worker {
+	uint32_t cpu1;            /* the CPU this worker runs on, plus one */
 	struct dpsock_pl_cmd cmds[PL_BATCH_MAX];
 	unsigned char dgram[DPSOCK_PL_DGRAM_MAX + 16];
 } __rte_cache_aligned;
 
 static struct pl_worker *pl_workers;
-static int pl_init_ret;
-
-int dpsock_pl_shared_init(void);
 
 static const struct dpsock_sock_ops pl_ops;
 
@@ -93,6 +94,8 @@ wake_flush(struct pl_wgroup *wg)
 	static const uint64_t one = 1;
 	struct pl_group *g = wg->g;
 	uint32_t words = (g->geo.max_waiters + 63) / 64, i;
+	uint32_t cpu1 = pl_workers[wg->k].cpu1;
+	bool yield = false;
 
 	if (!wg->wake_pending)
 		return;
@@ -119,8 +122,18 @@ wake_flush(struct pl_wgroup *wg)
 			if (write(g->waiter_fd[id], &one, sizeof(one)) == sizeof(one)) {
 				dpsock_stat_add(&wg->w->stats->pl_wakeups, 1);
 				__atomic_store_n(&wg->wakeups, wg->wakeups + 1, __ATOMIC_RELAXED);
+				yield |= cpu1 != 0 &&
+					 __atomic_load_n(&pl_waiter_hdr(g, id)->cpu,
+							 __ATOMIC_RELAXED) == cpu1;
 			}
 		}
+	}
+	/* A thread we woke sleeps on our CPU: let it run now. Polling on would
+	 * keep it waiting for our idle spin to end (and its answer waiting for
+	 * it): on a shared core, every hand-off would cost a time slice. */
+	if (yield) {
+		dpsock_stat_add(&wg->w->stats->pl_yields, 1);
+		sched_yield();
 	}
 }
 
@@ -666,7 +679,7 @@ cb_readable(struct dpsock_sock *s, struct dpsock_rx *rx)
 		h->rx = dpsock_rx_hold(rx);
 	if (h == NULL || h->rx == NULL) {
 		/* the stream cannot go on without this data: reset it */
-		DPSOCK_LOG(WARNING, worker, "preload: slot %u: out of memory holding received "
+		DPSOCK_LOG(WARNING, preload, "slot %u: out of memory holding received "
 			   "data: connection reset", ws->num);
 		free(h);
 		dpsock_sock_set_user(s, NULL);
@@ -1127,24 +1140,42 @@ group_release(struct pl_wgroup *wg)
 	__atomic_store_n(&wg->done, 1, __ATOMIC_RELEASE);
 }
 
+/*
+ * The groups worker k still serves, from index *i on: the next one, with
+ * *i at its index, or NULL. hi: groups_hi as loaded (acquire) by the
+ * caller. Loop: for (i = 0; (wg = next_wgroup(c, k, hi, &i)) != NULL; i++)
+ */
+static struct pl_wgroup *
+next_wgroup(struct pl_ctl *c, unsigned int k, uint32_t hi, uint32_t *i)
+{
+	for (; *i < hi; (*i)++) {
+		/* acquire: pairs with the release store in group_create */
+		struct pl_group *g = __atomic_load_n(&c->groups[*i], __ATOMIC_ACQUIRE);
+
+		if (g != NULL && !g->wg[k]->done)
+			return g->wg[k];
+	}
+	return NULL;
+}
+
+int
+dpsock_pl_srv_init(unsigned int n_workers)
+{
+	pl_workers = rte_zmalloc("dpsock-pl-workers", n_workers * sizeof(*pl_workers),
+				 RTE_CACHE_LINE_SIZE);
+	return pl_workers == NULL ? -ENOMEM : 0;
+}
+
 int
 dpsock_pl_worker_init(struct dpsock_worker *w, void *arg)
 {
-	static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-	struct dpsock_stack *d = w->d;
+	int cpu = sched_getcpu();
 
 	RTE_SET_USED(arg);
-	/* the first worker to start makes what all of them share */
-	pthread_mutex_lock(&lock);
-	if (pl_workers == NULL && pl_init_ret == 0) {
-		pl_workers = calloc(d->n_workers, sizeof(*pl_workers));
-		pl_init_ret = pl_workers == NULL ? -ENOMEM : dpsock_pl_shared_init();
-		if (pl_init_ret != 0)
-			DPSOCK_LOG(ERR, worker, "preload: set-up: %s", strerror(-pl_init_ret));
-	}
-	pthread_mutex_unlock(&lock);
-	if (pl_init_ret != 0)
-		return pl_init_ret;
+	/* the CPU clients compare theirs with (an lcore is pinned to one) */
+	pl_workers[w->idx].cpu1 = cpu < 0 ? 0 : (uint32_t)cpu + 1;
+	__atomic_store_n(&dpsock_pl_ctl.wake[w->idx].cpu, pl_workers[w->idx].cpu1,
+			 __ATOMIC_RELAXED);
 	/* the wake page line clients read before waking this worker */
 	w->sleeping_pub = &dpsock_pl_ctl.wake[w->idx].sleeping;
 	return 0;
@@ -1156,6 +1187,7 @@ dpsock_pl_worker_poll(struct dpsock_worker *w, void *arg)
 	struct pl_ctl *c = &dpsock_pl_ctl;
 	struct pl_worker *pw = &pl_workers[w->idx];
 	unsigned int k = w->idx, work = 0, batch = RTE_MIN(w->d->conf.pl_poll_batch, PL_BATCH_MAX);
+	struct pl_wgroup *wg;
 	uint32_t i, hi, ch, chi;
 	uint64_t gen;
 
@@ -1164,16 +1196,9 @@ dpsock_pl_worker_poll(struct dpsock_worker *w, void *arg)
 	 * unpublished before is seen unpublished from here on */
 	gen = __atomic_load_n(&c->gen, __ATOMIC_ACQUIRE);
 	hi = __atomic_load_n(&c->groups_hi, __ATOMIC_ACQUIRE);
-	for (i = 0; i < hi; i++) {
-		/* acquire: pairs with the release store in group_create */
-		struct pl_group *g = __atomic_load_n(&c->groups[i], __ATOMIC_ACQUIRE);
-		struct pl_wgroup *wg;
+	for (i = 0; (wg = next_wgroup(c, k, hi, &i)) != NULL; i++) {
+		struct pl_group *g = wg->g;
 
-		if (g == NULL)
-			continue;
-		wg = g->wg[k];
-		if (wg->done)
-			continue;
 		/* acquire: pairs with the release store in group_destroy */
 		if (__atomic_load_n(&g->dying, __ATOMIC_ACQUIRE)) {
 			group_release(wg);
@@ -1184,10 +1209,21 @@ dpsock_pl_worker_poll(struct dpsock_worker *w, void *arg)
 			continue;
 		wake_flush(wg); /* what callbacks marked since the last pass */
 		chi = __atomic_load_n(&g->chan_hi, __ATOMIC_ACQUIRE);
-		for (ch = 0; ch < chi && !wg->bad; ch++)
-			/* acquire: pairs with the release store in on_channel_add */
-			if (__atomic_load_n(&g->chan_live[ch], __ATOMIC_ACQUIRE))
+		for (ch = 0; ch < chi && !wg->bad; ch++) {
+			/* acquire: pairs with the release store in on_channel_add
+			 * (and of CLOSING in the control thread) */
+			uint32_t live = __atomic_load_n(&g->chan_live[ch], __ATOMIC_ACQUIRE);
+
+			if (live == PL_CHAN_LIVE)
 				work += chan_drain(wg, ch, pw, batch);
+			else if (live == PL_CHAN_CLOSING)
+				/* the last of it, at most one ring's worth (a
+				 * thread that still writes gains nothing) */
+				for (uint32_t left = g->geo.cmd_count, n; left > 0 && !wg->bad &&
+				     (n = chan_drain(wg, ch, pw, RTE_MIN(left, PL_BATCH_MAX))) > 0;
+				     left -= RTE_MIN(left, n))
+					work += n;
+		}
 		wake_flush(wg);
 	}
 	/* release: pairs with sync_workers' acquire load; no reference from
@@ -1201,18 +1237,15 @@ dpsock_pl_worker_pending(struct dpsock_worker *w, void *arg)
 {
 	struct pl_ctl *c = &dpsock_pl_ctl;
 	unsigned int k = w->idx;
+	struct pl_wgroup *wg;
 	uint32_t i, hi, ch, chi;
 
 	RTE_SET_USED(arg);
 	hi = __atomic_load_n(&c->groups_hi, __ATOMIC_ACQUIRE);
-	for (i = 0; i < hi; i++) {
-		struct pl_group *g = __atomic_load_n(&c->groups[i], __ATOMIC_ACQUIRE);
-		struct pl_wgroup *wg;
+	for (i = 0; (wg = next_wgroup(c, k, hi, &i)) != NULL; i++) {
+		struct pl_group *g = wg->g;
 
-		if (g == NULL)
-			continue;
-		wg = g->wg[k];
-		if (wg->done || wg->bad)
+		if (wg->bad)
 			continue;
 		if (__atomic_load_n(&g->dying, __ATOMIC_ACQUIRE))
 			return true;
@@ -1246,6 +1279,7 @@ dpsock_pl_worker_fini(struct dpsock_worker *w, void *arg)
 	static const uint64_t one = 1;
 	struct pl_ctl *c = &dpsock_pl_ctl;
 	unsigned int k = w->idx;
+	struct pl_wgroup *wg;
 	uint32_t i, j, hi;
 
 	RTE_SET_USED(arg);
@@ -1253,15 +1287,10 @@ dpsock_pl_worker_fini(struct dpsock_worker *w, void *arg)
 	if (c->groups == NULL)
 		return;
 	hi = __atomic_load_n(&c->groups_hi, __ATOMIC_ACQUIRE);
-	for (i = 0; i < hi; i++) {
-		struct pl_group *g = __atomic_load_n(&c->groups[i], __ATOMIC_ACQUIRE);
-		struct pl_wgroup *wg;
-		uint32_t spw;
+	for (i = 0; (wg = next_wgroup(c, k, hi, &i)) != NULL; i++) {
+		struct pl_group *g = wg->g;
+		uint32_t spw = g->geo.slots_per_worker;
 
-		if (g == NULL || g->wg[k]->done)
-			continue;
-		wg = g->wg[k];
-		spw = g->geo.slots_per_worker;
 		/* release: what the workers published before is visible to a
 		 * shim that acquires STOPPED */
 		__atomic_store_n(&((struct dpsock_pl_seg *)(void *)g->seg)->state,
@@ -1289,6 +1318,6 @@ dpsock_pl_worker_fini(struct dpsock_worker *w, void *arg)
 void
 dpsock_pl_srv_free(void)
 {
-	free(pl_workers);
+	rte_free(pl_workers);
 	pl_workers = NULL;
 }

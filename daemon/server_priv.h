@@ -49,6 +49,14 @@ struct dpsock_worker;
 #define PL_WAIT_COUNT 1024u      /* slot numbers per wait ring */
 #define PL_WAIT_ELEM 8u          /* wait ring element: slot number in the low half */
 #define PL_MAX_CONNS 1024u       /* control connections at once */
+
+/* chan_live[c]: a channel is drained while LIVE; CLOSING (its thread or
+ * process is gone) makes each worker run what is left in its ring once
+ * more (a TX_KICK or CLOSE posted just before exit must not be lost), and
+ * the control thread frees it after every worker acknowledged. */
+#define PL_CHAN_FREE 0u
+#define PL_CHAN_LIVE 1u
+#define PL_CHAN_CLOSING 2u
 #define PL_WAITERS_PER_THREAD 4u /* waiters per channel: the thread's own + epolls */
 
 /* Data received but not yet in the rx FIFO (dpsock_rx_hold). */
@@ -115,7 +123,7 @@ struct pl_group {
 	unsigned char *seg;       /* the daemon's mapping */
 	size_t seg_size;
 	struct dpsock_pl_seg geo; /* private copy of the layout (never read back) */
-	uint32_t *chan_live;      /* shared: [max_channels], 1 = live (release/acquire) */
+	uint32_t *chan_live;      /* shared: [max_channels], PL_CHAN_* (release/acquire) */
 	uint32_t *chan_waiter;    /* [max_channels]: waiter of the channel's replies */
 	uint32_t chan_hi;         /* shared: 1 + highest channel id ever live */
 	uint32_t *waiter_live;    /* shared: [max_waiters] */
@@ -165,11 +173,8 @@ struct pl_ctl {
 
 extern struct pl_ctl dpsock_pl_ctl;
 
-/* The app dpsockd runs (worker hooks in serve.c, main hooks in
- * clients.c). */
-extern const struct dpsock_app dpsock_preload_app;
-
-/* clients.c */
+/* clients.c: the main-thread hooks of dpsockd's app (dpsockd.c) */
+int dpsock_pl_main_init(void *arg);
 int dpsock_pl_main_start(void *arg);
 void dpsock_pl_main_stop(void *arg);
 void dpsock_pl_main_fini(void *arg);
@@ -177,7 +182,8 @@ void dpsock_pl_main_fini(void *arg);
  * thread). */
 void dpsock_pl_group_report_bad(struct pl_group *g);
 
-/* serve.c */
+/* serve.c: the worker hooks; buffers made by main_init, freed by main_fini */
+int dpsock_pl_srv_init(unsigned int n_workers);
 int dpsock_pl_worker_init(struct dpsock_worker *w, void *arg);
 unsigned int dpsock_pl_worker_poll(struct dpsock_worker *w, void *arg);
 bool dpsock_pl_worker_pending(struct dpsock_worker *w, void *arg);

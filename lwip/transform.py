@@ -31,32 +31,15 @@ import re
 import shutil
 import sys
 
-# .c files compiled into liblwip_tl (relative to <src>/src). Output names are
-# the basenames, which are unique.
-SOURCES = [
-    'core/def.c',
-    'core/inet_chksum.c',
-    'core/init.c',
-    'core/ip.c',
-    'core/ipv4/etharp.c',
-    'core/ipv4/icmp.c',
-    'core/ipv4/igmp.c',
-    'core/ipv4/ip4.c',
-    'core/ipv4/ip4_addr.c',
-    'core/ipv4/ip4_frag.c',
-    'core/mem.c',
-    'core/memp.c',
-    'core/netif.c',
-    'core/pbuf.c',
-    'core/stats.c',
-    'core/sys.c',
-    'core/tcp.c',
-    'core/tcp_in.c',
-    'core/tcp_out.c',
-    'core/timeouts.c',
-    'core/udp.c',
-    'netif/ethernet.c',
-]
+# .c files compiled into liblwip_tl (relative to <src>/src), one list shared
+# with lwip/meson.build. Output names are the basenames, which are unique.
+def _read_sources():
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'upstream_sources.txt')
+    with open(path, encoding='utf-8') as f:
+        return [l.strip() for l in f if l.strip() and not l.lstrip().startswith('#')]
+
+
+SOURCES = _read_sources()
 
 INCLUDE_OUT = 'tl-include'
 STAMP = 'tl-include.stamp.h'

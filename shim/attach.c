@@ -20,6 +20,7 @@
 struct shim_proc shim_proc = {
 	.lock = PTHREAD_MUTEX_INITIALIZER,
 	.ctl = -1,
+	.spare_ctl = -1,
 };
 
 static __thread struct shim_thread *tls_thread;
@@ -188,14 +189,14 @@ ctl_call(struct dpsock_pl_msg *m, const int *fds, int nfds,
 	return 0;
 }
 
-static int
-ctl_connect(void)
+int
+shim_ctl_connect(void)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	int fd;
 
-	if ((size_t)snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/%s%s", dpsock_env.runtime_dir,
-			     dpsock_env.name, DPSOCK_PL_SOCK_SUFFIX) >= sizeof(sa.sun_path))
+	if ((size_t)snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/%s%s", shim_env.runtime_dir,
+			     shim_env.name, DPSOCK_PL_SOCK_SUFFIX) >= sizeof(sa.sun_path))
 		return -ENAMETOOLONG;
 	fd = REAL(socket)(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
 	if (fd < 0)
@@ -229,14 +230,21 @@ attach_locked(uint64_t token, int inherited)
 	if (inherited >= 0) {
 		m.type = DPSOCK_PL_EXEC;
 		fd = inherited;
+	} else if (token != 0 && shim_proc.spare_ctl >= 0) {
+		/* a forked child: the connection its parent opened for it at
+		 * fork, so that joining needs neither the socket's path nor
+		 * the rights to it (a child that dropped privileges or
+		 * changed its root) */
+		fd = shim_proc.spare_ctl;
+		shim_proc.spare_ctl = -1;
 	} else {
-		fd = ctl_connect();
+		fd = shim_ctl_connect();
 	}
 	if (fd < 0)
 		return fd;
 	shim_proc.ctl = fd;
 	ctl_hup = 0;
-	snprintf(m.text, sizeof(m.text), "%s", dpsock_env.prog);
+	snprintf(m.text, sizeof(m.text), "%s", shim_env.prog);
 	r = ctl_call(&m, NULL, 0, &a, fds, &nfds);
 	if (r == 0 && (a.type != DPSOCK_PL_WELCOME || a.status != 0))
 		r = a.status != 0 ? a.status : -EPROTO;
@@ -296,7 +304,7 @@ attach_locked(uint64_t token, int inherited)
 	shim_proc.wake_size = a.wake_size;
 	shim_proc.n_workers = a.n_workers;
 	shim_proc.token = g->token;
-	SHIM_LOG(INFO, "attached to dpsockd '%s' (%u workers, group %u)", dpsock_env.name,
+	SHIM_LOG(INFO, "attached to dpsockd '%s' (%u workers, group %u)", shim_env.name,
 		 a.n_workers, g->group);
 	return 0;
 fail:
@@ -308,14 +316,14 @@ fail:
 int
 shim_attach(void)
 {
-	pid_t me = getpid();
+	pid_t me = shim_getpid();
 	int r;
 
 	if (__builtin_expect(__atomic_load_n(&shim_proc.state, __ATOMIC_ACQUIRE) == 1 &&
 			     shim_proc.pid == me, 1))
 		return 0;
-	dpsock_env_load();
-	if (!dpsock_env.offload)
+	shim_env_load();
+	if (!shim_env.offload)
 		return -ENOENT;
 	pthread_mutex_lock(&shim_proc.lock);
 	if (shim_proc.pid == me && shim_proc.state != 0) {
@@ -335,6 +343,7 @@ shim_attach(void)
 		shim_proc.ctl = -1;
 		r = attach_locked(shim_proc.token, -1);
 		REAL(close)(parent_ctl);
+		shim_proc.spare_ctl = -1;   /* taken by attach_locked (or closed) */
 	} else {
 		r = attach_locked(0, -1);
 	}
@@ -342,11 +351,11 @@ shim_attach(void)
 	if (r < 0) {
 		if (r == -ENOENT || r == -ECONNREFUSED)
 			SHIM_LOG(NOTICE, "dpsockd '%s' is not running (%s/%s%s: %s): sockets stay "
-				 "kernel sockets", dpsock_env.name, dpsock_env.runtime_dir,
-				 dpsock_env.name, DPSOCK_PL_SOCK_SUFFIX, strerror(-r));
+				 "kernel sockets", shim_env.name, shim_env.runtime_dir,
+				 shim_env.name, DPSOCK_PL_SOCK_SUFFIX, strerror(-r));
 		else
 			SHIM_LOG(WARNING, "cannot attach to dpsockd '%s': %s: sockets stay kernel "
-				 "sockets", dpsock_env.name, strerror(-r));
+				 "sockets", shim_env.name, strerror(-r));
 		__atomic_store_n(&shim_proc.state, -1, __ATOMIC_RELEASE);
 	} else {
 		__atomic_store_n(&shim_proc.state, 1, __ATOMIC_RELEASE);
@@ -360,16 +369,16 @@ shim_attach_exec(int ctl)
 {
 	int r;
 
-	dpsock_env_load();
+	shim_env_load();
 	pthread_mutex_lock(&shim_proc.lock);
-	if (shim_proc.state != 0 || !dpsock_env.offload) {
+	if (shim_proc.state != 0 || !shim_env.offload) {
 		pthread_mutex_unlock(&shim_proc.lock);
 		REAL(close)(ctl);
 		return -EALREADY;
 	}
 	r = attach_locked(0, ctl);   /* closes ctl on failure */
 	if (r == 0) {
-		shim_proc.pid = getpid();
+		shim_proc.pid = shim_getpid();
 		__atomic_store_n(&shim_proc.state, 1, __ATOMIC_RELEASE);
 	} else {
 		/* state stays 0: a later socket call attaches afresh */
@@ -424,7 +433,7 @@ shim_waiter_new(struct shim_waiter *w)
 		return r;
 	}
 	w->id = (int)id;
-	w->pid = getpid();
+	w->pid = shim_getpid();
 	w->hdr = (struct dpsock_pl_waiter *)(void *)(shim_proc.seg + g->off_waiters +
 						    (uint64_t)id * g->waiter_stride);
 	/* release: our pid before any watch[] entry naming this waiter
@@ -445,9 +454,9 @@ shim_waiter_new(struct shim_waiter *w)
 void
 shim_waiter_free(struct shim_waiter *w)
 {
-	if (w->id >= 0 && w->pid == getpid())
+	if (w->id >= 0 && w->pid == shim_getpid())
 		ctl_simple(DPSOCK_PL_WAITER_DEL, (uint32_t)w->id, 0, -1, NULL);
-	if (w->efd >= 0 && w->pid == getpid())
+	if (w->efd >= 0 && w->pid == shim_getpid())
 		REAL(close)(w->efd);
 	w->id = -1;
 	w->efd = -1;
@@ -492,6 +501,34 @@ shim_waiter_drain(struct shim_waiter *w, void (*fn)(uint32_t, void *), void *arg
 	}
 }
 
+void
+shim_waiter_arm(struct shim_waiter *w)
+{
+	int cpu = sched_getcpu();
+
+	__atomic_store_n(&w->hdr->cpu, cpu < 0 ? 0u : (uint32_t)cpu + 1, __ATOMIC_RELAXED);
+	__atomic_store_n(&w->hdr->armed, 1, __ATOMIC_RELAXED);
+	/* seq_cst: pairs with the worker's fence between publishing a slot
+	 * change or a reply and reading armed (docs/preload.md "Readiness"). */
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+}
+
+long
+shim_spin_budget(long configured)
+{
+	int cpu;
+
+	if (configured != SHIM_POLL_AUTO)
+		return configured;
+	cpu = sched_getcpu();
+	if (cpu >= 0 && shim_proc.wake != NULL)
+		for (uint32_t k = 0; k < shim_proc.n_workers; k++)
+			if (__atomic_load_n(&shim_proc.wake[k].cpu, __ATOMIC_RELAXED) ==
+			    (uint32_t)cpu + 1)
+				return 0;
+	return SHIM_POLL_DEFAULT_US;
+}
+
 bool
 shim_waiter_dead(uint32_t id)
 {
@@ -521,7 +558,7 @@ shim_daemon_gone(void)
 	 * 10 ms (this runs on every readiness check). */
 	if (shim_proc.ctl >= 0) {
 		static uint64_t last;
-		uint64_t now = dpsock_now_us();
+		uint64_t now = shim_now_us();
 
 		if (now - __atomic_load_n(&last, __ATOMIC_RELAXED) >= 10000) {
 			struct pollfd p = { shim_proc.ctl, 0, 0 };
@@ -591,14 +628,14 @@ static void wake_worker(uint32_t k);
 static void
 thread_drain(struct shim_thread *t)
 {
-	uint64_t t0 = dpsock_now_us();
+	uint64_t t0 = shim_now_us();
 	struct timespec ts = { 0, 50000 };
 
 	for (uint32_t k = 0; t->channel >= 0 && k < shim_proc.n_workers; k++)
 		while (dpsock_spsc_prod_free_count(&t->cmd[k]) <
 			       dpsock_spsc_prod_capacity(&t->cmd[k]) &&
 		       !dpsock_spsc_prod_corrupt(&t->cmd[k]) && !shim_daemon_gone() &&
-		       dpsock_now_us() - t0 < 500000) {
+		       shim_now_us() - t0 < 500000) {
 			wake_worker(k);
 			nanosleep(&ts, NULL);
 		}
@@ -609,7 +646,7 @@ shim_thread_drain_self(void)
 {
 	struct shim_thread *t = tls_thread;
 
-	if (t != NULL && t->pid == getpid())
+	if (t != NULL && t->pid == shim_getpid())
 		thread_drain(t);
 }
 
@@ -619,7 +656,7 @@ process_exit(void)
 {
 	struct shim_thread *t = tls_thread;
 
-	if (t != NULL && t->pid == getpid())
+	if (t != NULL && t->pid == shim_getpid())
 		thread_drain(t);
 }
 
@@ -628,7 +665,7 @@ thread_exit(void *arg)
 {
 	struct shim_thread *t = arg;
 
-	if (t->pid == getpid()) {
+	if (t->pid == shim_getpid()) {
 		thread_drain(t);
 		if (t->channel >= 0)
 			ctl_simple(DPSOCK_PL_CHANNEL_DEL, (uint32_t)t->channel, 0, -1, NULL);
@@ -651,7 +688,7 @@ shim_thread_get(void)
 	uint32_t id;
 	int r;
 
-	if (__builtin_expect(t != NULL && t->pid == getpid(), 1))
+	if (__builtin_expect(t != NULL && t->pid == shim_getpid(), 1))
 		return t;
 	if (t != NULL) {
 		/* inherited from the parent through fork: its channel and waiter
@@ -669,7 +706,7 @@ shim_thread_get(void)
 	t = calloc(1, sizeof(*t));
 	if (t == NULL)
 		return NULL;
-	t->pid = getpid();
+	t->pid = shim_getpid();
 	t->channel = -1;
 	r = shim_waiter_new(&t->w);
 	if (r == 0)
@@ -690,7 +727,7 @@ shim_thread_get(void)
 	}
 	if (r < 0) {
 		SHIM_LOG(WARNING, "cannot open a channel to dpsockd: %s", strerror(-r));
-		t->pid = getpid();
+		t->pid = shim_getpid();
 		thread_exit(t);
 		errno = r == -ENOSPC ? EMFILE : -r;
 		return NULL;
@@ -739,8 +776,8 @@ int
 shim_cmd_call(struct shim_thread *t, uint32_t k, struct dpsock_pl_cmd *c,
 	      struct dpsock_pl_reply *r)
 {
-	uint64_t start = dpsock_now_us();
-	long budget = dpsock_env.rx_poll_us;
+	uint64_t start = shim_now_us();
+	long budget = shim_spin_budget(shim_env.rx_poll_us);
 	int e;
 
 	c->cookie = ++t->cookie;
@@ -754,17 +791,14 @@ shim_cmd_call(struct shim_thread *t, uint32_t k, struct dpsock_pl_cmd *c,
 		/* a stale reply (a call interrupted earlier) is dropped above */
 		if (shim_daemon_gone())
 			return -ECONNABORTED;
-		if (budget < 0 || dpsock_now_us() - start < (uint64_t)budget) {
+		if (budget < 0 || shim_now_us() - start < (uint64_t)budget) {
 			shim_cpu_relax();
 			continue;
 		}
-		__atomic_store_n(&t->w.hdr->armed, 1, __ATOMIC_RELAXED);
-		/* seq_cst: pairs with the worker's fence between pushing the
-		 * reply and reading armed. */
-		__atomic_thread_fence(__ATOMIC_SEQ_CST);
+		shim_waiter_arm(&t->w);
 		if (dpsock_spsc_cons_empty(&t->reply[k]))
 			shim_sleep(&t->w, NULL, 0, 100, NULL);
-		__atomic_store_n(&t->w.hdr->armed, 0, __ATOMIC_RELAXED);
+		shim_waiter_disarm(&t->w);
 		shim_waiter_drain(&t->w, NULL, NULL);
 	}
 }

@@ -18,34 +18,34 @@
 #include "hooks.def"
 #undef DPSOCK_HOOK
 
-struct dpsock_real dpsock_real;
-int dpsock_real_ready;
+struct shim_real shim_real;
+int shim_real_ready;
 static pthread_once_t real_once = PTHREAD_ONCE_INIT;
 
 static void
 real_resolve_once(void)
 {
 #define DPSOCK_HOOK(ret, name, params, flags, bad, kern) \
-	dpsock_real.name = (dpsock_real_##name##_t)dlsym(RTLD_NEXT, #name);
+	shim_real.name = (shim_real_##name##_t)dlsym(RTLD_NEXT, #name);
 #include "hooks.def"
 #undef DPSOCK_HOOK
 	/* release: publishes the pointers above to REAL()'s acquire load. */
-	__atomic_store_n(&dpsock_real_ready, 1, __ATOMIC_RELEASE);
+	__atomic_store_n(&shim_real_ready, 1, __ATOMIC_RELEASE);
 }
 
 void
-dpsock_real_resolve(void)
+shim_real_resolve(void)
 {
 	pthread_once(&real_once, real_resolve_once);
 }
 
 /* ---- environment ------------------------------------------------------- */
 
-struct dpsock_env dpsock_env = {
+struct shim_env shim_env = {
 	.name = "dpsock",
 	.runtime_dir = "/run/dpsock",
-	.rx_poll_us = 50,
-	.select_poll_us = 50,
+	.rx_poll_us = SHIM_POLL_AUTO,
+	.select_poll_us = SHIM_POLL_AUTO,
 	.offload = 1,
 	.log_level = DPSOCK_LOG_NOTICE,
 	.log_fd = 2,
@@ -62,16 +62,16 @@ static const struct env_var {
 	size_t off;
 	size_t size;
 } env_vars[] = {
-	{ "DPSOCK_NAME", ENV_STR, offsetof(struct dpsock_env, name), sizeof(dpsock_env.name) },
-	{ "DPSOCK_RUNTIME_DIR", ENV_STR, offsetof(struct dpsock_env, runtime_dir),
-	  sizeof(dpsock_env.runtime_dir) },
-	{ "DPSOCK_APPLICATION_ID", ENV_STR, offsetof(struct dpsock_env, app_id),
-	  sizeof(dpsock_env.app_id) },
-	{ "DPSOCK_RX_POLL", ENV_LONG, offsetof(struct dpsock_env, rx_poll_us), 0 },
-	{ "DPSOCK_SELECT_POLL", ENV_LONG, offsetof(struct dpsock_env, select_poll_us), 0 },
-	{ "DPSOCK_OFFLOAD", ENV_INT, offsetof(struct dpsock_env, offload), 0 },
-	{ "DPSOCK_LOG_LEVEL", ENV_LEVEL, offsetof(struct dpsock_env, log_level), 0 },
-	{ "DPSOCK_LOG_FILE", ENV_FILE, offsetof(struct dpsock_env, log_fd), 0 },
+	{ "DPSOCK_NAME", ENV_STR, offsetof(struct shim_env, name), sizeof(shim_env.name) },
+	{ "DPSOCK_RUNTIME_DIR", ENV_STR, offsetof(struct shim_env, runtime_dir),
+	  sizeof(shim_env.runtime_dir) },
+	{ "DPSOCK_APPLICATION_ID", ENV_STR, offsetof(struct shim_env, app_id),
+	  sizeof(shim_env.app_id) },
+	{ "DPSOCK_RX_POLL", ENV_LONG, offsetof(struct shim_env, rx_poll_us), 0 },
+	{ "DPSOCK_SELECT_POLL", ENV_LONG, offsetof(struct shim_env, select_poll_us), 0 },
+	{ "DPSOCK_OFFLOAD", ENV_INT, offsetof(struct shim_env, offload), 0 },
+	{ "DPSOCK_LOG_LEVEL", ENV_LEVEL, offsetof(struct shim_env, log_level), 0 },
+	{ "DPSOCK_LOG_FILE", ENV_FILE, offsetof(struct shim_env, log_fd), 0 },
 };
 
 static const char *const level_names[] = {
@@ -102,7 +102,7 @@ open_log_file(const char *pattern)
 
 	for (const char *p = pattern; *p != '\0' && o + 16 < sizeof(path); p++) {
 		if (p[0] == '%' && p[1] == 'd') {
-			o += (size_t)snprintf(path + o, sizeof(path) - o, "%d", (int)getpid());
+			o += (size_t)snprintf(path + o, sizeof(path) - o, "%d", (int)shim_getpid());
 			p++;
 		} else {
 			path[o++] = *p;
@@ -117,12 +117,12 @@ env_load_once(void)
 {
 	const char *prog = program_invocation_short_name;
 
-	snprintf(dpsock_env.prog, sizeof(dpsock_env.prog), "%s", prog ? prog : "");
-	snprintf(dpsock_env.app_id, sizeof(dpsock_env.app_id), "%s", dpsock_env.prog);
+	snprintf(shim_env.prog, sizeof(shim_env.prog), "%s", prog ? prog : "");
+	snprintf(shim_env.app_id, sizeof(shim_env.app_id), "%s", shim_env.prog);
 	for (size_t i = 0; i < sizeof(env_vars) / sizeof(env_vars[0]); i++) {
 		const struct env_var *e = &env_vars[i];
 		const char *v = getenv(e->var);
-		char *dst = (char *)&dpsock_env + e->off;
+		char *dst = (char *)&shim_env + e->off;
 		char *end;
 		long n;
 		int fd;
@@ -137,7 +137,7 @@ env_load_once(void)
 		case ENV_INT:
 			n = strtol(v, &end, 10);
 			if (*v == '\0' || *end != '\0' || n < -1) {
-				dpsock_log(DPSOCK_LOG_WARNING, "%s='%s' is not a number >= -1: ignored",
+				shim_log(DPSOCK_LOG_WARNING, "%s='%s' is not a number >= -1: ignored",
 					   e->var, v);
 				continue;
 			}
@@ -149,20 +149,20 @@ env_load_once(void)
 		case ENV_LEVEL:
 			n = parse_level(v);
 			if (n < 0) {
-				dpsock_log(DPSOCK_LOG_WARNING, "%s='%s': not a level (err..debug, 3..7)",
+				shim_log(DPSOCK_LOG_WARNING, "%s='%s': not a level (err..debug, 3..7)",
 					   e->var, v);
 				continue;
 			}
-			dpsock_env.log_level = (int)n;
+			shim_env.log_level = (int)n;
 			break;
 		case ENV_FILE:
 			fd = open_log_file(v);
 			if (fd < 0) {
-				dpsock_log(DPSOCK_LOG_WARNING, "%s='%s': cannot open (%s); logging to stderr",
+				shim_log(DPSOCK_LOG_WARNING, "%s='%s': cannot open (%s); logging to stderr",
 					   e->var, v, strerror(errno));
 				continue;
 			}
-			dpsock_env.log_fd = fd;
+			shim_env.log_fd = fd;
 			break;
 		}
 	}
@@ -170,13 +170,13 @@ env_load_once(void)
 	for (size_t i = 0; i < sizeof(env_vars) / sizeof(env_vars[0]); i++) {
 		const char *v = getenv(env_vars[i].var);
 
-		if (v != NULL && DPSOCK_LOG_NOTICE <= dpsock_env.log_level)
-			dpsock_log(DPSOCK_LOG_NOTICE, "%-24s %s", env_vars[i].var, v);
+		if (v != NULL && DPSOCK_LOG_NOTICE <= shim_env.log_level)
+			shim_log(DPSOCK_LOG_NOTICE, "%-24s %s", env_vars[i].var, v);
 	}
 }
 
 void
-dpsock_env_load(void)
+shim_env_load(void)
 {
 	int saved = errno;
 
@@ -185,7 +185,7 @@ dpsock_env_load(void)
 }
 
 void
-dpsock_log(int level, const char *fmt, ...)
+shim_log(int level, const char *fmt, ...)
 {
 	char buf[512];
 	int n;
@@ -197,8 +197,8 @@ dpsock_log(int level, const char *fmt, ...)
 	if (level > DPSOCK_LOG_DEBUG)
 		level = DPSOCK_LOG_DEBUG;
 	n = snprintf(buf, sizeof(buf), "dpsock.shim %s[%d]: %s: ",
-		     dpsock_env.prog[0] ? dpsock_env.prog : program_invocation_short_name,
-		     (int)getpid(), level_names[level]);
+		     shim_env.prog[0] ? shim_env.prog : program_invocation_short_name,
+		     (int)shim_getpid(), level_names[level]);
 	va_start(ap, fmt);
 	n += vsnprintf(buf + n, sizeof(buf) - (size_t)n - 1, fmt, ap);
 	va_end(ap);
@@ -206,14 +206,14 @@ dpsock_log(int level, const char *fmt, ...)
 		n = (int)sizeof(buf) - 2;
 	buf[n++] = '\n';
 	/* the real write: our own hook would look the fd up for nothing */
-	if (REAL(write)(dpsock_env.log_fd, buf, (size_t)n) < 0) {
+	if (REAL(write)(shim_env.log_fd, buf, (size_t)n) < 0) {
 		/* nowhere else to say it */
 	}
 	errno = saved;
 }
 
 uint64_t
-dpsock_now_us(void)
+shim_now_us(void)
 {
 	struct timespec ts;
 

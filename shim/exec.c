@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * exec.c — a preloaded program that exec()s keeps its offloaded sockets
- * (docs/preload.md "exec", DESIGN.md decision 6).
+ * (docs/preload.md "exec", docs/design.md, decision 6).
  *
  * Old image (the exec hooks): when this process holds offloaded sockets
  * whose descriptors survive exec, it makes sure it has its own control
@@ -20,7 +20,9 @@
  * A new image that is not preloaded keeps the control connection open
  * without using it: the group lives until that process exits.
  */
+#include <dirent.h>
 #include <limits.h>
+#include <netinet/tcp.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -68,7 +70,7 @@ env_with(char *const *envp, const char *var)
 static void
 exec_prepare(struct exec_env *x, char *const *envp)
 {
-	pid_t me = getpid();
+	pid_t me = shim_getpid();
 	int fl;
 
 	x->envp = NULL;
@@ -227,7 +229,7 @@ inherit_valid_ctl(int fd)
 	if (REAL(getsockopt)(fd, SOL_SOCKET, SO_TYPE, &v, &l) != 0 || v != SOCK_SEQPACKET)
 		return false;
 	if ((size_t)snprintf(want.sun_path, sizeof(want.sun_path), "%s/%s%s",
-			     dpsock_env.runtime_dir, dpsock_env.name, DPSOCK_PL_SOCK_SUFFIX) >=
+			     shim_env.runtime_dir, shim_env.name, DPSOCK_PL_SOCK_SUFFIX) >=
 	    sizeof(want.sun_path))
 		return false;
 	memset(&sa, 0, sizeof(sa));
@@ -272,8 +274,8 @@ inherit_init(void)
 	snprintf(copy, sizeof(copy), "%s", v);
 	/* never passed on by accident: only the exec hooks set it */
 	unsetenv(SHIM_INHERIT_ENV);
-	dpsock_env_load();
-	if (!inherit_parse(copy, &fd, &pid) || pid != getpid() || !dpsock_env.offload ||
+	shim_env_load();
+	if (!inherit_parse(copy, &fd, &pid) || pid != shim_getpid() || !shim_env.offload ||
 	    !inherit_valid_ctl(fd)) {
 		SHIM_LOG(INFO, "%s=%.40s: not this process's control connection; nothing "
 			 "inherited", SHIM_INHERIT_ENV, copy);
@@ -284,4 +286,279 @@ inherit_init(void)
 		return;
 	if (shim_attach_exec(fd) == 0)
 		shim_sock_adopt();
+}
+
+/* ---- exec: the new image finds its inherited sockets (docs/preload.md) ---------- */
+
+/* A slot the pre-exec image (or another process of the group) recorded
+ * as belonging to the kernel socket of inode ino. */
+struct adopt_cand {
+	uint64_t ino;
+	uint32_t slot;
+	uint32_t kind;
+	int taken;            /* adopted by a descriptor of this image */
+};
+
+/* Collect the slots of the socket of inode ino into s (slot[k] on worker k
+ * for listeners and UDP sockets, slot[0] for a connection). Returns true
+ * when the set is complete. */
+static bool
+adopt_slots(struct shim_sock *s, struct adopt_cand *c, size_t nc, uint64_t ino, uint32_t kind)
+{
+	uint32_t nw = shim_proc.n_workers;
+	uint64_t have = 0;
+
+	s->nslots = kind == DPSOCK_PL_TCP_CONN ? 1 : nw;
+	for (size_t i = 0; i < nc; i++) {
+		uint32_t k;
+
+		if (c[i].ino != ino || c[i].kind != kind)
+			continue;
+		k = kind == DPSOCK_PL_TCP_CONN ? 0 : shim_slot_worker(c[i].slot);
+		if (k >= s->nslots || k >= SHIM_MAX_WORKERS || (have & (1ull << k)) != 0)
+			return false;   /* two connections, or two slots on one worker */
+		have |= 1ull << k;
+		s->slot[k] = c[i].slot;
+		s->gen[k] = __atomic_load_n(&shim_slot(c[i].slot)->gen, __ATOMIC_ACQUIRE);
+	}
+	return have == (s->nslots >= 64 ? UINT64_MAX : (1ull << s->nslots) - 1);
+}
+
+static void
+adopt_mark(struct adopt_cand *c, size_t nc, uint64_t ino)
+{
+	for (size_t i = 0; i < nc; i++)
+		if (c[i].ino == ino)
+			c[i].taken = 1;
+}
+
+/* Options the kernel socket remembers (every setsockopt reached it too). */
+static void
+adopt_opts(struct shim_sock *s, int fd)
+{
+	socklen_t l;
+	struct timeval tv;
+	int v;
+
+#define GETINT(level, name, field) \
+	do { l = sizeof(v); \
+	     if (REAL(getsockopt)(fd, level, name, &v, &l) == 0) s->field = v; } while (0)
+	GETINT(SOL_SOCKET, SO_REUSEADDR, reuseaddr);
+	GETINT(SOL_SOCKET, SO_REUSEPORT, reuseport);
+	GETINT(SOL_SOCKET, SO_KEEPALIVE, keepalive);
+	if (s->type == SOCK_STREAM)
+		GETINT(IPPROTO_TCP, TCP_NODELAY, nodelay);
+#undef GETINT
+	l = sizeof(s->linger);
+	if (REAL(getsockopt)(fd, SOL_SOCKET, SO_LINGER, &s->linger, &l) != 0)
+		memset(&s->linger, 0, sizeof(s->linger));
+	for (int i = 0; i < 2; i++) {
+		long ms;
+
+		l = sizeof(tv);
+		if (REAL(getsockopt)(fd, SOL_SOCKET, i ? SO_SNDTIMEO : SO_RCVTIMEO, &tv, &l) != 0)
+			continue;
+		ms = (long)tv.tv_sec * 1000 + (tv.tv_usec + 999) / 1000;
+		ms = tv.tv_sec == 0 && tv.tv_usec == 0 ? -1 : ms > 0x7fffffffL ? 0x7fffffffL : ms;
+		if (i)
+			s->sndtimeo_ms = (int)ms;
+		else
+			s->rcvtimeo_ms = (int)ms;
+	}
+}
+
+/* The shadow object of inherited descriptor fd (kernel socket of inode
+ * ino), or NULL when no complete set of slots names it. */
+static struct shim_sock *
+adopt_one(int fd, uint64_t ino, struct adopt_cand *c, size_t nc)
+{
+	struct shim_sock *s;
+	struct dpsock_pl_slot *sl;
+	struct shim_slot_area *a;
+	uint32_t kind = 0, me = (uint32_t)shim_getpid();
+	int type = 0, dom = 0, fl;
+	socklen_t l = sizeof(type);
+	bool mine = false;
+
+	for (size_t i = 0; i < nc && kind == 0; i++)
+		if (c[i].ino == ino)
+			kind = c[i].kind;
+	if (kind == 0)
+		return NULL;
+	if (REAL(getsockopt)(fd, SOL_SOCKET, SO_TYPE, &type, &l) != 0 ||
+	    (l = sizeof(dom), REAL(getsockopt)(fd, SOL_SOCKET, SO_DOMAIN, &dom, &l)) != 0 ||
+	    dom != AF_INET || type != (kind == DPSOCK_PL_UDP ? SOCK_DGRAM : SOCK_STREAM))
+		return NULL;
+	fl = REAL(fcntl)(fd, F_GETFL);
+	s = shim_sock_new(type, fl >= 0 && (fl & O_NONBLOCK) != 0);
+	if (s == NULL)
+		return NULL;
+	s->ino = ino;
+	if (!adopt_slots(s, c, nc, ino, kind)) {
+		SHIM_LOG(WARNING, "inherited socket %d: its slots are incomplete: kernel socket", fd);
+		free(s);
+		return NULL;
+	}
+	adopt_mark(c, nc, ino);
+	sl = shim_sock_slot(s, 0);
+	s->laddr = sl->laddr;
+	s->lport = sl->lport;
+	s->bound = 1;
+	if (kind == DPSOCK_PL_TCP_CONN) {
+		uint32_t st = __atomic_load_n(&sl->state, __ATOMIC_ACQUIRE);
+
+		/* a connect still in progress reports its outcome once more */
+		s->connect_reported = st != DPSOCK_PL_ST_CONNECTING;
+		s->shut_wr = (__atomic_load_n(&sl->flags, __ATOMIC_ACQUIRE) &
+			      DPSOCK_PL_F_WR_SHUT) != 0;
+	}
+	adopt_opts(s, fd);
+	/* this process holds it (it does already unless a forked child's
+	 * copy never made it into the list) */
+	a = shim_area(sl);
+	for (int i = 0; i < SHIM_AREA_PIDS; i++)
+		mine |= __atomic_load_n(&a->pids[i], __ATOMIC_ACQUIRE) == me;
+	if (!mine)
+		shim_area_pid_add(a, me);
+	shim_fork_track(s);
+	/* release: slots and geometry before mode (shim_sock_offloaded) */
+	__atomic_store_n(&s->mode, kind == DPSOCK_PL_TCP_LISTENER ? SHIM_TCP_LISTEN :
+			 kind == DPSOCK_PL_TCP_CONN ? SHIM_TCP_CONN : SHIM_UDP, __ATOMIC_RELEASE);
+	return s;
+}
+
+/* Watch entries of the old image's waiters (dpsockd freed them on EXEC;
+ * their headers still name this pid, no waiter of the new image exists
+ * yet): free them, or the slots would run out of entries. */
+static void
+adopt_unwatch(struct dpsock_pl_slot *sl)
+{
+	const struct dpsock_pl_seg *g = shim_seg();
+	uint32_t me = (uint32_t)shim_getpid();
+
+	for (int j = 0; j < DPSOCK_PL_WATCH; j++) {
+		uint32_t w = __atomic_load_n(&sl->watch[j], __ATOMIC_ACQUIRE);
+		const struct dpsock_pl_waiter *h;
+
+		if (w == 0 || w - 1 >= g->max_waiters)
+			continue;
+		h = (const struct dpsock_pl_waiter *)(const void *)(shim_proc.seg + g->off_waiters +
+								   (uint64_t)(w - 1) * g->waiter_stride);
+		/* acquire: pairs with the release store of owner_pid in
+		 * shim_waiter_new */
+		if (__atomic_load_n(&h->owner_pid, __ATOMIC_ACQUIRE) != me)
+			continue;
+		__atomic_store_n(&sl->queued[j], 0, __ATOMIC_RELAXED);
+		/* release: queued is clear before the entry can be reused
+		 * (shim_sock_watch's CAS acquires it) */
+		__atomic_compare_exchange_n(&sl->watch[j], &w, 0, false, __ATOMIC_RELEASE,
+					    __ATOMIC_RELAXED);
+	}
+}
+
+void
+shim_sock_adopt(void)
+{
+	const struct dpsock_pl_seg *g = shim_seg();
+	uint32_t nslots = g->n_workers * g->slots_per_worker, me = (uint32_t)shim_getpid();
+	struct adopt_cand *c;
+	struct shim_sock **got = NULL;
+	size_t nc = 0, ngot = 0;
+	unsigned int adopted = 0, released = 0;
+	struct dirent *de;
+	DIR *d;
+
+	c = calloc(nslots, sizeof(*c));
+	if (c == NULL)
+		return;
+	for (uint32_t n = 0; n < nslots; n++) {
+		struct dpsock_pl_slot *sl = shim_slot(n);
+		struct shim_slot_area *a = shim_area(sl);
+		uint32_t kind = __atomic_load_n(&sl->kind, __ATOMIC_ACQUIRE);
+
+		adopt_unwatch(sl);
+		if (kind == DPSOCK_PL_FREE || kind > DPSOCK_PL_UDP ||
+		    __atomic_load_n(&a->ino, __ATOMIC_RELAXED) == 0 ||
+		    __atomic_load_n(&a->gen, __ATOMIC_RELAXED) !=
+			    __atomic_load_n(&sl->gen, __ATOMIC_ACQUIRE))
+			continue;
+		/* closed: CLOSE went out, the slot is no longer the group's */
+		if (__atomic_load_n(&shim_area(shim_slot(n))->closed, __ATOMIC_ACQUIRE))
+			continue;
+		c[nc].ino = a->ino;
+		c[nc].slot = n;
+		c[nc].kind = kind;
+		nc++;
+	}
+	d = nc > 0 ? opendir("/proc/self/fd") : NULL;
+	while (d != NULL && (de = readdir(d)) != NULL) {
+		char *end;
+		long fd = strtol(de->d_name, &end, 10);
+		struct shim_sock *s = NULL;
+		struct stat st;
+
+		if (*end != '\0' || fd < 0 || fd > INT_MAX || fd == dirfd(d) ||
+		    fd == shim_proc.ctl || shim_sock_get((int)fd) != NULL)
+			continue;
+		if (fstat((int)fd, &st) != 0 || !S_ISSOCK(st.st_mode))
+			continue;
+		for (size_t i = 0; i < ngot && s == NULL; i++)
+			if (got[i]->ino == (uint64_t)st.st_ino)
+				s = got[i];
+		if (s != NULL) {           /* dup of one already adopted */
+			if (shim_fdtab_set((int)fd, s) == 0)
+				__atomic_add_fetch(&s->refs, 1, __ATOMIC_RELAXED);
+			continue;
+		}
+		s = adopt_one((int)fd, (uint64_t)st.st_ino, c, nc);
+		if (s == NULL)
+			continue;
+		if ((ngot & 15) == 0) {
+			struct shim_sock **ng = realloc(got, (ngot + 16) * sizeof(*ng));
+
+			if (ng == NULL) {
+				shim_sock_unref(s);
+				continue;
+			}
+			got = ng;
+		}
+		if (shim_fdtab_set((int)fd, s) < 0) {
+			shim_sock_unref(s);
+			continue;
+		}
+		got[ngot++] = s;
+		adopted++;
+	}
+	if (d != NULL)
+		closedir(d);
+	/* Sockets this process held before exec whose descriptors did not
+	 * survive it (close-on-exec): let go of them as close() would. */
+	for (size_t i = 0; i < nc; i++) {
+		struct shim_sock tmp;
+		struct shim_slot_area *a;
+		bool mine = false;
+
+		if (c[i].taken || (c[i].kind != DPSOCK_PL_TCP_CONN && shim_slot_worker(c[i].slot) != 0))
+			continue;
+		a = shim_area(shim_slot(c[i].slot));
+		for (int j = 0; j < SHIM_AREA_PIDS; j++)
+			mine |= __atomic_load_n(&a->pids[j], __ATOMIC_ACQUIRE) == me;
+		if (!mine)
+			continue;
+		memset(&tmp, 0, sizeof(tmp));
+		tmp.ino = c[i].ino;
+		if (!adopt_slots(&tmp, c, nc, c[i].ino, c[i].kind)) {
+			/* incomplete: drop only our reference */
+			shim_area_pid_swap(a, me, 0);
+			continue;
+		}
+		adopt_mark(c, nc, c[i].ino);
+		tmp.mode = SHIM_TCP_CONN;  /* any offloaded mode: sock_release_slots */
+		shim_sock_release_slots(&tmp);
+		released++;
+	}
+	free(got);
+	free(c);
+	SHIM_LOG(INFO, "exec: %u inherited offloaded socket(s) found again, %u left behind "
+		 "released", adopted, released);
 }

@@ -15,6 +15,7 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -34,30 +35,45 @@
 /* ---- real libc functions (hooks.def) ------------------------------------ */
 
 #define DPSOCK_HOOK(ret, name, params, flags, bad, kern) \
-	typedef ret (*dpsock_real_##name##_t) params;
+	typedef ret (*shim_real_##name##_t) params;
 #include "hooks.def"
 #undef DPSOCK_HOOK
 
-struct dpsock_real {
-#define DPSOCK_HOOK(ret, name, params, flags, bad, kern) dpsock_real_##name##_t name;
+struct shim_real {
+#define DPSOCK_HOOK(ret, name, params, flags, bad, kern) shim_real_##name##_t name;
 #include "hooks.def"
 #undef DPSOCK_HOOK
 };
 
-extern struct dpsock_real dpsock_real;
-extern int dpsock_real_ready;
-void dpsock_real_resolve(void);
+extern struct shim_real shim_real;
+extern int shim_real_ready;
+void shim_real_resolve(void);
 
 /* REAL(name): libc's function, resolved once (thread-safe) on first use. */
-static inline const struct dpsock_real *
-dpsock_real_get(void)
+static inline const struct shim_real *
+shim_real_get(void)
 {
-	/* acquire: pairs with the release in dpsock_real_resolve's once-routine */
-	if (__builtin_expect(!__atomic_load_n(&dpsock_real_ready, __ATOMIC_ACQUIRE), 0))
-		dpsock_real_resolve();
-	return &dpsock_real;
+	/* acquire: pairs with the release in shim_real_resolve's once-routine */
+	if (__builtin_expect(!__atomic_load_n(&shim_real_ready, __ATOMIC_ACQUIRE), 0))
+		shim_real_resolve();
+	return &shim_real;
 }
-#define REAL(name) (dpsock_real_get()->name)
+#define REAL(name) (shim_real_get()->name)
+
+/* This process's pid without a system call (glibc's getpid() makes one):
+ * cached, forgotten by an atfork child handler (fork.c). */
+extern pid_t shim_pid_cache;
+static inline pid_t
+shim_getpid(void)
+{
+	pid_t p = __atomic_load_n(&shim_pid_cache, __ATOMIC_RELAXED);
+
+	if (__builtin_expect(p == 0, 0)) {
+		p = getpid();
+		__atomic_store_n(&shim_pid_cache, p, __ATOMIC_RELAXED);
+	}
+	return p;
+}
 
 /* Spin-wait hint. */
 static inline void
@@ -77,25 +93,53 @@ shim_cpu_relax(void)
 enum { DPSOCK_LOG_ERR = 3, DPSOCK_LOG_WARNING = 4, DPSOCK_LOG_NOTICE = 5,
        DPSOCK_LOG_INFO = 6, DPSOCK_LOG_DEBUG = 7 };
 
-struct dpsock_env {
+struct shim_env {
 	char name[64];            /* DPSOCK_NAME */
 	char runtime_dir[256];    /* DPSOCK_RUNTIME_DIR */
 	char app_id[64];          /* DPSOCK_APPLICATION_ID */
 	char prog[64];            /* program name at start (before setproctitle) */
-	long rx_poll_us;          /* DPSOCK_RX_POLL: -1 = spin forever */
+	long rx_poll_us;          /* DPSOCK_RX_POLL: -1 = spin forever;
+				   * SHIM_POLL_AUTO when unset */
 	long select_poll_us;      /* DPSOCK_SELECT_POLL */
 	int offload;              /* DPSOCK_OFFLOAD */
 	int log_level;            /* DPSOCK_LOG_LEVEL */
 	int log_fd;               /* DPSOCK_LOG_FILE, else stderr */
 };
 
-extern struct dpsock_env dpsock_env;
-void dpsock_env_load(void);   /* once; thread-safe */
-void dpsock_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+extern struct shim_env shim_env;
+void shim_env_load(void);   /* once; thread-safe */
+void shim_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 #define SHIM_LOG(lvl, ...) do { \
-	if (DPSOCK_LOG_##lvl <= dpsock_env.log_level) dpsock_log(DPSOCK_LOG_##lvl, __VA_ARGS__); \
+	if (DPSOCK_LOG_##lvl <= shim_env.log_level) shim_log(DPSOCK_LOG_##lvl, __VA_ARGS__); \
 } while (0)
-uint64_t dpsock_now_us(void);
+uint64_t shim_now_us(void);
+
+/* ---- time-outs -------------------------------------------------------------- */
+
+/* Milliseconds left of a time-out that started at start_us; -1 = forever. */
+static inline int
+shim_ms_left(int timeout_ms, uint64_t start_us)
+{
+	uint64_t el;
+
+	if (timeout_ms < 0)
+		return -1;
+	el = (shim_now_us() - start_us) / 1000;
+	return el >= (uint64_t)timeout_ms ? 0 : timeout_ms - (int)el;
+}
+
+/* A struct timespec time-out in ms: -1 = NULL (forever), -2 = invalid. */
+static inline int
+shim_ts_to_ms(const struct timespec *ts)
+{
+	if (ts == NULL)
+		return -1;
+	if (ts->tv_sec < 0 || ts->tv_nsec < 0 || ts->tv_nsec >= 1000000000L)
+		return -2;
+	if (ts->tv_sec > 1000000)
+		return 1000000000;
+	return (int)(ts->tv_sec * 1000 + (ts->tv_nsec + 999999) / 1000000);
+}
 
 /* ---- process attach, threads, channels, waiters (attach.c) --------------- */
 
@@ -114,6 +158,9 @@ struct shim_proc {
 	int worker_efd[SHIM_MAX_WORKERS];
 	uint64_t token;
 	uint32_t next_worker;     /* threads' worker of choice, round-robin */
+	/* a forked child: a control connection the parent opened for it at
+	 * fork (fork.c), used by its first attach; -1 = none */
+	int spare_ctl;
 };
 
 extern struct shim_proc shim_proc;
@@ -139,6 +186,8 @@ struct shim_thread {
 /* Attach the process if not yet (or re-attach a forked child). Returns 0,
  * or -errno (-ENOENT/-ECONNREFUSED: no daemon; others logged). */
 int shim_attach(void);
+/* A new connection to dpsockd's control socket: the fd, or -errno. */
+int shim_ctl_connect(void);
 /* This thread's channel + waiter (created on first use). NULL + errno. */
 struct shim_thread *shim_thread_get(void);
 /* Post a command to worker k (no reply). Returns 0 or -errno. */
@@ -152,6 +201,24 @@ void shim_waiter_free(struct shim_waiter *w);
 /* Drain a waiter's wait rings: clears queued[] of each slot it names and
  * calls fn(slot, arg) for each (fn may be NULL). */
 void shim_waiter_drain(struct shim_waiter *w, void (*fn)(uint32_t, void *), void *arg);
+/* Arm w before a sleep: say which CPU this thread sleeps on, armed = 1,
+ * and a seq_cst fence that pairs with the worker's fence between publishing
+ * a change and reading armed: after it, either the caller's last look sees
+ * the change, or the worker sees armed and writes the eventfd. */
+void shim_waiter_arm(struct shim_waiter *w);
+static inline void
+shim_waiter_disarm(struct shim_waiter *w)
+{
+	__atomic_store_n(&w->hdr->armed, 0, __ATOMIC_RELAXED);
+}
+/* How long a wait may spin before it arms and sleeps, in µs (-1 = spin
+ * forever): the DPSOCK_RX_POLL / DPSOCK_SELECT_POLL value when set; else
+ * SHIM_POLL_DEFAULT_US, or none when this thread runs on the CPU of a
+ * worker (spinning there would take the CPU from the worker that is to wake
+ * it). */
+#define SHIM_POLL_AUTO (-2L)
+#define SHIM_POLL_DEFAULT_US 50L
+long shim_spin_budget(long configured);
 /* true when waiter id's owning process is gone (its watch entries may be
  * taken back). */
 bool shim_waiter_dead(uint32_t id);
@@ -205,7 +272,7 @@ static inline struct shim_slot_area *shim_area(struct dpsock_pl_slot *s)
 void shim_lock(uint32_t *lock);
 void shim_unlock(uint32_t *lock);
 
-/* ---- socket shadow objects (sock.c) -------------------------------------- */
+/* ---- socket shadow objects ------------------------------------------------- */
 
 enum shim_sock_mode {
 	SHIM_UNDECIDED = 0,       /* AF_INET, no offload decision yet */
@@ -248,18 +315,138 @@ struct shim_sock {
 	uint32_t udp_tx_worker;
 	/* the kernel socket's inode: the socket's identity across exec */
 	uint64_t ino;
+	int in_epoll;             /* registrations in epoll sets (atomic) */
 };
 
-struct shim_sock *shim_sock_get(int fd);      /* NULL: not ours */
-/* tcpinfo.c: getsockopt TCP_INFO / TCP_CONGESTION of an offloaded TCP
- * socket, answered by its worker. 0 or -errno. */
-int shim_tcp_info(struct shim_sock *s, void *val, socklen_t *len);
-int shim_tcp_congestion(struct shim_sock *s, void *val, socklen_t *len);
 /* true if fd is an offloaded socket (mode >= SHIM_TCP_LISTEN). */
 static inline bool shim_sock_offloaded(const struct shim_sock *s)
 {
 	return s != NULL && __atomic_load_n(&s->mode, __ATOMIC_ACQUIRE) >= SHIM_TCP_LISTEN;
 }
+
+/* Slot i of an offloaded socket. */
+static inline struct dpsock_pl_slot *
+shim_sock_slot(struct shim_sock *s, uint32_t i)
+{
+	return shim_slot(s->slot[i]);
+}
+
+/* Worker that owns slot number n. */
+static inline uint32_t
+shim_slot_worker(uint32_t n)
+{
+	return n / shim_seg()->slots_per_worker;
+}
+
+static inline bool
+shim_slot_valid(uint32_t n)
+{
+	const struct dpsock_pl_seg *g = shim_seg();
+
+	return n < g->n_workers * g->slots_per_worker;
+}
+
+/* ---- errors, as libc reports them ---------------------------------------- */
+
+/* What a hook's body returns besides 0 and -errno: */
+#define SHIM_TO_KERNEL 1  /* not ours after all: libc makes the call */
+#define SHIM_BLOCKED 2    /* must wait, after the socket's lock is dropped */
+
+static inline int
+shim_fail(int e)
+{
+	errno = e;
+	return -1;
+}
+
+/* A send on a socket that can send no more: SIGPIPE unless MSG_NOSIGNAL. */
+static inline ssize_t
+shim_epipe(int flags)
+{
+	if (!(flags & MSG_NOSIGNAL))
+		raise(SIGPIPE);
+	errno = EPIPE;
+	return -1;
+}
+
+/* ---- shadow fd table and object lifetime (fd.c) ---------------------------- */
+
+/* A map from descriptor to pointer: two levels of 1024 entries, pages made
+ * on demand; get is lock-free (acquire loads), set/take are atomic per
+ * entry. Zero-initialised = empty. */
+#define SHIM_FDMAP_PAGE 1024u
+struct shim_fdmap {
+	void **page[SHIM_FDMAP_PAGE];
+};
+void *shim_fdmap_get(struct shim_fdmap *m, int fd);
+int shim_fdmap_set(struct shim_fdmap *m, int fd, void *v);   /* 0, -EMFILE, -ENOMEM */
+void *shim_fdmap_take(struct shim_fdmap *m, int fd);
+void shim_fdmap_free(struct shim_fdmap *m);
+
+struct shim_sock *shim_sock_get(int fd);      /* NULL: not ours */
+/* Enter / take out fd's object. set: 0 or -errno (-EMFILE beyond the
+ * table, -ENOMEM). take: the object that was there, or NULL. */
+int shim_fdtab_set(int fd, struct shim_sock *s);
+struct shim_sock *shim_fdtab_take(int fd);
+/* A new undecided object (one reference), or NULL. */
+struct shim_sock *shim_sock_new(int type, int nonblock);
+/* Drop a reference; the last one lets go of the socket's slots (CLOSE to
+ * the workers once no process of the group holds it). */
+void shim_sock_unref(struct shim_sock *s);
+/* Process references in a slot's shim area: add pid (false when the list
+ * is full: the socket is then pinned until the group ends); replace one
+ * copy of from by to (0 = remove). */
+bool shim_area_pid_add(struct shim_slot_area *a, uint32_t pid);
+bool shim_area_pid_swap(struct shim_slot_area *a, uint32_t from, uint32_t to);
+/* The kernel socket's inode (0: unknown; such a socket is not inherited
+ * through exec). */
+uint64_t shim_fd_ino(int fd);
+/* Let go of the socket's slots for this process (CLOSE to the workers when
+ * no other process of the group holds it); the object itself stays. */
+void shim_sock_release_slots(struct shim_sock *s);
+
+/* ---- slot FIFOs (fifo.c) ----------------------------------------------------- */
+
+/* Bytes in a FIFO region seen by a third party (readiness), and the
+ * positions read: acquire loads pair with the producer's release of prod
+ * (P1) and the consumer's release of cons (C2) in spsc_ring.h. Clamped to
+ * size. */
+static inline uint32_t
+shim_fifo_level_at(void *region, uint32_t size, uint32_t *prod, uint32_t *cons)
+{
+	const struct dpsock_spsc_hdr *h = region;
+	uint32_t c = __atomic_load_n(&h->cons, __ATOMIC_ACQUIRE);
+	uint32_t p = __atomic_load_n(&h->prod, __ATOMIC_ACQUIRE);
+	uint32_t n = p - c;
+
+	*prod = p;
+	*cons = c;
+	return n > size ? size : n;
+}
+
+static inline uint32_t
+shim_fifo_level(void *region, uint32_t size)
+{
+	uint32_t p, c;
+
+	return shim_fifo_level_at(region, size, &p, &c);
+}
+
+size_t shim_iov_total(const struct iovec *iov, int n);
+/* Copy len bytes from src into the iovec array starting at byte off; from
+ * the array at off into dst; between two arrays. */
+void shim_iov_put(const struct iovec *iov, int n, size_t off, const unsigned char *src,
+		  size_t len);
+void shim_iov_get(const struct iovec *iov, int n, size_t off, unsigned char *dst, size_t len);
+void shim_iov_copy(const struct iovec *dst, int nd, size_t doff, const struct iovec *src, int ns,
+		   size_t soff, size_t len);
+/* After making room in slot i's rx FIFO / putting data in its tx FIFO:
+ * post RX_KICK / TX_KICK if the worker rang the doorbell. */
+void shim_rx_kick(struct shim_sock *s, uint32_t i);
+void shim_tx_kick(struct shim_sock *s, uint32_t i);
+
+/* ---- readiness and the single-socket wait (ready.c) -------------------------- */
+
 /* Readiness of an offloaded socket as poll bits (POLLIN/OUT/ERR/HUP/RDHUP). */
 uint32_t shim_sock_ready(struct shim_sock *s);
 /* What edge-triggered readiness compares: in moves when data, a
@@ -275,21 +462,90 @@ uint32_t shim_sock_ready_sig(struct shim_sock *s, struct shim_edge_sig *sig);
  * ticks instead). */
 bool shim_sock_watch(struct shim_sock *s, int waiter_id);
 void shim_sock_unwatch(struct shim_sock *s, int waiter_id);
+/* Before a wait for writability: ask the worker to notify when it makes
+ * room (want_tx), then fence. Returns true when it asked (the caller then
+ * looks at the socket once more: room made before the ask is seen). */
+bool shim_sock_want_tx(struct shim_sock *s);
+/* Blocking wait for want (poll bits) on one socket: spin for the
+ * DPSOCK_RX_POLL budget, then sleep. timeout_ms: -1 forever. Returns 1 when
+ * ready, 0 on timeout, -EINTR, or -ECONNABORTED when dpsockd went away. */
+int shim_wait_sock(struct shim_sock *s, uint32_t want, int timeout_ms);
 
-/* ---- readiness (mux.c) ---------------------------------------------------- */
+/* ---- offload decision (offload.c) ------------------------------------------- */
+
+/* 1: offload a socket of this role (enum dpsock_pl_role) to addr:port
+ * (network order), 0: keep it in the kernel. */
+int shim_offload_decide(int role, uint32_t addr, uint16_t port);
+/* LISTEN or UDP_BIND on every worker. Returns 0 or -errno. */
+int shim_sock_open_all(struct shim_sock *s, int op, uint32_t addr, uint16_t port);
+/* The object became offloaded with the slots it holds (mode: enum
+ * shim_sock_mode); this process holds it. */
+void shim_sock_set_offloaded(struct shim_sock *s, int mode);
+/* Send the remembered options a worker applies, once the slots exist. */
+void shim_sock_push_opts(struct shim_thread *t, struct shim_sock *s);
+
+/* ---- TCP and UDP (tcp.c, udp.c) --------------------------------------------- */
+
+/* Data calls return a count or -1 with errno (as libc); the others 0 or
+ * -errno. */
+int shim_conn_take_err(struct shim_sock *s);   /* pending error (once), else 0 */
+ssize_t shim_tcp_recv(struct shim_sock *s, const struct iovec *iov, int iovcnt, int flags);
+ssize_t shim_tcp_send(struct shim_sock *s, const struct iovec *iov, int iovcnt, int flags);
+/* Start an active open (caller holds s->lock). Returns -EINPROGRESS on a
+ * non-blocking socket (the outcome comes as writability and SO_ERROR),
+ * SHIM_BLOCKED on a blocking one (the caller drops the lock and waits with
+ * shim_tcp_connect_wait), or -errno. */
+int shim_tcp_connect(struct shim_sock *s, const struct sockaddr_in *sin);
+/* connect() again on an offloaded connection: 0 (the outcome, once),
+ * -EISCONN, -EALREADY, SHIM_BLOCKED or the error. Caller holds s->lock. */
+int shim_tcp_connect_again(struct shim_sock *s);
+/* Wait, without the lock, for a blocking connect's outcome: 0 or -errno
+ * (-EINPROGRESS when SO_SNDTIMEO ran out; it goes on). */
+int shim_tcp_connect_wait(struct shim_sock *s);
+/* accept4 on an offloaded listener: the new descriptor or -1 + errno. */
+int shim_tcp_accept(int fd, struct shim_sock *s, struct sockaddr *addr, socklen_t *alen,
+		    int flags);
+/* tcpinfo.c: getsockopt TCP_INFO / TCP_CONGESTION of an offloaded TCP
+ * socket, answered by its worker. 0 or -errno. */
+int shim_tcp_info(struct shim_sock *s, void *val, socklen_t *len);
+int shim_tcp_congestion(struct shim_sock *s, void *val, socklen_t *len);
+ssize_t shim_udp_send(struct shim_sock *s, const struct iovec *iov, int iovcnt, int flags,
+		      const struct sockaddr *to, socklen_t tolen);
+ssize_t shim_udp_recv(struct shim_sock *s, const struct iovec *iov, int iovcnt, int flags,
+		      struct sockaddr *from, socklen_t *fromlen, int *msg_flags);
+/* Offload an unbound UDP socket (a port on every worker). */
+int shim_udp_ensure_bound(struct shim_sock *s, int role, uint32_t addr, uint16_t port);
+/* First send on an undecided UDP socket: the udp_sender decision. true
+ * when it is (now) offloaded. */
+bool shim_udp_first_send(struct shim_sock *s, const struct sockaddr *to, socklen_t tolen);
+
+/* ---- readiness over many descriptors (poll.c, epoll.c) ------------------------ */
 
 void shim_epoll_fd_closed(int fd, struct shim_sock *s);
 void shim_epoll_close(int epfd);
 bool shim_epoll_is(int epfd);
-void shim_fork_child(void);
 
-/* ---- exec (exec.c, sock.c) ------------------------------------------------- */
+/* ---- signals (signal.c) --------------------------------------------------------- */
+
+/* Signal handlers this thread ran so far (a wait that sees it move was
+ * interrupted), and whether the last one had SA_RESTART. */
+unsigned int shim_sig_count(void);
+bool shim_sig_restarts(void);
+
+/* ---- fork (fork.c) ------------------------------------------------------------ */
+
+/* Track / forget an offloaded object: a fork gives the child a process
+ * reference on every tracked one. */
+void shim_fork_track(struct shim_sock *s);
+void shim_fork_untrack(struct shim_sock *s);
+/* The process that forked last from this image (atfork child handler). */
+extern pid_t shim_forked_pid;
+
+/* ---- exec (exec.c) ------------------------------------------------------------ */
 
 /* DPSOCK_INHERIT=<control fd>:<pid>: set by the exec hooks for the new
  * image, read (and removed from the environment) by the shim's constructor. */
 #define SHIM_INHERIT_ENV "DPSOCK_INHERIT"
-/* The process that forked last from this image (atfork child handler). */
-extern pid_t shim_forked_pid;
 /* true when this process holds offloaded sockets whose descriptors survive
  * exec (no FD_CLOEXEC). */
 bool shim_sock_inheritable(void);
@@ -301,10 +557,5 @@ int shim_attach_exec(int ctl);
  * the old image's channels die with it). */
 void shim_thread_drain_self(void);
 void shim_sock_adopt(void);
-
-/* Blocking wait for cond(s) on one socket; budget_us spin then sleep.
- * timeout_ms: -1 forever. Returns 1 when cond true, 0 on timeout,
- * -EINTR, or -ECONNABORTED when dpsockd went away. */
-int shim_wait_sock(struct shim_sock *s, uint32_t want, int timeout_ms);
 
 #endif /* DPSOCK_SHIM_PRIV_H */

@@ -23,7 +23,7 @@ tcpi_fetch(struct shim_sock *s, struct dpsock_pl_tcp_info *out)
 
 	if (t == NULL)
 		return -errno;
-	e = shim_cmd_call(t, s->slot[0] / shim_seg()->slots_per_worker, &c, &r);
+	e = shim_cmd_call(t, shim_slot_worker(s->slot[0]), &c, &r);
 	if (e < 0)
 		return e;
 	if (r.result < 0)

@@ -153,7 +153,7 @@ static const struct conf_key conf_main_keys[] = {
 	       "sockets per worker per group (a listener takes one on every worker)"),
 	K_UINT(DC, "preload.rx_fifo_kb", pl_rx_fifo_kb, 128, 4, 65536, CONF_F_POW2,
 	       "receive FIFO of each preloaded socket (KiB)"),
-	K_UINT(DC, "preload.tx_fifo_kb", pl_tx_fifo_kb, 128, 4, 65536, CONF_F_POW2,
+	K_UINT(DC, "preload.tx_fifo_kb", pl_tx_fifo_kb, 1024, 4, 65536, CONF_F_POW2,
 	       "send FIFO of each preloaded socket (KiB)"),
 	K_UINT(DC, "preload.poll_batch", pl_poll_batch, 32, 1, 1024, 0,
 	       "commands a worker takes from one client ring per loop iteration"),
@@ -549,40 +549,56 @@ parse_log_modules(struct parse_ctx *p, struct dpsock_config *c,
 	return 0;
 }
 
+/* The messages of one kind of id list. */
+struct id_list_words {
+	const char *what;   /* one element: "lcore" */
+	const char *list;   /* the list, with an example: "lcore ids, like [ 1, 2 ]" */
+	const char *many;   /* what the length limits: "workers" */
+};
+
+/* A list of distinct unsigned ids, each at most max_v, at most max_n of
+ * them, into out[] / *n_out. */
 static int
-parse_lcore_list(struct parse_ctx *p, struct dpsock_config *c,
-		 const config_setting_t *s, const char *path)
+parse_id_list(struct parse_ctx *p, const config_setting_t *s, const char *path,
+	      const struct id_list_words *words, int max_n, int64_t max_v, uint32_t *out,
+	      unsigned int *n_out)
 {
-	int t = config_setting_type(s), i, n;
-	const config_setting_t *first[CONF_LCORE_MAX + 1] = { NULL };
+	int t = config_setting_type(s), i, j, n;
+	const char *what = words->what;
 
 	if (t != CONFIG_TYPE_ARRAY && t != CONFIG_TYPE_LIST)
-		return fail(p, s, path, "expected a list of lcore ids, like [ 1, 2 ], got %s",
+		return fail(p, s, path, "expected a list of %s, got %s", words->list,
 			    type_name(t));
 	n = config_setting_length(s);
-	if (n > DPSOCK_MAX_WORKERS)
-		return fail(p, s, path, "at most %d workers (got %d)", DPSOCK_MAX_WORKERS, n);
-	c->n_workers = 0;
+	if (n > max_n)
+		return fail(p, s, path, "at most %d %s (got %d)", max_n, words->many, n);
+	*n_out = 0;
 	for (i = 0; i < n; i++) {
 		const config_setting_t *e = config_setting_get_elem(s, (unsigned int)i);
 		char epath[64];
 		int64_t v;
-		int j;
 
 		pathf(epath, sizeof(epath), "%s[%d]", path, i);
-		if (get_uint(p, e, epath, 0, CONF_LCORE_MAX, &v) < 0)
+		if (get_uint(p, e, epath, 0, max_v, &v) < 0)
 			return -EINVAL;
-		if (first[v] != NULL) {
-			for (j = 0; j < i; j++)
-				if (c->workers[j] == (uint32_t)v)
-					break;
-			return fail(p, e, epath, "lcore %" PRId64 " is listed twice (also %s[%d])",
-				    v, path, j);
-		}
-		first[v] = e;
-		c->workers[c->n_workers++] = (uint32_t)v;
+		for (j = 0; j < i; j++)
+			if (out[j] == (uint32_t)v)
+				return fail(p, e, epath, "%s %" PRId64 " is listed twice (also %s[%d])",
+					    what, v, path, j);
+		out[(*n_out)++] = (uint32_t)v;
 	}
 	return 0;
+}
+
+static int
+parse_lcore_list(struct parse_ctx *p, struct dpsock_config *c,
+		 const config_setting_t *s, const char *path)
+{
+	static const struct id_list_words words = { "lcore", "lcore ids, like [ 1, 2 ]",
+						    "workers" };
+
+	return parse_id_list(p, s, path, &words, DPSOCK_MAX_WORKERS, CONF_LCORE_MAX, c->workers,
+			     &c->n_workers);
 }
 
 static int parse_iface_list(struct parse_ctx *p, struct dpsock_config *c,
@@ -592,31 +608,11 @@ static int
 parse_uid_list(struct parse_ctx *p, struct dpsock_config *c,
 	       const config_setting_t *s, const char *path)
 {
-	int t = config_setting_type(s), i, j, n;
+	static const struct id_list_words words = { "uid", "uids, like [ 1000, 1001 ]", "uids" };
 
-	if (t != CONFIG_TYPE_ARRAY && t != CONFIG_TYPE_LIST)
-		return fail(p, s, path, "expected a list of uids, like [ 1000, 1001 ], got %s",
-			    type_name(t));
-	n = config_setting_length(s);
-	if (n > DPSOCK_MAX_UIDS)
-		return fail(p, s, path, "at most %d uids (got %d)", DPSOCK_MAX_UIDS, n);
-	c->n_allowed_uids = 0;
-	for (i = 0; i < n; i++) {
-		const config_setting_t *e = config_setting_get_elem(s, (unsigned int)i);
-		char epath[64];
-		int64_t v;
-
-		pathf(epath, sizeof(epath), "%s[%d]", path, i);
-		/* (uid_t)-1 means "no change" to chown and friends: not a uid */
-		if (get_uint(p, e, epath, 0, 0xfffffffeu, &v) < 0)
-			return -EINVAL;
-		for (j = 0; j < i; j++)
-			if (c->allowed_uids[j] == (uint32_t)v)
-				return fail(p, e, epath, "uid %" PRId64 " is listed twice (also %s[%d])",
-					    v, path, j);
-		c->allowed_uids[c->n_allowed_uids++] = (uint32_t)v;
-	}
-	return 0;
+	/* (uid_t)-1 means "no change" to chown and friends: not a uid */
+	return parse_id_list(p, s, path, &words, DPSOCK_MAX_UIDS, 0xfffffffeu, c->allowed_uids,
+			     &c->n_allowed_uids);
 }
 
 /* ---------------------------------------------------------------------- */

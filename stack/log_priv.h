@@ -16,7 +16,8 @@
 	X(worker)             \
 	X(lwip)               \
 	X(stats)              \
-	X(tcp)
+	X(tcp)                \
+	X(preload)
 
 #define DPSOCK_LOGTYPE_DECL(m) extern int dpsock_logtype_##m;
 DPSOCK_LOG_MODULES(DPSOCK_LOGTYPE_DECL)

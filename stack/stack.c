@@ -553,7 +553,7 @@ dpsock_run(const struct dpsock_app *app, void *arg)
 	unsigned int i;
 	int ret, exit_code = 0;
 	uint64_t next_control;
-	bool main_started = false;
+	bool main_started = false, need_fini = false;
 
 	if (!d->initialised) {
 		fprintf(stderr, "%s: dpsock_run before a successful dpsock_init\n", prog_name);
@@ -576,6 +576,16 @@ dpsock_run(const struct dpsock_app *app, void *arg)
 	ret = dpsock_stats_telemetry_register(d);
 	if (ret != 0)
 		DPSOCK_LOG(WARNING, stats, "telemetry commands /dpsock/*: %s", strerror(-ret));
+	if (app != NULL && app->main_init != NULL) {
+		ret = app->main_init(arg);
+		if (ret != 0) {
+			fprintf(stderr, "%s: %s: set-up: %s\n", prog_name,
+				app->name ? app->name : "app", strerror(ret < 0 ? -ret : ret));
+			exit_code = 1;
+			goto stop;
+		}
+		need_fini = true;
+	}
 
 	for (i = 0; i < d->n_workers; i++) {
 		struct dpsock_worker *w = &d->workers[i];
@@ -623,6 +633,7 @@ dpsock_run(const struct dpsock_app *app, void *arg)
 			goto stop;
 		}
 		main_started = true;
+		need_fini = true;
 	}
 
 	for (i = 0; i < d->n_workers; i++)
@@ -672,7 +683,7 @@ stop:
 	rte_eal_mp_wait_lcore();
 	if (d->main_worker >= 0 && d->workers[d->main_worker].init_done)
 		dpsock_worker_fini(&d->workers[d->main_worker]);
-	if (main_started && app->main_fini != NULL)
+	if (need_fini && app->main_fini != NULL)
 		app->main_fini(arg);
 	if (d->stats != NULL)
 		control_tasks(d);

@@ -68,6 +68,8 @@ struct dpsock_worker {
 	uint64_t idle_poll_tsc;   /* poll this long after the last work before sleeping */
 	uint32_t sleep_us;        /* current back-off step */
 	uint32_t sleep_max_us;
+	uint32_t idle_passes;     /* idle polling passes (yield probe) */
+	uint64_t yield_until;     /* yield on every idle pass until then (TSC) */
 	uint64_t next_mirror_tsc; /* next copy of lwIP's counters into stats */
 
 	/* sleeping */

@@ -449,7 +449,6 @@ tel_sockets(const char *cmd, const char *params, struct rte_tel_data *t)
 			struct dpsock_sock_stats e;
 			struct rte_tel_data *c;
 			char key[24], a[48];
-			struct in_addr in;
 
 			if (!__atomic_load_n(&tab[i].in_use, __ATOMIC_RELAXED) ||
 			    !dpsock_sockstat_read(&tab[i], &e) || !e.in_use)
@@ -462,12 +461,10 @@ tel_sockets(const char *cmd, const char *params, struct rte_tel_data *t)
 			rte_tel_data_start_dict(c);
 			rte_tel_data_add_dict_string(c, "proto", e.proto == IPPROTO_TCP ? "tcp" : "udp");
 			rte_tel_data_add_dict_string(c, "state", dpsock_sock_state_name(e.state));
-			in.s_addr = e.laddr;
-			snprintf(a, sizeof(a), "%s:%u", inet_ntoa(in), e.lport);
-			rte_tel_data_add_dict_string(c, "local", a);
-			in.s_addr = e.raddr;
-			snprintf(a, sizeof(a), "%s:%u", inet_ntoa(in), e.rport);
-			rte_tel_data_add_dict_string(c, "remote", a);
+			rte_tel_data_add_dict_string(c, "local",
+						     dpsock_fmt_addr(a, sizeof(a), e.laddr, e.lport));
+			rte_tel_data_add_dict_string(c, "remote",
+						     dpsock_fmt_addr(a, sizeof(a), e.raddr, e.rport));
 			rte_tel_data_add_dict_u64(c, "worker", e.worker);
 			rte_tel_data_add_dict_int(c, "owner_pid", e.owner_pid);
 			rte_tel_data_add_dict_int(c, "fd", e.fd);

@@ -26,6 +26,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <sched.h>
+
 #include <rte_arp.h>
 #include <rte_cycles.h>
 #include <rte_ethdev.h>
@@ -425,6 +427,32 @@ dpsock_worker_poll(struct dpsock_worker *w)
 	return work;
 }
 
+/*
+ * Idle polling on a CPU that another thread wants (a preloaded program on
+ * the worker's core, or anything else): a yield that took long means
+ * another thread ran meanwhile; then yield on every idle pass for a while,
+ * so that it runs as soon as it is runnable and not when our polling ends.
+ * Alone on the CPU, probe once every 256 passes (a system call that
+ * returns at once).
+ */
+#define YIELD_BUSY_US 5    /* a yield this long: someone else ran */
+#define YIELD_HOLD_MS 20   /* then keep yielding this long */
+
+static void
+idle_yield(struct dpsock_worker *w, uint64_t now)
+{
+	uint64_t t, hz = w->d->tsc_hz;
+
+	if (now >= w->yield_until && (++w->idle_passes & 255) != 0)
+		return;
+	sched_yield();
+	t = rte_rdtsc();
+	if (t - now > hz / 1000000 * YIELD_BUSY_US) {
+		w->yield_until = t + hz / 1000 * YIELD_HOLD_MS;
+		dpsock_stat_add(&w->stats->idle_yields, 1);
+	}
+}
+
 void
 dpsock_worker_idle(struct dpsock_worker *w, unsigned int work, uint32_t max_us)
 {
@@ -441,6 +469,7 @@ dpsock_worker_idle(struct dpsock_worker *w, unsigned int work, uint32_t max_us)
 		return;
 	}
 	if (now - w->last_work_tsc < w->idle_poll_tsc) {
+		idle_yield(w, now);
 		rte_pause();
 		return;
 	}

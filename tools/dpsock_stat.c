@@ -538,16 +538,6 @@ owner_name(const struct dpsock_sock_stats *e, char *buf, size_t len)
 		snprintf(buf, len, "pid %d fd %d", (int)e->owner_pid, (int)e->fd);
 }
 
-static void
-addr_text(char *buf, size_t len, uint32_t a, uint16_t port)
-{
-	struct in_addr in = { .s_addr = a };
-	char s[INET_ADDRSTRLEN];
-
-	inet_ntop(AF_INET, &in, s, sizeof(s));
-	snprintf(buf, len, "%s:%u", s, port);
-}
-
 /* -s: "key=value" (state, proto, worker, port, lport, rport) or a
  * substring of "local remote"; several, comma separated, must all match. */
 static bool
@@ -588,8 +578,8 @@ filter_match(const struct dpsock_sock_stats *e, const char *filter)
 				return false;
 			continue;
 		}
-		addr_text(l, sizeof(l), e->laddr, e->lport);
-		addr_text(r, sizeof(r), e->raddr, e->rport);
+		dpsock_fmt_addr(l, sizeof(l), e->laddr, e->lport);
+		dpsock_fmt_addr(r, sizeof(r), e->raddr, e->rport);
 		snprintf(both, sizeof(both), "%s %s", l, r);
 		if (strstr(both, tok) == NULL)
 			return false;
@@ -713,9 +703,9 @@ json_sockets(const struct sample *cur, const char *filter)
 		printf("%s{", shown++ ? ", " : "");
 		json_str("proto", e->proto == IPPROTO_TCP ? "tcp" : "udp", false);
 		json_str("state", dpsock_sock_state_name(e->state), true);
-		addr_text(a, sizeof(a), e->laddr, e->lport);
+		dpsock_fmt_addr(a, sizeof(a), e->laddr, e->lport);
 		json_str("local", a, true);
-		addr_text(a, sizeof(a), e->raddr, e->rport);
+		dpsock_fmt_addr(a, sizeof(a), e->raddr, e->rport);
 		json_str("remote", a, true);
 		owner_name(e, owner, sizeof(owner));
 		json_str("owner", owner, true);

@@ -86,6 +86,12 @@ struct dpsock_sock_ops {
 /* Application hooks, all optional; each runs on every worker lcore. */
 struct dpsock_app {
 	const char *name;
+	/* On the main thread, once ports and stats are set up and before any
+	 * worker starts: make what the workers will share (they may read it
+	 * from worker_init on). Return 0 or -errno (the start fails; no worker
+	 * runs). When it succeeded, main_fini runs at the end, whatever fails
+	 * later. */
+	int (*main_init)(void *arg);
 	/* After the worker's stack is up, before its first packet: create the
 	 * listening/UDP sockets here. Return 0 or -errno (stops the start). */
 	int (*worker_init)(struct dpsock_worker *w, void *arg);
@@ -110,7 +116,8 @@ struct dpsock_app {
 	 * The workers still run. */
 	void (*main_stop)(void *arg);
 	/* On the main thread, after every worker stopped (worker_fini ran on
-	 * each): free what main_start shared with the workers. */
+	 * each): free what main_init and main_start shared with the workers.
+	 * Runs when main_init (or, without one, main_start) succeeded. */
 	void (*main_fini)(void *arg);
 };
 

@@ -12,7 +12,7 @@
 #   dpsockd_start "$TEST_NAME" "$(dpsock_conf "$TEST_NAME")"
 #   in_b ping -c 1 -W 1 "$TOPO_ADDR_A" >/dev/null || fail "no ping reply"
 #   wait_counter_ge "$TEST_NAME" icmp_echo 1 5
-#   dpsockd_stop || fail "dpsockd exited with status $?"
+#   dpsockd_stop_clean                # status 0, every mbuf back
 #   pass "ping answered"
 #
 # Exit codes follow meson/automake: 0 pass, 1 fail, 77 skip. Nothing here
@@ -359,7 +359,7 @@ dpsockd_eal_args() {
 	local name=$1
 	# shellcheck disable=SC2046
 	echo -l "${DPSOCK_TEST_LCORES:-0-1}" --no-pci --file-prefix "$name" \
-		"--vdev=net_af_packet0,iface=$TOPO_IF_A,qpairs=${DPSOCK_TEST_QPAIRS:-2}" \
+		"--vdev=net_af_packet0,iface=$TOPO_IF_A,qpairs=${DPSOCK_TEST_QPAIRS:-2},framecnt=${DPSOCK_TEST_FRAMECNT:-4096}" \
 		$(eal_mem_args)
 }
 
@@ -566,6 +566,18 @@ dpsockd_stop() {
 	app_stop "${1:-${DPSOCKD_NAME:-}}" "${2:-TERM}"
 }
 
+# dpsockd_stop_clean: stop the last dpsockd started (SIGTERM) and fail the
+# test unless it exited 0 with every mbuf back in its pool and its stats
+# segment removed: the end of every test that starts one.
+dpsockd_stop_clean() {
+	local rc=0 name=${DPSOCKD_NAME:-}
+	dpsockd_stop || rc=$?
+	[ "$rc" -eq 0 ] || fail "dpsockd exited with status $rc (3 = mbuf leak)"
+	grep -q 'all [0-9]* mbufs back in the pool' "$DPSOCKD_LOG" ||
+		fail "no 'mbufs back' line in dpsockd's log: $(tail -n 5 "$DPSOCKD_LOG")"
+	[ ! -e "/dev/shm/dpsock.$name.stats" ] || fail "stats segment left in /dev/shm"
+}
+
 # ---- impaired path (test/tools/impair) ------------------------------------
 
 # impair_topo_up NAME IDX: A <-veth-> M <-veth-> B, three namespaces named
@@ -731,6 +743,8 @@ throughput() {
 #   preload_daemon_start NAME [LINE...]
 #                                   dpsockd (2 workers) serving TOPO_ADDR_A, with
 #                                   runtime_dir = TEST_TMP (conf LINEs added)
+#   preload_daemon_stop             dpsockd_stop_clean (nothing in the
+#                                   kernel self-check)
 #   preload_run CMD...              run CMD in namespace A under the shim
 #   preload_start LABEL CMD...      the same in the background; PRELOAD_PID,
 #                                   log $TEST_TMP/LABEL.log; killed at exit
@@ -794,6 +808,11 @@ preload_daemon_start() {
 	# shellcheck disable=SC2046
 	dpsockd_start "$name" "$conf" $(DPSOCK_TEST_LCORES=0-1 DPSOCK_TEST_QPAIRS=2 dpsockd_eal_args "$name")
 	wait_until 10 test -S "$TEST_TMP/$name.sock"
+}
+
+# preload_daemon_stop: the end of a preload test, dpsockd_stop_clean.
+preload_daemon_stop() {
+	[ "$PRELOAD_KERNEL" = 1 ] || dpsockd_stop_clean
 }
 
 # _lib_preload_argv CMD...: PRELOAD_ARGV = env ... CMD for namespace A.

@@ -6,12 +6,15 @@
 # FIONREAD, dup + close of one copy, epoll level / edge / oneshot, poll and
 # select time-outs, EINTR from a signal, UDP with MSG_TRUNC, a connection
 # shared across fork, threads sharing a socket or a listener...) against a
-# Linux peer in namespace B twice:
+# Linux peer in namespace B three times:
 #   1. on Linux's own sockets (A's kernel holds the address), no shim;
 #   2. under libdpsock_preload.so against dpsockd (A's kernel has no
-#      address: only dpsockd can carry the traffic).
-# The two transcripts must be identical, and dpsockd's counters must show
-# that the second run went through it.
+#      address: only dpsockd can carry the traffic);
+#   3. the same with DPSOCK_RX_POLL=-1 DPSOCK_SELECT_POLL=-1: every wait
+#      spins and never enters the kernel, so only the shim can tell that a
+#      signal handler ran (EINTR, or a restart under SA_RESTART).
+# The transcripts must be identical, and dpsockd's counters must show that
+# the shim's runs went through it.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
@@ -55,6 +58,21 @@ if ! diff -u "$TEST_TMP/kernel.txt" "$TEST_TMP/shim.txt" >"$TEST_TMP/diff.txt"; 
 fi
 [ "$rc" = 0 ] || fail "plapi under the shim exited $rc"
 ok "transcripts identical ($(wc -l <"$TEST_TMP/shim.txt") lines)"
+
+# 3. spinning forever: signals must still interrupt (or restart) the waits
+if [ "$PRELOAD_KERNEL" != 1 ]; then
+	rc=0
+	PRELOAD_ENV=(DPSOCK_RX_POLL=-1 DPSOCK_SELECT_POLL=-1)
+	preload_run timeout 180 "$PLAPI" app "$TOPO_ADDR_B" "$base" >"$TEST_TMP/spin.txt" \
+		2>"$TEST_TMP/spin.err" || rc=$?
+	PRELOAD_ENV=()
+	if ! diff -u "$TEST_TMP/kernel.txt" "$TEST_TMP/spin.txt" >"$TEST_TMP/diff-spin.txt"; then
+		cat "$TEST_TMP/diff-spin.txt"
+		fail "transcripts differ when every wait spins (plapi exit $rc): see the diff above"
+	fi
+	[ "$rc" = 0 ] || fail "plapi spinning under the shim exited $rc"
+	ok "transcript identical with every wait spinning (DPSOCK_RX_POLL=-1 DPSOCK_SELECT_POLL=-1)"
+fi
 # plapi makes 12 connections that succeed, accepts 4 and sends 3 datagrams
 preload_offload_ge "$name" tcp_connected $((con0 + 12)) 5
 con1=$STAT_VALUE

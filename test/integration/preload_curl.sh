@@ -78,9 +78,5 @@ dt=$(($(_lib_now_ms) - t0))
 [ "$dt" -lt 5000 ] || fail "closed port: refusal took $dt ms"
 ok "closed port: connection refused in $dt ms ($out)"
 
-if [ "$PRELOAD_KERNEL" != 1 ]; then
-	rc=0
-	dpsockd_stop || rc=$?
-	[ "$rc" -eq 0 ] || fail "dpsockd exited with status $rc"
-fi
+preload_daemon_stop
 pass "curl under the shim fetched files from Linux with the right sha256, keep-alive, 404 and refusal"

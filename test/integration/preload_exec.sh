@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # exec() of a preloaded program keeps its offloaded sockets (docs/preload.md
-# "exec", DESIGN.md decision 6).
+# "exec", docs/design.md, decision 6).
 #
 # Part 1, test/tools/plexec under the shim, the Linux peer is python3 in B:
 #   - the peer opens two connections; plexec echoes a line on one (KEEP),
@@ -214,9 +214,5 @@ poll_until 10 _lib_dead "$new" || fail "the new master did not stop on QUIT"
 if grep -E '\[(alert|emerg|crit)\]' "$pfx/logs/error.log"; then
 	fail "nginx logged alerts (above)"
 fi
-if [ "$PRELOAD_KERNEL" != 1 ]; then
-	rc=0
-	dpsockd_stop || rc=$?
-	[ "$rc" -eq 0 ] || fail "dpsockd exited with status $rc"
-fi
+preload_daemon_stop
 pass "exec keeps offloaded sockets: plexec across its own exec, nginx binary upgrade with only 200s"

@@ -93,9 +93,5 @@ preload_offload_ge "$name" tcp_rx_bytes $((before + IP3_RCVD)) 10
 ok "client under the shim receives (-R): $IP3_RCVD bytes; tcp_rx_bytes +$((STAT_VALUE - before))"
 preload_show_clients
 
-if [ "$PRELOAD_KERNEL" != 1 ]; then
-	rc=0
-	dpsockd_stop || rc=$?
-	[ "$rc" -eq 0 ] || fail "dpsockd exited with status $rc"
-fi
+preload_daemon_stop
 pass "iperf3 under the shim: server and client, both directions, bytes > 0, no error"

@@ -153,9 +153,5 @@ rc=0
 preload_stop memcached TERM || rc=$?
 # memcached exits 0 on SIGTERM (since 1.5.x: "Signal handled: Terminated")
 [ "$rc" -eq 0 ] || fail "memcached exited with status $rc: $(tail -n 5 "$TEST_TMP/memcached.log" | tr '\n' ' ')"
-if [ "$PRELOAD_KERNEL" != 1 ]; then
-	rc=0
-	dpsockd_stop || rc=$?
-	[ "$rc" -eq 0 ] || fail "dpsockd exited with status $rc"
-fi
+preload_daemon_stop
 pass "memcached under the shim: 400 values verified byte for byte, counters agree, memcslap clean"

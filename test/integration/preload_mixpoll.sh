@@ -66,9 +66,5 @@ preload_offload_ge "$name" tcp_connected $((con0 + 1)) 5
 [ "$PRELOAD_KERNEL" = 1 ] ||
 	ok "through dpsockd: udp_tx +$(($(preload_stat udp_tx) - utx0)), udp_rx +$(($(preload_stat udp_rx) - urx0)), tcp_connected +1"
 
-if [ "$PRELOAD_KERNEL" != 1 ]; then
-	rc=0
-	dpsockd_stop || rc=$?
-	[ "$rc" -eq 0 ] || fail "dpsockd exited with status $rc"
-fi
+preload_daemon_stop
 pass "pipe, kernel UDP and offloaded UDP/TCP in one set: epoll LT/ET, poll, select all right"

@@ -21,7 +21,10 @@
 #     cleanly (status 0, every mbuf back).
 # The workers run as nginx's default unprivileged user (nobody): a forked
 # child that dropped privileges joins its group by token, without a uid
-# check; the test's directory is made reachable (0755) for it.
+# check, over a control connection its parent opened for it at fork: the
+# control socket is made root-only (0600) here, so a worker that had to
+# connect to it itself would fail (epoll_ctl: Permission denied) and die.
+# The test's directory is made reachable (0755) for nginx's files.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
@@ -31,6 +34,7 @@ require_preload
 name=$TEST_NAME
 test_topo_up 100
 preload_daemon_start "$name"
+chmod 600 "$TEST_TMP/$name.sock"
 port=8080
 base=http://$TOPO_ADDR_A:$port
 
@@ -175,9 +179,5 @@ kill -QUIT "$master2"
 wait_until 10 _lib_dead "$master2"
 ok "nginx with 'daemon on' (pid $master2 forked, its parent exited): 20 of 20 requests 200"
 
-if [ "$PRELOAD_KERNEL" != 1 ]; then
-	rc=0
-	dpsockd_stop || rc=$?
-	[ "$rc" -eq 0 ] || fail "dpsockd exited with status $rc"
-fi
+preload_daemon_stop
 pass "nginx with 2 workers under the shim: curl, wrk and a reload under load, all 200, no socket error; daemon on"

@@ -91,9 +91,5 @@ preload_show_clients
 rc=0
 preload_stop redis TERM || rc=$?
 [ "$rc" -eq 0 ] || fail "redis-server exited with status $rc: $(tail -n 5 "$TEST_TMP/redis.log" | tr '\n' ' ')"
-if [ "$PRELOAD_KERNEL" != 1 ]; then
-	rc=0
-	dpsockd_stop || rc=$?
-	[ "$rc" -eq 0 ] || fail "dpsockd exited with status $rc"
-fi
+preload_daemon_stop
 pass "redis-server under the shim: redis-benchmark (plain, pipelined, incr) without error, counts match"

@@ -87,9 +87,5 @@ preload_offload_ge "$name" tcp_tx_bytes $((before + TP_SENT * 1400)) 10
 ok "client under the shim, TCP throughput 1400 B: $TP_SENT messages left through dpsockd"
 preload_show_clients
 
-if [ "$PRELOAD_KERNEL" != 1 ]; then
-	rc=0
-	dpsockd_stop || rc=$?
-	[ "$rc" -eq 0 ] || fail "dpsockd exited with status $rc"
-fi
+preload_daemon_stop
 pass "sockperf under the shim: server (UDP/TCP ping-pong and throughput) and client (UDP/TCP) against Linux"

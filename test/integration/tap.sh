@@ -51,8 +51,5 @@ w1=$(stat_get "$name" worker.1.icmp_echo)
 [ "$w0" -gt 0 ] && [ "$w1" -gt 0 ] || fail "pings not spread over both workers: $w0 / $w1"
 ok "$sent pings over tap answered; worker 0 saw $w0, worker 1 saw $w1"
 
-rc=0
-dpsockd_stop || rc=$?
-[ "$rc" -eq 0 ] || fail "dpsockd exited with status $rc (3 = mbuf leak)"
-grep -q 'all [0-9]* mbufs back in the pool' "$DPSOCKD_LOG" || fail "no 'mbufs back' line in the log"
+dpsockd_stop_clean
 pass "net_tap: two workers answered the kernel peer; clean stop"

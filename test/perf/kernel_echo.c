@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * kernel_echo — the Linux-kernel counterpart of `dpsock-echo --raw` for the
- * benchmarks (test/perf/run-all): a single-threaded epoll TCP + UDP echo
- * server on the kernel's sockets. Pin it with taskset; it never spins
- * (epoll_wait blocks).
+ * benchmarks (test/perf/run-all): a single-threaded TCP + UDP echo server on
+ * the kernel's sockets, waiting in epoll_wait (default), poll or select
+ * (--wait), so that the benchmarks of the preload library measure each way
+ * a program may wait. Pin it with taskset; it never spins (the wait blocks).
  *
- *   kernel_echo [-p PORT] [-a ADDR] [--tcp-only|--udp-only]
+ *   kernel_echo [-p PORT] [-a ADDR] [--tcp-only|--udp-only] [--wait epoll|poll|select]
  *
  * TCP: every byte received is sent back as it is. What send() does not take
  * waits in a per-connection backlog, flushed on EPOLLOUT; while the backlog
@@ -33,9 +34,11 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/select.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -51,9 +54,92 @@ struct conn {
 };
 
 static volatile sig_atomic_t stop;
+static int ep;
+
+/* ---- the wait: epoll, poll or select behind one interface -------------- */
+
+enum wait_kind { W_EPOLL, W_POLL, W_SELECT };
+static enum wait_kind wk = W_EPOLL;
+#define MAX_FDS 65536
+static void *fd_ptr[MAX_FDS];     /* poll/select: what each fd stands for */
+static uint32_t fd_want[MAX_FDS]; /* poll/select: its EPOLL* interest, 0 = none */
+static int fd_hi;                 /* poll/select: highest fd + 1 in use */
+static struct pollfd *pfds;
+
+static int
+ws_set(int op, int fd, void *ptr, uint32_t events)
+{
+	struct epoll_event ev = { .events = events, .data.ptr = ptr };
+
+	if (wk == W_EPOLL)
+		return epoll_ctl(ep, op, fd, op == EPOLL_CTL_DEL ? NULL : &ev);
+	if (fd < 0 || fd >= MAX_FDS || (wk == W_SELECT && fd >= FD_SETSIZE)) {
+		errno = EMFILE;
+		return -1;
+	}
+	fd_ptr[fd] = op == EPOLL_CTL_DEL ? NULL : ptr;
+	fd_want[fd] = op == EPOLL_CTL_DEL ? 0 : events;
+	if (op != EPOLL_CTL_DEL && fd >= fd_hi)
+		fd_hi = fd + 1;
+	while (fd_hi > 0 && fd_ptr[fd_hi - 1] == NULL)
+		fd_hi--;
+	return 0;
+}
+
+/* Wait for events: like epoll_wait, whichever the wait is. */
+static int
+ws_wait(struct epoll_event *evs, int max)
+{
+	int n = 0, r, fd;
+
+	if (wk == W_EPOLL)
+		return epoll_wait(ep, evs, max, -1);
+	if (wk == W_POLL) {
+		int np = 0;
+
+		for (fd = 0; fd < fd_hi; fd++)
+			if (fd_ptr[fd] != NULL)
+				pfds[np++] = (struct pollfd){
+					.fd = fd,
+					.events = (short)((fd_want[fd] & EPOLLIN ? POLLIN : 0) |
+							  (fd_want[fd] & EPOLLOUT ? POLLOUT : 0) |
+							  (fd_want[fd] & EPOLLRDHUP ? POLLRDHUP : 0)) };
+		r = poll(pfds, (nfds_t)np, -1);
+		for (int i = 0; i < np && r > 0 && n < max; i++)
+			if (pfds[i].revents) {
+				short v = pfds[i].revents;
+
+				evs[n].data.ptr = fd_ptr[pfds[i].fd];
+				evs[n++].events = (v & POLLIN ? EPOLLIN : 0) | (v & POLLOUT ? EPOLLOUT : 0) |
+						  (v & POLLRDHUP ? EPOLLRDHUP : 0) |
+						  (v & POLLHUP ? EPOLLHUP : 0) | (v & POLLERR ? EPOLLERR : 0);
+			}
+		return r < 0 ? r : n;
+	} else {
+		fd_set rs, ws;
+
+		FD_ZERO(&rs);
+		FD_ZERO(&ws);
+		for (fd = 0; fd < fd_hi; fd++) {
+			if (fd_want[fd] & (EPOLLIN | EPOLLRDHUP))
+				FD_SET(fd, &rs);
+			if (fd_want[fd] & EPOLLOUT)
+				FD_SET(fd, &ws);
+		}
+		r = select(fd_hi, &rs, &ws, NULL, NULL);
+		for (fd = 0; fd < fd_hi && r > 0 && n < max; fd++) {
+			uint32_t e = (FD_ISSET(fd, &rs) ? EPOLLIN : 0) | (FD_ISSET(fd, &ws) ? EPOLLOUT : 0);
+
+			if (e) {
+				evs[n].data.ptr = fd_ptr[fd];
+				evs[n++].events = e;
+			}
+		}
+		return r < 0 ? r : n;
+	}
+}
 static uint64_t tcp_conns, tcp_closed, resets, bytes_in, bytes_out, udp_dgrams, udp_drops,
 	send_errors;
-static int ep;
 
 static void
 on_signal(int sig)
@@ -65,17 +151,16 @@ on_signal(int sig)
 static void
 usage(FILE *f)
 {
-	fprintf(f, "usage: kernel_echo [-p PORT] [-a ADDR] [--tcp-only|--udp-only]\n"
-		   "TCP + UDP raw echo server on the Linux stack (epoll, one thread).\n");
+	fprintf(f, "usage: kernel_echo [-p PORT] [-a ADDR] [--tcp-only|--udp-only] "
+		   "[--wait epoll|poll|select]\n"
+		   "TCP + UDP raw echo server on the Linux stack (one thread).\n");
 }
 
 static int
 set_events(struct conn *c)
 {
-	struct epoll_event ev = { .data.ptr = c };
-
-	ev.events = (c->reading ? EPOLLIN : 0) | (c->len ? EPOLLOUT : 0) | EPOLLRDHUP;
-	return epoll_ctl(ep, EPOLL_CTL_MOD, c->fd, &ev);
+	return ws_set(EPOLL_CTL_MOD, c->fd, c,
+		      (c->reading ? EPOLLIN : 0) | (c->len ? EPOLLOUT : 0) | EPOLLRDHUP);
 }
 
 static void
@@ -85,7 +170,8 @@ conn_close(struct conn *c, bool reset)
 		resets++;
 	else
 		tcp_closed++;
-	close(c->fd); /* also leaves the epoll set */
+	ws_set(EPOLL_CTL_DEL, c->fd, NULL, 0);
+	close(c->fd);
 	free(c->out);
 	free(c);
 }
@@ -201,7 +287,6 @@ on_accept(int lfd)
 {
 	for (;;) {
 		int fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC), one = 1;
-		struct epoll_event ev;
 		struct conn *c;
 
 		if (fd < 0)
@@ -214,9 +299,7 @@ on_accept(int lfd)
 		}
 		c->fd = fd;
 		c->reading = true;
-		ev.events = EPOLLIN | EPOLLRDHUP;
-		ev.data.ptr = c;
-		if (epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev) < 0) {
+		if (ws_set(EPOLL_CTL_ADD, fd, c, EPOLLIN | EPOLLRDHUP) < 0) {
 			close(fd);
 			free(c);
 			continue;
@@ -254,6 +337,7 @@ main(int argc, char **argv)
 		{ "addr", required_argument, NULL, 'a' },
 		{ "tcp-only", no_argument, NULL, 'T' },
 		{ "udp-only", no_argument, NULL, 'U' },
+		{ "wait", required_argument, NULL, 'W' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -287,6 +371,18 @@ main(int argc, char **argv)
 		case 'U':
 			tcp = false;
 			break;
+		case 'W':
+			if (strcmp(optarg, "epoll") == 0) {
+				wk = W_EPOLL;
+			} else if (strcmp(optarg, "poll") == 0) {
+				wk = W_POLL;
+			} else if (strcmp(optarg, "select") == 0) {
+				wk = W_SELECT;
+			} else {
+				fprintf(stderr, "kernel_echo: --wait: epoll, poll or select\n");
+				return 2;
+			}
+			break;
 		case 'h':
 			usage(stdout);
 			return 0;
@@ -307,31 +403,32 @@ main(int argc, char **argv)
 		perror("kernel_echo: epoll_create1");
 		return 1;
 	}
+	if (wk == W_POLL && (pfds = calloc(MAX_FDS, sizeof(*pfds))) == NULL) {
+		perror("kernel_echo: calloc");
+		return 1;
+	}
 	if (tcp) {
-		struct epoll_event ev = { .events = EPOLLIN, .data.ptr = &lfd };
-
 		lfd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 		setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
 		if (lfd < 0 || bind(lfd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
-		    listen(lfd, 4096) < 0 || epoll_ctl(ep, EPOLL_CTL_ADD, lfd, &ev) < 0) {
+		    listen(lfd, 4096) < 0 || ws_set(EPOLL_CTL_ADD, lfd, &lfd, EPOLLIN) < 0) {
 			perror("kernel_echo: TCP listener");
 			return 1;
 		}
 	}
 	if (udp) {
-		struct epoll_event ev = { .events = EPOLLIN, .data.ptr = &ufd };
-
 		ufd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 		if (ufd < 0 || bind(ufd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
-		    epoll_ctl(ep, EPOLL_CTL_ADD, ufd, &ev) < 0) {
+		    ws_set(EPOLL_CTL_ADD, ufd, &ufd, EPOLLIN) < 0) {
 			perror("kernel_echo: UDP socket");
 			return 1;
 		}
 	}
-	printf("kernel_echo: ready port=%u tcp=%d udp=%d\n", ntohs(sa.sin_port), tcp, udp);
+	printf("kernel_echo: ready port=%u tcp=%d udp=%d wait=%s\n", ntohs(sa.sin_port), tcp, udp,
+	       wk == W_EPOLL ? "epoll" : wk == W_POLL ? "poll" : "select");
 	fflush(stdout);
 	while (!stop) {
-		int n = epoll_wait(ep, evs, MAX_EVENTS, -1), i;
+		int n = ws_wait(evs, MAX_EVENTS), i;
 
 		for (i = 0; i < n; i++) {
 			void *p = evs[i].data.ptr;

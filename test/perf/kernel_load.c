@@ -70,7 +70,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "latency_hist.h"
+#include "load_common.h"
 
 #define LG_MAX_TIME 300
 #define LG_MAX_CONNS 100000
@@ -164,20 +164,6 @@ static double
 hist_pct_us(double p)
 {
 	return lat_hist_pct(hist, lat_n, p, lat_max) / 1e3;
-}
-
-static void
-fill_pattern(uint8_t *p, size_t n)
-{
-	uint32_t x = 0x9e3779b9u;
-	size_t i;
-
-	for (i = 0; i < n; i++) {
-		x ^= x << 13;
-		x ^= x >> 17;
-		x ^= x << 5;
-		p[i] = (uint8_t)x;
-	}
 }
 
 /* ---- connections --------------------------------------------------------- */

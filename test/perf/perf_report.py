@@ -172,7 +172,7 @@ def main():
             rows.append((label, "—", "not measured: %s" % skip_why, "—", how))
         else:
             add(key, label, unit, how, lower_better=lower)
-    # section 6: bulk through random loss (test/perf/run-loss.sh)
+    # section 7: bulk through random loss (test/perf/run-loss.sh)
     kcc = meta.get("loss_kernel_cc", "?")
     loss_how = ("iperf3 -c in netns A, `-n %s` MiB, to iperf3 -s on B's kernel; nftables in B drops "
                 "that share of all TCP packets in both directions (`numgen random`); dpsock: "
@@ -385,7 +385,7 @@ plot 'latency.dat' using 2:xtic(1) title "kernel p50", '' using 3 title "kernel 
       "redis-benchmark's requests per second. The dpsock side still crosses the kernel twice per "
       "packet (veth and AF_PACKET); see below.%s%s" % (ADD_PROGRAMS_NOTE,
           (" Not measured in this run: %s." % meta["programs_skip"]) if meta.get("programs_skip") else ""))
-    P("- **Bulk through random loss (section 6).** `test/perf/run-loss.sh`: the same iperf3 "
+    P("- **Bulk through random loss (section 7).** `test/perf/run-loss.sh`: the same iperf3 "
       "client in netns A sends to the same `iperf3 -s` on B's kernel, preloaded over dpsockd's "
       "veth or on the kernel over a second veth between the same namespaces; nftables in B "
       "drops the stated share of every TCP packet in both directions, on both paths. TSO, GSO "
@@ -429,7 +429,7 @@ plot 'latency.dat' using 2:xtic(1) title "kernel p50", '' using 3 title "kernel 
       "sets them when the port offers them), RSS across several workers, rte_flow steering, "
       "dedicated isolated cores with no other tenant, no veth softirq sharing on the kernel side "
       "but the kernel paying for real interrupts and its driver. Published single-core figures "
-      "on ConnectX-5 (see `/work/shared/notes/performance-anchors.md` §2 and §6): Linux about "
+      "on ConnectX-5 (published in the bench-iip README, github.com/yasukata/bench-iip, \"performance numbers of other TCP/IP stacks\"): Linux about "
       "256 k 1-byte req/s per core, lwIP on DPDK about 2.3 M; this VM cannot show those absolute "
       "numbers, only the ratio on the same hardware. Bulk would need TSO (not in lwIP) to approach "
       "the kernel.")

@@ -83,9 +83,9 @@ loss_delta() {
 	}'
 }
 
-note "6. bulk through random loss: iperf3 in A (preloaded + dpsockd, or Linux over a second veth) -> iperf3 -s in B"
+note "7. bulk through random loss: iperf3 in A (preloaded + dpsockd, or Linux over a second veth) -> iperf3 -s in B"
 if [ -z "$PL_LIB" ] || ! command -v iperf3 >/dev/null || ! command -v nft >/dev/null; then
-	note "6. loss: skipped (needs libdpsock_preload.so, iperf3 and nft)"
+	note "7. loss: skipped (needs libdpsock_preload.so, iperf3 and nft)"
 	meta loss_skip "needs libdpsock_preload.so, iperf3 and nft"
 else
 	test_topo_up 205 "$LS_NAME"

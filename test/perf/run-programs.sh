@@ -167,7 +167,7 @@ else
 		"$PL_NAME" "$TEST_TMP" "$TOPO_ADDR_A" >"$TEST_TMP/pl.conf"
 	log=$TEST_TMP/dpsockd-pl.log
 	ip netns exec "$TOPO_NS_A" taskset -c 1 "$DPSOCKD" -l 1 --file-prefix "$PL_NAME" "${EAL_COMMON[@]}" \
-		"--vdev=net_af_packet0,iface=$TOPO_IF_A,qpairs=1" -- -f "$TEST_TMP/pl.conf" >"$log" 2>&1 </dev/null &
+		"--vdev=net_af_packet0,iface=$TOPO_IF_A,qpairs=1,framecnt=4096" -- -f "$TEST_TMP/pl.conf" >"$log" 2>&1 </dev/null &
 	BG_PID[$PL_NAME]=$!
 	if poll_until 30 dp_up "$PL_NAME" "${BG_PID[$PL_NAME]}" && [ "$POLL_OUTPUT" != exited ]; then
 		for r in $(seq 1 "$rounds"); do pl_round_all dpsock "$r"; done

@@ -305,6 +305,18 @@ static volatile sig_atomic_t n_sigpipe, n_alarm;
 static void on_sigpipe(int s) { (void)s; n_sigpipe++; }
 static void on_alarm(int s) { (void)s; n_alarm++; }
 
+/* A thread that sends one byte to the echo connection *arg after 300 ms. */
+static void *
+send_late(void *arg)
+{
+	struct timespec ts = { 0, 300 * 1000 * 1000 };
+
+	nanosleep(&ts, NULL);
+	if (send(*(int *)arg, "L", 1, 0) != 1)
+		die("send_late");
+	return NULL;
+}
+
 static void
 arm_alarm(int ms)
 {
@@ -687,6 +699,44 @@ check_timeouts(void)
 		CHECK("epoll_wait, SIGALRM: %s", res(r));
 		close(ep);
 	}
+
+	/* SA_RESTART: a blocking recv goes on waiting after the handler ran
+	 * (the byte comes back at ~300 ms, the signal at 100 ms); with a
+	 * receive time-out it is not restarted; poll never is. */
+	sa.sa_flags = SA_RESTART;
+	sigaction(SIGALRM, &sa, NULL);
+	{
+		pthread_t th;
+		int a0 = n_alarm;
+
+		pthread_create(&th, NULL, send_late, &fd);
+		arm_alarm(100);
+		r = recv(fd, b, sizeof(b), 0);
+		CHECK("blocking recv, SIGALRM with SA_RESTART, data later: %s, handler ran: %s",
+		      res(r), n_alarm > a0 ? "yes" : "no");
+		pthread_join(th, NULL);
+	}
+	{
+		struct timeval to = { 3, 0 };
+
+		setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &to, sizeof(to));
+		arm_alarm(100);
+		t0 = now_ms();
+		r = recv(fd, b, sizeof(b), 0);
+		CHECK("recv with SO_RCVTIMEO 3 s, SIGALRM with SA_RESTART: %s, before the time-out: %s",
+		      res(r), now_ms() - t0 < 2500 ? "yes" : "no");
+		to = (struct timeval){ 0, 0 };
+		setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &to, sizeof(to));
+	}
+	{
+		struct pollfd q = { fd, POLLIN, 0 };
+
+		arm_alarm(100);
+		r = poll(&q, 1, 5000);
+		CHECK("poll, SIGALRM with SA_RESTART: %s", res(r));
+	}
+	sa.sa_flags = 0;
+	sigaction(SIGALRM, &sa, NULL);
 	close(fd);
 }
 

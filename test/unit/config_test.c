@@ -71,7 +71,7 @@ check_defaults(const struct dpsock_config *c, const char *what)
 	CHECK(c->pl_max_groups == 64, "%s: pl_max_groups %u", what, c->pl_max_groups);
 	CHECK(c->pl_max_threads == 64, "%s: pl_max_threads %u", what, c->pl_max_threads);
 	CHECK(c->pl_slots == 1024, "%s: pl_slots %u", what, c->pl_slots);
-	CHECK(c->pl_rx_fifo_kb == 128 && c->pl_tx_fifo_kb == 128, "%s: fifo %u/%u KiB", what,
+	CHECK(c->pl_rx_fifo_kb == 128 && c->pl_tx_fifo_kb == 1024, "%s: fifo %u/%u KiB", what,
 	      c->pl_rx_fifo_kb, c->pl_tx_fifo_kb);
 	CHECK(c->pl_poll_batch == 32, "%s: pl_poll_batch %u", what, c->pl_poll_batch);
 	CHECK(c->n_rules == 0, "%s: n_rules %u", what, c->n_rules);

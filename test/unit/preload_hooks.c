@@ -49,6 +49,7 @@ static const struct timespec ts0;
 static struct timeval tvv;
 static fd_set fdsv;
 static struct epoll_event evv, evsv[4];
+static struct sigaction sav;
 static int (*libc_dup)(int);
 static char *ARGV[] = { "x", NULL }, *ENVP[] = { "A=1", NULL };
 #define NOPATH "/nonexistent/dpsock-exec"
@@ -71,6 +72,7 @@ static char *ARGV[] = { "x", NULL }, *ENVP[] = { "A=1", NULL };
 #define BADN() (BAD < 0 ? -1 : BAD + 1)
 #define EV() (evv = (struct epoll_event){ .events = EPOLLIN | EPOLLOUT, .data.u64 = 7 }, &evv)
 #define EVS() (evsv)
+#define OLDSA() (&sav)
 
 static struct pollfd *
 pfd_of(int fd)

@@ -1,14 +1,32 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * Latency histogram shared by dpsock-loadgen and the benchmarks' kernel
- * counterpart (test/perf/kernel_load.c), so both report percentiles the
- * same way: 8 linear sub-buckets per power of two (1/8 resolution, about
- * 6 %), any unit (TSC cycles, nanoseconds). Header-only, no dependencies.
+ * What dpsock-loadgen and its kernel counterpart in the benchmarks
+ * (test/perf/kernel_load.c) share, so that both load the server and report
+ * the same way: the payload pattern, and the latency histogram (8 linear
+ * sub-buckets per power of two: 1/8 resolution, about 6 %; any unit, TSC
+ * cycles or nanoseconds). Header-only, no dependencies.
  */
-#ifndef DPSOCK_LATENCY_HIST_H
-#define DPSOCK_LATENCY_HIST_H
+#ifndef DPSOCK_LOAD_COMMON_H
+#define DPSOCK_LOAD_COMMON_H
 
+#include <stddef.h>
 #include <stdint.h>
+
+/* The payload: a deterministic pseudo-random pattern (xorshift32), the
+ * same from every client, so a server's echo can be checked. */
+static inline void
+fill_pattern(uint8_t *p, size_t n)
+{
+	uint32_t x = 0x9e3779b9u;
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		x ^= x << 13;
+		x ^= x >> 17;
+		x ^= x << 5;
+		p[i] = (uint8_t)x;
+	}
+}
 
 #define LAT_HIST_BUCKETS (62 * 8) /* enough for any uint64_t value */
 
@@ -63,4 +81,4 @@ lat_hist_pct(const uint64_t *hist, uint64_t n, double p, uint64_t max)
 	return (double)max;
 }
 
-#endif /* DPSOCK_LATENCY_HIST_H */
+#endif /* DPSOCK_LOAD_COMMON_H */

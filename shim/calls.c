@@ -1,0 +1,902 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * calls.c — the socket hooks: socket, bind, listen, connect, accept, the
+ * send and receive families, sendfile, shutdown, close, names, options,
+ * fcntl, ioctl, dup. A descriptor without a shadow object, or whose object
+ * stays in the kernel, goes straight to libc: same return, same errno.
+ * Hooks that change a socket's state take its lock, run a body that returns
+ * 0 or -errno, unlock once and set errno once.
+ */
+#include <limits.h>
+#include <linux/sockios.h>
+#include <netinet/tcp.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "shim_priv.h"
+
+#define HOOK DPSOCK_SHIM_EXPORT
+
+
+/* ---- socket, bind, listen, connect, accept ---------------------------------------- */
+
+HOOK int
+socket(int domain, int type, int protocol)
+{
+	int fd = REAL(socket)(domain, type, protocol);
+	int base = type & ~(SOCK_NONBLOCK | SOCK_CLOEXEC);
+	struct shim_sock *s;
+
+	if (fd < 0 || domain != AF_INET || (base != SOCK_STREAM && base != SOCK_DGRAM))
+		return fd;
+	if (protocol != 0 && protocol != (base == SOCK_STREAM ? IPPROTO_TCP : IPPROTO_UDP))
+		return fd;
+	shim_env_load();
+	if (!shim_env.offload)
+		return fd;
+	s = shim_sock_new(base, (type & SOCK_NONBLOCK) != 0);
+	if (s != NULL)
+		s->ino = shim_fd_ino(fd);
+	if (s == NULL || shim_fdtab_set(fd, s) < 0) {
+		free(s);
+		return fd;      /* stays a kernel socket */
+	}
+	return fd;
+}
+
+/* Caller holds s->lock; returns 0 or -errno. */
+static int
+bind_locked(int fd, struct shim_sock *s, const struct sockaddr_in *sin, socklen_t len)
+{
+	struct sockaddr_in any, got;
+	socklen_t gl = sizeof(got);
+	int r;
+
+	r = REAL(bind)(fd, (const struct sockaddr *)sin, len);
+	if (r < 0 && errno == EADDRNOTAVAIL && shim_offload_decide(s->type == SOCK_STREAM ?
+		    DPSOCK_PL_TCP_SERVER : DPSOCK_PL_UDP_RECEIVER, sin->sin_addr.s_addr,
+		    sin->sin_port) == 1) {
+		/* an address only dpsockd has: the kernel socket (the identity)
+		 * takes the port on the wildcard address */
+		any = *sin;
+		any.sin_addr.s_addr = htonl(INADDR_ANY);
+		r = REAL(bind)(fd, (struct sockaddr *)&any, sizeof(any));
+	}
+	if (r < 0)
+		return -errno;
+	if (REAL(getsockname)(fd, (struct sockaddr *)&got, &gl) == 0)
+		s->lport = got.sin_port;
+	s->laddr = sin->sin_addr.s_addr;
+	s->bound = 1;
+	if (s->type == SOCK_DGRAM &&
+	    shim_offload_decide(DPSOCK_PL_UDP_RECEIVER, s->laddr, s->lport) == 1) {
+		r = shim_sock_open_all(s, DPSOCK_PL_OP_UDP_BIND, s->laddr, s->lport);
+		if (r == 0)
+			shim_sock_set_offloaded(s, SHIM_UDP);
+		else
+			SHIM_LOG(WARNING, "UDP bind on dpsockd failed (%s): kernel socket",
+				 strerror(-r));
+	}
+	if (!shim_sock_offloaded(s) && s->type == SOCK_DGRAM)
+		s->mode = SHIM_KERNEL;
+	return 0;
+}
+
+HOOK int
+bind(int fd, const struct sockaddr *addr, socklen_t len)
+{
+	struct shim_sock *s = shim_sock_get(fd);
+	const struct sockaddr_in *sin = (const struct sockaddr_in *)(const void *)addr;
+	int r;
+
+	if (s == NULL || s->mode != SHIM_UNDECIDED || addr == NULL || len < sizeof(*sin) ||
+	    sin->sin_family != AF_INET)
+		return REAL(bind)(fd, addr, len);
+	pthread_mutex_lock(&s->lock);
+	r = bind_locked(fd, s, sin, len);
+	pthread_mutex_unlock(&s->lock);
+	return r < 0 ? shim_fail(-r) : 0;
+}
+
+/* Caller holds s->lock; returns 0, -errno or SHIM_TO_KERNEL. */
+static int
+listen_locked(int fd, struct shim_sock *s, int backlog)
+{
+	int r;
+
+	if (s->mode == SHIM_TCP_LISTEN) {
+		s->backlog = backlog;
+		return 0;
+	}
+	if (s->mode == SHIM_TCP_CONN)
+		return -EINVAL;
+	if (s->mode == SHIM_KERNEL ||
+	    !shim_offload_decide(DPSOCK_PL_TCP_SERVER, s->bound ? s->laddr : htonl(INADDR_ANY),
+				 s->lport)) {
+		s->mode = SHIM_KERNEL;
+		return SHIM_TO_KERNEL;
+	}
+	if (!s->bound) {
+		struct sockaddr_in any = { .sin_family = AF_INET }, got;
+		socklen_t gl = sizeof(got);
+
+		if (REAL(bind)(fd, (struct sockaddr *)&any, sizeof(any)) < 0 ||
+		    REAL(getsockname)(fd, (struct sockaddr *)&got, &gl) < 0)
+			return -errno;
+		s->lport = got.sin_port;
+		s->bound = 1;
+	}
+	s->backlog = backlog < 0 ? 0 : backlog > 4096 ? 4096 : backlog;
+	r = shim_sock_open_all(s, DPSOCK_PL_OP_LISTEN, s->laddr, s->lport);
+	if (r < 0)
+		return r;
+	shim_sock_set_offloaded(s, SHIM_TCP_LISTEN);
+	return 0;
+}
+
+HOOK int
+listen(int fd, int backlog)
+{
+	struct shim_sock *s = shim_sock_get(fd);
+	int r;
+
+	if (s == NULL || s->type != SOCK_STREAM || s->mode == SHIM_KERNEL)
+		return REAL(listen)(fd, backlog);
+	pthread_mutex_lock(&s->lock);
+	r = listen_locked(fd, s, backlog);
+	pthread_mutex_unlock(&s->lock);
+	if (r == SHIM_TO_KERNEL)
+		return REAL(listen)(fd, backlog);
+	return r < 0 ? shim_fail(-r) : 0;
+}
+
+/* connect() on a UDP socket: set or (AF_UNSPEC) clear the peer. */
+static int
+udp_set_peer(struct shim_sock *s, const struct sockaddr *addr, socklen_t len)
+{
+	const struct sockaddr_in *sin = (const struct sockaddr_in *)(const void *)addr;
+
+	if (addr != NULL && len >= sizeof(sa_family_t) && addr->sa_family == AF_UNSPEC) {
+		s->udp_connected = 0;
+		return 0;
+	}
+	if (addr == NULL || len < sizeof(*sin))
+		return -EINVAL;
+	if (sin->sin_family != AF_INET)
+		return -EAFNOSUPPORT;
+	s->raddr = sin->sin_addr.s_addr;
+	s->rport = sin->sin_port;
+	s->udp_connected = 1;
+	return 0;
+}
+
+/* Caller holds s->lock; returns 0, -errno, SHIM_TO_KERNEL or SHIM_BLOCKED. */
+static int
+connect_locked(struct shim_sock *s, const struct sockaddr *addr, socklen_t len)
+{
+	const struct sockaddr_in *sin = (const struct sockaddr_in *)(const void *)addr;
+	int r;
+
+	if (s->mode == SHIM_UNDECIDED) {
+		int role = s->type == SOCK_STREAM ? DPSOCK_PL_TCP_CLIENT : DPSOCK_PL_UDP_CONNECT;
+
+		if (addr == NULL || len < sizeof(*sin) || sin->sin_family != AF_INET ||
+		    !shim_offload_decide(role, sin->sin_addr.s_addr, sin->sin_port)) {
+			if (addr != NULL && len >= sizeof(sa_family_t) &&
+			    addr->sa_family == AF_INET && s->type == SOCK_STREAM)
+				s->mode = SHIM_KERNEL;
+			return SHIM_TO_KERNEL;
+		}
+		if (s->type == SOCK_STREAM)
+			return shim_tcp_connect(s, sin);
+		r = shim_udp_ensure_bound(s, DPSOCK_PL_UDP_CONNECT, sin->sin_addr.s_addr,
+					  sin->sin_port);
+		if (r < 0)
+			return r;
+	}
+	if (s->mode == SHIM_KERNEL)
+		return SHIM_TO_KERNEL;
+	if (s->type == SOCK_DGRAM)
+		return udp_set_peer(s, addr, len);
+	if (s->mode == SHIM_TCP_LISTEN)
+		return -EISCONN;
+	return shim_tcp_connect_again(s);
+}
+
+HOOK int
+connect(int fd, const struct sockaddr *addr, socklen_t len)
+{
+	struct shim_sock *s = shim_sock_get(fd);
+	int r;
+
+	if (s == NULL || s->mode == SHIM_KERNEL)
+		return REAL(connect)(fd, addr, len);
+	pthread_mutex_lock(&s->lock);
+	r = connect_locked(s, addr, len);
+	pthread_mutex_unlock(&s->lock);
+	if (r == SHIM_BLOCKED)
+		r = shim_tcp_connect_wait(s);
+	if (r == SHIM_TO_KERNEL)
+		return REAL(connect)(fd, addr, len);
+	return r < 0 ? shim_fail(-r) : 0;
+}
+
+HOOK int
+accept4(int fd, struct sockaddr *addr, socklen_t *alen, int flags)
+{
+	struct shim_sock *s = shim_sock_get(fd);
+
+	if (!shim_sock_offloaded(s))
+		return REAL(accept4)(fd, addr, alen, flags);
+	if (s->mode != SHIM_TCP_LISTEN)
+		return shim_fail(s->type == SOCK_STREAM ? EINVAL : EOPNOTSUPP);
+	return shim_tcp_accept(fd, s, addr, alen, flags);
+}
+
+HOOK int
+accept(int fd, struct sockaddr *addr, socklen_t *alen)
+{
+	struct shim_sock *s = shim_sock_get(fd);
+
+	if (!shim_sock_offloaded(s))
+		return REAL(accept)(fd, addr, alen);
+	if (s->mode != SHIM_TCP_LISTEN)
+		return shim_fail(s->type == SOCK_STREAM ? EINVAL : EOPNOTSUPP);
+	return shim_tcp_accept(fd, s, addr, alen, 0);
+}
+
+/* ---- data hooks ------------------------------------------------------------------ */
+
+static ssize_t
+sock_sendv(struct shim_sock *s, const struct iovec *iov, int n, int flags,
+	   const struct sockaddr *to, socklen_t tolen)
+{
+	if (s->mode == SHIM_UDP)
+		return shim_udp_send(s, iov, n, flags, to, tolen);
+	return shim_tcp_send(s, iov, n, flags);
+}
+
+static ssize_t
+sock_recvv(struct shim_sock *s, const struct iovec *iov, int n, int flags,
+	   struct sockaddr *from, socklen_t *fromlen, int *mflags)
+{
+	if (mflags != NULL)
+		*mflags = 0;
+	if (s->mode == SHIM_UDP)
+		return shim_udp_recv(s, iov, n, flags, from, fromlen, mflags);
+	if (fromlen != NULL)
+		*fromlen = 0;
+	return shim_tcp_recv(s, iov, n, flags);
+}
+
+
+HOOK ssize_t
+send(int fd, const void *buf, size_t len, int flags)
+{
+	struct shim_sock *s = shim_sock_get(fd);
+	struct iovec v = { (void *)buf, len };
+
+	if (!shim_sock_offloaded(s))
+		return REAL(send)(fd, buf, len, flags);
+	return sock_sendv(s, &v, 1, flags, NULL, 0);
+}
+
+HOOK ssize_t
+sendto(int fd, const void *buf, size_t len, int flags, const struct sockaddr *to, socklen_t tolen)
+{
+	struct shim_sock *s = shim_sock_get(fd);
+	struct iovec v = { (void *)buf, len };
+
+	if (s != NULL && s->mode == SHIM_UNDECIDED && !shim_udp_first_send(s, to, tolen))
+		return REAL(sendto)(fd, buf, len, flags, to, tolen);
+	if (!shim_sock_offloaded(s))
+		return REAL(sendto)(fd, buf, len, flags, to, tolen);
+	return sock_sendv(s, &v, 1, flags, s->mode == SHIM_UDP ? to : NULL, tolen);
+}
+
+HOOK ssize_t
+sendmsg(int fd, const struct msghdr *m, int flags)
+{
+	struct shim_sock *s = shim_sock_get(fd);
+
+	if (s != NULL && s->mode == SHIM_UNDECIDED && m != NULL &&
+	    !shim_udp_first_send(s, m->msg_name, m->msg_namelen))
+		return REAL(sendmsg)(fd, m, flags);
+	if (!shim_sock_offloaded(s) || m == NULL)
+		return REAL(sendmsg)(fd, m, flags);
+	if (m->msg_iovlen > IOV_MAX)
+		return shim_fail(EMSGSIZE);
+	return sock_sendv(s, m->msg_iov, (int)m->msg_iovlen, flags,
+			  s->mode == SHIM_UDP ? m->msg_name : NULL, m->msg_namelen);
+}
+
+HOOK int
+sendmmsg(int fd, struct mmsghdr *vec, unsigned int vlen, int flags)
+{
+	struct shim_sock *s = shim_sock_get(fd);
+	unsigned int i;
+
+	if (s != NULL && s->mode == SHIM_UNDECIDED && vec != NULL && vlen > 0 &&
+	    !shim_udp_first_send(s, vec[0].msg_hdr.msg_name, vec[0].msg_hdr.msg_namelen))
+		return REAL(sendmmsg)(fd, vec, vlen, flags);
+	if (!shim_sock_offloaded(s))
+		return REAL(sendmmsg)(fd, vec, vlen, flags);
+	if (vlen > UIO_MAXIOV)
+		vlen = UIO_MAXIOV;
+	for (i = 0; i < vlen; i++) {
+		ssize_t r = sendmsg(fd, &vec[i].msg_hdr, flags);
+
+		if (r < 0)
+			return i > 0 ? (int)i : -1;
+		vec[i].msg_len = (unsigned int)r;
+	}
+	return (int)i;
+}
+
+HOOK ssize_t
+write(int fd, const void *buf, size_t len)
+{
+	struct shim_sock *s = shim_sock_get(fd);
+	struct iovec v = { (void *)buf, len };
+
+	if (!shim_sock_offloaded(s))
+		return REAL(write)(fd, buf, len);
+	return sock_sendv(s, &v, 1, 0, NULL, 0);
+}
+
+HOOK ssize_t
+writev(int fd, const struct iovec *iov, int n)
+{
+	struct shim_sock *s = shim_sock_get(fd);
+
+	if (!shim_sock_offloaded(s))
+		return REAL(writev)(fd, iov, n);
+	if (n < 0 || n > IOV_MAX)
+		return shim_fail(EINVAL);
+	return sock_sendv(s, iov, n, 0, NULL, 0);
+}
+
+HOOK ssize_t
+recv(int fd, void *buf, size_t len, int flags)
+{
+	struct shim_sock *s = shim_sock_get(fd);
+	struct iovec v = { buf, len };
+
+	if (!shim_sock_offloaded(s))
+		return REAL(recv)(fd, buf, len, flags);
+	return sock_recvv(s, &v, 1, flags, NULL, NULL, NULL);
+}
+
+HOOK ssize_t
+recvfrom(int fd, void *buf, size_t len, int flags, struct sockaddr *from, socklen_t *fromlen)
+{
+	struct shim_sock *s = shim_sock_get(fd);
+	struct iovec v = { buf, len };
+
+	if (!shim_sock_offloaded(s))
+		return REAL(recvfrom)(fd, buf, len, flags, from, fromlen);
+	return sock_recvv(s, &v, 1, flags, from, fromlen, NULL);
+}
+
+HOOK ssize_t
+recvmsg(int fd, struct msghdr *m, int flags)
+{
+	struct shim_sock *s = shim_sock_get(fd);
+	int mf = 0;
+	ssize_t r;
+
+	if (!shim_sock_offloaded(s) || m == NULL)
+		return REAL(recvmsg)(fd, m, flags);
+	if (m->msg_iovlen > IOV_MAX)
+		return shim_fail(EMSGSIZE);
+	r = sock_recvv(s, m->msg_iov, (int)m->msg_iovlen, flags,
+		       m->msg_name, m->msg_name != NULL ? &m->msg_namelen : NULL, &mf);
+	if (r >= 0) {
+		m->msg_flags = mf;
+		m->msg_controllen = 0;
+		if (s->mode != SHIM_UDP)
+			m->msg_namelen = 0;
+	}
+	return r;
+}
+
+HOOK int
+recvmmsg(int fd, struct mmsghdr *vec, unsigned int vlen, int flags, struct timespec *tmo)
+{
+	struct shim_sock *s = shim_sock_get(fd);
+	unsigned int i;
+
+	if (!shim_sock_offloaded(s))
+		return REAL(recvmmsg)(fd, vec, vlen, flags, tmo);
+	if (vlen > UIO_MAXIOV)
+		vlen = UIO_MAXIOV;
+	for (i = 0; i < vlen; i++) {
+		int f = flags & ~MSG_WAITFORONE;
+		ssize_t r;
+
+		/* after the first datagram: MSG_WAITFORONE, or a time-out that
+		 * the shim does not measure, turn the rest non-blocking */
+		if (i > 0 && ((flags & MSG_WAITFORONE) || tmo != NULL))
+			f |= MSG_DONTWAIT;
+		r = recvmsg(fd, &vec[i].msg_hdr, f);
+		if (r < 0)
+			return i > 0 ? (int)i : -1;
+		vec[i].msg_len = (unsigned int)r;
+	}
+	return (int)i;
+}
+
+HOOK ssize_t
+read(int fd, void *buf, size_t len)
+{
+	struct shim_sock *s = shim_sock_get(fd);
+	struct iovec v = { buf, len };
+
+	if (!shim_sock_offloaded(s))
+		return REAL(read)(fd, buf, len);
+	return sock_recvv(s, &v, 1, 0, NULL, NULL, NULL);
+}
+
+HOOK ssize_t
+readv(int fd, const struct iovec *iov, int n)
+{
+	struct shim_sock *s = shim_sock_get(fd);
+
+	if (!shim_sock_offloaded(s))
+		return REAL(readv)(fd, iov, n);
+	if (n < 0 || n > IOV_MAX)
+		return shim_fail(EINVAL);
+	return sock_recvv(s, iov, n, 0, NULL, NULL, NULL);
+}
+
+HOOK ssize_t
+__read_chk(int fd, void *buf, size_t len, size_t buflen)
+{
+	if (len > buflen)
+		return REAL(__read_chk)(fd, buf, len, buflen);   /* aborts, as libc */
+	if (!shim_sock_offloaded(shim_sock_get(fd)))
+		return REAL(__read_chk)(fd, buf, len, buflen);
+	return read(fd, buf, len);
+}
+
+HOOK ssize_t
+__recv_chk(int fd, void *buf, size_t len, size_t buflen, int flags)
+{
+	if (len > buflen || !shim_sock_offloaded(shim_sock_get(fd)))
+		return REAL(__recv_chk)(fd, buf, len, buflen, flags);
+	return recv(fd, buf, len, flags);
+}
+
+HOOK ssize_t
+__recvfrom_chk(int fd, void *buf, size_t len, size_t buflen, int flags,
+	       struct sockaddr *from, socklen_t *fromlen)
+{
+	if (len > buflen || !shim_sock_offloaded(shim_sock_get(fd)))
+		return REAL(__recvfrom_chk)(fd, buf, len, buflen, flags, from, fromlen);
+	return recvfrom(fd, buf, len, flags, from, fromlen);
+}
+
+static ssize_t
+do_sendfile(int out, struct shim_sock *s, int in, off_t *offset, size_t count)
+{
+	unsigned char buf[65536];
+	size_t done = 0;
+	off_t pos = offset != NULL ? *offset : lseek(in, 0, SEEK_CUR);
+
+	if (pos < 0)
+		return -1;
+	while (done < count) {
+		size_t want = count - done < sizeof(buf) ? count - done : sizeof(buf);
+		ssize_t r = pread(in, buf, want, pos), w;
+
+		if (r < 0) {
+			if (done > 0)
+				break;
+			return -1;
+		}
+		if (r == 0)
+			break;
+		w = sock_sendv(s, &(struct iovec){ buf, (size_t)r }, 1, 0, NULL, 0);
+		if (w < 0) {
+			if (done > 0)
+				break;
+			return -1;
+		}
+		done += (size_t)w;
+		pos += w;
+		if (w < r)
+			break;
+	}
+	if (offset != NULL)
+		*offset = pos;
+	else if (lseek(in, pos, SEEK_SET) < 0)
+		return -1;
+	(void)out;
+	return (ssize_t)done;
+}
+
+HOOK ssize_t
+sendfile(int out, int in, off_t *offset, size_t count)
+{
+	struct shim_sock *s = shim_sock_get(out);
+
+	if (!shim_sock_offloaded(s))
+		return REAL(sendfile)(out, in, offset, count);
+	return do_sendfile(out, s, in, offset, count);
+}
+
+HOOK ssize_t
+sendfile64(int out, int in, off64_t *offset, size_t count)
+{
+	struct shim_sock *s = shim_sock_get(out);
+
+	if (!shim_sock_offloaded(s))
+		return REAL(sendfile64)(out, in, offset, count);
+	return do_sendfile(out, s, in, (off_t *)offset, count);
+}
+
+/* ---- shutdown, close, names, options ---------------------------------------------- */
+
+HOOK int
+shutdown(int fd, int how)
+{
+	struct shim_sock *s = shim_sock_get(fd);
+	struct shim_thread *t;
+	struct dpsock_pl_cmd c = { .op = DPSOCK_PL_OP_SHUTDOWN };
+	struct dpsock_pl_reply r;
+	uint32_t st;
+	int e;
+
+	if (!shim_sock_offloaded(s))
+		return REAL(shutdown)(fd, how);
+	if (how != SHUT_RD && how != SHUT_WR && how != SHUT_RDWR)
+		return shim_fail(EINVAL);
+	if (s->mode == SHIM_TCP_LISTEN) {
+		if (how != SHUT_WR)
+			s->shut_rd = 1;
+		return 0;
+	}
+	if (s->mode == SHIM_UDP) {
+		if (!s->udp_connected)
+			return shim_fail(ENOTCONN);
+		if (how != SHUT_WR)
+			s->shut_rd = 1;
+		if (how != SHUT_RD)
+			s->shut_wr = 1;
+		return 0;
+	}
+	st = __atomic_load_n(&shim_sock_slot(s, 0)->state, __ATOMIC_ACQUIRE);
+	if (st != DPSOCK_PL_ST_ESTABLISHED)
+		return shim_fail(ENOTCONN);
+	t = shim_thread_get();
+	if (t == NULL)
+		return -1;
+	c.slot = s->slot[0];
+	c.gen = s->gen[0];
+	c.arg[0] = how;
+	e = shim_cmd_call(t, shim_slot_worker(s->slot[0]), &c, &r);
+	if (e == 0)
+		e = r.result;
+	if (e < 0)
+		return shim_fail(-e == ECONNABORTED ? ENOTCONN : -e);
+	if (how != SHUT_WR)
+		s->shut_rd = 1;
+	if (how != SHUT_RD)
+		s->shut_wr = 1;
+	return 0;
+}
+
+HOOK int
+close(int fd)
+{
+	struct shim_sock *s = shim_fdtab_take(fd);
+
+	if (s != NULL) {
+		shim_epoll_fd_closed(fd, s);
+		shim_sock_unref(s);
+	} else if (shim_epoll_is(fd)) {
+		shim_epoll_close(fd);
+	}
+	return REAL(close)(fd);
+}
+
+static int
+put_name(struct sockaddr *addr, socklen_t *len, uint32_t a, uint16_t p)
+{
+	struct sockaddr_in sin = { .sin_family = AF_INET, .sin_addr.s_addr = a, .sin_port = p };
+	socklen_t l;
+
+	if (addr == NULL || len == NULL)
+		return shim_fail(EFAULT);
+	if ((int)*len < 0)
+		return shim_fail(EINVAL);
+	l = *len < sizeof(sin) ? *len : sizeof(sin);
+	memcpy(addr, &sin, l);
+	*len = sizeof(sin);
+	return 0;
+}
+
+HOOK int
+getsockname(int fd, struct sockaddr *addr, socklen_t *len)
+{
+	struct shim_sock *s = shim_sock_get(fd);
+
+	if (s == NULL || (!shim_sock_offloaded(s) && !(s->bound && s->mode == SHIM_UNDECIDED)))
+		return REAL(getsockname)(fd, addr, len);
+	if (s->mode == SHIM_TCP_CONN) {
+		struct dpsock_pl_slot *sl = shim_sock_slot(s, 0);
+
+		return put_name(addr, len, sl->laddr ? sl->laddr : s->laddr,
+				sl->lport ? sl->lport : s->lport);
+	}
+	return put_name(addr, len, s->laddr, s->lport);
+}
+
+HOOK int
+getpeername(int fd, struct sockaddr *addr, socklen_t *len)
+{
+	struct shim_sock *s = shim_sock_get(fd);
+
+	if (!shim_sock_offloaded(s))
+		return REAL(getpeername)(fd, addr, len);
+	if (s->mode == SHIM_UDP)
+		return s->udp_connected ? put_name(addr, len, s->raddr, s->rport) : shim_fail(ENOTCONN);
+	if (s->mode == SHIM_TCP_CONN) {
+		struct dpsock_pl_slot *sl = shim_sock_slot(s, 0);
+		uint32_t st = __atomic_load_n(&sl->state, __ATOMIC_ACQUIRE);
+
+		if (st == DPSOCK_PL_ST_ESTABLISHED ||
+		    (st == DPSOCK_PL_ST_CLOSED && sl->err == 0))
+			return put_name(addr, len, sl->raddr, sl->rport);
+	}
+	return shim_fail(ENOTCONN);
+}
+
+HOOK int
+getsockopt(int fd, int level, int name, void *val, socklen_t *len)
+{
+	struct shim_sock *s = shim_sock_get(fd);
+	int v;
+
+	if (shim_sock_offloaded(s) && s->mode != SHIM_UDP && level == IPPROTO_TCP &&
+	    (name == TCP_INFO || name == TCP_CONGESTION) && val != NULL && len != NULL) {
+		/* the worker's connection; once it is gone, the kernel
+		 * socket's answer (state CLOSE) */
+		if ((name == TCP_INFO ? shim_tcp_info(s, val, len) : shim_tcp_congestion(s, val, len)) == 0)
+			return 0;
+		return REAL(getsockopt)(fd, level, name, val, len);
+	}
+	if (!shim_sock_offloaded(s) || val == NULL || len == NULL || *len < sizeof(int))
+		return REAL(getsockopt)(fd, level, name, val, len);
+	if (level == SOL_SOCKET && name == SO_ERROR) {
+		v = 0;
+		if (s->mode == SHIM_TCP_CONN)
+			v = shim_conn_take_err(s);
+		if (v == 0 && shim_daemon_gone() && !s->err_taken) {
+			s->err_taken = 1;
+			v = ECONNRESET;
+		}
+	} else if (level == SOL_SOCKET && name == SO_ACCEPTCONN) {
+		v = s->mode == SHIM_TCP_LISTEN;
+	} else {
+		/* every other option was set on the kernel socket too */
+		return REAL(getsockopt)(fd, level, name, val, len);
+	}
+	memcpy(val, &v, sizeof(v));
+	*len = sizeof(v);
+	return 0;
+}
+
+HOOK int
+setsockopt(int fd, int level, int name, const void *val, socklen_t len)
+{
+	struct shim_sock *s = shim_sock_get(fd);
+	int r = REAL(setsockopt)(fd, level, name, val, len), v = 0, fwd = 0;
+
+	if (r < 0 || s == NULL || val == NULL)
+		return r;
+	if (len >= sizeof(int))
+		memcpy(&v, val, sizeof(int));
+	pthread_mutex_lock(&s->lock);
+	if (level == SOL_SOCKET) {
+		switch (name) {
+		case SO_REUSEADDR: s->reuseaddr = v; break;
+		case SO_REUSEPORT: s->reuseport = v; break;
+		case SO_KEEPALIVE: s->keepalive = v != 0; fwd = 1; break;
+		case SO_RCVBUF: s->rcvbuf = v; break;
+		case SO_SNDBUF: s->sndbuf = v; break;
+		case SO_LINGER:
+			if (len >= sizeof(struct linger))
+				memcpy(&s->linger, val, sizeof(s->linger));
+			break;
+		case SO_RCVTIMEO:
+		case SO_SNDTIMEO:
+			if (len >= sizeof(struct timeval)) {
+				struct timeval tv;
+				long ms;
+
+				memcpy(&tv, val, sizeof(tv));
+				/* the kernel accepted it; 0 = no time-out; at least
+				 * 1 ms when shorter */
+				ms = (long)tv.tv_sec * 1000 + (tv.tv_usec + 999) / 1000;
+				ms = tv.tv_sec == 0 && tv.tv_usec == 0 ? -1 :
+				     ms > 0x7fffffffL ? 0x7fffffffL : ms;
+				if (name == SO_RCVTIMEO)
+					s->rcvtimeo_ms = (int)ms;
+				else
+					s->sndtimeo_ms = (int)ms;
+			}
+			break;
+		default: break;
+		}
+	} else if (level == IPPROTO_TCP) {
+		switch (name) {
+		case TCP_NODELAY: s->nodelay = v != 0; fwd = 1; break;
+		case TCP_KEEPIDLE: s->keepidle = v; fwd = 1; break;
+		case TCP_KEEPINTVL: s->keepintvl = v; fwd = 1; break;
+		case TCP_KEEPCNT: s->keepcnt = v; fwd = 1; break;
+		case TCP_CONGESTION:
+			memset(s->cc, 0, sizeof(s->cc));
+			memcpy(s->cc, val, len < sizeof(s->cc) - 1 ? len : sizeof(s->cc) - 1);
+			fwd = 1;
+			break;
+		default: break;
+		}
+	} else if (level == IPPROTO_IP && name == IP_TOS) {
+		s->tos = v;
+		fwd = 1;
+	}
+	if (fwd && shim_sock_offloaded(s) && s->mode == SHIM_TCP_CONN) {
+		struct shim_thread *t = shim_thread_get();
+		struct dpsock_pl_cmd c = { .op = DPSOCK_PL_OP_SETOPT, .slot = s->slot[0],
+					   .gen = s->gen[0] };
+		struct dpsock_pl_reply rep;
+
+		c.arg[0] = level;
+		c.arg[1] = name;
+		c.arg[2] = v;
+		if (level == IPPROTO_TCP && name == TCP_CONGESTION)
+			memcpy(&c.arg[2], s->cc, sizeof(s->cc));
+		/* the kernel accepted it; a worker that cannot apply it only
+		 * logs (the app sees what the kernel said) */
+		if (t != NULL && shim_cmd_call(t, shim_slot_worker(s->slot[0]), &c, &rep) == 0 &&
+		    rep.result < 0)
+			SHIM_LOG(DEBUG, "dpsockd: option %d/%d: %s", level, name,
+				 strerror(-rep.result));
+	}
+	pthread_mutex_unlock(&s->lock);
+	return 0;
+}
+
+/* ---- fcntl, ioctl, dup ---------------------------------------------------------- */
+
+static void
+dup_track(int oldfd, int newfd)
+{
+	struct shim_sock *s, *old;
+
+	if (newfd < 0 || newfd == oldfd)
+		return;
+	old = shim_fdtab_take(newfd);        /* dup2 over an fd of ours closed it */
+	if (old != NULL) {
+		shim_epoll_fd_closed(newfd, old);
+		shim_sock_unref(old);
+	}
+	s = shim_sock_get(oldfd);
+	if (s == NULL)
+		return;
+	__atomic_add_fetch(&s->refs, 1, __ATOMIC_ACQ_REL);
+	if (shim_fdtab_set(newfd, s) < 0)
+		shim_sock_unref(s);
+}
+
+static int
+fcntl_common(int fd, int cmd, uintptr_t arg, bool is64)
+{
+	struct shim_sock *s = shim_sock_get(fd);
+	int r = is64 ? REAL(fcntl64)(fd, cmd, arg) : REAL(fcntl)(fd, cmd, arg);
+
+	if (r < 0 || s == NULL)
+		return r;
+	if (cmd == F_SETFL)
+		s->nonblock = (arg & O_NONBLOCK) != 0;
+	else if (cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC)
+		dup_track(fd, r);
+	return r;
+}
+
+HOOK int
+fcntl(int fd, int cmd, ...)
+{
+	va_list ap;
+	uintptr_t arg;
+
+	va_start(ap, cmd);
+	arg = va_arg(ap, uintptr_t);
+	va_end(ap);
+	return fcntl_common(fd, cmd, arg, false);
+}
+
+HOOK int
+fcntl64(int fd, int cmd, ...)
+{
+	va_list ap;
+	uintptr_t arg;
+
+	va_start(ap, cmd);
+	arg = va_arg(ap, uintptr_t);
+	va_end(ap);
+	return fcntl_common(fd, cmd, arg, true);
+}
+
+HOOK int
+ioctl(int fd, unsigned long req, ...)
+{
+	struct shim_sock *s = shim_sock_get(fd);
+	va_list ap;
+	void *arg;
+	int r, v;
+
+	va_start(ap, req);
+	arg = va_arg(ap, void *);
+	va_end(ap);
+	if (!shim_sock_offloaded(s) || (req != FIONREAD && req != SIOCOUTQ)) {
+		r = REAL(ioctl)(fd, req, arg);
+		if (r == 0 && s != NULL && req == FIONBIO && arg != NULL)
+			s->nonblock = *(int *)arg != 0;
+		return r;
+	}
+	if (arg == NULL)
+		return shim_fail(EFAULT);
+	if (s->mode == SHIM_TCP_LISTEN)
+		return shim_fail(EINVAL);
+	if (s->mode == SHIM_TCP_CONN) {
+		const struct dpsock_pl_seg *g = shim_seg();
+
+		v = (int)(req == FIONREAD ? shim_fifo_level(shim_slot_rx(s->slot[0]), g->rx_fifo_size)
+					  : shim_fifo_level(shim_slot_tx(s->slot[0]), g->tx_fifo_size));
+	} else if (req == FIONREAD) {
+		/* UDP: size of the next datagram, as Linux */
+		char peek;
+		ssize_t n = shim_udp_recv(s, &(struct iovec){ &peek, 1 }, 1, MSG_PEEK | MSG_TRUNC |
+				     MSG_DONTWAIT, NULL, NULL, NULL);
+
+		v = n < 0 ? 0 : (int)n;
+	} else {
+		v = (int)shim_fifo_level(shim_slot_tx(s->slot[__atomic_load_n(&s->udp_tx_worker, __ATOMIC_RELAXED) % s->nslots]),
+				    shim_seg()->tx_fifo_size);
+	}
+	memcpy(arg, &v, sizeof(v));
+	return 0;
+}
+
+HOOK int
+dup(int fd)
+{
+	int r = REAL(dup)(fd);
+
+	if (r >= 0)
+		dup_track(fd, r);
+	return r;
+}
+
+HOOK int
+dup2(int fd, int fd2)
+{
+	int r = REAL(dup2)(fd, fd2);
+
+	if (r >= 0)
+		dup_track(fd, r);
+	return r;
+}
+
+HOOK int
+dup3(int fd, int fd2, int flags)
+{
+	int r = REAL(dup3)(fd, fd2, flags);
+
+	if (r >= 0)
+		dup_track(fd, r);
+	return r;
+}

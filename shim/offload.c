@@ -1,0 +1,202 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * offload.c — the offload decision (rules from dpsockd's segment, then the
+ * addresses it serves) and opening a socket's slots on the workers.
+ */
+#include <arpa/inet.h>
+#include <netinet/tcp.h>
+#include <string.h>
+
+#include "shim_priv.h"
+
+
+/* The object becomes offloaded with these slots; this process holds it. */
+void
+shim_sock_set_offloaded(struct shim_sock *s, int mode)
+{
+	struct shim_slot_area *a = shim_area(shim_sock_slot(s, 0));
+
+	/* a fresh slot: nobody else in the group knows it yet */
+	for (int i = 0; i < SHIM_AREA_PIDS; i++)
+		__atomic_store_n(&a->pids[i], 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&a->pinned, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&a->closed, 0, __ATOMIC_RELAXED);
+	shim_area_pid_add(a, (uint32_t)shim_getpid());
+	/* identity for an exec()ed image: every slot of the socket. Relaxed:
+	 * read by this process's next image (exec orders it) or by a forked
+	 * child's (fork orders it). */
+	for (uint32_t i = 0; i < s->nslots; i++) {
+		struct shim_slot_area *ai = shim_area(shim_sock_slot(s, i));
+
+		__atomic_store_n(&ai->gen, s->gen[i], __ATOMIC_RELAXED);
+		__atomic_store_n(&ai->ino, s->ino, __ATOMIC_RELAXED);
+	}
+	shim_fork_track(s);
+	/* release: slots and geometry before mode (shim_sock_offloaded) */
+	__atomic_store_n(&s->mode, mode, __ATOMIC_RELEASE);
+}
+
+
+/* ---- offload decision -------------------------------------------------------- */
+
+static const char *const role_names[] = {
+	[DPSOCK_PL_TCP_SERVER] = "tcp_server", [DPSOCK_PL_TCP_CLIENT] = "tcp_client",
+	[DPSOCK_PL_UDP_RECEIVER] = "udp_receiver", [DPSOCK_PL_UDP_SENDER] = "udp_sender",
+	[DPSOCK_PL_UDP_CONNECT] = "udp_connect",
+};
+
+static uint32_t
+plen_mask(unsigned int plen)
+{
+	return plen == 0 ? 0 : htonl(~0u << (32 - (plen > 32 ? 32 : plen)));
+}
+
+static bool
+served(int role, uint32_t addr)
+{
+	const struct dpsock_pl_seg *g = shim_seg();
+	bool server = role == DPSOCK_PL_TCP_SERVER || role == DPSOCK_PL_UDP_RECEIVER;
+	uint32_t n = g->n_ifaces < DPSOCK_PL_MAX_IFACES ? g->n_ifaces : DPSOCK_PL_MAX_IFACES;
+
+	if (server && addr == htonl(INADDR_ANY))
+		return n > 0;
+	for (uint32_t i = 0; i < n; i++) {
+		const struct dpsock_pl_iface *f = &g->ifaces[i];
+		uint32_t m = plen_mask(f->prefix_len);
+
+		if (server ? addr == f->addr : ((addr & m) == (f->addr & m) || f->gateway != 0))
+			return true;
+	}
+	return false;
+}
+
+/* 1: offload, 0: kernel. Logs the reason once per kind. */
+int
+shim_offload_decide(int role, uint32_t addr, uint16_t port)
+{
+	static int logged_local, logged_unserved, logged_rule;
+	const struct dpsock_pl_seg *g;
+	char a[INET_ADDRSTRLEN];
+
+	if ((ntohl(addr) >> 24) == 127) {
+		if (!__atomic_exchange_n(&logged_local, 1, __ATOMIC_RELAXED))
+			SHIM_LOG(INFO, "loopback addresses stay in the kernel");
+		return 0;
+	}
+	if (shim_attach() < 0)
+		return 0;
+	g = shim_seg();
+	for (uint32_t i = 0; i < g->n_rules && i < DPSOCK_PL_MAX_RULES; i++) {
+		const struct dpsock_pl_rule *r = &g->rules[i];
+		char id[sizeof(r->app_id) + 1];
+		uint32_t m = plen_mask(r->prefix_len);
+
+		memcpy(id, r->app_id, sizeof(r->app_id));
+		id[sizeof(r->app_id)] = '\0';
+		if (id[0] != '\0' && strcmp(id, "*") != 0 && strcmp(id, shim_env.app_id) != 0)
+			continue;
+		if (r->role != role || (addr & m) != (r->addr & m) ||
+		    ntohs(port) < r->port_lo || ntohs(port) > r->port_hi)
+			continue;
+		if (!r->offload && !__atomic_exchange_n(&logged_rule, 1, __ATOMIC_RELAXED))
+			SHIM_LOG(INFO, "a 'use os' rule keeps %s %s:%u in the kernel",
+				 role_names[role], inet_ntop(AF_INET, &addr, a, sizeof(a)),
+				 ntohs(port));
+		return r->offload != 0;
+	}
+	if (served(role, addr))
+		return 1;
+	if (!__atomic_exchange_n(&logged_unserved, 1, __ATOMIC_RELAXED))
+		SHIM_LOG(INFO, "%s %s: not an address dpsockd serves; kernel socket",
+			 role_names[role], inet_ntop(AF_INET, &addr, a, sizeof(a)));
+	return 0;
+}
+
+/* The remembered options a worker needs, sent after the slot exists. */
+void
+shim_sock_push_opts(struct shim_thread *t, struct shim_sock *s)
+{
+	struct {
+		int on, level, name, val;
+	} opts[] = {
+		{ s->nodelay, IPPROTO_TCP, TCP_NODELAY, s->nodelay },
+		{ s->keepalive, SOL_SOCKET, SO_KEEPALIVE, s->keepalive },
+		{ s->keepidle, IPPROTO_TCP, TCP_KEEPIDLE, s->keepidle },
+		{ s->keepintvl, IPPROTO_TCP, TCP_KEEPINTVL, s->keepintvl },
+		{ s->keepcnt, IPPROTO_TCP, TCP_KEEPCNT, s->keepcnt },
+		{ s->tos, IPPROTO_IP, IP_TOS, s->tos },
+	};
+
+	for (size_t o = 0; o < sizeof(opts) / sizeof(opts[0]); o++) {
+		if (!opts[o].on)
+			continue;
+		for (uint32_t i = 0; i < s->nslots; i++) {
+			struct dpsock_pl_cmd c = { .op = DPSOCK_PL_OP_SETOPT, .slot = s->slot[i],
+						   .gen = s->gen[i] };
+			struct dpsock_pl_reply r;
+
+			c.arg[0] = opts[o].level;
+			c.arg[1] = opts[o].name;
+			c.arg[2] = opts[o].val;
+			shim_cmd_call(t, shim_slot_worker(s->slot[i]), &c, &r);
+		}
+	}
+	for (uint32_t i = 0; s->cc[0] && s->type == SOCK_STREAM && i < s->nslots; i++) {
+		struct dpsock_pl_cmd c = { .op = DPSOCK_PL_OP_SETOPT, .slot = s->slot[i],
+					   .gen = s->gen[i] };
+		struct dpsock_pl_reply r;
+
+		c.arg[0] = IPPROTO_TCP;
+		c.arg[1] = TCP_CONGESTION;
+		memcpy(&c.arg[2], s->cc, sizeof(s->cc));
+		shim_cmd_call(t, shim_slot_worker(s->slot[i]), &c, &r);
+	}
+}
+
+/* LISTEN or UDP_BIND on every worker. Returns 0 or -errno. */
+int
+shim_sock_open_all(struct shim_sock *s, int op, uint32_t addr, uint16_t port)
+{
+	struct shim_thread *t = shim_thread_get();
+	uint32_t n;
+
+	if (t == NULL)
+		return -errno;
+	n = shim_proc.n_workers;
+	for (uint32_t k = 0; k < n; k++) {
+		struct dpsock_pl_cmd c = { .op = (uint16_t)op, .addr = addr, .port = port };
+		struct dpsock_pl_reply r;
+		int e;
+
+		c.arg[0] = s->backlog;
+		e = shim_cmd_call(t, k, &c, &r);
+		if (e == 0)
+			e = r.result;
+		if (e == 0 && (!shim_slot_valid(r.slot) || shim_slot_worker(r.slot) != k))
+			e = -EPROTO;
+		if (e < 0) {
+			for (uint32_t j = 0; j < k; j++) {
+				struct dpsock_pl_cmd cl = { .op = DPSOCK_PL_OP_CLOSE,
+							    .slot = s->slot[j], .gen = s->gen[j] };
+
+				shim_cmd_post(t, j, &cl);
+			}
+			if (e == -ENOSPC)
+				e = -EMFILE;
+			if (e == -EMFILE)
+				SHIM_LOG(WARNING, "dpsockd has no free slot: socket not offloaded");
+			return e;
+		}
+		s->slot[k] = r.slot;
+		s->gen[k] = r.gen;
+		if (op == DPSOCK_PL_OP_UDP_BIND && port == 0)
+			port = r.port;   /* the same port on the other workers */
+	}
+	s->nslots = n;
+	s->laddr = addr;
+	s->lport = port;
+	s->bound = 1;
+	s->udp_tx_worker = t->worker;
+	shim_sock_push_opts(t, s);
+	return 0;
+}

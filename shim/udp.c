@@ -1,0 +1,237 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * udp.c — offloaded UDP: binding on every worker, the udp_sender decision
+ * at the first send, and datagrams through the slots' FIFOs.
+ */
+#include <string.h>
+#include <time.h>
+
+#include "shim_priv.h"
+
+
+/* ---- UDP data ------------------------------------------------------------------- */
+
+static uint32_t
+pad8(uint32_t n)
+{
+	return (n + 7u) & ~7u;
+}
+
+ssize_t
+shim_udp_send(struct shim_sock *s, const struct iovec *iov, int iovcnt, int flags,
+	 const struct sockaddr *to, socklen_t tolen)
+{
+	const struct dpsock_pl_seg *g = shim_seg();
+	size_t total = shim_iov_total(iov, iovcnt);
+	bool block = !s->nonblock && !(flags & MSG_DONTWAIT);
+	struct dpsock_pl_dgram h = { 0 };
+	uint32_t need, k;
+
+	if (to != NULL) {
+		const struct sockaddr_in *sin = (const struct sockaddr_in *)(const void *)to;
+
+		if (tolen < sizeof(*sin))
+			return shim_fail(EINVAL);
+		if (sin->sin_family != AF_INET)
+			return shim_fail(EAFNOSUPPORT);
+		h.addr = sin->sin_addr.s_addr;
+		h.port = sin->sin_port;
+	} else if (s->udp_connected) {
+		h.addr = s->raddr;
+		h.port = s->rport;
+	} else {
+		return shim_fail(EDESTADDRREQ);
+	}
+	if (total > DPSOCK_PL_DGRAM_MAX)
+		return shim_fail(EMSGSIZE);
+	h.len = (uint32_t)total;
+	need = (uint32_t)sizeof(h) + pad8(h.len);
+	if (need > g->tx_fifo_size)
+		return shim_fail(EMSGSIZE);
+	k = __atomic_load_n(&s->udp_tx_worker, __ATOMIC_RELAXED) % s->nslots;
+	for (;;) {
+		struct dpsock_pl_slot *sl = shim_sock_slot(s, k);
+		struct shim_slot_area *a = shim_area(sl);
+		struct dpsock_fifo_prod p;
+		struct iovec seg[2];
+		uint32_t n = 0;
+		int w;
+
+		if (shim_daemon_gone())
+			return shim_fail(EPIPE);
+		shim_lock(&a->tx_lock);
+		if (dpsock_fifo_prod_attach(&p, shim_slot_tx(s->slot[k]), g->tx_fifo_bytes) == 0 &&
+		    dpsock_fifo_free(&p) >= need) {
+			static const unsigned char zeros[8];
+
+			/* the datagram is written whole into the reserved window,
+			 * then published at once by the commit */
+			n = dpsock_fifo_write_reserve(&p, need, seg);
+			if (n == need) {
+				shim_iov_put(seg, 2, 0, (const unsigned char *)&h, sizeof(h));
+				shim_iov_copy(seg, 2, sizeof(h), iov, iovcnt, 0, h.len);
+				shim_iov_put(seg, 2, sizeof(h) + h.len, zeros, need - sizeof(h) - h.len);
+				dpsock_fifo_write_commit(&p, n);
+			} else {
+				n = 0;
+			}
+		}
+		shim_unlock(&a->tx_lock);
+		if (n > 0) {
+			shim_tx_kick(s, k);
+			return (ssize_t)h.len;
+		}
+		if (!block) {
+			__atomic_store_n(&sl->want_tx, 1, __ATOMIC_RELAXED);
+			return shim_fail(EAGAIN);
+		}
+		w = shim_wait_sock(s, POLLOUT, s->sndtimeo_ms);
+		if (w == -EINTR)
+			return shim_fail(EINTR);
+		if (w == 0)
+			return shim_fail(EAGAIN);   /* SO_SNDTIMEO */
+		if (w == 1 && g->tx_fifo_size - shim_fifo_level(shim_slot_tx(s->slot[k]),
+							   g->tx_fifo_size) < need) {
+			/* writable, but not for a datagram this big yet */
+			struct timespec ts = { 0, 20000 };
+
+			nanosleep(&ts, NULL);
+		}
+	}
+}
+
+ssize_t
+shim_udp_recv(struct shim_sock *s, const struct iovec *iov, int iovcnt, int flags,
+	 struct sockaddr *from, socklen_t *fromlen, int *msg_flags)
+{
+	const struct dpsock_pl_seg *g = shim_seg();
+	size_t total = shim_iov_total(iov, iovcnt);
+	bool block = !s->nonblock && !(flags & MSG_DONTWAIT);
+
+	for (;;) {
+		for (uint32_t j = 0; j < s->nslots; j++) {
+			uint32_t i = (s->rr + j) % s->nslots;
+			struct dpsock_pl_slot *sl = shim_sock_slot(s, i);
+			struct shim_slot_area *a = shim_area(sl);
+			struct dpsock_fifo_cons c;
+			struct dpsock_pl_dgram h;
+			struct iovec seg[2];
+			uint32_t n, len, whole;
+			bool got = false, drop = false;
+			size_t copy = 0;
+
+			if (shim_fifo_level(shim_slot_rx(s->slot[i]), g->rx_fifo_size) < sizeof(h))
+				continue;
+			shim_lock(&a->rx_lock);
+			if (dpsock_fifo_cons_attach(&c, shim_slot_rx(s->slot[i]), g->rx_fifo_bytes) != 0) {
+				shim_unlock(&a->rx_lock);
+				continue;
+			}
+			n = dpsock_fifo_read_peek(&c, sizeof(h), seg);
+			if (n < sizeof(h)) {
+				shim_unlock(&a->rx_lock);
+				continue;
+			}
+			memcpy(&h, seg[0].iov_base, seg[0].iov_len);
+			memcpy((unsigned char *)&h + seg[0].iov_len, seg[1].iov_base, seg[1].iov_len);
+			len = h.len;
+			whole = len <= DPSOCK_PL_DGRAM_MAX ? (uint32_t)sizeof(h) + pad8(len) : 0;
+			n = whole ? dpsock_fifo_read_peek(&c, whole, seg) : 0;
+			if (whole == 0 || n < whole) {
+				/* the daemon publishes whole datagrams: a short one is
+				 * corruption; drop what is there */
+				SHIM_LOG(WARNING, "bad datagram record (len %u) in a UDP FIFO", len);
+				dpsock_fifo_read_consume(&c, dpsock_fifo_read_peek(&c, UINT32_MAX, seg));
+				shim_unlock(&a->rx_lock);
+				continue;
+			}
+			if (s->udp_connected && (h.addr != s->raddr || h.port != s->rport))
+				drop = true;
+			if (!drop) {
+				copy = len < total ? len : total;
+				shim_iov_copy(iov, iovcnt, 0, seg, 2, sizeof(h), copy);
+				got = true;
+			}
+			if (drop || !(flags & MSG_PEEK))
+				dpsock_fifo_read_consume(&c, whole);
+			shim_unlock(&a->rx_lock);
+			if (drop || !(flags & MSG_PEEK))
+				shim_rx_kick(s, i);
+			if (!got)
+				continue;
+			s->rr = i + 1;
+			/* Reply through the worker that received: request/response
+			 * stays on one worker, the one that is awake (the thread's
+			 * own worker may sleep). UDP promises no order; a switch
+			 * can only reorder datagrams still queued on the old one. */
+			__atomic_store_n(&s->udp_tx_worker, i, __ATOMIC_RELAXED);
+			if (from != NULL && fromlen != NULL) {
+				struct sockaddr_in sin = { .sin_family = AF_INET,
+							   .sin_addr.s_addr = h.addr,
+							   .sin_port = h.port };
+				socklen_t l = *fromlen < sizeof(sin) ? *fromlen : sizeof(sin);
+
+				memcpy(from, &sin, l);
+				*fromlen = sizeof(sin);
+			}
+			if (msg_flags != NULL)
+				*msg_flags = copy < len ? MSG_TRUNC : 0;
+			return (flags & MSG_TRUNC) ? (ssize_t)len : (ssize_t)copy;
+		}
+		if (shim_daemon_gone())
+			return shim_fail(ECONNRESET);
+		if (!block)
+			return shim_fail(EAGAIN);
+		int w = shim_wait_sock(s, POLLIN, s->rcvtimeo_ms);
+
+		if (w == -EINTR)
+			return shim_fail(EINTR);
+		if (w == 0)
+			return shim_fail(EAGAIN);   /* SO_RCVTIMEO */
+	}
+}
+
+
+int
+shim_udp_ensure_bound(struct shim_sock *s, int role, uint32_t addr, uint16_t port)
+{
+	int r;
+
+	(void)role, (void)addr, (void)port;
+	if (shim_sock_offloaded(s))
+		return 0;
+	/* unbound: worker 0 picks an ephemeral port, the others follow */
+	r = shim_sock_open_all(s, DPSOCK_PL_OP_UDP_BIND, s->bound ? s->laddr : htonl(INADDR_ANY),
+			  s->bound ? s->lport : 0);
+	if (r < 0)
+		return r;
+	shim_sock_set_offloaded(s, SHIM_UDP);
+	return 0;
+}
+
+
+/* First send on an unbound UDP socket: the udp_sender decision. Returns
+ * true when s is (now) offloaded. */
+bool
+shim_udp_first_send(struct shim_sock *s, const struct sockaddr *to, socklen_t tolen)
+{
+	const struct sockaddr_in *sin = (const struct sockaddr_in *)(const void *)to;
+	bool off = false;
+
+	if (s->type != SOCK_DGRAM || to == NULL || tolen < sizeof(*sin) ||
+	    sin->sin_family != AF_INET)
+		return false;
+	pthread_mutex_lock(&s->lock);
+	if (s->mode == SHIM_UNDECIDED) {
+		if (shim_offload_decide(DPSOCK_PL_UDP_SENDER, sin->sin_addr.s_addr, sin->sin_port) &&
+		    shim_udp_ensure_bound(s, DPSOCK_PL_UDP_SENDER, sin->sin_addr.s_addr,
+				     sin->sin_port) == 0)
+			off = true;
+		else
+			s->mode = SHIM_KERNEL;
+	} else {
+		off = shim_sock_offloaded(s);
+	}
+	pthread_mutex_unlock(&s->lock);
+	return off;
+}

@@ -1,0 +1,242 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+#
+# test/perf/handoff.sh — the preload hand-off against the native stack, over
+# memif (no kernel on the path): the same dpsock-loadgen (memif client, EAL
+# -l 0, taskset -c 0) drives
+#   native    dpsock-echo --raw (memif server, EAL -l 1, taskset -c 1)
+#   preload   dpsockd (memif server, EAL -l 1, taskset -c 1) serving an
+#             unmodified program under LD_PRELOAD=libdpsock_preload.so:
+#               echo-epoll   test/perf/kernel_echo --wait epoll
+#               echo-select  test/perf/kernel_echo --wait select
+#               sockperf     sockperf server --tcp (loadgen --proto sockperf)
+#               nginx        nginx, 1 worker, a 64-byte page (loadgen --proto http)
+#             in two layouts: the program on the worker's CPU (1), and on
+#             the other CPU (0, which it shares with the load generator,
+#             which polls between replies and yields to the program: this
+#             machine has two CPUs, so no layout gives the program a core of
+#             its own).
+# 64-byte request/response, 1 connection (p50, p99, p99.9, rate) and 16
+# connections (rate); the median of ROUNDS runs, preload/native ratios, and
+# the wake-ups each request cost (dpsockd's eventfd writes to the program,
+# the program's to dpsockd's worker, per transaction).
+#
+#   test/perf/handoff.sh [--quick] [--rounds N] [--time S] [--out FILE]
+#                        [--build DIR] [--only LIST]
+#
+# --only: native, echo-epoll, echo-select, sockperf, nginx (comma-separated).
+# Writes a markdown report (default docs/perf/handoff.md, --quick: the build
+# dir) and prints it. Exit 0 when every measurement ran, 1 when one failed
+# (its row says so), 77 without root.
+set -uo pipefail
+
+SELF_DIR=$(cd "$(dirname "$0")" && pwd)
+SRC=$(cd "$SELF_DIR/../.." && pwd)
+quick=0 rounds= secs= out= build=${DPSOCK_BUILD:-} only=,native,echo-epoll,echo-select,sockperf,nginx,
+while [ $# -gt 0 ]; do
+	case "$1" in
+	--quick) quick=1 ;;
+	--rounds) rounds=$2; shift ;;
+	--time) secs=$2; shift ;;
+	--out) out=$2; shift ;;
+	--build) build=$2; shift ;;
+	--only) only=,$2,; shift ;;
+	-h | --help) sed -n '3,/^set -uo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; exit 0 ;;
+	*) echo "handoff.sh: unknown option '$1' (try --help)" >&2; exit 2 ;;
+	esac
+	shift
+done
+[ -n "$build" ] || build=$SRC/build
+export DPSOCK_BUILD=$build
+if [ "$quick" = 1 ]; then
+	rounds=${rounds:-1} secs=${secs:-3} out=${out:-$build/perf-quick/handoff.md}
+else
+	rounds=${rounds:-3} secs=${secs:-4} out=${out:-$SRC/docs/perf/handoff.md}
+fi
+WARMUP=1.3 # loadgen loses its first second or so (ARP over a fresh memif link)
+
+TEST_NAME=handoff-$$
+# shellcheck source=../integration/lib.sh
+. "$SRC/test/integration/lib.sh"
+require_root
+require_cmd taskset python3
+require_tools dpsockd dpsock-stat dpsock-echo dpsock-loadgen kernel_echo
+[ "$(nproc)" -ge 2 ] || skip "needs 2 CPUs (the load generator on CPU 0, the worker on CPU 1)"
+require_preload
+ECHO=$(dpsock_tool dpsock-echo)
+LOADGEN=$(dpsock_tool dpsock-loadgen)
+KECHO=$(dpsock_tool kernel_echo)
+# shellcheck disable=SC2207
+EAL=(--no-pci --log-level=lib.eal:error $(eal_mem_args))
+SOCK=$TEST_TMP/memif.sock
+SRV=${TEST_NAME}s
+CLI=${TEST_NAME}c
+ADDR=198.18.202.1
+want() { [[ $only == *,$1,* ]]; }
+RES=$TEST_TMP/res.tsv # target layout conns round rate p50 p99 p999 wake_per_tx
+: >"$RES"
+FAILED=0
+failed() { note "FAILED: $*"; FAILED=1; echo "$*" >>"$TEST_TMP/failures"; }
+
+printf 'name = "%s";\nruntime_dir = "%s";\ninterfaces = ( { port = "net_memif0"; address = "%s/24"; } );\n' \
+	"$SRV" "$TEST_TMP" "$ADDR" >"$TEST_TMP/srv.conf"
+# the load generator polls between replies (yielding to a program that
+# shares its CPU) and never sleeps in a run
+printf 'name = "%s";\nworker = { idle_poll_us = 100000; };\ntcp = { ephemeral_min = 1024; ephemeral_max = 65535; };\ninterfaces = ( { port = "net_memif0"; address = "198.18.202.2/24"; } );\n' \
+	"$CLI" >"$TEST_TMP/cli.conf"
+
+declare -A BG=()
+bg_stop() { local p=${BG[$1]:-}; [ -n "$p" ] || return 0; kill -TERM "$p" 2>/dev/null
+	poll_until 10 _lib_dead "$p" || kill -KILL "$p" 2>/dev/null; wait "$p" 2>/dev/null; unset "BG[$1]"; }
+bg_all() { local n; for n in "${!BG[@]}"; do bg_stop "$n"; done; }
+on_exit bg_all
+stat_up() { "$DPSOCK_STAT" -n "$1" >/dev/null 2>&1; }
+wakes() { # dpsockd's wake-ups both ways so far
+	local a b
+	a=$(stat_read "$SRV" pl_wakeups 2>/dev/null || echo 0)
+	b=$(stat_read "$SRV" wakeups 2>/dev/null || echo 0)
+	echo $((a + b))
+}
+
+# server_start native|preload: the memif server on CPU 1, up when its stats answer
+server_start() {
+	local bin=$ECHO extra=(--raw)
+	[ "$1" = preload ] && { bin=$(dpsock_tool dpsockd); extra=(); }
+	taskset -c 1 "$bin" -l 1 --file-prefix "$SRV" "${EAL[@]}" \
+		"--vdev=net_memif0,role=server,socket=$SOCK,socket-abstract=no" \
+		-- -f "$TEST_TMP/srv.conf" "${extra[@]}" >"$TEST_TMP/srv.log" 2>&1 </dev/null &
+	BG[srv]=$!
+	poll_until 30 stat_up "$SRV" || { failed "$1 server did not start: $(tail -n 3 "$TEST_TMP/srv.log")"; return 1; }
+}
+
+# program_start NAME CPU: the unmodified program under the shim on CPU
+program_start() {
+	local name=$1 cpu=$2 pre=(env "LD_PRELOAD=$PRELOAD_LIB" "DPSOCK_RUNTIME_DIR=$TEST_TMP"
+		"DPSOCK_NAME=$SRV" "DPSOCK_LOG_FILE=$TEST_TMP/shim-%d.log")
+	case "$name" in
+	echo-epoll | echo-select)
+		taskset -c "$cpu" "${pre[@]}" "$KECHO" -p 11111 -a "$ADDR" --tcp-only \
+			--wait "${name#echo-}" >"$TEST_TMP/prog.log" 2>&1 </dev/null & ;;
+	sockperf)
+		taskset -c "$cpu" "${pre[@]}" sockperf server --tcp -i "$ADDR" -p 11111 \
+			>"$TEST_TMP/prog.log" 2>&1 </dev/null & ;;
+	nginx)
+		mkdir -p "$TEST_TMP/ngx/www" "$TEST_TMP/ngx/logs" "$TEST_TMP/ngx/tmp"
+		head -c 64 /dev/zero | tr '\0' x >"$TEST_TMP/ngx/www/p64"
+		cat >"$TEST_TMP/ngx/nginx.conf" <<EOF
+daemon off; master_process off; worker_processes 1; user root;
+pid $TEST_TMP/ngx/nginx.pid; error_log $TEST_TMP/ngx/logs/error.log;
+events { worker_connections 1024; }
+http { access_log off; client_body_temp_path $TEST_TMP/ngx/tmp/b; proxy_temp_path $TEST_TMP/ngx/tmp/p;
+  fastcgi_temp_path $TEST_TMP/ngx/tmp/f; uwsgi_temp_path $TEST_TMP/ngx/tmp/u; scgi_temp_path $TEST_TMP/ngx/tmp/s;
+  keepalive_requests 10000000; tcp_nodelay on;
+  server { listen $ADDR:11111; root $TEST_TMP/ngx/www; } }
+EOF
+		taskset -c "$cpu" "${pre[@]}" nginx -p "$TEST_TMP/ngx" -c "$TEST_TMP/ngx/nginx.conf" \
+			>"$TEST_TMP/prog.log" 2>&1 </dev/null & ;;
+	esac
+	BG[prog]=$!
+	# listening through dpsockd: its listener shows in the socket view
+	poll_until 20 bash -c "\"$DPSOCK_STAT\" -n $SRV -v sockets 2>/dev/null | grep -q '*:11111 .*LISTEN'" ||
+		{ failed "$name did not listen: $(tail -n 3 "$TEST_TMP/prog.log")"; return 1; }
+}
+
+# run TARGET LAYOUT CONNS ROUND PROTO: one loadgen run; a result row
+run() {
+	local target=$1 layout=$2 conns=$3 round=$4 proto=$5 log=$TEST_TMP/lg.log line w0 w1 tx
+	w0=$(wakes)
+	taskset -c 0 "$LOADGEN" -l 0 --file-prefix "$CLI" "${EAL[@]}" \
+		"--vdev=net_memif0,role=client,socket=$SOCK,socket-abstract=no" \
+		-- -f "$TEST_TMP/cli.conf" -d "$ADDR" -p 11111 -m rr -c "$conns" -s 64 \
+		--proto "$proto" --path /p64 -t "$secs" >"$log" 2>&1 </dev/null
+	w1=$(wakes)
+	line=$(grep '^loadgen: total' "$log")
+	tx=$(sed -n 's/.* transactions=\([0-9]*\).*/\1/p' <<<"$line")
+	if [ -z "$line" ] || [ "${tx:-0}" = 0 ] || ! grep -q ' errors=0 ' <<<"$line"; then
+		failed "$target $layout c=$conns round $round: $(tail -n 2 "$log" | tr '\n' ' ')"
+		return
+	fi
+	kv() { sed -n "s/.* $1=\([^ ]*\).*/\1/p" <<<"$line" | sed 's,/s$,,'; }
+	printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$target" "$layout" "$conns" "$round" \
+		"$(kv rate)" "$(kv p50_us)" "$(kv p99_us)" "$(kv p999_us)" \
+		"$(awk -v a="$w0" -v b="$w1" -v t="$tx" 'BEGIN { printf "%.2f", (b - a) / t }')" >>"$RES"
+	note "$target $layout c=$conns round $round: rate $(kv rate)/s p50 $(kv p50_us) us, wake-ups/tx $(tail -n 1 "$RES" | cut -f9)"
+}
+
+note "handoff: $rounds round(s), ${secs}s per run, report $out"
+for r in $(seq 1 "$rounds"); do
+	if want native && server_start native; then
+		for c in 1 16; do run native - "$c" "$r" echo; done
+		bg_stop srv
+	fi
+	for prog in echo-epoll echo-select sockperf nginx; do
+		want "$prog" || continue
+		case "$prog" in sockperf) command -v sockperf >/dev/null || { failed "sockperf not installed"; continue; } ;;
+		nginx) command -v nginx >/dev/null || { failed "nginx not installed"; continue; } ;; esac
+		proto=echo
+		[ "$prog" = sockperf ] && proto=sockperf
+		[ "$prog" = nginx ] && proto=http
+		for layout in same other; do
+			cpu=1
+			[ "$layout" = other ] && cpu=0
+			server_start preload || continue
+			if program_start "$prog" "$cpu"; then
+				for c in 1 16; do run "$prog" "$layout" "$c" "$r" "$proto"; done
+			fi
+			bg_stop prog
+			bg_stop srv
+		done
+	done
+done
+
+mkdir -p "$(dirname "$out")"
+python3 - "$RES" "$out" "$rounds" "$secs" "$(cut -d' ' -f1-3 /proc/loadavg)" "$TEST_TMP/failures" <<'PY'
+import statistics, sys, os
+res, out, rounds, secs, load, fails = sys.argv[1:7]
+rows = {}
+for l in open(res):
+    t, lay, c, r, rate, p50, p99, p999, wk = l.rstrip('\n').split('\t')
+    rows.setdefault((t, lay, int(c)), []).append(
+        dict(rate=float(rate), p50=float(p50), p99=float(p99), p999=float(p999), wk=float(wk)))
+def med(k, key):
+    v = [x[key] for x in rows.get(k, [])]
+    return statistics.median(v) if v else None
+def f(v, fmt='%.1f'):
+    return '—' if v is None else fmt % v
+nat1, nat16 = med(('native', '-', 1), 'rate'), med(('native', '-', 16), 'rate')
+natp50 = med(('native', '-', 1), 'p50')
+L = []
+L.append('# The preload hand-off against the native stack (memif)\n')
+L.append('`test/perf/handoff.sh`: dpsock-loadgen (memif client, CPU 0) sends 64-byte requests; '
+         'the server is dpsock-echo (native) or dpsockd (worker on CPU 1) with an unmodified program '
+         'under the preload, on the worker\'s CPU (**same**) or on CPU 0 with the load generator '
+         '(**other**). Median of %s run(s) of %s s; load average at the end: %s.\n' % (rounds, secs, load))
+L.append('| server | program on | 1 conn p50 µs | p99 µs | p99.9 µs | 1 conn rate /s | 16 conns rate /s | '
+         'p50 − native p50 | 1 conn rate / native | 16 conns rate / native | wake-ups per request (1 conn) |')
+L.append('|---|---|---|---|---|---|---|---|---|---|---|')
+order = [('native', '-')] + [(t, l) for t in ('echo-epoll', 'echo-select', 'sockperf', 'nginx')
+                             for l in ('same', 'other')]
+for t, lay in order:
+    k1, k16 = (t, lay, 1), (t, lay, 16)
+    if k1 not in rows and k16 not in rows:
+        continue
+    p50, r1, r16 = med(k1, 'p50'), med(k1, 'rate'), med(k16, 'rate')
+    L.append('| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |' % (
+        'dpsock-echo (native)' if t == 'native' else t, '—' if lay == '-' else lay,
+        f(p50, '%.2f'), f(med(k1, 'p99'), '%.2f'), f(med(k1, 'p999'), '%.2f'), f(r1, '%.0f'),
+        f(r16, '%.0f'),
+        '—' if t == 'native' or p50 is None or natp50 is None else '%+.2f' % (p50 - natp50),
+        '—' if t == 'native' or r1 is None or not nat1 else '%.2f×' % (r1 / nat1),
+        '—' if t == 'native' or r16 is None or not nat16 else '%.2f×' % (r16 / nat16),
+        f(med(k1, 'wk'), '%.2f')))
+L.append('')
+if os.path.exists(fails) and os.path.getsize(fails):
+    L.append('Not measured: ' + '; '.join(x.strip() for x in open(fails)) + '\n')
+L.append('sockperf and nginx speak other protocols than the echo programs (a sockperf message, an HTTP '
+         'request and its ~250-byte response): compare their rows with each other across layouts, and the '
+         'echo rows with the native echo.')
+open(out, 'w').write('\n'.join(L) + '\n')
+print('\n'.join(L))
+PY
+[ "$FAILED" = 0 ] || exit 1
+exit 0
