@@ -1116,7 +1116,9 @@ dpsock_tcp_rec_sent(struct tcp_pcb *pcb, struct tcp_seg *seg)
 	struct dpsock_tcp_rec *r = &pcb->rec;
 	uint32_t seq = seg_seq(seg), len = seg_len(seg);
 	uint64_t now = now_us();
-	bool rexmit = TCP_SEQ_LT(seq, pcb->snd_nxt);
+	/* sent before: not seq < snd_nxt, because lwIP's active open puts
+	 * its SYN at iss - 1 with snd_nxt = iss already */
+	bool rexmit = seg->rec.xmit_us != 0;
 
 	if (len == 0)
 		return;
@@ -1166,8 +1168,13 @@ dpsock_tcp_rec_syn_acked(struct tcp_pcb *pcb, struct tcp_seg *syn)
 	/* lwIP frees the SYN itself: it leaves the scoreboard here (it was
 	 * all there was in flight) */
 	pcb->rec.retrans_out = pcb->rec.lost_out = pcb->rec.sacked_out = pcb->rec.lost_pending = 0;
-	/* the handshake's RTT (Karn: only from a SYN sent once) */
-	if (syn->rec.xmit_us != 0 && !(syn->rec.flags & DPSOCK_SEG_EVER_RETRANS)) {
+	/* the handshake's RTT: from a SYN sent once (Karn), or from the last
+	 * transmission when the answer echoes its timestamp (RFC 7323 4.1;
+	 * transmissions a SYN RTO apart carry different millisecond TSvals) */
+	if (syn->rec.xmit_us != 0 &&
+	    (!(syn->rec.flags & DPSOCK_SEG_EVER_RETRANS) ||
+	     ((syn->flags & TF_SEG_OPTS_TS) && dpsock_tcp_rx_opts.ts &&
+	      dpsock_tcp_rx_opts.tsecr == syn->rec.tsval))) {
 		uint64_t now = now_us();
 
 		rtt_sample(pcb, (uint32_t)(now - syn->rec.xmit_us), now);

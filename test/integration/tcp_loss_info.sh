@@ -6,6 +6,10 @@
 # (Linux's struct tcp_info layout, as ss and iperf3 read it).
 #
 # Checks:
+#   - the handshake's RTT, read before any data: a connection whose first
+#     SYN the peer drops (nftables quota) counts that one retransmission and
+#     still has an RTT (the SYN-ACK echoes the second SYN's timestamp); the
+#     next connection, without loss, counts no retransmission;
 #   - TCP_CONGESTION: "cubic" by default; "reno" once set; a name the kernel
 #     knows but dpsock does not ("bbr") leaves "reno" in force, and says so;
 #   - TCP_INFO during the transfer: state ESTABLISHED, the SACK and
@@ -26,15 +30,50 @@ name=$TEST_NAME
 test_topo_up 70
 preload_daemon_start "$name"
 port=9123
+peer_start sink socat -u "TCP-LISTEN:$port,reuseaddr,fork" OPEN:/dev/null
+wait_tcp_port "$TOPO_NS_B" "$TOPO_ADDR_B" "$port"
 
+# ---- the handshake's RTT --------------------------------------------------
+# the first SYN from A is dropped (nft's quota: matched while under 100
+# bytes, one 60-byte SYN; wait_tcp_port's own SYNs came over lo)
+in_b nft -f - <<-NFT || fail "nft could not load the SYN rule"
+	table inet dpssyn {
+		chain in {
+			type filter hook input priority 0;
+			iifname "$TOPO_IF_B" tcp flags & (syn|ack) == syn quota until 100 bytes drop
+		}
+	}
+NFT
+cat >"$TEST_TMP/syn_client.py" <<'PYEOF'
+import socket, struct, sys
+host, port = sys.argv[1], int(sys.argv[2])
+for _ in range(2):
+    s = socket.create_connection((host, port), timeout=30)
+    s.settimeout(None)
+    # tcpi_rtt (offset 68), tcpi_total_retrans (offset 100)
+    b = s.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 104)
+    print("rtt %d total_retrans %d" % (struct.unpack_from("<I", b, 68)[0],
+                                       struct.unpack_from("<I", b, 100)[0]))
+    s.close()
+PYEOF
+syn=$(preload_run timeout 60 python3 "$TEST_TMP/syn_client.py" "$TOPO_ADDR_B" "$port") ||
+	fail "handshake client failed: $syn"
+dropped=$(in_b nft list table inet dpssyn | grep -o 'quota until 100 bytes used [0-9]* bytes' || true)
+in_b nft delete table inet dpssyn
+read -r _ rtt1 _ re1 _ rtt2 _ re2 <<<"$(echo $syn)"
+[ "$re1" = 1 ] && [ "$rtt1" -gt 0 ] ||
+	fail "first SYN dropped ($dropped): rtt $rtt1 us, total_retrans $re1 (want > 0 and 1)"
+[ "$re2" = 0 ] && [ "$rtt2" -gt 0 ] ||
+	fail "handshake without loss: rtt $rtt2 us, total_retrans $re2 (want > 0 and 0)"
+ok "handshake RTT: $rtt1 us after a dropped SYN (1 retransmission), $rtt2 us without loss"
+
+# ---- TCP_INFO and TCP_CONGESTION through 1 % loss ---------------------------
 in_b nft -f - <<-NFT || fail "nft could not load the loss rules"
 	table inet dpsloss {
 		chain in { type filter hook input priority 0; meta l4proto tcp numgen random mod 1000 < 10 drop; }
 		chain out { type filter hook output priority 0; meta l4proto tcp numgen random mod 1000 < 10 drop; }
 	}
 NFT
-peer_start sink socat -u "TCP-LISTEN:$port,reuseaddr,fork" OPEN:/dev/null
-wait_tcp_port "$TOPO_NS_B" "$TOPO_ADDR_B" "$port"
 
 # The client writes its findings to RESULT (JSON) and keeps the connection
 # open until RESULT.done exists (the test reads the socket view meanwhile).
@@ -149,4 +188,5 @@ PYEOF
 	fail "dpsock-stat's socket view: $(head -c 400 "$TEST_TMP/sockets.json")"
 
 preload_stop sink KILL || true
+preload_daemon_stop
 pass "TCP_INFO and TCP_CONGESTION answered by dpsock for an offloaded connection through 1% loss"
