@@ -16,7 +16,8 @@
 #   loss1      1 % loss, 1 % reordering, 1 % duplication each way
 #   loss3      3 % loss, 1 % reordering, 1 % duplication each way
 #   spurious-rto  no impairment but one 500 ms blackout of the return path
-#              (--stall: B's frames held after the 3000th): dpsock's RTO
+#              (--stall: B's frames held from the first ACK after the
+#              3000th that leaves dpsock's data in flight): dpsock's RTO
 #              fires though nothing was lost
 #
 # Checks, every profile: the echo is exact (length and sha256); the relay

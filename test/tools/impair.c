@@ -35,10 +35,12 @@
  * frame: "impair: a>b late new segment N seq S len L"; counted in
  * reordered).
  *
- * --stall N,MS (direction b>a): once N frames have come that way, hold
- * every b>a frame for MS ms from then on (a blackout of the return path:
+ * --stall N,MS (direction b>a): once N frames have come that way, from the
+ * first ACK that leaves a>b data unacknowledged (below the highest a>b
+ * data seen: A's sender has something in flight then, whatever the
+ * timing), hold every b>a frame for MS ms (a blackout of the return path:
  * the frames are delivered afterwards, in order), once. Printed as
- * "impair: b>a stall of MS ms after N frames".
+ * "impair: b>a stall of MS ms after N frames, at ack X below Y".
  *
  * Meant for a middle namespace: A <-veth-> [IF_A impair IF_B] <-veth-> B,
  * IF_A and IF_B up, without addresses. Both are put in promiscuous mode
@@ -124,8 +126,10 @@ struct dir {
 	uint64_t drop_new[DROP_NEW_MAX];
 	unsigned int n_late_new;
 	uint64_t late_new[DROP_NEW_MAX];
-	/* --stall: after stall_after frames, nothing leaves before stall_until */
+	/* --stall: once started (stall_check), nothing leaves before
+	 * stall_until */
 	uint64_t stall_after, stall_ns, stall_until_ns;
+	const struct dir *other; /* the opposite direction */
 	/* --late-new: frames held, each until its since + hold_ns */
 	unsigned int n_late;
 	struct frame *late[DROP_NEW_MAX];
@@ -290,33 +294,52 @@ frame_new(struct dir *d, const uint8_t *data, uint32_t len)
 
 enum { NEW_PASS, NEW_DROP, NEW_LATE };
 
-/* --drop-new, --late-new: what to do with a frame that is a TCP segment
- * with new data whose number is one of the targets. */
-static int
-pick_new(struct dir *d, const uint8_t *f, uint32_t len, uint64_t now)
+/* The fields of an IPv4 TCP frame the relay looks at. */
+struct tcp_view {
+	uint32_t seq, plen, ack;
+	uint8_t flags;
+};
+
+/* false: not an IPv4 TCP frame (or a malformed one) */
+static bool
+tcp_view(const uint8_t *f, uint32_t len, struct tcp_view *v)
 {
 	const uint8_t *ip = f + 14, *tcp;
-	uint32_t ihl, tot, doff, seq, plen, end;
-	uint64_t idx;
-	unsigned int i;
+	uint32_t ihl, tot, doff;
 
-	if (d->n_drop_new + d->n_late_new == 0 || len < 14 + 20 || f[12] != 0x08 ||
-	    f[13] != 0x00 || (ip[0] >> 4) != 4 || ip[9] != 6)
-		return NEW_PASS;
+	if (len < 14 + 20 || f[12] != 0x08 || f[13] != 0x00 || (ip[0] >> 4) != 4 || ip[9] != 6)
+		return false;
 	ihl = (ip[0] & 0xf) * 4u;
 	tot = (uint32_t)ip[2] << 8 | ip[3];
 	if (ihl < 20 || 14 + tot > len || tot < ihl + 20)
-		return NEW_PASS;
+		return false;
 	tcp = ip + ihl;
 	doff = (tcp[12] >> 4) * 4u;
-	if (doff < 20 || ihl + doff > tot || (plen = tot - ihl - doff) == 0)
+	if (doff < 20 || ihl + doff > tot)
+		return false;
+	v->seq = (uint32_t)tcp[4] << 24 | (uint32_t)tcp[5] << 16 | (uint32_t)tcp[6] << 8 | tcp[7];
+	v->ack = (uint32_t)tcp[8] << 24 | (uint32_t)tcp[9] << 16 | (uint32_t)tcp[10] << 8 | tcp[11];
+	v->flags = tcp[13];
+	v->plen = tot - ihl - doff;
+	return true;
+}
+
+/* A TCP segment with data: the highest end seen that way (max_end) moves;
+ * --drop-new, --late-new: what to do with it when it is new data whose
+ * number is one of the targets. */
+static int
+pick_new(struct dir *d, const struct tcp_view *v, uint64_t now)
+{
+	uint32_t end = v->seq + v->plen;
+	uint64_t idx;
+	unsigned int i;
+
+	if (v->plen == 0)
 		return NEW_PASS;
-	seq = (uint32_t)tcp[4] << 24 | (uint32_t)tcp[5] << 16 | (uint32_t)tcp[6] << 8 | tcp[7];
-	end = seq + plen;
 	if (d->have_end && (int32_t)(end - d->max_end) <= 0) {
 		/* nothing new: a retransmission, maybe of a hole */
 		for (i = 0; i < d->n_holes; i++) {
-			if (d->holes[i].seq == seq && d->holes[i].copies++ == 0)
+			if (d->holes[i].seq == v->seq && d->holes[i].copies++ == 0)
 				d->holes[i].first_copy_ns = now;
 		}
 		return NEW_PASS;
@@ -327,9 +350,9 @@ pick_new(struct dir *d, const uint8_t *f, uint32_t len, uint64_t now)
 	for (i = 0; i < d->n_drop_new; i++) {
 		if (d->drop_new[i] == idx) {
 			printf("impair: %s dropped new segment %" PRIu64 " seq %u len %u\n", d->name, idx,
-			       seq, plen);
+			       v->seq, v->plen);
 			fflush(stdout);
-			d->holes[d->n_holes].seq = seq;
+			d->holes[d->n_holes].seq = v->seq;
 			d->holes[d->n_holes].at_ns = now;
 			d->holes[d->n_holes].copies = 0;
 			d->n_holes++;
@@ -339,12 +362,27 @@ pick_new(struct dir *d, const uint8_t *f, uint32_t len, uint64_t now)
 	for (i = 0; i < d->n_late_new; i++) {
 		if (d->late_new[i] == idx && d->n_late < DROP_NEW_MAX) {
 			printf("impair: %s late new segment %" PRIu64 " seq %u len %u\n", d->name, idx,
-			       seq, plen);
+			       v->seq, v->plen);
 			fflush(stdout);
 			return NEW_LATE;
 		}
 	}
 	return NEW_PASS;
+}
+
+/* --stall: from the first frame, once stall_after came, that acknowledges
+ * less than the other way's data (the sender there has data in flight
+ * whose acknowledgements the stall now holds back) */
+static void
+stall_check(struct dir *d, const struct tcp_view *v, bool is_tcp, uint64_t now)
+{
+	if (d->stall_ns == 0 || d->stall_until_ns != 0 || d->st.rx < d->stall_after || !is_tcp ||
+	    !(v->flags & 0x10) || !d->other->have_end || (int32_t)(d->other->max_end - v->ack) <= 0)
+		return;
+	d->stall_until_ns = now + d->stall_ns;
+	printf("impair: %s stall of %" PRIu64 " ms after %" PRIu64 " frames, at ack %u below %u\n",
+	       d->name, d->stall_ns / 1000000, d->st.rx, v->ack, d->other->max_end);
+	fflush(stdout);
 }
 
 /* One received frame: loss, dup, reorder, delay. */
@@ -353,19 +391,16 @@ impair_frame(struct dir *d, const uint8_t *data, uint32_t len, uint64_t now)
 {
 	uint64_t due = now + d->cfg.delay_ns;
 	struct frame *fr, *fr2 = NULL;
-	int pick = pick_new(d, data, len, now);
+	struct tcp_view v;
+	bool is_tcp = tcp_view(data, len, &v);
+	int pick = is_tcp ? pick_new(d, &v, now) : NEW_PASS;
 
 	if (pick == NEW_LATE && (d->late[d->n_late] = frame_new(d, data, len)) != NULL) {
 		d->st.reordered++;
 		d->late_since_ns[d->n_late++] = now;
 		return;
 	}
-	if (d->stall_ns != 0 && d->st.rx == d->stall_after) {
-		d->stall_until_ns = now + d->stall_ns;
-		printf("impair: %s stall of %" PRIu64 " ms after %" PRIu64 " frames\n", d->name,
-		       d->stall_ns / 1000000, d->stall_after);
-		fflush(stdout);
-	}
+	stall_check(d, &v, is_tcp, now);
 	if (due < d->stall_until_ns)
 		due = d->stall_until_ns;
 	if (pick == NEW_DROP || chance(d, d->cfg.loss)) {
@@ -624,7 +659,8 @@ usage(FILE *f)
 		"reordering, duplication (percentages) and a fixed delay (ms). Each value is\n"
 		"X (both directions) or X,Y (a>b, b>a). --drop-new drops the a>b TCP segments\n"
 		"number N,... among those carrying new data, --late-new holds them for\n"
-		"--hold-ms; --stall holds the b>a frames for MS ms once N came that way.\n"
+		"--hold-ms; --stall holds the b>a frames for MS ms from the first ACK, once\n"
+		"N came that way, that leaves a>b data unacknowledged.\n"
 		"Counters at exit and on SIGUSR1.\n");
 }
 
@@ -773,6 +809,8 @@ main(int argc, char **argv)
 	dirs[1].stall_ns = stall_ms * 1000000ull;
 	dirs[0].name = "a>b";
 	dirs[1].name = "b>a";
+	dirs[0].other = &dirs[1];
+	dirs[1].other = &dirs[0];
 	dirs[0].in_fd = dirs[1].out_fd = open_if(if_a);
 	if (dirs[0].in_fd < 0)
 		return 1;
