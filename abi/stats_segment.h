@@ -20,7 +20,7 @@
  * retrying while gen is odd or moved, so they never see a torn entry and
  * never make the writer wait.
  *
- * Layout (version 2):
+ * Layout (version 3; 3 added worker counters):
  *
  *   struct dpsock_stats_segment     header, control area, ports, workers,
  *                                   client table (reserved, see below)
@@ -63,7 +63,7 @@
 #include <stdint.h>
 
 #define DPSOCK_STATS_MAGIC 0x64707374617473ULL /* "dpstats" */
-#define DPSOCK_STATS_VERSION 2
+#define DPSOCK_STATS_VERSION 3
 #define DPSOCK_STATS_MAX_PORTS 4
 #define DPSOCK_STATS_MAX_WORKERS 64
 #define DPSOCK_STATS_MAX_CLIENTS 64
@@ -152,6 +152,8 @@
 	X(udp_rx, "UDP datagrams delivered")                                   \
 	X(udp_tx, "UDP datagrams sent")                                        \
 	X(port_claim_failed, "active opens with no local port left")           \
+	X(tcp_tw_reused, "TIME_WAIT connections ended early (>= 1 s, timestamps) to reuse their local port") \
+	X(tcp_tw_evicted, "TIME_WAIT connections ended early: more than the per-worker maximum") \
 	X(lwip_tcp_memerr, "lwIP TCP allocation failures")                     \
 	X(lwip_ipfrag_drop, "IP fragments dropped (reassembly limits, timeouts)") \
 	X(sock_listed, "sockets given an entry in the socket table")           \
@@ -168,6 +170,7 @@
 #define DPSOCK_WORKER_GAUGES(X)                                                \
 	X(busy_permille, "share of the last second spent on work (per mille)") \
 	X(tcp_conns, "TCP connections open now")                               \
+	X(tcp_time_wait, "TCP connections in TIME_WAIT now (lwIP pcbs)")        \
 	X(sockets, "sockets listed in the socket table now")                   \
 	X(mbufs_held, "received mbufs lwIP holds now (zero-copy pbufs)")       \
 	X(steer_ring_depth, "mbufs waiting in this worker's steering ring")    \

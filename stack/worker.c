@@ -49,6 +49,7 @@
 #include "netif/ethernet.h"
 
 #include "dpsock_lwip.h"
+#include "dpsock_lwip_pcb_index.h"
 
 #include "stack_priv.h"
 #include "log_priv.h"
@@ -246,6 +247,25 @@ rx_frame(struct dpsock_worker *w, struct dpsock_worker_port *wp, struct rte_mbuf
 	dpsock_netif_input(wp, m);
 }
 
+/* The pcb index's counters (lwip/pcb_index.c). */
+static inline uint64_t
+tw_reused(void)
+{
+	struct dpsock_tcp_index_stats ix;
+
+	dpsock_tcp_index_stats(&ix);
+	return ix.tw_reused;
+}
+
+static inline uint64_t
+tw_evicted(void)
+{
+	struct dpsock_tcp_index_stats ix;
+
+	dpsock_tcp_index_stats(&ix);
+	return ix.tw_evicted;
+}
+
 /* lwIP's own counters copied into the stats block: X(stats field, lwIP's). */
 #define LWIP_MIRRORS(X)                                                         \
 	X(lwip_ip_drop, lwip_stats.ip.drop)                                     \
@@ -258,7 +278,9 @@ rx_frame(struct dpsock_worker *w, struct dpsock_worker_port *wp, struct rte_mbuf
 	X(lwip_tcp_chkerr, lwip_stats.tcp.chkerr)                               \
 	X(lwip_etharp_drop, lwip_stats.etharp.drop)                             \
 	X(lwip_tcp_memerr, lwip_stats.tcp.memerr)                               \
-	X(lwip_ipfrag_drop, lwip_stats.ip_frag.drop)
+	X(lwip_ipfrag_drop, lwip_stats.ip_frag.drop)                            \
+	X(tcp_tw_reused, tw_reused())                                           \
+	X(tcp_tw_evicted, tw_evicted())
 
 #define MIRROR_ENUM(f, v) MIRROR_##f,
 enum { LWIP_MIRRORS(MIRROR_ENUM) MIRROR_COUNT };
@@ -272,6 +294,7 @@ mirror_lwip_stats(struct dpsock_worker *w)
 {
 	struct dpsock_worker_stats *st = w->stats;
 	struct dpsock_lwip_mem_stats mem;
+	struct dpsock_tcp_index_stats ix;
 
 #define MIRROR_SET(f, v) dpsock_stat_set(&st->f, (STAT_COUNTER)((v) - w->lwip_base[MIRROR_##f]));
 	LWIP_MIRRORS(MIRROR_SET)
@@ -279,6 +302,8 @@ mirror_lwip_stats(struct dpsock_worker *w)
 	dpsock_lwip_mem_stats(&mem);
 	dpsock_stat_set(&st->lwip_mem_bytes, mem.bytes_in_use);
 	dpsock_stat_set(&st->lwip_mem_objs, mem.objs_in_use);
+	dpsock_tcp_index_stats(&ix);
+	dpsock_stat_set(&st->tcp_time_wait, ix.tw_now);
 }
 
 /* dpsock-stat -z: this worker is its counters' only writer, so it zeroes
