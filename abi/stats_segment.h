@@ -106,11 +106,19 @@
 	X(rx_burst_32_63, "RX bursts of 32-63 packets")                        \
 	X(rx_burst_64_up, "RX bursts of 64 packets or more")                   \
 	X(rx_packets, "packets taken from the worker's RX queues")             \
+	X(rx_gro_frames, "TCP segments made of several received ones (tcp.gro)") \
+	X(rx_gro_merged, "received TCP segments merged into the one before them") \
 	X(rx_bytes, "bytes taken from the worker's RX queues")                 \
 	X(tx_packets, "packets the worker's TX queues took")              \
 	X(tx_bytes, "bytes the worker's TX queues took")                  \
 	X(tx_drops, "packets the TX queue refused (queue full)")               \
 	X(tx_zerocopy, "frames lent to the NIC from lwIP's memory (no copy)") \
+	X(tx_tso_frames, "TCP super-segments handed to the port to cut (TSO)") \
+	X(tx_tso_segs, "MSS-sized segments those TSO frames make on the wire") \
+	X(tx_gso_frames, "TCP super-segments cut by DPDK's GSO library") \
+	X(tx_gso_segs, "MSS-sized frames GSO made of them")                   \
+	X(tcp_tso_joined, "lwIP segments joined into super-segments")         \
+	X(tcp_tso_splits, "super-segments split to fit the send window")      \
 	X(tx_nombuf, "packets not sent: no mbuf")                              \
 	X(arp_in, "ARP frames received on the worker's own queues")            \
 	X(arp_shared_out, "ARP frames copied to the other workers")            \

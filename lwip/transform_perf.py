@@ -12,6 +12,10 @@ lines:
     bound and early reuse. lwIP's linear lists made connection set-up cost
     grow with the number of TIME_WAIT pcbs (rate x 2 MSL).
 
+  * super-segments (tso.c): tcp_output joins unsent segments into segments
+    of up to 64 KiB for a netif that segments (TSO, or the netif's GSO), and
+    splits one at a pbuf boundary when only part of it fits the window.
+
 EDITS is a list of (path, what, old, new) tuples.
 """
 
@@ -194,4 +198,43 @@ EDITS = [
      '         Restart the 2 MSL time-wait timeout.*/\n'
      '    pcb->tmr = tcp_ticks;\n'
      '    dpsock_tcp_tw_touch(pcb); /* dpsock: TIME-WAIT stays in arrival order */\n'),
+
+    # ---- super-segments (tso.c)
+    ('core/tcp_out.c', 'tso: tcp_output joins and fits before its window check',
+     '  /* Handle the current segment not fitting within the window */\n'
+     '  if (lwip_ntohl(seg->tcphdr->seqno) - pcb->lastack + seg->len > wnd) {\n',
+     '  /* dpsock: super-segments for a segmenting netif (lwip/tso.c) */\n'
+     '  seg = dpsock_tcp_output_prepare(pcb, netif, wnd);\n'
+     '  /* Handle the current segment not fitting within the window */\n'
+     '  if (lwip_ntohl(seg->tcphdr->seqno) - pcb->lastack + seg->len > wnd) {\n'),
+    ('core/tcp_out.c', 'tso: tcp_output fits each new head',
+     '    seg = pcb->unsent;\n'
+     '  }\n'
+     '#if TCP_OVERSIZE\n'
+     '  if (pcb->unsent == NULL) {\n',
+     '    seg = dpsock_tcp_unsent_fit(pcb, wnd); /* dpsock: lwip/tso.c */\n'
+     '  }\n'
+     '#if TCP_OVERSIZE\n'
+     '  if (pcb->unsent == NULL) {\n'),
+    # after a retransmission timeout the last unsent segment can be a
+    # super-segment (unacked moved back to unsent): no room to fill in it
+    ('core/tcp_out.c', 'tso: tcp_write appends nothing to a super-segment',
+     '    LWIP_ASSERT("mss_local is too small", mss_local >= last_unsent->len + unsent_optlen);\n'
+     '    space = mss_local - (last_unsent->len + unsent_optlen);\n',
+     '    /* dpsock: the last unsent segment may be a super-segment (lwip/tso.c) */\n'
+     '    space = mss_local >= last_unsent->len + unsent_optlen ?\n'
+     '            (u16_t)(mss_local - (last_unsent->len + unsent_optlen)) : 0;\n'),
+    ('core/tcp.c', 'tso: the persist timer cuts a super-segment to one MSS first',
+     '              if (tcp_split_unsent_seg(pcb, (u16_t)pcb->snd_wnd) == ERR_OK) {\n',
+     '              /* dpsock: tcp_split_unsent_seg takes one MSS at most (lwip/tso.c) */\n'
+     '              if (dpsock_tcp_unsent_fit_persist(pcb) == ERR_OK &&\n'
+     '                  tcp_split_unsent_seg(pcb, (u16_t)pcb->snd_wnd) == ERR_OK) {\n'),
+    ('core/ipv4/ip4.c', 'tso: a super-segment for a segmenting netif is not fragmented',
+     '  /* don\'t fragment if interface has mtu set to 0 [loopif] */\n'
+     '  if (netif->mtu && (p->tot_len > netif->mtu)) {\n'
+     '    return ip4_frag(p, netif, dest);\n',
+     '  /* don\'t fragment if interface has mtu set to 0 [loopif]; dpsock: nor\n'
+     '     a TCP super-segment for a netif that segments (lwip/tso.c) */\n'
+     '  if (netif->mtu && (p->tot_len > netif->mtu) && !dpsock_tcp_tso_passes(netif, proto)) {\n'
+     '    return ip4_frag(p, netif, dest);\n'),
 ]

@@ -50,6 +50,7 @@
 
 #include "dpsock_lwip.h"
 #include "dpsock_lwip_pcb_index.h"
+#include "dpsock_lwip_tso.h"
 
 #include "stack_priv.h"
 #include "log_priv.h"
@@ -244,27 +245,17 @@ rx_frame(struct dpsock_worker *w, struct dpsock_worker_port *wp, struct rte_mbuf
 		drop(m, &st->rx_drop_ethertype);
 		return;
 	}
-	dpsock_netif_input(wp, m);
+	if (w->gro_on && eth->ether_type == RTE_BE16(RTE_ETHER_TYPE_IPV4))
+		dpsock_gro_input(wp, m);
+	else
+		dpsock_netif_input(wp, m);
 }
 
-/* The pcb index's counters (lwip/pcb_index.c). */
-static inline uint64_t
-tw_reused(void)
-{
-	struct dpsock_tcp_index_stats ix;
-
-	dpsock_tcp_index_stats(&ix);
-	return ix.tw_reused;
-}
-
-static inline uint64_t
-tw_evicted(void)
-{
-	struct dpsock_tcp_index_stats ix;
-
-	dpsock_tcp_index_stats(&ix);
-	return ix.tw_evicted;
-}
+/* One counter of lwIP's pcb index or super-segments (lwip/pcb_index.c,
+ * lwip/tso.c). */
+#define PCB_INDEX_STAT(f) \
+	({ struct dpsock_tcp_index_stats s_; dpsock_tcp_index_stats(&s_); s_.f; })
+#define TSO_STAT(f) ({ struct dpsock_tcp_tso_stats s_; dpsock_tcp_tso_stats(&s_); s_.f; })
 
 /* lwIP's own counters copied into the stats block: X(stats field, lwIP's). */
 #define LWIP_MIRRORS(X)                                                         \
@@ -279,8 +270,10 @@ tw_evicted(void)
 	X(lwip_etharp_drop, lwip_stats.etharp.drop)                             \
 	X(lwip_tcp_memerr, lwip_stats.tcp.memerr)                               \
 	X(lwip_ipfrag_drop, lwip_stats.ip_frag.drop)                            \
-	X(tcp_tw_reused, tw_reused())                                           \
-	X(tcp_tw_evicted, tw_evicted())
+	X(tcp_tw_reused, PCB_INDEX_STAT(tw_reused))                             \
+	X(tcp_tw_evicted, PCB_INDEX_STAT(tw_evicted))                           \
+	X(tcp_tso_joined, TSO_STAT(joined))                                     \
+	X(tcp_tso_splits, TSO_STAT(splits))
 
 #define MIRROR_ENUM(f, v) MIRROR_##f,
 enum { LWIP_MIRRORS(MIRROR_ENUM) MIRROR_COUNT };
@@ -294,7 +287,6 @@ mirror_lwip_stats(struct dpsock_worker *w)
 {
 	struct dpsock_worker_stats *st = w->stats;
 	struct dpsock_lwip_mem_stats mem;
-	struct dpsock_tcp_index_stats ix;
 
 #define MIRROR_SET(f, v) dpsock_stat_set(&st->f, (STAT_COUNTER)((v) - w->lwip_base[MIRROR_##f]));
 	LWIP_MIRRORS(MIRROR_SET)
@@ -302,8 +294,7 @@ mirror_lwip_stats(struct dpsock_worker *w)
 	dpsock_lwip_mem_stats(&mem);
 	dpsock_stat_set(&st->lwip_mem_bytes, mem.bytes_in_use);
 	dpsock_stat_set(&st->lwip_mem_objs, mem.objs_in_use);
-	dpsock_tcp_index_stats(&ix);
-	dpsock_stat_set(&st->tcp_time_wait, ix.tw_now);
+	dpsock_stat_set(&st->tcp_time_wait, PCB_INDEX_STAT(tw_now));
 }
 
 /* dpsock-stat -z: this worker is its counters' only writer, so it zeroes
@@ -409,6 +400,7 @@ dpsock_worker_poll(struct dpsock_worker *w)
 		dpsock_stat_add(&st->rx_bytes, bytes);
 		for (k = 0; k < n; k++)
 			rx_frame(w, wp, pkts[k], true);
+		dpsock_gro_flush(w);
 		work += n;
 	}
 
@@ -416,6 +408,7 @@ dpsock_worker_poll(struct dpsock_worker *w)
 	n = rte_ring_sc_dequeue_burst(w->steer, (void **)pkts, w->rx_burst, NULL);
 	for (k = 0; k < n; k++)
 		rx_frame(w, &w->ports[d->port_idx[pkts[k]->port]], pkts[k], false);
+	dpsock_gro_flush(w);
 	work += n;
 
 	if (d->app != NULL && d->app->worker_poll != NULL && w->app_ready)
@@ -573,10 +566,12 @@ dpsock_worker_init(struct dpsock_worker *w)
 			return -ENOMEM;
 		}
 		w->n_ports = i + 1;
+		dpsock_netif_offload_setup(wp);
 		if (i == 0 || (ic->gateway && netif_default->gw.addr == 0))
 			netif_set_default(&wp->netif);
 		netif_set_up(&wp->netif);
 	}
+	w->gro_on = d->conf.gro;
 	w->stats->lcore_id = w->lcore_id;
 	w->last_work_tsc = w->busy_mark_tsc = rte_rdtsc();
 	ret = dpsock_sockstat_worker_init(w);
