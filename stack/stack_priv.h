@@ -106,6 +106,7 @@ struct dpsock_worker {
 	uint32_t sleep_us;        /* current back-off step */
 	uint32_t sleep_max_us;
 	uint64_t next_mirror_tsc; /* next copy of lwIP's counters into stats */
+	uint64_t timer_due_tsc;   /* when to ask lwIP for due timers again (worker.c) */
 
 	/* sleeping */
 	int efd;                  /* eventfd other threads write to wake the worker */

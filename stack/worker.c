@@ -57,6 +57,7 @@
 
 #define MIRROR_INTERVAL_US 100000 /* lwIP counters → stats block */
 #define SLEEP_MIN_US 16
+#define TIMER_RECHECK_US 1000 /* longest wait before asking lwIP for its next timer again */
 
 static inline void
 drop(struct rte_mbuf *m, uint64_t *counter)
@@ -414,11 +415,23 @@ dpsock_worker_poll(struct dpsock_worker *w)
 	if (d->app != NULL && d->app->worker_poll != NULL && w->app_ready)
 		work += d->app->worker_poll(w, d->app_arg);
 
-	if (sys_timeouts_sleeptime() == 0) {
-		sys_check_timeouts();
-		dpsock_stat_add(&st->timer_runs, 1);
-	}
+	/* lwIP's timers: asking lwIP when the next one is due reads the
+	 * clock (sys_now), so the answer is kept as a TSC deadline, looked
+	 * at again within TIMER_RECHECK_US at the latest (a timer armed in
+	 * between, like TCP's 25 ms tick once a first pcb exists, starts at
+	 * most that late). */
 	now = rte_rdtsc();
+	if (now >= w->timer_due_tsc) {
+		uint32_t ms = sys_timeouts_sleeptime();
+
+		if (ms == 0) {
+			sys_check_timeouts();
+			dpsock_stat_add(&st->timer_runs, 1);
+			ms = sys_timeouts_sleeptime();
+		}
+		w->timer_due_tsc = now + RTE_MIN((uint64_t)ms * 1000, (uint64_t)TIMER_RECHECK_US) *
+					 d->tsc_hz / 1000000;
+	}
 	if (now >= w->next_mirror_tsc) {
 		stats_tick(w, now);
 		w->next_mirror_tsc = now + d->tsc_hz / (1000000 / MIRROR_INTERVAL_US);
