@@ -46,6 +46,7 @@
 #include "lwip/tcp.h"
 #include "lwip/priv/tcp_priv.h"
 
+#include "dpsock_lwip_chksum.h"
 #include "dpsock_lwip_pcb_index.h"
 
 #include "stack_priv.h"
@@ -141,8 +142,15 @@ gro_cksum_ok(const struct rte_mbuf *m, const struct rte_ipv4_hdr *ip, const stru
 		return true;
 	case RTE_MBUF_F_RX_L4_CKSUM_BAD:
 		return false;
-	default:
-		return rte_ipv4_udptcp_cksum_verify(ip, tcp) == 0;
+	default: {
+		/* the pseudo-header's sum and the segment's, folded: all ones
+		 * when right (lwIP's checksum routine: lwip/chksum.c) */
+		uint16_t l4_len = rte_be_to_cpu_16(ip->total_length) - rte_ipv4_hdr_len(ip);
+		uint32_t sum = (uint32_t)rte_ipv4_phdr_cksum(ip, 0) + dpsock_lwip_chksum(tcp, l4_len);
+
+		sum = (sum & 0xffff) + (sum >> 16);
+		return ((sum & 0xffff) + (sum >> 16)) == 0xffff;
+	}
 	}
 }
 

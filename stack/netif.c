@@ -51,6 +51,7 @@
 #include "lwip/mem.h"
 #include "lwip/tcp.h"
 
+#include "dpsock_lwip_chksum.h"
 #include "dpsock_lwip_pcb_index.h"
 #include "dpsock_lwip_tso.h"
 
@@ -318,6 +319,36 @@ tx_queue(struct dpsock_worker_port *wp, struct rte_mbuf *m)
 		dpsock_netif_flush(wp);
 }
 
+/* The TCP checksum of a frame in an mbuf chain, in software, with lwIP's
+ * checksum routine (lwip/chksum.c): the pseudo-header's sum and each
+ * segment's, a segment that starts at an odd offset of the TCP segment
+ * counting with its bytes swapped. */
+static uint16_t
+tcp_cksum_mbuf(const struct rte_mbuf *m, const struct rte_ipv4_hdr *ip)
+{
+	uint32_t off = m->l2_len + m->l3_len, pos = 0;
+	uint32_t left = rte_be_to_cpu_16(ip->total_length) - m->l3_len;
+	uint32_t sum = rte_ipv4_phdr_cksum(ip, 0);
+	const struct rte_mbuf *seg;
+
+	for (seg = m; seg != NULL && left > 0; seg = seg->next, off = 0) {
+		uint32_t s, n;
+
+		if (seg->data_len <= off)
+			continue;
+		n = RTE_MIN(left, (uint32_t)seg->data_len - off);
+		s = dpsock_lwip_chksum(rte_pktmbuf_mtod_offset(seg, const char *, off), (int)n);
+		if (pos & 1)
+			s = ((s & 0xff) << 8) | (s >> 8);
+		sum += s;
+		pos += n;
+		left -= n;
+	}
+	sum = (sum & 0xffff) + (sum >> 16);
+	sum = (sum & 0xffff) + (sum >> 16);
+	return (uint16_t)~sum;
+}
+
 /* The checksums lwIP was told not to compute: the port's offloads, or,
  * for TCP on a netif that segments over a port without TCP checksum
  * offload (software GSO), software. l2_len and l3_len are set. */
@@ -344,7 +375,7 @@ tx_cksum(const struct dpsock_worker_port *wp, struct rte_mbuf *m, struct rte_ipv
 			tcp->cksum = rte_ipv4_phdr_cksum(ip, m->ol_flags);
 		} else if (wp->tcp_cksum_sw) {
 			tcp->cksum = 0;
-			tcp->cksum = rte_ipv4_udptcp_cksum_mbuf(m, ip, m->l2_len + m->l3_len);
+			tcp->cksum = tcp_cksum_mbuf(m, ip);
 		}
 	} else if (ip->next_proto_id == IPPROTO_UDP && port->caps.tx_udp_cksum) {
 		struct rte_udp_hdr *udp = (struct rte_udp_hdr *)((char *)ip + m->l3_len);
