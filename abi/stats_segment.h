@@ -119,6 +119,7 @@
 	X(tx_gso_segs, "MSS-sized frames GSO made of them")                   \
 	X(tcp_tso_joined, "lwIP segments joined into super-segments")         \
 	X(tcp_tso_splits, "super-segments split to fit the send window")      \
+	X(tcp_unsent_acked, "unsent segments freed or trimmed: the peer had acknowledged them (after a retransmission)") \
 	X(tx_nombuf, "packets not sent: no mbuf")                              \
 	X(arp_in, "ARP frames received on the worker's own queues")            \
 	X(arp_shared_out, "ARP frames copied to the other workers")            \

@@ -203,8 +203,16 @@ EDITS = [
     ('core/tcp_out.c', 'tso: tcp_output joins and fits before its window check',
      '  /* Handle the current segment not fitting within the window */\n'
      '  if (lwip_ntohl(seg->tcphdr->seqno) - pcb->lastack + seg->len > wnd) {\n',
-     '  /* dpsock: super-segments for a segmenting netif (lwip/tso.c) */\n'
+     '  /* dpsock: what is acknowledged off the head, super-segments for a\n'
+     '     segmenting netif (lwip/tso.c) */\n'
      '  seg = dpsock_tcp_output_prepare(pcb, netif, wnd);\n'
+     '  if (seg == NULL) {\n'
+     '    /* all of it was acknowledged already */\n'
+     '    if (pcb->flags & TF_ACK_NOW) {\n'
+     '      return tcp_send_empty_ack(pcb);\n'
+     '    }\n'
+     '    goto output_done;\n'
+     '  }\n'
      '  /* Handle the current segment not fitting within the window */\n'
      '  if (lwip_ntohl(seg->tcphdr->seqno) - pcb->lastack + seg->len > wnd) {\n'),
     ('core/tcp_out.c', 'tso: tcp_output fits each new head',

@@ -234,6 +234,88 @@ seg_fit(struct tcp_pcb *pcb, struct tcp_seg *seg, u32_t room)
     return seg_split(pcb, seg, cut, (u16_t)cut_acc);
 }
 
+/*
+ * The peer acknowledged n (< TCP_TCPLEN) bytes at the front of seg: give
+ * seg a new header pbuf starting at the first unacknowledged byte and drop
+ * the acknowledged bytes from its chain (whole pbufs freed, a partial one
+ * trimmed by its payload pointer: no byte the NIC may still read is
+ * written). Returns false when there is no memory for the header.
+ */
+static bool
+seg_trim_front(struct tcp_pcb *pcb, struct tcp_seg *seg, u32_t n)
+{
+    u8_t optlen = seg_optlen(pcb, seg);
+    u16_t hdr = seg_hdr_bytes(pcb, seg);
+    struct pbuf *h, *q = seg->p;
+    u32_t left = n;
+
+    h = pbuf_alloc(PBUF_TRANSPORT, optlen, PBUF_RAM);
+    if (h == NULL || pbuf_add_header(h, TCP_HLEN) != 0) {
+        if (h != NULL)
+            pbuf_free(h);
+        return false;
+    }
+    memcpy(h->payload, seg->tcphdr, TCP_HLEN + optlen);
+    ((struct tcp_hdr *)h->payload)->seqno = lwip_htonl(lwip_ntohl(seg->tcphdr->seqno) + n);
+    /* the old first pbuf keeps its data only */
+    pbuf_remove_header(q, hdr);
+    while (q != NULL && q->len <= left) {
+        struct pbuf *r = q->next;
+
+        left -= q->len;
+        q->next = NULL;
+        pbuf_free(q);
+        pcb->snd_queuelen--;
+        q = r;
+    }
+    if (q != NULL && left > 0)
+        pbuf_remove_header(q, (u16_t)left);
+    h->next = q;
+    chain_fix_tot_len(h);
+    seg->p = h;
+    seg->tcphdr = (struct tcp_hdr *)h->payload;
+    seg->len = (u16_t)(seg->len - n);
+    pcb->snd_queuelen++;
+    pcb->snd_buf = (tcpwnd_size_t)(pcb->snd_buf + n);
+    return true;
+}
+
+/*
+ * Segments at the head of the unsent queue the peer has acknowledged
+ * (moved back there by a retransmission, or left there by a split, while
+ * their first transmission arrived): tcp_output measures the head's offset
+ * from lastack as an unsigned difference, so one that starts below lastack
+ * would never fit the window again, and nothing else would send it. Free
+ * what is acknowledged whole, trim the rest (their send buffer space comes
+ * back now; the next ACK's sent callback tells the application).
+ */
+static void
+unsent_drop_acked(struct tcp_pcb *pcb)
+{
+    struct tcp_seg *seg;
+
+    while ((seg = pcb->unsent) != NULL &&
+           TCP_SEQ_LT(lwip_ntohl(seg->tcphdr->seqno), pcb->lastack)) {
+        u32_t acked = pcb->lastack - lwip_ntohl(seg->tcphdr->seqno);
+
+        if (acked >= TCP_TCPLEN(seg)) {
+            pcb->unsent = seg->next;
+            pcb->snd_queuelen = (u16_t)(pcb->snd_queuelen - pbuf_clen(seg->p));
+            pcb->snd_buf = (tcpwnd_size_t)(pcb->snd_buf + seg->len);
+            tcp_seg_free(seg);
+            tso_st.acked_dropped++;
+            continue;
+        }
+        if (seg_trim_front(pcb, seg, acked))
+            tso_st.acked_dropped++;
+        break;
+    }
+#if TCP_OVERSIZE
+    if (pcb->unsent == NULL)
+        pcb->unsent_oversize = 0;
+#endif
+}
+
 static inline bool
 seg_super(const struct tcp_pcb *pcb, const struct tcp_seg *seg)
 {
@@ -243,9 +325,11 @@ seg_super(const struct tcp_pcb *pcb, const struct tcp_seg *seg)
 struct tcp_seg *
 dpsock_tcp_unsent_fit(struct tcp_pcb *pcb, uint32_t wnd)
 {
-    struct tcp_seg *seg = pcb->unsent;
+    struct tcp_seg *seg;
     u32_t used, room;
 
+    unsent_drop_acked(pcb);
+    seg = pcb->unsent;
     if (seg == NULL || !seg_super(pcb, seg))
         return seg;
     used = lwip_ntohl(seg->tcphdr->seqno) - pcb->lastack;
@@ -267,6 +351,7 @@ dpsock_tcp_output_prepare(struct tcp_pcb *pcb, const struct netif *netif, uint32
     const struct tso_netif *t = &tso_netif[netif->num];
     struct tcp_seg *a;
 
+    unsent_drop_acked(pcb);
     if (t->max_bytes != 0 && pcb->state >= ESTABLISHED && pcb->unsent != NULL) {
         u8_t optlen = seg_optlen(pcb, pcb->unsent);
         u32_t limit = t->max_bytes - TCP_HLEN - optlen;
@@ -286,8 +371,14 @@ dpsock_tcp_output_prepare(struct tcp_pcb *pcb, const struct netif *netif, uint32
 int
 dpsock_tcp_unsent_fit_persist(struct tcp_pcb *pcb)
 {
-    struct tcp_seg *seg = pcb->unsent;
+    struct tcp_seg *seg;
 
+    unsent_drop_acked(pcb);
+    seg = pcb->unsent;
+    if (seg == NULL) {
+        pcb->persist_backoff = 0; /* all of it was acknowledged: nothing to probe with */
+        return ERR_MEM;
+    }
     if (seg != NULL && seg_super(pcb, seg) && !seg_fit(pcb, seg, pcb->snd_wnd))
         return ERR_MEM;
     return ERR_OK;

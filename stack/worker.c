@@ -274,7 +274,8 @@ rx_frame(struct dpsock_worker *w, struct dpsock_worker_port *wp, struct rte_mbuf
 	X(tcp_tw_reused, PCB_INDEX_STAT(tw_reused))                             \
 	X(tcp_tw_evicted, PCB_INDEX_STAT(tw_evicted))                           \
 	X(tcp_tso_joined, TSO_STAT(joined))                                     \
-	X(tcp_tso_splits, TSO_STAT(splits))
+	X(tcp_tso_splits, TSO_STAT(splits))                                     \
+	X(tcp_unsent_acked, TSO_STAT(acked_dropped))
 
 #define MIRROR_ENUM(f, v) MIRROR_##f,
 enum { LWIP_MIRRORS(MIRROR_ENUM) MIRROR_COUNT };

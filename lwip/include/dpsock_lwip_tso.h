@@ -47,13 +47,14 @@ void dpsock_tcp_netif_set_tso(const struct netif *netif, uint32_t max_bytes, uin
 /* The netif's limit in bytes (0: it does not segment). */
 uint32_t dpsock_tcp_netif_tso(const struct netif *netif);
 
-/* tcp_output, before its window check: join the unsent segments (netif
+/* tcp_output, before its window check: drop what the peer acknowledged
+ * from the head of the unsent queue, join the unsent segments (netif
  * permitting) and fit the head to wnd. Returns pcb->unsent. */
 struct tcp_seg *dpsock_tcp_output_prepare(struct tcp_pcb *pcb, const struct netif *netif,
                                           uint32_t wnd);
 
-/* tcp_output, after each segment sent: fit the new head to wnd. Returns
- * pcb->unsent. */
+/* tcp_output, after each segment sent: drop what is acknowledged from the
+ * new head and fit it to wnd. Returns pcb->unsent. */
 struct tcp_seg *dpsock_tcp_unsent_fit(struct tcp_pcb *pcb, uint32_t wnd);
 
 /* The persist timer is about to cut the unsent head to snd_wnd with
@@ -69,6 +70,7 @@ int dpsock_tcp_tso_passes(const struct netif *netif, uint8_t proto);
 struct dpsock_tcp_tso_stats {
     uint64_t joined;   /* segments joined into a super-segment */
     uint64_t splits;   /* super-segments split to fit the window */
+    uint64_t acked_dropped; /* unsent segments freed or trimmed: already acknowledged */
 };
 void dpsock_tcp_tso_stats(struct dpsock_tcp_tso_stats *out);
 
