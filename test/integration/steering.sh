@@ -113,9 +113,12 @@ else
 	tconf=$TEST_TMP/tap.conf
 	printf 'name = "%s";\nworkers = [ 0, 1 ];\ntcp = { steering = "rte_flow"; };\ninterfaces = ( { port = "net_tap0"; address = "198.18.74.1/24"; } );\n' \
 		"$name" >"$tconf"
-	# The kernel side of the tap exists once the PMD created it: configure
-	# it and start the server as soon as loadgen is up (its first SYN is
-	# retried after 1 s). app_start runs in TOPO_NS_A: the tap's namespace.
+	# The kernel side of the tap exists once the PMD created it. The server
+	# (on any address of the namespace) listens before the tap gets its
+	# address and link (loadgen's first ARP request is retried after 1 s):
+	# a SYN that came before the server listened was answered with RST and
+	# refused the connection (failed 1 run in 2 on a loaded machine).
+	# app_start runs in TOPO_NS_A: the tap's namespace.
 	# shellcheck disable=SC2034 # read by app_start
 	TOPO_NS_A=$ns
 	# shellcheck disable=SC2046
@@ -123,12 +126,14 @@ else
 		-- -d 198.18.74.2 -p 7001 -c "$NC" -m rr -s 64 -t 5 --verify
 	tlog=$APP_LOG
 	wait_until 10 ip -n "$ns" link show "$tap"
-	ip -n "$ns" addr add 198.18.74.2/24 dev "$tap"
-	ip -n "$ns" link set "$tap" up
-	ip netns exec "$ns" python3 "$TCPPEER" echo-server -a 198.18.74.2 -p 7001 \
+	ip netns exec "$ns" python3 "$TCPPEER" echo-server -a 0.0.0.0 -p 7001 \
 		--ready "$TEST_TMP/tsrv.ready" >"$TEST_TMP/tserver.out" 2>&1 &
 	tsrv_pid=$!
 	on_exit "kill $tsrv_pid 2>/dev/null || true"
+	poll_until 10 test -e "$TEST_TMP/tsrv.ready" ||
+		fail "c) the Linux echo server did not start: $(tail -n 1 "$TEST_TMP/tserver.out")"
+	ip -n "$ns" addr add 198.18.74.2/24 dev "$tap"
+	ip -n "$ns" link set "$tap" up
 	watch_stats "$APP_PID"
 	rc=0
 	app_stop || rc=$?
