@@ -14,7 +14,9 @@ src/netif/ethernet.c) flat into <dir>, the whole src/include tree into
     with the addresses of the list heads) becomes a TLS array filled by
     tcp_init();
   * five TCP fixes that lwIP made after 2.1.3, a TIME_WAIT reuse rule like
-    Linux's, and a configurable initial RTO (LWIP_TCP_RTO_TIME).
+    Linux's, and a configurable initial RTO (LWIP_TCP_RTO_TIME);
+  * the performance edits of transform_perf.py (pcb index, segmentation
+    offload).
 
 Every edit names the exact text it expects.  If a pattern is missing or
 appears more than once the script exits non-zero naming the file and the
@@ -435,6 +437,14 @@ EDITS = [
 ]
 
 
+# The performance edits (pcb index, segmentation offload) live in their own
+# list, applied after the ones above: lwip/transform_perf.py.
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import transform_perf  # noqa: E402
+
+EDITS += [Edit(*e) for e in transform_perf.EDITS]
+
+
 def fail(msg):
     sys.stderr.write('lwip/transform.py: error: %s\n' % msg)
     sys.exit(1)
@@ -504,7 +514,8 @@ def main():
             fail('lwip/meson.build lists outputs %s but the transform produces %s'
                  % (theirs, ours))
 
-    known = set(SOURCES) | {p for p in TLS_DECLS if p.startswith('include/')}
+    known = set(SOURCES) | {p for p in list(TLS_DECLS) + [e.path for e in EDITS]
+                            if p.startswith('include/')}
     for rel in list(TLS_DECLS) + [e.path for e in EDITS]:
         if rel not in known:
             fail('internal: %s is edited but not part of the build' % rel)
