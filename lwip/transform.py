@@ -14,7 +14,9 @@ src/netif/ethernet.c) flat into <dir>, the whole src/include tree into
     with the addresses of the list heads) becomes a TLS array filled by
     tcp_init();
   * five TCP fixes that lwIP made after 2.1.3, a TIME_WAIT reuse rule like
-    Linux's, and a configurable initial RTO (LWIP_TCP_RTO_TIME).
+    Linux's, and a configurable initial RTO (LWIP_TCP_RTO_TIME);
+  * the performance edits of transform_perf.py (pcb index, segmentation
+    offload).
 
 Every edit names the exact text it expects.  If a pattern is missing or
 appears more than once the script exits non-zero naming the file and the
@@ -435,6 +437,13 @@ EDITS = [
 ]
 
 
+# The performance edits (pcb index, segmentation offload) live in their own
+# list, applied after the ones above: lwip/transform_perf.py.
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import transform_perf  # noqa: E402
+
+EDITS += [Edit(*e) for e in transform_perf.EDITS]
+
 # ---- loss recovery, congestion control and RTT (lwip/tcp_rec.c, tcp_cc.c;
 # README.md "Loss recovery"). These edits only hook lwIP into those files and
 # take out the parts of the 2.1.3 sender they replace; they are kept apart
@@ -682,6 +691,8 @@ RECOVERY_EDITS = [
          '\n'
          '#endif /* LWIP_TCP */\n'),
 ]
+# after the performance edits: the window check of tcp_output() that
+# "tso: tcp_output joins and fits" anchors on becomes the pipe check here
 EDITS += RECOVERY_EDITS
 
 

@@ -80,6 +80,7 @@ static const char *check_name(const char *v);
 static const char *check_abs_path(const char *v);
 static const char *check_port(const char *v);
 static const char *check_steering(const char *v);
+static const char *check_segmentation(const char *v);
 static const char *check_congestion(const char *v);
 
 #define K_UINT(st, k, f, d, lo, hi, fl, h)                                     \
@@ -135,6 +136,13 @@ static const struct conf_key conf_main_keys[] = {
 	       "connections per worker; a SYN beyond it is answered with RST"),
 	K_STR(DC, "tcp.steering", steering, "auto", 1, 15, check_steering, 0,
 	      "active-open steering: auto (probe), toeplitz, rte_flow or software"),
+	K_STR(DC, "tcp.segmentation", segmentation, "auto", 1, 7, check_segmentation, 0,
+	      "who cuts TCP data into MSS-sized frames: auto (the port's TSO, else lwIP), "
+	      "tso (the port's TSO, else lwIP), gso (the port's TSO, else DPDK's software GSO), "
+	      "lwip (lwIP, one segment per MSS)"),
+	K_SPECIAL(DC, "tcp.gro", CONF_BOOL, gro, 1, 0,
+		  "merge the in-order TCP segments of a flow within a receive burst before lwIP "
+		  "(one lwIP input and one ACK decision per burst)"),
 	K_STR(DC, "tcp.congestion", congestion, "cubic", 1, 15, check_congestion, 0,
 	      "congestion control of new connections: cubic or reno (newreno); TCP_CONGESTION sets it per socket"),
 	K_SPECIAL(DC, "tcp.pacing", CONF_BOOL, pacing, 0, 0,
@@ -250,29 +258,39 @@ check_port(const char *v)
 		NULL;
 }
 
+/* NULL when v is one of the NULL-terminated names, else why. */
+static const char *
+check_one_of(const char *v, const char *const *names, const char *why)
+{
+	for (; *names != NULL; names++)
+		if (strcmp(v, *names) == 0)
+			return NULL;
+	return why;
+}
+
 static const char *
 check_steering(const char *v)
 {
-	static const char *const names[] = { "auto", "toeplitz", "rte_flow", "software" };
-	unsigned int i;
+	static const char *const names[] = { "auto", "toeplitz", "rte_flow", "software", NULL };
 
-	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++)
-		if (strcmp(v, names[i]) == 0)
-			return NULL;
-	return "must be auto, toeplitz, rte_flow or software";
+	return check_one_of(v, names, "must be auto, toeplitz, rte_flow or software");
+}
+
+static const char *
+check_segmentation(const char *v)
+{
+	static const char *const names[] = { "auto", "tso", "gso", "lwip", NULL };
+
+	return check_one_of(v, names, "must be auto, tso, gso or lwip");
 }
 
 /* The modules of lwip/tcp_cc.c (not linked into the config test). */
 static const char *
 check_congestion(const char *v)
 {
-	static const char *const names[] = { "cubic", "reno", "newreno" };
-	unsigned int i;
+	static const char *const names[] = { "cubic", "reno", "newreno", NULL };
 
-	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++)
-		if (strcmp(v, names[i]) == 0)
-			return NULL;
-	return "must be cubic or reno (newreno)";
+	return check_one_of(v, names, "must be cubic or reno (newreno)");
 }
 
 /* Build a key path; long user-supplied names are cut, never overflow. */

@@ -68,8 +68,8 @@ expect_fail "no hugepages" "add --no-huge to the EAL options" \
 
 out=$("$dpsockd" -- --version) || fail "--version failed"
 echo "$out" | grep -q '^dpsockd ' || fail "--version printed '$out'"
-# captured first: grep -q stops reading at its match, and a writer that
-# still has output (help longer than stdio's buffer) would die of SIGPIPE
+# whole outputs first: grep -q stops reading at its match, and a writer with
+# more than one buffer left then dies of SIGPIPE (pipefail: a false failure)
 out=$("$dpsockd" -- --help) || fail "--help failed"
 grep -q 'Usage: ' <<<"$out" || fail "--help printed no usage"
 out=$("$dpsockd" -- --help-config) || fail "--help-config failed"
