@@ -63,7 +63,7 @@
 #include <stdint.h>
 
 #define DPSOCK_STATS_MAGIC 0x64707374617473ULL /* "dpstats" */
-#define DPSOCK_STATS_VERSION 4
+#define DPSOCK_STATS_VERSION 5 /* 5: loss recovery counters (DPSOCK_TCP_REC_COUNTERS), socket RTT in us */
 #define DPSOCK_STATS_MAX_PORTS 4
 #define DPSOCK_STATS_MAX_WORKERS 64
 #define DPSOCK_STATS_MAX_CLIENTS 64
@@ -192,6 +192,7 @@
 	X(tcp_tlp_probes, "tail loss probes sent")                             \
 	X(tcp_tlp_recoveries, "tail losses a probe repaired (cwnd reduced)")   \
 	X(tcp_sack_blocks, "SACK blocks received")                             \
+	X(tcp_sack_cuts, "sent super-segments cut where a SACK block or a partial ACK ends inside them") \
 	X(tcp_dsacks, "D-SACK blocks received (the peer got data twice)")      \
 	X(tcp_reorder_seen, "segments delivered below one delivered before (reordering)") \
 	X(tcp_spurious_rtx, "retransmissions proven unnecessary (D-SACK or Eifel timestamp)") \

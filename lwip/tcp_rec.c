@@ -58,6 +58,7 @@
 
 #include "dpsock/dpsock.h"
 #include "dpsock_tcp_rec.h"
+#include "dpsock_lwip_tso.h"
 
 _Thread_local struct dpsock_tcp_rx_opts dpsock_tcp_rx_opts;
 static _Thread_local struct dpsock_tcp_rec_stats rec_stats_own;
@@ -500,9 +501,41 @@ seg_sacked(struct tcp_pcb *pcb, struct tcp_seg *seg, struct ack_ctx *a)
 	seg_delivered(pcb, seg, a);
 }
 
-/* Mark the segments wholly inside [left, right) SACKed. */
+/* Cut seg (a sent super-segment) off data bytes in (at the pbuf boundary
+ * at or after it when round_up, else at or before it): both pieces keep
+ * its scoreboard entry (the counters are in bytes: unchanged). */
+static bool
+seg_cut(struct tcp_pcb *pcb, struct tcp_seg *seg, uint32_t off, int round_up)
+{
+	if (dpsock_tcp_seg_cut(pcb, seg, off, round_up) == 0)
+		return false;
+	seg->next->rec = seg->rec;
+	STAT(tcp_sack_cuts);
+	return true;
+}
+
+/* The ACK ends inside a sent super-segment while holes are being repaired:
+ * cut off its acknowledged front (lwIP frees a segment only when all of it
+ * is acknowledged), lest a retransmission of the rest resend it. */
 static void
-sack_range(struct tcp_pcb *pcb, uint32_t left, uint32_t right, struct ack_ctx *a)
+ack_cut(struct tcp_pcb *pcb, uint32_t ackno)
+{
+	struct tcp_seg *seg;
+
+	for (seg = pcb->unacked; seg != NULL && TCP_SEQ_LEQ(seg_end(seg), ackno); seg = seg->next)
+		;
+	if (seg != NULL && TCP_SEQ_LT(seg_seq(seg), ackno) && !(seg->rec.flags & DPSOCK_SEG_SACKED))
+		seg_cut(pcb, seg, ackno - seg_seq(seg), 0);
+}
+
+/* Mark the segments that overlap [left, right) and lie wholly inside the
+ * block [bl, br) SACKed (left, right: the part of the block not applied
+ * before). A super-segment the block covers in part is cut at the block's
+ * edges first (at pbuf boundaries, where the NIC cut it on the wire), so
+ * that only what is missing can be deemed lost and resent. */
+static void
+sack_range(struct tcp_pcb *pcb, uint32_t left, uint32_t right, uint32_t bl, uint32_t br,
+	   struct ack_ctx *a)
 {
 	struct dpsock_tcp_rec *r = &pcb->rec;
 	struct tcp_seg *seg = pcb->unacked, *last = NULL;
@@ -515,9 +548,14 @@ sack_range(struct tcp_pcb *pcb, uint32_t left, uint32_t right, struct ack_ctx *a
 		if (TCP_SEQ_GEQ(seq, right))
 			break;
 		last = seg;
-		if (TCP_SEQ_LT(seq, left) || TCP_SEQ_GT(seq + seg_len(seg), right))
+		if (TCP_SEQ_LEQ(seq + seg_len(seg), left) || (seg->rec.flags & DPSOCK_SEG_SACKED))
 			continue;
-		if (!(seg->rec.flags & DPSOCK_SEG_SACKED))
+		/* the block starts inside: its part is the next piece */
+		if (TCP_SEQ_LT(seq, bl) && seg_cut(pcb, seg, bl - seq, 1))
+			continue;
+		if (TCP_SEQ_GT(seq + seg_len(seg), br) && TCP_SEQ_LT(seq, br))
+			seg_cut(pcb, seg, br - seq, 0);
+		if (TCP_SEQ_GEQ(seq, bl) && TCP_SEQ_LEQ(seq + seg_len(seg), br))
 			seg_sacked(pcb, seg, a);
 	}
 	if (last != NULL)
@@ -628,7 +666,7 @@ sack_process(struct tcp_pcb *pcb, struct ack_ctx *a)
 				right = cl;            /* tail already applied */
 		}
 		if (TCP_SEQ_LT(left, right))
-			sack_range(pcb, left, right, a);
+			sack_range(pcb, left, right, blk[i][0], blk[i][1], a);
 	}
 	for (i = 0; i < n; i++) {
 		r->sack_cache[i][0] = blk[i][0];
@@ -967,6 +1005,8 @@ tlp_fire(struct tcp_pcb *pcb)
 	if (kind == PROBE_LOSS) {
 		for (seg = pcb->unacked; seg != NULL && (seg->rec.flags & DPSOCK_SEG_SACKED); seg = seg->next)
 			;
+		if (seg != NULL)
+			seg_cut(pcb, seg, 1, 1); /* a super-segment: its first MSS */
 		if (seg == NULL || dpsock_tcp_output_seg(pcb, seg) != ERR_OK)
 			return;
 		r->probe_valid = 1;
@@ -985,6 +1025,9 @@ tlp_fire(struct tcp_pcb *pcb)
 	} else {
 		for (seg = pcb->unacked; seg != NULL; seg = seg->next)
 			last = seg;
+		/* a super-segment: its last MSS */
+		if (last != NULL && seg_cut(pcb, last, seg_len(last) - 1, 0))
+			last = last->next;
 		if (last == NULL || dpsock_tcp_output_seg(pcb, last) != ERR_OK)
 			return;
 		r->tlp_retrans = 1;
@@ -1209,6 +1252,8 @@ dpsock_tcp_rec_on_ack(struct tcp_pcb *pcb, uint32_t ackno, uint32_t tcplen, int 
 	/* cumulative acknowledgement first, then the SACK blocks above it:
 	 * RACK sees deliveries in the order they were sent. lwIP frees the
 	 * segments acknowledged right after this hook. */
+	if (dpsock_tcp_rx_opts.n_sack > 0 || r->sacked_out > 0 || r->lost_out > 0)
+		ack_cut(pcb, ackno);
 	for (seg = pcb->unacked; seg != NULL && TCP_SEQ_LEQ(seg_end(seg), ackno); seg = seg->next) {
 		uint8_t f = seg->rec.flags;
 
@@ -1380,9 +1425,14 @@ dpsock_tcp_rec_output(struct tcp_pcb *pcb)
 		uint8_t f = seg->rec.flags;
 		err_t err;
 
+		uint32_t flight, room;
+
 		if (!(f & DPSOCK_SEG_LOST) || (f & (DPSOCK_SEG_RETRANS_OUT | DPSOCK_SEG_SACKED)))
 			continue;
-		if (in_flight(pcb, pcb->lastack) + seg_len(seg) > pcb->cwnd)
+		/* a super-segment larger than the window: what fits of it */
+		flight = in_flight(pcb, pcb->lastack);
+		room = pcb->cwnd > flight ? pcb->cwnd - flight : 0;
+		if (seg_len(seg) > room && (room == 0 || !seg_cut(pcb, seg, room, 0)))
 			break;
 		err = dpsock_tcp_output_seg(pcb, seg);
 		if (err != ERR_OK)

@@ -203,7 +203,6 @@ seg_split(struct tcp_pcb *pcb, struct tcp_seg *seg, struct pbuf *cut, u16_t fron
     ns->next = seg->next;
     seg->next = ns;
     pcb->snd_queuelen++;
-    tso_st.splits++;
     return true;
 }
 
@@ -229,9 +228,35 @@ seg_fit(struct tcp_pcb *pcb, struct tcp_seg *seg, u32_t room)
         if (acc > room)
             break;
     }
-    if (cut == NULL || cut_acc >= seg->len)
+    if (cut == NULL || cut_acc >= seg->len || !seg_split(pcb, seg, cut, (u16_t)cut_acc))
         return false;
-    return seg_split(pcb, seg, cut, (u16_t)cut_acc);
+    tso_st.splits++;
+    return true;
+}
+
+uint32_t
+dpsock_tcp_seg_cut(struct tcp_pcb *pcb, struct tcp_seg *seg, uint32_t off, int round_up)
+{
+    struct pbuf *q, *cut = NULL;
+    u32_t acc, cut_acc = 0;
+
+    if (off == 0 || off >= seg->len || !seg_plain(seg) || seg->p->ref != 1)
+        return 0;
+    /* boundaries after each pbuf but the last */
+    for (q = seg->p, acc = q->len - seg_hdr_bytes(pcb, seg); q->next != NULL;
+         q = q->next, acc += q->len) {
+        if (acc == 0 || (round_up && acc < off))
+            continue;
+        if (!round_up && acc > off)
+            break;
+        cut = q;
+        cut_acc = acc;
+        if (round_up)
+            break;
+    }
+    if (cut == NULL || cut_acc >= seg->len || !seg_split(pcb, seg, cut, (u16_t)cut_acc))
+        return 0;
+    return cut_acc;
 }
 
 /*

@@ -20,8 +20,8 @@
  * boundary (no copy) so that the part that fits goes out; the last unsent
  * segment is never joined (tcp_write may still fill it); segments with SYN,
  * FIN or RST, or with different options, are never joined. A super-segment
- * is acknowledged, retransmitted and freed as one segment (a retransmission
- * resends it whole, as far as the window allows).
+ * is acknowledged and freed as one segment; once sent, loss recovery
+ * (tcp_rec.c) cuts it where only part of it was lost (dpsock_tcp_seg_cut).
  */
 #ifndef DPSOCK_LWIP_TSO_H
 #define DPSOCK_LWIP_TSO_H
@@ -61,6 +61,16 @@ struct tcp_seg *dpsock_tcp_unsent_fit(struct tcp_pcb *pcb, uint32_t wnd);
  * tcp_split_unsent_seg(), which takes segments of at most one MSS: cut a
  * super-segment down first. Returns 0 (ERR_OK) or ERR_MEM. */
 int dpsock_tcp_unsent_fit_persist(struct tcp_pcb *pcb);
+
+/* tcp_rec.c: only part of seg, a sent segment (of the unacked queue) made
+ * of several pbufs, was lost (a SACK block or an ACK ends inside it): cut
+ * it at the pbuf boundary nearest to off data bytes (the first at or after
+ * off when round_up, else the last at or before it); the rest becomes
+ * seg->next, with a header of its own. Returns where it cut (data bytes),
+ * 0 when there is no such boundary, seg has SYN or FIN, its first pbuf is
+ * still lent to the NIC (its header would be written) or there is no
+ * memory (nothing changed). */
+uint32_t dpsock_tcp_seg_cut(struct tcp_pcb *pcb, struct tcp_seg *seg, uint32_t off, int round_up);
 
 /* ip4_output: may this packet go to netif without IP fragmentation? (a TCP
  * super-segment for a segmenting netif) */
