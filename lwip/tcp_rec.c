@@ -778,6 +778,7 @@ undo_init(struct tcp_pcb *pcb, uint32_t una)
 	r->undo_valid = 1;
 	r->undo_marker = una;
 	r->undo_retrans = 0;
+	r->undo_ts_set = 0;
 	memset(r->rexmit_log, 0, sizeof(r->rexmit_log));
 	r->prior_cwnd = pcb->cwnd;
 	/* the ssthresh in force: at least 3/4 of cwnd (as Linux) */
@@ -816,10 +817,23 @@ undo(struct tcp_pcb *pcb, bool unmark_lost)
 	STAT(tcp_undo);
 }
 
+/* May the episode's reduction go? (called for the ACK being processed:
+ * its options are in dpsock_tcp_rx_opts) Every retransmission was proven
+ * unnecessary, or the ACK was sent before the first one arrived: it echoes
+ * an older timestamp (Eifel). The latter alone holds when one segment was
+ * resent twice (an RTO and the probe after it) and the first ACK after a
+ * blackout covers only it: no D-SACK has come yet, and F-RTO, with no new
+ * data to send, gives up. */
 static bool
 may_undo(const struct tcp_pcb *pcb)
 {
-	return pcb->rec.undo_valid && pcb->rec.undo_retrans <= 0;
+	const struct dpsock_tcp_rx_opts *o = &dpsock_tcp_rx_opts;
+	const struct dpsock_tcp_rec *r = &pcb->rec;
+
+	if (!r->undo_valid)
+		return false;
+	return r->undo_retrans <= 0 ||
+	       (r->undo_ts_set && o->ts && o->tsecr != 0 && (int32_t)(o->tsecr - r->undo_tsval) < 0);
 }
 
 static void
@@ -1192,6 +1206,10 @@ dpsock_tcp_rec_sent(struct tcp_pcb *pcb, struct tcp_seg *seg)
 		if (r->undo_valid && r->ca_state >= DPSOCK_CA_RECOVERY) {
 			r->undo_retrans++;
 			rexmit_log_add(pcb, seq, seq + len);
+			if (!r->undo_ts_set && (seg->flags & TF_SEG_OPTS_TS)) {
+				r->undo_ts_set = 1;
+				r->undo_tsval = seg->rec.tsval;
+			}
 		}
 	} else {
 		r->tlp_force = 0;

@@ -88,6 +88,11 @@ struct dpsock_tcp_rec {
 	 * one proven unnecessary takes one off; at zero the reduction goes */
 	uint8_t undo_valid;
 	int32_t undo_retrans;
+	/* TSval of the episode's first retransmission (while undo_ts_set):
+	 * an ACK that echoes an older one was sent before any retransmission
+	 * arrived, so the reduction goes (Eifel, as Linux's retrans_stamp) */
+	uint8_t undo_ts_set;
+	uint32_t undo_tsval;
 	uint32_t undo_marker, prior_cwnd, prior_ssthresh;
 	/* the episode's latest retransmissions [seq, end): a D-SACK counts
 	 * only for what was really sent twice, not a network duplicate */
