@@ -501,13 +501,13 @@ seg_sacked(struct tcp_pcb *pcb, struct tcp_seg *seg, struct ack_ctx *a)
 	seg_delivered(pcb, seg, a);
 }
 
-/* Cut seg (a sent super-segment) off data bytes in (at the pbuf boundary
- * at or after it when round_up, else at or before it): both pieces keep
- * its scoreboard entry (the counters are in bytes: unchanged). */
+/* Cut seg (a sent super-segment) off data bytes in (how: exactly there,
+ * or at a pbuf boundary, dpsock_lwip_tso.h): both pieces keep its
+ * scoreboard entry (the counters are in bytes: unchanged). */
 static bool
-seg_cut(struct tcp_pcb *pcb, struct tcp_seg *seg, uint32_t off, int round_up)
+seg_cut(struct tcp_pcb *pcb, struct tcp_seg *seg, uint32_t off, int how)
 {
-	if (dpsock_tcp_seg_cut(pcb, seg, off, round_up) == 0)
+	if (dpsock_tcp_seg_cut(pcb, seg, off, how) == 0)
 		return false;
 	seg->next->rec = seg->rec;
 	STAT(tcp_sack_cuts);
@@ -525,7 +525,7 @@ ack_cut(struct tcp_pcb *pcb, uint32_t ackno)
 	for (seg = pcb->unacked; seg != NULL && TCP_SEQ_LEQ(seg_end(seg), ackno); seg = seg->next)
 		;
 	if (seg != NULL && TCP_SEQ_LT(seg_seq(seg), ackno) && !(seg->rec.flags & DPSOCK_SEG_SACKED))
-		seg_cut(pcb, seg, ackno - seg_seq(seg), 0);
+		seg_cut(pcb, seg, ackno - seg_seq(seg), DPSOCK_SEG_CUT_EXACT);
 }
 
 /* Mark the segments that overlap [left, right) and lie wholly inside the
@@ -551,10 +551,10 @@ sack_range(struct tcp_pcb *pcb, uint32_t left, uint32_t right, uint32_t bl, uint
 		if (TCP_SEQ_LEQ(seq + seg_len(seg), left) || (seg->rec.flags & DPSOCK_SEG_SACKED))
 			continue;
 		/* the block starts inside: its part is the next piece */
-		if (TCP_SEQ_LT(seq, bl) && seg_cut(pcb, seg, bl - seq, 1))
+		if (TCP_SEQ_LT(seq, bl) && seg_cut(pcb, seg, bl - seq, DPSOCK_SEG_CUT_EXACT))
 			continue;
 		if (TCP_SEQ_GT(seq + seg_len(seg), br) && TCP_SEQ_LT(seq, br))
-			seg_cut(pcb, seg, br - seq, 0);
+			seg_cut(pcb, seg, br - seq, DPSOCK_SEG_CUT_EXACT);
 		if (TCP_SEQ_GEQ(seq, bl) && TCP_SEQ_LEQ(seq + seg_len(seg), br))
 			seg_sacked(pcb, seg, a);
 	}
@@ -1020,7 +1020,7 @@ tlp_fire(struct tcp_pcb *pcb)
 		for (seg = pcb->unacked; seg != NULL && (seg->rec.flags & DPSOCK_SEG_SACKED); seg = seg->next)
 			;
 		if (seg != NULL)
-			seg_cut(pcb, seg, 1, 1); /* a super-segment: its first MSS */
+			seg_cut(pcb, seg, 1, DPSOCK_SEG_CUT_UP); /* a super-segment: its first MSS */
 		if (seg == NULL || dpsock_tcp_output_seg(pcb, seg) != ERR_OK)
 			return;
 		r->probe_valid = 1;
@@ -1040,7 +1040,7 @@ tlp_fire(struct tcp_pcb *pcb)
 		for (seg = pcb->unacked; seg != NULL; seg = seg->next)
 			last = seg;
 		/* a super-segment: its last MSS */
-		if (last != NULL && seg_cut(pcb, last, seg_len(last) - 1, 0))
+		if (last != NULL && seg_cut(pcb, last, seg_len(last) - 1, DPSOCK_SEG_CUT_DOWN))
 			last = last->next;
 		if (last == NULL || dpsock_tcp_output_seg(pcb, last) != ERR_OK)
 			return;
@@ -1450,7 +1450,7 @@ dpsock_tcp_rec_output(struct tcp_pcb *pcb)
 		/* a super-segment larger than the window: what fits of it */
 		flight = in_flight(pcb, pcb->lastack);
 		room = pcb->cwnd > flight ? pcb->cwnd - flight : 0;
-		if (seg_len(seg) > room && (room == 0 || !seg_cut(pcb, seg, room, 0)))
+		if (seg_len(seg) > room && (room == 0 || !seg_cut(pcb, seg, room, DPSOCK_SEG_CUT_DOWN)))
 			break;
 		err = dpsock_tcp_output_seg(pcb, seg);
 		if (err != ERR_OK)

@@ -62,15 +62,19 @@ struct tcp_seg *dpsock_tcp_unsent_fit(struct tcp_pcb *pcb, uint32_t wnd);
  * super-segment down first. Returns 0 (ERR_OK) or ERR_MEM. */
 int dpsock_tcp_unsent_fit_persist(struct tcp_pcb *pcb);
 
-/* tcp_rec.c: only part of seg, a sent segment (of the unacked queue) made
- * of several pbufs, was lost (a SACK block or an ACK ends inside it): cut
- * it at the pbuf boundary nearest to off data bytes (the first at or after
- * off when round_up, else the last at or before it); the rest becomes
- * seg->next, with a header of its own. Returns where it cut (data bytes),
- * 0 when there is no such boundary, seg has SYN or FIN, its first pbuf is
- * still lent to the NIC (its header would be written) or there is no
- * memory (nothing changed). */
-uint32_t dpsock_tcp_seg_cut(struct tcp_pcb *pcb, struct tcp_seg *seg, uint32_t off, int round_up);
+/* tcp_rec.c: only part of seg, a sent segment (of the unacked queue), was
+ * lost (a SACK block or an ACK ends inside it): cut it off data bytes in
+ * (DPSOCK_SEG_CUT_EXACT: there, copying the rest of the pbuf the cut falls
+ * in, at most an MSS, into a new one; DPSOCK_SEG_CUT_UP / _DOWN: at the
+ * first pbuf boundary at or after it / the last one at or before it); the
+ * rest becomes seg->next, with a header of its own. Returns where it cut
+ * (data bytes), 0 when there is no such boundary, seg has SYN or FIN, its
+ * first pbuf is still lent to the NIC (its header would be written) or
+ * there is no memory (nothing changed but, perhaps, one pbuf more in its
+ * chain). A NIC's frames need not end at pbuf boundaries (net_tap's GSO
+ * cuts 14 bytes short of the MSS): SACK blocks need the exact cut. */
+enum { DPSOCK_SEG_CUT_EXACT, DPSOCK_SEG_CUT_UP, DPSOCK_SEG_CUT_DOWN };
+uint32_t dpsock_tcp_seg_cut(struct tcp_pcb *pcb, struct tcp_seg *seg, uint32_t off, int how);
 
 /* ip4_output: may this packet go to netif without IP fragmentation? (a TCP
  * super-segment for a segmenting netif) */

@@ -12,7 +12,8 @@
  * tears everything down and asserts its allocator holds nothing.
  *
  * The client's netif segments as a NIC with TSO would (lwip/tso.c builds
- * super-segments for it; the wire cuts them into MTU-sized frames) and a
+ * super-segments for it; the wire cuts them into frames 14 bytes short of
+ * the MSS, as net_tap's GSO does, so they end inside lwIP's pbufs) and a
  * frame in the middle of some super-segments is lost: the receiver's SACK
  * blocks then begin and end inside sent super-segments, which the sender
  * must cut (tcp_sack_cuts) so that it resends the lost frames, not whole
@@ -64,7 +65,10 @@
 #define DROP_EVERY      4999u       /* lose this frame */
 #define TSO_DROP_EVERY  7u          /* lose the 2nd frame of this super-segment */
 #define TSO_PBUFS       64u         /* pbufs of a super-segment, at most */
-#define TSO_RESENT_SLACK 4u         /* frames resent although SACKed, at most */
+#define TSO_RESENT_SLACK 2u         /* frames resent although SACKed, at most */
+/* frames carry this much less than the MSS, as net_tap's GSO cuts them:
+ * they end inside the pbufs (MSS-sized) lwIP joined */
+#define TSO_WIRE_SHORT  14u
 #define SACKED_MAX      64u
 #define TEST_PORT       5001
 #define TIMEOUT_S       120
@@ -243,7 +247,7 @@ wire_put(struct worker *w, struct netif *netif, struct pbuf *c)
 
 /*
  * The client's netif: cut the TCP packet p (Ethernet, IPv4, TCP) into
- * frames of one MSS, as a NIC with TSO does: the headers copied, sequence
+ * frames of one MSS (less TSO_WIRE_SHORT), as a NIC with TSO does: the headers copied, sequence
  * number, lengths, IP id and checksums per frame, PSH and FIN on the last.
  * Loses the 2nd frame of every TSO_DROP_EVERY-th packet of more than 3
  * frames; counts the bulk transfer's data bytes lost and sent again.
@@ -259,7 +263,7 @@ wire_tso(struct worker *w, struct netif *netif, struct pbuf *p)
     uint16_t ihl = (uint16_t)((pkt[eth] & 0x0f) * 4);
     uint8_t *tcp = pkt + eth + ihl;
     uint16_t thl = (uint16_t)((tcp[12] >> 4) * 4), hdr = (uint16_t)(eth + ihl + thl);
-    uint32_t data = p->tot_len - hdr, mss = netif->mtu - ihl - thl, seq, off, k;
+    uint32_t data = p->tot_len - hdr, mss = netif->mtu - ihl - thl - TSO_WIRE_SHORT, seq, off, k;
     uint8_t flags = tcp[13];
     bool bulk, drop = false;
     ip4_addr_t src, dst;
@@ -565,10 +569,10 @@ churn_connected(void *arg, struct tcp_pcb *pcb, err_t err)
 static double now_s(void);
 
 /* Super-segments went out, frames inside them were lost, SACK blocks that
- * began or ended inside them cut them, and the client resent next to
- * nothing it knew the server had (the first segments' pbufs do not match
- * the frames: a cut there keeps part of a frame the server SACKed);
- * resending whole super-segments resends tens of frames SACKed. (What
+ * began or ended inside them cut them (exactly, inside pbufs), and the
+ * client resent nothing it knew the server had (but for ACKs crossing a
+ * retransmission); resending whole super-segments resends tens of frames
+ * SACKed. (What
  * it resends in all depends on timing: a descheduled thread makes RACK or
  * the RTO resend more, rightly, from what it knows.) */
 static void
