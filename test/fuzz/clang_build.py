@@ -96,7 +96,7 @@ def main():
     a = ap.parse_args()
 
     sources = [s for s in a.inputs if s.endswith('.c')]
-    archives = [s for s in a.inputs if not s.endswith('.c')]
+    archives = [s for s in a.inputs if s.endswith('.a')]  # other inputs: order only
     cflags = a.cflag + pkg_config('--cflags', a.pkg)
     os.makedirs(a.objdir, exist_ok=True)
 
