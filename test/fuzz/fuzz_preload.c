@@ -36,12 +36,14 @@
  *                     flags: 1 slot and gen of a slot the client learnt
  *                     (cmd.slot % their number), 2 port from the stack's
  *                     last TCP segment
- *   4 what value[4]   an index the shim owns, written raw: what % 4 = a
+ *   4 what value[4]   an index the shim owns, written raw: what % 5 = a
  *                     command ring's prod, a reply ring's cons, a tx FIFO's
- *                     prod, an rx FIFO's cons (ring/slot from what / 4)
- *   5 slot field value[4]  a shim-written slot word: field % 12 = watch[0-3],
+ *                     prod, an rx FIFO's cons, a wait ring's cons
+ *                     (channel/slot/waiter from what / 5)
+ *   5 slot field value[4]  a shim-written slot word: field % 14 = watch[0-3],
  *                     queued[0-3], tx_doorbell, rx_doorbell, want_tx, any
- *                     word of the header (value's top byte)
+ *                     word of the header (value's top byte); 12, 13: armed
+ *                     and overflow of waiter slot % max_waiters
  *   6 slot mode len BYTES[len]  into the slot's tx FIFO: mode 1 as one UDP
  *                     datagram (a true header), else raw bytes (UDP
  *                     headers of any content); mode 2: then TX_KICK
@@ -425,8 +427,8 @@ rec_index(const uint8_t *p, size_t n)
 		return 0;
 	if (cl.seg == NULL)
 		return 5;
-	what = p[0] % 4;
-	which = p[0] / 4;
+	what = p[0] % 5;
+	which = p[0] / 5;
 	v = rd32(p + 1);
 	switch (what) {
 	case 0: /* a command ring's prod */
@@ -437,6 +439,12 @@ rec_index(const uint8_t *p, size_t n)
 				  cl.geo.max_channels);
 		h = (struct dpsock_spsc_hdr *)(void *)(what == 0 ? base : base + cl.geo.cmd_ring_size);
 		__atomic_store_n(what == 0 ? &h->prod : &h->cons, v, __ATOMIC_RELEASE);
+		break;
+	case 4: /* a wait ring's cons (the worker produces slot numbers) */
+		h = (struct dpsock_spsc_hdr *)(void *)(cl.seg + cl.geo.off_waiters +
+			(uint64_t)(which % cl.geo.max_waiters) * cl.geo.waiter_stride +
+			DPSOCK_PL_WAITER_HDR);
+		__atomic_store_n(&h->cons, v, __ATOMIC_RELEASE);
 		break;
 	default: /* a slot's tx FIFO prod, rx FIFO cons */
 		base = slot_base(which % cl.geo.slots_per_worker);
@@ -460,9 +468,16 @@ rec_slot_word(const uint8_t *p, size_t n)
 	if (cl.seg == NULL)
 		return 6;
 	sh = (struct dpsock_pl_slot *)(void *)slot_base(p[0] % cl.geo.slots_per_worker);
-	field = p[1] % 12;
+	field = p[1] % 14;
 	v = rd32(p + 2);
-	if (field < 4)
+	if (field >= 12) {
+		/* the header of waiter p[0]: armed (shim-written), overflow */
+		struct dpsock_pl_waiter *wt = (struct dpsock_pl_waiter *)(void *)(cl.seg +
+			cl.geo.off_waiters + (uint64_t)(p[0] % cl.geo.max_waiters) *
+			cl.geo.waiter_stride);
+
+		__atomic_store_n(field == 12 ? &wt->armed : &wt->overflow, v, __ATOMIC_RELAXED);
+	} else if (field < 4)
 		__atomic_store_n(&sh->watch[field], v, __ATOMIC_RELAXED);
 	else if (field < 8)
 		__atomic_store_n(&sh->queued[field - 4], v, __ATOMIC_RELAXED);

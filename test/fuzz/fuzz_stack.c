@@ -8,6 +8,7 @@
  * harness, not dpsock_run, owns the loop: libFuzzer calls it once per input.
  */
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -157,6 +158,11 @@ fuzz_stack_init(const char *extra_conf, const struct dpsock_app *app)
 	unlink(conf_path);
 	if (ret < 0)
 		die("dpsock_init", "failed (messages above)");
+	/* dpsock_init's SIGINT/SIGTERM handlers ask the stack to stop (the
+	 * preload server then stops releasing groups): here they end the
+	 * fuzzer, as usual */
+	signal(SIGINT, SIG_DFL);
+	signal(SIGTERM, SIG_DFL);
 	rte_memseg_contig_walk(lsan_root, NULL);
 	d = dpsock_stack_get();
 	if (d->n_workers != 1 || d->main_worker != 0)

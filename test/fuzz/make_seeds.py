@@ -210,7 +210,7 @@ def be32(b):
 
 
 def ring_index(what, which, value):
-    return bytes([4, which * 4 + what]) + struct.pack('<I', value)
+    return bytes([4, which * 5 + what]) + struct.pack('<I', value)
 
 
 def slot_word(slot, field, value):
@@ -279,7 +279,9 @@ def preload_seeds():
                          + ring_index(2, 0, 0xfffffff0) + cmd(OP_TX_KICK, flags=1)
                          + frame(eth(ipv4(17, udp(5000, 7, b'y' * 600))))
                          + ring_index(3, 0, 0x80000000) + frame(eth(ipv4(17, udp(5000, 7, b'z'))))
-                         + ring_index(1, 0, 12345) + cmd(OP_SETOPT, args=[1, 9, 1], flags=1))
+                         + ring_index(1, 0, 12345) + cmd(OP_SETOPT, args=[1, 9, 1], flags=1)
+                         + slot_word(0, 0, 1) + slot_word(0, 12, 1) + ring_index(4, 0, 0xdead)
+                         + frame(eth(ipv4(17, udp(5000, 7, b'w')))))
     s['rx_full'] = (attach() + cmd(OP_LISTEN, port=be16(7), args=[4])
                     + frame(eth(ipv4(6, tcp(40000, 7, 1000, 0, SYN, options=MSS))))
                     + rel_ack(eth(ipv4(6, tcp(40000, 7, 1001, 0, ACK))))
