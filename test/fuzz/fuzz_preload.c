@@ -16,8 +16,10 @@
  * the same worker (fuzz_stack_frame_record), so that accepted connections,
  * data and datagrams flow into the client's slots.
  *
- * After each input the client hangs up; its group must be released (every
- * socket of it reset, the segment freed) and every mbuf back in its pool.
+ * Each input starts attached (HELLO, a waiter, a channel: see sessions
+ * below). When the client hangs up, its group must be released (every
+ * socket of it reset, the segment freed); after each input every mbuf must
+ * be back in its pool.
  * A control message must be answered or the connection closed within
  * REPLY_WAIT_MS, and the group released within the same time after the
  * hang-up: a deadlock is a finding.
@@ -601,14 +603,116 @@ rec_rx(const uint8_t *p, size_t n)
 	return 2;
 }
 
+/* ---- sessions ---------------------------------------------------------------- */
+
+/*
+ * Inputs start attached: a HELLO answered, a waiter, a channel replying to
+ * it (session_open). An input that only sends commands, frames and FIFO
+ * data leaves the session reusable: its slots are closed (abortively, in
+ * the order that gives the next input the slot numbers a new group would)
+ * and its rings drained. An input that sent control messages, wrote ring
+ * indices or waiter words, or whose group broke, ends with a hang-up: the
+ * next one attaches afresh. Attaching and the release after a hang-up are
+ * round trips with dpsockd's control thread, which dominate the cost of
+ * an input.
+ */
+static bool session;
+
+static void
+session_open(void)
+{
+	struct dpsock_pl_msg m;
+	int efd;
+
+	if (cl.fd >= 0)
+		client_hangup();
+	client_connect();
+	memset(&m, 0, sizeof(m));
+	m.magic = DPSOCK_PL_MAGIC;
+	m.version = DPSOCK_PL_VERSION;
+	m.type = DPSOCK_PL_HELLO;
+	snprintf(m.text, sizeof(m.text), "fuzz_preload");
+	ctl_send(&m, sizeof(m), NULL, 0);
+	m.type = DPSOCK_PL_WAITER_ADD;
+	efd = eventfd(0, EFD_CLOEXEC);
+	ctl_send(&m, sizeof(m), &efd, 1);
+	close(efd);
+	m.type = DPSOCK_PL_CHANNEL_ADD;
+	m.arg = cl.last_waiter;
+	ctl_send(&m, sizeof(m), NULL, 0);
+	FUZZ_CHECK(cl.seg != NULL && cl.n_chans == 1, "a well-formed attach failed");
+	session = true;
+}
+
+static struct pl_group *
+our_group(void)
+{
+	struct pl_ctl *c = &dpsock_pl_ctl;
+	uint32_t i, hi = __atomic_load_n(&c->groups_hi, __ATOMIC_ACQUIRE);
+
+	for (i = 0; i < hi; i++) {
+		struct pl_group *g = __atomic_load_n(&c->groups[i], __ATOMIC_ACQUIRE);
+
+		if (g != NULL && g->token == cl.token)
+			return g;
+	}
+	return NULL;
+}
+
+/* Close every slot of the session and drain its rings. Returns false when
+ * the session cannot be reused. */
+static bool
+session_clean(void)
+{
+	struct pl_group *g = our_group();
+	struct dpsock_spsc_prod pc;
+	struct dpsock_spsc_cons wc;
+	struct pl_wgroup *wg;
+	uint64_t e;
+	uint32_t i, spw;
+
+	if (g == NULL || cl.fd < 0 || cl.seg == NULL || cl.n_chans != 1 ||
+	    __atomic_load_n(&g->bad, __ATOMIC_ACQUIRE) || __atomic_load_n(&g->dying, __ATOMIC_ACQUIRE))
+		return false;
+	wg = g->wg[0];
+	spw = g->geo.slots_per_worker;
+	if (wg->bad || dpsock_spsc_prod_attach(&pc, chan_block(cl.chans[0]), cl.geo.cmd_ring_size) != 0)
+		return false;
+	/* highest first: the free list then hands out slot 0 first again */
+	for (i = spw; i-- > 0;) {
+		struct dpsock_pl_cmd c = { .op = DPSOCK_PL_OP_CLOSE, .arg = { 1 } };
+
+		if (!wg->slots[i].in_use)
+			continue;
+		c.slot = wg->slots[i].num;
+		c.gen = wg->slots[i].gen;
+		if (dpsock_spsc_enqueue_burst(&pc, &c, 1) != 1)
+			return false;
+		fuzz_stack_poll(1);
+	}
+	fuzz_stack_poll(1);
+	drain_replies(cl.chans[0]);
+	for (i = 0; i < spw; i++)
+		if (wg->slots[i].in_use)
+			return false;
+	if (dpsock_spsc_cons_attach(&wc, cl.seg + cl.geo.off_waiters +
+				    (uint64_t)cl.last_waiter * cl.geo.waiter_stride + DPSOCK_PL_WAITER_HDR,
+				    cl.geo.wait_ring_size) != 0)
+		return false;
+	while (dpsock_spsc_dequeue_burst(&wc, &e, 1) == 1)
+		;
+	cl.n_known = 0;
+	return true;
+}
+
 /* ---- set-up and the loop ------------------------------------------------------ */
 
+/* At exit: hang up while the worker still runs (the control thread waits
+ * for it to release the group), then stop the control thread. */
 static void
 teardown(void)
 {
-	if (cl.fd >= 0)
-		close(cl.fd);
-	forget_segment();
+	client_hangup();
 	dpsock_pl_main_stop(NULL);
 }
 
@@ -616,7 +720,6 @@ int
 LLVMFuzzerInitialize(int *argc, char ***argv)
 {
 	static char conf[512];
-	struct dpsock_pl_msg hello;
 
 	/* small groups: a segment of a few hundred KiB */
 	snprintf(conf, sizeof(conf),
@@ -627,15 +730,7 @@ LLVMFuzzerInitialize(int *argc, char ***argv)
 	snprintf(sock_path, sizeof(sock_path), "%s", dpsock_pl_ctl.path);
 	atexit(teardown);
 	fuzz_stack_reset();
-	/* one round trip, so that a broken set-up fails here */
-	client_connect();
-	memset(&hello, 0, sizeof(hello));
-	hello.magic = DPSOCK_PL_MAGIC;
-	hello.version = DPSOCK_PL_VERSION;
-	hello.type = DPSOCK_PL_HELLO;
-	ctl_send(&hello, sizeof(hello), NULL, 0);
-	FUZZ_CHECK(cl.seg != NULL, "no WELCOME to a plain HELLO");
-	client_hangup();
+	session_open(); /* a broken set-up fails here */
 	return 0;
 }
 
@@ -644,8 +739,10 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	const uint8_t *p = data;
 	size_t n = size, used;
+	bool dirty = false;
 
-	client_connect();
+	if (!session)
+		session_open();
 	while (n > 0) {
 		uint8_t t = p[0] % 10;
 
@@ -660,15 +757,18 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			break;
 		case 2:
 			used = rec_ctl(p, n);
+			dirty = true;
 			break;
 		case 3:
 			used = rec_cmd(p, n);
 			break;
 		case 4:
 			used = rec_index(p, n);
+			dirty = true;
 			break;
 		case 5:
 			used = rec_slot_word(p, n);
+			dirty |= n >= 2 && p[1] % 14 >= 12; /* waiter words */
 			break;
 		case 6:
 			used = rec_tx(p, n);
@@ -682,6 +782,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		default:
 			client_hangup();
 			client_connect();
+			dirty = true;
 			used = 0;
 			break;
 		}
@@ -690,7 +791,10 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		p += used;
 		n -= used;
 	}
-	client_hangup();
+	if (dirty || !session_clean()) {
+		client_hangup();
+		session = false;
+	}
 	fuzz_stack_reset();
 	return 0;
 }

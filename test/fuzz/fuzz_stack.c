@@ -51,6 +51,9 @@ struct fuzz_seen fuzz_seen;
 const uint8_t fuzz_peer_mac[6] = { 0x02, 0x00, 0x00, 0x00, 0x00, 0x02 };
 uint8_t fuzz_port_mac[6];
 
+/* lwip_alloc_asan.c */
+void fuzz_lwip_describe_live(void);
+
 static struct dpsock_stack *d;
 static struct dpsock_worker *w;
 static struct rte_ring *rx_ring, *tx_ring;
@@ -515,16 +518,20 @@ fuzz_stack_reset(void)
 	struct dpsock_lwip_mem_stats mem;
 	unsigned int i;
 
+	/* frames an input left in the RX ring first */
+	while (rte_ring_count(rx_ring) > 0)
+		fuzz_stack_poll(1);
 	while (tcp_active_pcbs != NULL)
 		tcp_abort(tcp_active_pcbs);
 	while (tcp_tw_pcbs != NULL)
 		tcp_abort(tcp_tw_pcbs);
 	for (i = 0; i <= IP_REASS_MAXAGE; i++)
 		ip_reass_tmr();
-	etharp_cleanup_netif(&w->ports[0].netif);
 	/* the TCP timer runs while there are connections: let it run out, so
 	 * that every input starts with the same timers */
 	fuzz_stack_timers(2);
+	/* last: what the steps above sent may wait for an ARP answer */
+	etharp_cleanup_netif(&w->ports[0].netif);
 	/* every received frame came back: lwIP holds none (no connection,
 	 * nothing in reassembly or ARP queues), the rings are empty */
 	FUZZ_CHECK(rte_mempool_avail_count(d->ports[0].pool) == pool_size,
@@ -541,8 +548,11 @@ fuzz_stack_reset(void)
 		objs_base = mem.objs_in_use;
 		have_base = true;
 	}
+	if (mem.objs_in_use != objs_base)
+		fuzz_lwip_describe_live();
 	FUZZ_CHECK(mem.objs_in_use == objs_base, "lwIP holds %llu objects after reset, %llu at "
-		   "start", (unsigned long long)mem.objs_in_use, (unsigned long long)objs_base);
+		   "start (their allocation stacks above)", (unsigned long long)mem.objs_in_use,
+		   (unsigned long long)objs_base);
 	/* every local port an active open claimed came back (steer.c) */
 	for (i = 0; i < 65536 / 8; i++) {
 		uint64_t word;

@@ -10,6 +10,7 @@
  * of a foreign pointer or a second free aborts), the counters, the memory
  * limit, and fini freeing whatever is still allocated.
  */
+#include <sanitizer/asan_interface.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -140,4 +141,19 @@ void
 dpsock_lwip_mem_stats(struct dpsock_lwip_mem_stats *out)
 {
 	*out = ta.st;
+}
+
+/* For a harness check that failed: where each block lwIP holds came from
+ * (ASan's allocation stacks), newest first. */
+void fuzz_lwip_describe_live(void);
+
+void
+fuzz_lwip_describe_live(void)
+{
+	struct blk *b;
+
+	for (b = ta.head.next; b != NULL && b != &ta.head; b = b->next) {
+		fprintf(stderr, "lwIP block of %llu bytes:\n", (unsigned long long)b->size);
+		__asan_describe_address(b + 1);
+	}
 }

@@ -230,11 +230,13 @@ def ppoll(n):
 
 
 def preload_seeds():
+    """Each input starts attached (a HELLO, waiter 0, a channel): most seeds
+    go straight to commands; the attach* ones send their own."""
     s = {}
     s['attach'] = attach()
     s['attach_exec'] = attach() + ctl(EXEC, body=hello_body(b'newimage')) + attach()[len(ctl(HELLO, body=hello_body())):]
     s['join_token'] = ctl(HELLO, body=hello_body()) + bytes([9]) + ctl(HELLO, mode=1 | 2 | 8, body=hello_body(b'child'))
-    s['tcp_listen_accept'] = (attach() + cmd(OP_LISTEN, port=be16(80), args=[16])
+    s['tcp_listen_accept'] = (cmd(OP_LISTEN, port=be16(80), args=[16])
                               + frame(eth(ipv4(6, tcp(40000, 80, 1000, 0, SYN, options=MSS))))
                               + rel_ack(eth(ipv4(6, tcp(40000, 80, 1001, 0, ACK))))
                               + rel_ack(eth(ipv4(6, tcp(40000, 80, 1001, 0, PSH | ACK, b'hello dpsockd'))))
@@ -243,11 +245,11 @@ def preload_seeds():
                               + cmd(OP_SHUTDOWN, args=[1], flags=1)
                               + rel_ack(eth(ipv4(6, tcp(40000, 80, 1014, 0, FIN | ACK))))
                               + cmd(OP_CLOSE, flags=1) + ppoll(3))
-    s['udp_bind_echo'] = (attach() + cmd(OP_UDP_BIND, port=be16(7))
+    s['udp_bind_echo'] = (cmd(OP_UDP_BIND, port=be16(7))
                           + frame(eth(ipv4(17, udp(5000, 7, b'datagram in'))))
                           + rx(0) + tx(0, b'datagram out', mode=1 | 2)
                           + cmd(OP_CLOSE, flags=1))
-    s['tcp_connect'] = (attach() + cmd(OP_CONNECT, addr=be32(PEER), port=be16(8080))
+    s['tcp_connect'] = (cmd(OP_CONNECT, addr=be32(PEER), port=be16(8080))
                         + frame(eth(ipv4(6, tcp(8080, 0, 5000, 0, SYN | ACK, options=MSS))), flags=8 | 4 | 2, mode=32)
                         + tx(0, b'GET / HTTP/1.0\r\n\r\n')
                         + frame(eth(ipv4(6, tcp(8080, 0, 5001, 0, ACK | PSH, b'HTTP/1.0 200 OK\r\n\r\n'))), flags=8 | 4 | 2, mode=32)
@@ -262,7 +264,7 @@ def preload_seeds():
                              + ctl(WAITER_DEL, body=struct.pack('<iI', 0, 99))
                              + ctl(42) + ctl(REPLY))
     s['wrong_version'] = bytes([2, 2, 0, 0, 8]) + struct.pack('<IHH', 0x4b535044, 99, HELLO)
-    s['hostile_commands'] = (attach() + cmd(OP_LISTEN, port=be16(80))
+    s['hostile_commands'] = (cmd(OP_LISTEN, port=be16(80))
                              + cmd(0) + cmd(99) + cmd(OP_CLOSE, slot=999, gen=1)
                              + cmd(OP_TX_KICK, slot=0, gen=77) + cmd(OP_LISTEN, port=0)
                              + cmd(OP_LISTEN, addr=be32(bytes([10, 0, 0, 1])), port=be16(81))
@@ -272,17 +274,17 @@ def preload_seeds():
                              + slot_word(0, 11, 0x02000007)
                              + frame(eth(ipv4(6, tcp(40000, 80, 1000, 0, SYN))))
                              + ring_index(0, 0, 0x7fffffff))
-    s['lying_datagram'] = (attach() + cmd(OP_UDP_BIND, port=be16(7))
+    s['lying_datagram'] = (cmd(OP_UDP_BIND, port=be16(7))
                            + tx(0, struct.pack('<IIHHI', 60000, be32(PEER), be16(9), 0, 0) + b'x' * 8)
                            + ppoll(2))
-    s['fifo_indices'] = (attach() + cmd(OP_UDP_BIND, port=be16(7))
+    s['fifo_indices'] = (cmd(OP_UDP_BIND, port=be16(7))
                          + ring_index(2, 0, 0xfffffff0) + cmd(OP_TX_KICK, flags=1)
                          + frame(eth(ipv4(17, udp(5000, 7, b'y' * 600))))
                          + ring_index(3, 0, 0x80000000) + frame(eth(ipv4(17, udp(5000, 7, b'z'))))
                          + ring_index(1, 0, 12345) + cmd(OP_SETOPT, args=[1, 9, 1], flags=1)
                          + slot_word(0, 0, 1) + slot_word(0, 12, 1) + ring_index(4, 0, 0xdead)
                          + frame(eth(ipv4(17, udp(5000, 7, b'w')))))
-    s['rx_full'] = (attach() + cmd(OP_LISTEN, port=be16(7), args=[4])
+    s['rx_full'] = (cmd(OP_LISTEN, port=be16(7), args=[4])
                     + frame(eth(ipv4(6, tcp(40000, 7, 1000, 0, SYN, options=MSS))))
                     + rel_ack(eth(ipv4(6, tcp(40000, 7, 1001, 0, ACK))))
                     + rx(0)
