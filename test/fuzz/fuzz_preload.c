@@ -607,16 +607,19 @@ rec_rx(const uint8_t *p, size_t n)
 
 /*
  * Inputs start attached: a HELLO answered, a waiter, a channel replying to
- * it (session_open). An input that only sends commands, frames and FIFO
- * data leaves the session reusable: its slots are closed (abortively, in
- * the order that gives the next input the slot numbers a new group would)
- * and its rings drained. An input that sent control messages, wrote ring
- * indices or waiter words, or whose group broke, ends with a hang-up: the
- * next one attaches afresh. Attaching and the release after a hang-up are
+ * it (session_open). An input that leaves the group as it found it (one
+ * process, that channel and that waiter: control messages that were
+ * refused, commands, frames, FIFO data) leaves the session reusable: its
+ * slots are closed (abortively, in the order that gives the next input the
+ * slot numbers a new group would) and its rings drained. An input that
+ * changed the group (channels, waiters, exec), wrote ring indices or waiter
+ * words, hung up, or broke its group ends with a hang-up: the next one
+ * attaches afresh. Attaching and the release after a hang-up are
  * round trips with dpsockd's control thread, which dominate the cost of
  * an input.
  */
 static bool session;
+static uint32_t sess_chan, sess_waiter; /* the channel and waiter it opened */
 
 static void
 session_open(void)
@@ -641,6 +644,8 @@ session_open(void)
 	m.arg = cl.last_waiter;
 	ctl_send(&m, sizeof(m), NULL, 0);
 	FUZZ_CHECK(cl.seg != NULL && cl.n_chans == 1, "a well-formed attach failed");
+	sess_chan = cl.chans[0];
+	sess_waiter = cl.last_waiter;
 	session = true;
 }
 
@@ -672,8 +677,20 @@ session_clean(void)
 	uint32_t i, spw;
 
 	if (g == NULL || cl.fd < 0 || cl.seg == NULL || cl.n_chans != 1 ||
+	    cl.chans[0] != sess_chan || cl.last_waiter != sess_waiter ||
 	    __atomic_load_n(&g->bad, __ATOMIC_ACQUIRE) || __atomic_load_n(&g->dying, __ATOMIC_ACQUIRE))
 		return false;
+	/* control messages left the group as session_open made it: one
+	 * process, its channel and its waiter alive, nothing else (the control
+	 * thread is idle: every message was answered) */
+	if (g->n_procs != 1)
+		return false;
+	for (i = 0; i < g->geo.max_channels; i++)
+		if (__atomic_load_n(&g->chan_live[i], __ATOMIC_ACQUIRE) != (i == sess_chan))
+			return false;
+	for (i = 0; i < g->geo.max_waiters; i++)
+		if (__atomic_load_n(&g->waiter_live[i], __ATOMIC_ACQUIRE) != (i == sess_waiter))
+			return false;
 	wg = g->wg[0];
 	spw = g->geo.slots_per_worker;
 	if (wg->bad || dpsock_spsc_prod_attach(&pc, chan_block(cl.chans[0]), cl.geo.cmd_ring_size) != 0)
@@ -756,8 +773,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			used = n >= 1 ? (fuzz_stack_timers(p[0] % 64 + 1u), 1) : 0;
 			break;
 		case 2:
-			used = rec_ctl(p, n);
-			dirty = true;
+			used = rec_ctl(p, n); /* session_clean checks what it changed */
 			break;
 		case 3:
 			used = rec_cmd(p, n);
