@@ -57,7 +57,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
-#include <sched.h>
 #include <stdint.h>
 #include <string.h>
 #include <sys/eventfd.h>
@@ -108,6 +107,22 @@ now_ms(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* Let dpsockd's control thread run: sleep until fd is readable (fd >= 0)
+ * or 50 us passed. Spinning instead would take the CPU it needs on a
+ * loaded machine; the worker is polled between the sleeps (the control
+ * thread waits for it to acknowledge removals). */
+static void
+wait_ctl(int fd)
+{
+	struct timespec ts = { .tv_sec = 0, .tv_nsec = 50000 };
+	struct pollfd pfd = { .fd = fd, .events = POLLIN };
+
+	if (fd >= 0)
+		ppoll(&pfd, 1, &ts, NULL);
+	else
+		nanosleep(&ts, NULL);
 }
 
 /* ---- the control connection --------------------------------------------------- */
@@ -166,7 +181,7 @@ client_hangup(void)
 		FUZZ_CHECK(now_ms() - t0 < REPLY_WAIT_MS,
 			   "dpsockd did not release the group within %d ms of the hang-up",
 			   REPLY_WAIT_MS);
-		sched_yield();
+		wait_ctl(-1);
 	}
 }
 
@@ -234,7 +249,7 @@ ctl_send(const struct dpsock_pl_msg *m, size_t len, const int *sfds, unsigned in
 		fuzz_stack_poll(1);
 		FUZZ_CHECK(now_ms() - t0 < REPLY_WAIT_MS,
 			   "no answer to a control message within %d ms", REPLY_WAIT_MS);
-		sched_yield();
+		wait_ctl(cl.fd);
 	}
 	if (n > 0)
 		for (cm = CMSG_FIRSTHDR(&mh); cm != NULL; cm = CMSG_NXTHDR(&mh, cm))
