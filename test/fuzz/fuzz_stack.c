@@ -355,8 +355,13 @@ fuzz_stack_poll(unsigned int n)
 }
 
 /* lwIP's clock (sys_now, linked with --wrap): virtual, so that its timers
- * fire when an input says so, the same way every time the input runs. */
+ * fire when an input says so, the same way every time the input runs. An
+ * input may move it by at most STEP_BUDGET timer periods (about 100 s of
+ * lwIP time: SYN retries, RTO back-off, keepalive, TIME_WAIT all run out);
+ * beyond, a long input costs the fuzzer time and finds nothing new. */
+#define STEP_BUDGET 4096
 static uint32_t now_ms = 1000;
+static unsigned int steps_left = STEP_BUDGET;
 
 uint32_t __wrap_sys_now(void);
 
@@ -369,7 +374,8 @@ __wrap_sys_now(void)
 void
 fuzz_stack_timers(unsigned int n)
 {
-	while (n-- > 0) {
+	while (n-- > 0 && steps_left > 0) {
+		steps_left--;
 		now_ms += TCP_TMR_INTERVAL;
 		sys_check_timeouts();
 	}
@@ -529,7 +535,9 @@ fuzz_stack_reset(void)
 		ip_reass_tmr();
 	/* the TCP timer runs while there are connections: let it run out, so
 	 * that every input starts with the same timers */
+	steps_left = 2;
 	fuzz_stack_timers(2);
+	steps_left = STEP_BUDGET;
 	/* last: what the steps above sent may wait for an ARP answer */
 	etharp_cleanup_netif(&w->ports[0].netif);
 	/* every received frame came back: lwIP holds none (no connection,

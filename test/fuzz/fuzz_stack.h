@@ -74,9 +74,9 @@ size_t fuzz_stack_frame_record(const uint8_t *p, size_t n);
 void fuzz_stack_poll(unsigned int n);
 
 /* lwIP's clock (virtual in the harnesses) moves n TCP timer periods
- * (25 ms) forward; its timers (TCP's fast and slow timers, reassembly,
- * ARP, IGMP) fire as they fall due; then one loop iteration sends what
- * they queued. */
+ * (25 ms) forward, at most 4096 in one input; its timers (TCP's fast and
+ * slow timers, reassembly, ARP, IGMP) fire as they fall due; then one loop
+ * iteration sends what they queued. */
 void fuzz_stack_timers(unsigned int n);
 
 /* Between inputs: abort every TCP connection (listeners stay), drop
