@@ -294,27 +294,22 @@ def preload_seeds():
     return s
 
 
+def write_seeds(name, seeds):
+    """Replace the gen-* seeds of corpus/<name>/ (crash-* seeds stay)."""
+    out = os.path.join(HERE, 'corpus', name)
+    os.makedirs(out, exist_ok=True)
+    for f in os.listdir(out):
+        if f.startswith('gen-'):
+            os.unlink(os.path.join(out, f))
+    for seed, data in seeds.items():
+        with open(os.path.join(out, 'gen-' + seed), 'wb') as f:
+            f.write(data)
+    print(f'{len(seeds)} {name} seeds in {out}')
+
+
 def main():
-    out = os.path.join(HERE, 'corpus', 'frames')
-    os.makedirs(out, exist_ok=True)
-    for f in os.listdir(out):
-        if f.startswith('gen-'):
-            os.unlink(os.path.join(out, f))
-    seeds = frames_seeds()
-    for name, data in seeds.items():
-        with open(os.path.join(out, 'gen-' + name), 'wb') as f:
-            f.write(data)
-    print(f'{len(seeds)} frames seeds in {out}')
-    out = os.path.join(HERE, 'corpus', 'preload')
-    os.makedirs(out, exist_ok=True)
-    for f in os.listdir(out):
-        if f.startswith('gen-'):
-            os.unlink(os.path.join(out, f))
-    seeds = preload_seeds()
-    for name, data in seeds.items():
-        with open(os.path.join(out, 'gen-' + name), 'wb') as f:
-            f.write(data)
-    print(f'{len(seeds)} preload seeds in {out}')
+    write_seeds('frames', frames_seeds())
+    write_seeds('preload', preload_seeds())
     return 0
 
 
