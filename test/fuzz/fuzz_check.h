@@ -21,4 +21,11 @@
 		}                                                               \
 	} while (0)
 
+/* Built with AddressSanitizer (the suite), or without (coverage.py)? */
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define FUZZ_ASAN 1
+#endif
+#endif
+
 #endif /* DPSOCK_FUZZ_CHECK_H */

@@ -139,7 +139,9 @@ setup_port(void)
 static int
 lsan_root(const struct rte_memseg_list *msl, const struct rte_memseg *ms, size_t len, void *arg)
 {
+#ifdef FUZZ_ASAN
 	__lsan_register_root_region(ms->addr, len);
+#endif
 	return 0;
 }
 

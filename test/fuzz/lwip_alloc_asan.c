@@ -19,6 +19,8 @@
 #include "dpsock_lwip.h"
 #include "lwip_glue_priv.h"
 
+#include "fuzz_check.h"
+
 #define HDR_MAGIC 0xa5a110c5u
 
 struct blk {
@@ -154,6 +156,8 @@ fuzz_lwip_describe_live(void)
 
 	for (b = ta.head.next; b != NULL && b != &ta.head; b = b->next) {
 		fprintf(stderr, "lwIP block of %llu bytes:\n", (unsigned long long)b->size);
+#ifdef FUZZ_ASAN
 		__asan_describe_address(b + 1);
+#endif
 	}
 }
