@@ -13,8 +13,9 @@ src/netif/ethernet.c) flat into <dir>, the whole src/include tree into
     owns a private lwIP instance; tcp_pcb_lists[] (statically initialised
     with the addresses of the list heads) becomes a TLS array filled by
     tcp_init();
-  * five TCP fixes that lwIP made after 2.1.3, a TIME_WAIT reuse rule like
-    Linux's, and a configurable initial RTO (LWIP_TCP_RTO_TIME).
+  * five TCP fixes that lwIP made after 2.1.3, two of our own (TCP option
+    parsing, left-edge trim), a TIME_WAIT reuse rule like Linux's, and a
+    configurable initial RTO (LWIP_TCP_RTO_TIME).
 
 Every edit names the exact text it expects.  If a pattern is missing or
 appears more than once the script exits non-zero naming the file and the
