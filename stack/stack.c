@@ -293,7 +293,7 @@ setup_ports(struct dpsock_stack *d)
 {
 	const struct dpsock_config *c = &d->conf;
 	char err[512], caps[512];
-	unsigned int i;
+	unsigned int i, k;
 	int ret;
 
 	for (i = 0; i < c->n_ifaces; i++) {
@@ -311,7 +311,8 @@ setup_ports(struct dpsock_stack *d)
 			return ret;
 		}
 		d->n_ports = i + 1;
-		d->port_idx[p->port_id] = i;
+		for (k = 0; k < p->n_members; k++)
+			d->port_idx[p->members[k]] = i;
 		/* Each queue's ring, a full TX batch, the steering ring and the
 		 * per-lcore caches must fit, with room left for lwIP to hold. */
 		need = d->n_workers * (c->rx_desc + c->tx_desc + DPSOCK_TX_BURST + c->steer_ring) +
@@ -349,6 +350,9 @@ setup_ports(struct dpsock_stack *d)
 		DPSOCK_LOG(INFO, pmd, "port %s (id %u), mac " RTE_ETHER_ADDR_PRT_FMT ", mtu %u, "
 			   "%u queue pair(s): %s", p->name, p->port_id,
 			   RTE_ETHER_ADDR_BYTES(&p->mac), p->mtu, p->n_queues, caps);
+		dpsock_port_xdp_describe(p, caps, sizeof(caps));
+		if (caps[0] != '\0')
+			DPSOCK_LOG(NOTICE, pmd, "port %s: %s", p->name, caps);
 		DPSOCK_LOG(INFO, pmd, "port %s: active-open steering will use %s", p->name,
 			   p->n_queues == 1 ? "nothing (one queue)" :
 			   p->caps.flow_5tuple ? "rte_flow 5-tuple rules" :
