@@ -144,18 +144,18 @@ xdp_start_queue(const struct rte_eth_dev_info *info)
 }
 
 /* The interface's RX queues as ethtool counts them: combined channels,
- * else RX channels (veth), else 1. */
+ * else RX channels (veth), else 1; 0 when the driver does not say. */
 static uint32_t
 if_rx_queues(const char *ifname)
 {
 	struct ethtool_channels ch = { .cmd = ETHTOOL_GCHANNELS };
 	struct ifreq ifr;
-	uint32_t n = 1;
+	uint32_t n = 0;
 	int fd;
 
 	fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
 	if (fd < 0)
-		return 1;
+		return 0;
 	memset(&ifr, 0, sizeof(ifr));
 	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", ifname);
 	ifr.ifr_data = (void *)&ch;
@@ -210,7 +210,7 @@ xdp_probe(struct dpsock_port *p, const struct rte_eth_dev_info *info, char *err,
 {
 	struct dpsock_xdp_info *x = &p->xdp;
 	uint16_t first[DPSOCK_PORT_MEMBERS_MAX];
-	uint16_t pid, i, j;
+	uint16_t pid, i, j, next = 0;
 	int ret;
 
 	ret = xdp_kernel_check(p, err, errlen);
@@ -236,7 +236,7 @@ xdp_probe(struct dpsock_port *p, const struct rte_eth_dev_info *info, char *err,
 				 p->name, DPSOCK_PORT_MEMBERS_MAX, XDP_DRIVER, x->ifname);
 			return -E2BIG;
 		}
-		/* insertion by first queue; the named port keeps its place */
+		/* insertion by first queue */
 		sq = xdp_start_queue(&si);
 		for (i = p->n_members; i > 0 && first[i - 1] > sq; i--) {
 			first[i] = first[i - 1];
@@ -246,22 +246,42 @@ xdp_probe(struct dpsock_port *p, const struct rte_eth_dev_info *info, char *err,
 		p->members[i] = pid;
 		p->n_members++;
 	}
-	if (p->n_members > 1) {
-		uint16_t n = 0;
+	for (i = 0; i < p->n_members; i++) {
+		struct rte_eth_dev_info mi;
+		char mname[RTE_ETH_NAME_MAX_LEN] = "?";
 
-		for (i = 0; i < p->n_members; i++) {
-			struct rte_eth_dev_info mi;
-
-			if (rte_eth_dev_info_get(p->members[i], &mi) != 0)
-				continue;
-			for (j = 0; j < mi.max_rx_queues && n < DPSOCK_PORT_QUEUES_MAX; j++) {
-				p->queues[n].port_id = p->members[i];
-				p->queues[n++].queue_id = j;
-			}
+		if (rte_eth_dev_info_get(p->members[i], &mi) != 0)
+			continue;
+		rte_eth_dev_get_name_by_port(p->members[i], mname);
+		if (i > 0 && first[i] < next) {
+			snprintf(err, errlen, "port %s: %s starts at queue %u of %s, which the vdev "
+				 "before it already reads: give each vdev its own start_queue",
+				 p->name, mname, first[i], x->ifname);
+			return -EINVAL;
 		}
-		p->caps.max_rx_queues = p->caps.max_tx_queues = n;
-		x->start_queue = first[0];
+		next = first[i] + mi.max_rx_queues;
+		/* (a queue the interface lacks fails in the kernel's bind,
+		 * with a vaguer message) */
+		if (x->if_rx_queues && first[i] + mi.max_rx_queues > x->if_rx_queues) {
+			snprintf(err, errlen, "port %s: %s reads queues %u-%u of %s, which has %u "
+				 "RX queue(s): give the interface more (ethtool -L %s combined N; "
+				 "a veth: rx N tx N on both ends, created with numrxqueues N "
+				 "numtxqueues N) or the vdev a lower start_queue/queue_count",
+				 p->name, mname, first[i], first[i] + mi.max_rx_queues - 1, x->ifname,
+				 x->if_rx_queues, x->ifname);
+			return -EINVAL;
+		}
+		if (p->n_members == 1)
+			break;
+		if (i == 0)
+			p->caps.max_rx_queues = 0;
+		for (j = 0; j < mi.max_rx_queues && p->caps.max_rx_queues < DPSOCK_PORT_QUEUES_MAX; j++) {
+			p->queues[p->caps.max_rx_queues].port_id = p->members[i];
+			p->queues[p->caps.max_rx_queues++].queue_id = j;
+		}
 	}
+	p->caps.max_tx_queues = p->caps.max_rx_queues;
+	x->start_queue = first[0];
 	return 0;
 }
 
@@ -397,7 +417,8 @@ xdp_warn(const struct dpsock_port *p)
 			   "driver has no native XDP, so every frame is built as an skb first "
 			   "and copied (slower than native; net_af_packet costs about as much)",
 			   p->name, x->ifname);
-	if (x->start_queue > 0 || x->start_queue + p->n_queues < x->if_rx_queues)
+	if (x->if_rx_queues &&
+	    (x->start_queue > 0 || x->start_queue + p->n_queues < x->if_rx_queues))
 		DPSOCK_LOG(WARNING, pmd, "port %s: %s has %u RX queue(s); dpsock reads %u-%u, "
 			   "so flows the interface hashes to the others reach the kernel, not "
 			   "dpsock: make the counts equal (ethtool -L %s combined %u; on a veth: "

@@ -103,8 +103,9 @@ struct dpsock_port {
 	uint16_t reta[DPSOCK_RETA_MAX];
 	struct rte_mempool *pool;
 
-	/* The DPDK ports the queues come from: members[0] is port_id; more
-	 * only for AF_XDP vdevs sharing one interface (see the top). */
+	/* The DPDK ports the queues come from: port_id alone, or AF_XDP
+	 * vdevs sharing one interface, port_id among them, ordered by their
+	 * first interface queue (see the top). */
 	uint16_t n_members;
 	uint16_t members[DPSOCK_PORT_MEMBERS_MAX];
 	struct dpsock_port_queue queues[DPSOCK_PORT_QUEUES_MAX];
