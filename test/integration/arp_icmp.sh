@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# dpsockd on net_af_packet (qpairs=2) over a veth in namespace A, two workers
+# dpsockd on the test port (lib.sh: net_af_xdp, else net_af_packet) with two
+# queues over a veth in namespace A, two workers
 # (the main lcore is one of them); the Linux stack in namespace B is the peer.
 #
 # Shows: 1000 pings answered with none lost; B's ARP entry for dpsockd's
@@ -17,7 +18,8 @@ name=$TEST_NAME
 test_topo_up 41
 conf=$(dpsock_conf "$name" 'workers = [ 0, 1 ];')
 # Two workers on two lcores: the main lcore is worker 0 (its control tasks
-# in between), lcore 1 is worker 1; af_packet fans flows out over 2 queues.
+# in between), lcore 1 is worker 1; the flows spread over the 2 queues by a
+# hash (the veth's TX queue choice under AF_XDP, af_packet's fanout).
 # shellcheck disable=SC2046
 dpsockd_start "$name" "$conf" $(DPSOCK_TEST_LCORES=0-1 DPSOCK_TEST_QPAIRS=2 dpsockd_eal_args "$name")
 

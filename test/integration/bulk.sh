@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Bulk TCP through dpsock-echo --raw (one worker on net_af_packet): one
+# Bulk TCP through dpsock-echo --raw (one worker on the test port): one
 # connection from the Linux peer streams pseudo-random data in and reads
 # the echo back at the same time; what comes back must be what went out.
 #

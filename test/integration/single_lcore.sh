@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# dpsockd on one lcore (-l 0, net_af_packet qpairs=1, no `workers` key): the
-# main lcore is the only worker and does its control tasks in between. Then,
-# for comparison, the two-worker shape (-l 0-1, workers = [0, 1], qpairs=2).
+# dpsockd on one lcore (-l 0, the test port with one queue, no `workers`
+# key): the main lcore is the only worker and does its control tasks in
+# between. Then, for comparison, the two-worker shape (-l 0-1, workers =
+# [0, 1], two queues).
 #
 # Shows: one lcore gives one worker, which answers 200 pings with none lost;
 # once traffic stops that worker really sleeps (its `sleeps` counter rises)

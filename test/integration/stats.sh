@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # dpsock-stat and the stats segment against a known exchange with the Linux
-# stack: dpsock-echo --raw (two workers) on net_af_packet in namespace A,
+# stack: dpsock-echo --raw (two workers) on the test port in namespace A,
 # ping / python sockets in namespace B.
 #
 #   1. N pings: icmp_echo and lwip_icmp_xmit rise by exactly N; the port's
@@ -81,7 +81,7 @@ pt0=$(stat_get "$name" port.0.tx_packets)
 arp0=$(stat_sum "$name" arp_in)
 # Every request that reaches dpsock is counted once and answered once.
 # When the machine is loaded a ping may still be lost on the way (the
-# kernel's veth/af_packet side): then the counts must lie between what came
+# kernel's veth side): then the counts must lie between what came
 # back and what was sent, and equal each other.
 N=50
 out=$(in_b ping -q -c $N -i 0.02 -W 2 "$TOPO_ADDR_A") || true
