@@ -44,7 +44,8 @@
 #   waiting   wait_until TIMEOUT_S CMD..., poll_until TIMEOUT_S CMD...
 #   stats     stat_get NAME SCOPE.IDX.COUNTER, stat_sum NAME COUNTER,
 #             stat_read NAME COUNTER|KEY, wait_counter_ge NAME COUNTER VALUE [T]
-#   topology  test_topo_up [IDX] [NAME], in_a CMD..., in_b CMD...
+#   topology  test_topo_up [IDX] [NAME], in_a CMD..., in_b CMD...,
+#             in_a_bpffs (sets IN_A_BPFFS)
 #             (and everything in scripts/topo.sh)
 #   daemon    test_pmd, eal_mem_args, dpsockd_eal_args NAME, dpsock_conf NAME [LINE...],
 #             dpsockd_start NAME CONF [EAL_ARGS...], dpsockd_stop [NAME] [SIGNAL]
@@ -335,6 +336,19 @@ test_topo_up() {
 in_a() { ip netns exec "$TOPO_NS_A" "$@"; }
 in_b() { ip netns exec "$TOPO_NS_B" "$@"; }
 
+# in_a_bpffs: set IN_A_BPFFS, the command words that run what follows them
+# in namespace A with a BPF filesystem at /sys/fs/bpf, which AF_XDP wants
+# (libxdp's dispatcher): `ip netns exec` mounts a fresh /sys without one, so
+# one is mounted in that view (private to the program, gone with it;
+# dpsockd says what is missing when that fails). The program is exec'ed, so
+# `"${IN_A_BPFFS[@]}" PROG ARGS &` leaves PROG's own pid in $! (a shell
+# function run with & would leave its subshell's).
+in_a_bpffs() {
+	# shellcheck disable=SC2016 # expanded by the inner sh
+	IN_A_BPFFS=(ip netns exec "$TOPO_NS_A" sh -c
+		'mountpoint -q /sys/fs/bpf || mount -t bpf bpf /sys/fs/bpf 2>/dev/null; exec "$0" "$@"')
+}
+
 # ---- dpsockd ---------------------------------------------------------------
 
 # eal_mem_args: EAL memory options. Hugepages (EAL's default; dpsockd runs
@@ -566,16 +580,8 @@ app_start() {
 	*" --vdev=net_af_xdp"* | *" --vdev=net_af_packet"*) test_pmd_note ;;
 	esac
 	echo "+ ip netns exec $TOPO_NS_A $path ${eal[*]} -- -f $conf ${args[*]}" >"$log"
-	# `ip netns exec` mounts a fresh /sys, without the BPF filesystem
-	# AF_XDP wants at /sys/fs/bpf (libxdp's dispatcher): mount one in that
-	# view (private to the program, gone with it; dpsockd says what is
-	# missing when that fails), then exec the program,
-	# so that $! is the program's own pid.
-	# shellcheck disable=SC2016 # expanded by the inner sh
-	ip netns exec "$TOPO_NS_A" sh -c \
-		'mountpoint -q /sys/fs/bpf || mount -t bpf bpf /sys/fs/bpf 2>/dev/null; exec "$0" "$@"' \
-		"$path" "${eal[@]}" -- -f "$conf" "${args[@]}" \
-		>>"$log" 2>&1 </dev/null &
+	in_a_bpffs
+	"${IN_A_BPFFS[@]}" "$path" "${eal[@]}" -- -f "$conf" "${args[@]}" >>"$log" 2>&1 </dev/null &
 	pid=$!
 	_LIB_DAEMON_PID[$name]=$pid
 	_LIB_DAEMON_LOG[$name]=$log
