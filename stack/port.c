@@ -576,6 +576,7 @@ dpsock_port_probe(struct dpsock_port *p, char *err, size_t errlen)
 	c->fixed_rx_queues = strcmp(info.driver_name, "net_af_packet") == 0;
 	c->tx_extbuf = !is_xdp_driver(info.driver_name);
 	c->tx_lazy_completion = is_xdp_driver(info.driver_name);
+	c->rx_pool_hold = is_xdp_driver(info.driver_name) ? info.default_rxportconf.ring_size : 0;
 
 	p->n_members = 1;
 	p->members[0] = p->port_id;

@@ -63,6 +63,9 @@ struct dpsock_port_caps {
 	/* The PMD reads its TX completions only when it sends again (af_xdp):
 	 * an idle worker sends an empty burst to get the sent mbufs back. */
 	bool tx_lazy_completion;
+	/* mbufs the PMD keeps per RX queue whatever rx_desc says (af_xdp: its
+	 * fill ring, DPDK's default RX ring size); 0 = rx_desc */
+	uint16_t rx_pool_hold;
 };
 
 /* What the kernel gives an AF_XDP port (net_af_xdp); probed, logged. */
