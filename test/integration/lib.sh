@@ -142,6 +142,7 @@ dpsock_tool() {
 }
 
 DPSOCKD=$(dpsock_tool dpsockd) || DPSOCKD=
+PINGN=$DPSOCK_SRC/test/tools/pingn.py
 DPSOCK_STAT=$(dpsock_tool dpsock-stat) || DPSOCK_STAT=
 BADFRAMES=$(dpsock_tool badframes) || BADFRAMES=
 
@@ -333,6 +334,13 @@ test_topo_up() {
 }
 
 # in_a CMD... / in_b CMD...: run in namespace A / B of the last topology.
+#
+# Counting echo replies: `in_b "$PINGN" -c N [-i S] [-W S] [-I SRC] DST`
+# (test/tools/pingn.py) sends exactly N requests and waits for every reply,
+# -W seconds at most after the last; exit 0 only when all N came back.
+# iputils' ping -c stops waiting two round trips after the last request
+# whatever -W says, so on a loaded machine a worker kept off its CPU for
+# 60 ms "loses" echoes it answered late; with -w it sends more than -c.
 in_a() { ip netns exec "$TOPO_NS_A" "$@"; }
 in_b() { ip netns exec "$TOPO_NS_B" "$@"; }
 
