@@ -114,9 +114,18 @@ else
 	tconf=$TEST_TMP/tap.conf
 	printf 'name = "%s";\nworkers = [ 0, 1 ];\ntcp = { steering = "rte_flow"; };\ninterfaces = ( { port = "net_tap0"; address = "198.18.74.1/24"; } );\n' \
 		"$name" >"$tconf"
-	# The kernel side of the tap exists once the PMD created it: configure
-	# it and start the server as soon as loadgen is up (its first SYN is
-	# retried after 1 s). app_start runs in TOPO_NS_A: the tap's namespace.
+	# The kernel side of the tap, which owns the server's address, exists
+	# only once the PMD created it, but loadgen connects at once (a refused
+	# SYN is an error, not retried): the server listens first, on an
+	# address not yet local (ip_nonlocal_bind), and the address goes on the
+	# tap as soon as it appears. app_start runs in TOPO_NS_A: the tap's
+	# namespace.
+	ip netns exec "$ns" sysctl -q -w net.ipv4.ip_nonlocal_bind=1
+	ip netns exec "$ns" python3 "$TCPPEER" echo-server -a 198.18.74.2 -p 7001 \
+		--ready "$TEST_TMP/tsrv.ready" >"$TEST_TMP/tserver.out" 2>&1 &
+	tsrv_pid=$!
+	on_exit "kill $tsrv_pid 2>/dev/null || true"
+	wait_until 20 test -e "$TEST_TMP/tsrv.ready"
 	# shellcheck disable=SC2034 # read by app_start
 	TOPO_NS_A=$ns
 	# shellcheck disable=SC2046
@@ -126,10 +135,6 @@ else
 	wait_until 10 ip -n "$ns" link show "$tap"
 	ip -n "$ns" addr add 198.18.74.2/24 dev "$tap"
 	ip -n "$ns" link set "$tap" up
-	ip netns exec "$ns" python3 "$TCPPEER" echo-server -a 198.18.74.2 -p 7001 \
-		--ready "$TEST_TMP/tsrv.ready" >"$TEST_TMP/tserver.out" 2>&1 &
-	tsrv_pid=$!
-	on_exit "kill $tsrv_pid 2>/dev/null || true"
 	watch_stats "$APP_PID"
 	rc=0
 	app_stop || rc=$?
