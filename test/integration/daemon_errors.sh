@@ -96,6 +96,7 @@ fi
 
 out=$("$dpsockd" -- --version) || fail "--version failed"
 echo "$out" | grep -q '^dpsockd ' || fail "--version printed '$out'"
-"$dpsockd" -- --help | grep -q 'Usage: ' || fail "--help printed no usage"
-"$dpsockd" -- --help-config | grep -q 'memory.mbufs' || fail "--help-config lacks memory.mbufs"
+# (here-strings, not pipes into grep -q: see stats.sh)
+grep -q 'Usage: ' <<<"$("$dpsockd" -- --help)" || fail "--help printed no usage"
+grep -q 'memory.mbufs' <<<"$("$dpsockd" -- --help-config)" || fail "--help-config lacks memory.mbufs"
 pass "--version, --help, --help-config work without EAL"

@@ -133,11 +133,16 @@ ok "tables, plain lines and --json agree (icmp_echo $e1)"
 # ---- 3. per-second deltas ------------------------------------------------------
 K=20 # the counts, not the pings answered: a ping lost on the way is not counted
 e_before=$(stat_sum "$name" icmp_echo)
-stat -d 2 -i 2 -c 2 --json >"$TEST_TMP/d2.json" &
+"$DPSOCK_STAT" -n "$name" -d 2 -i 2 -c 2 --json >"$TEST_TMP/d2.json" &
 d2=$!
-stat -d 2 -i 2 -c 2 >"$TEST_TMP/d2.txt" &
+"$DPSOCK_STAT" -n "$name" -d 2 -i 2 -c 2 >"$TEST_TMP/d2.txt" &
 d2t=$!
-sleep 0.5
+# Ping once both took their first sample, i.e. sleep until the second (a
+# fixed pause lost the race on a loaded machine: one echo was counted
+# before the second sampler's first sample).
+sleeping() { [ "$(cat "/proc/$1/wchan" 2>/dev/null)" = hrtimer_nanosleep ]; }
+wait_until 10 sleeping "$d2"
+wait_until 10 sleeping "$d2t"
 # (pingn waits for the replies: ping -c may end before the stack counted
 # the last requests, see lib.sh)
 out=$(in_b "$PINGN" -c $K -i 0.02 -W 1 "$TOPO_ADDR_A") || true
@@ -211,7 +216,7 @@ n_all=$(stat -v sockets | awk '$1 == "tcp"' | wc -l)
 ok "connection listed: ESTABLISHED $TOPO_ADDR_A:7 <- $peer, 11 B each way"
 
 touch "$go"
-gone() { ! stat -v sockets -s "port=$cport" | grep -qF " $peer "; }
+gone() { ! grep -qF " $peer " <<<"$(stat -v sockets -s "port=$cport")"; }
 wait_until 5 gone
 wait "$client" || true
 grep -F " $peer " "$sockfile" | grep -q '11 B' ||
@@ -270,8 +275,10 @@ else
 fi
 
 # ---- 8. -p, mc, not found, stop while cycling --------------------------------------
-"$DPSOCK_STAT" -p "$echo_pid" | grep -qx "daemon.0.pid $echo_pid" || fail "-p $echo_pid did not find the instance"
-stat -v mc | grep -q '^Worker ' || fail "-v mc: no table"
+# (no pipe into grep -q: it exits at the match, and with pipefail the
+# writer's SIGPIPE on its next write failed the check)
+grep -qx "daemon.0.pid $echo_pid" <<<"$("$DPSOCK_STAT" -p "$echo_pid")" || fail "-p $echo_pid did not find the instance"
+grep -q '^Worker ' <<<"$(stat -v mc)" || fail "-v mc: no table"
 rc=0
 "$DPSOCK_STAT" -n "$name-nosuch" >/dev/null 2>&1 || rc=$?
 [ "$rc" -eq 1 ] || fail "an unknown instance gave exit status $rc, expected 1"
