@@ -6,8 +6,9 @@
 #
 #   test/soak/soak.sh [--minutes N] [--warmup N] [--out FILE] [--build DIR]
 #
-# One dpsockd (two workers, net_af_packet on a veth) serves, in namespace A
-# whose kernel has no address, unmodified programs under the preload:
+# One dpsockd (two workers, the tests' port on a veth: AF_XDP where the
+# machine has it, else af_packet) serves, in namespace A whose kernel has no
+# address, unmodified programs under the preload:
 #   nginx (master + 2 workers)   wrk keep-alive, and wrk with
 #                                "Connection: close" (connection churn)
 #   redis-server                 redis-benchmark, pipelined and not
@@ -23,8 +24,10 @@
 #   - every pool back to its level before any server started, once the
 #     servers stopped (mbufs, lwIP bytes and objects, connections), and no
 #     client left attached;
-#   - dpsockd's RSS after the warm-up (--warmup minutes, default 3) does
-#     not grow (last sample within 2 % or 4 MiB of the first after it);
+#   - dpsockd's private memory (RssAnon) after the warm-up (--warmup
+#     minutes, default 3) does not grow (last sample within 2 % or 4 MiB of
+#     the first after it); the clients' segment pages it maps (RssShmem)
+#     are reported beside it;
 #   - no client error but the killed curl's: wrk socket errors and non-2xx,
 #     redis-benchmark and memcslap failures, sockperf errors;
 #   - dpsockd stops with status 0, every mbuf back.
@@ -66,16 +69,17 @@ DPID=$DPSOCKD_PID
 A=$TOPO_ADDR_A
 B=$TOPO_ADDR_B
 end=$(($(date +%s) + minutes * 60))
-SAMPLES=$TEST_TMP/samples.tsv   # t_s rss_kb mbufs_free lwip_bytes lwip_objs tcp_conns clients
+SAMPLES=$TEST_TMP/samples.tsv   # t_s rss_kb anon_kb shmem_kb mbufs_free lwip_bytes lwip_objs tcp_conns clients
 ERRS=$TEST_TMP/errors.txt
 : >"$ERRS"
 err() { echo "$(date +%T) $*" >>"$ERRS"; note "client error: $*"; }
 
 # ---- samples ----------------------------------------------------------------
 sample() {
-	local t rss stats mb lb lo tc cl
+	local t rss anon shm stats mb lb lo tc cl
 	t=$(( $(date +%s) - start ))
-	rss=$(awk '/^VmRSS:/ { print $2 }' "/proc/$DPID/status" 2>/dev/null)
+	read -r rss anon shm < <(awk '/^VmRSS:/ { r = $2 } /^RssAnon:/ { a = $2 } /^RssShmem:/ { s = $2 }
+		END { print r + 0, a + 0, s + 0 }' "/proc/$DPID/status" 2>/dev/null)
 	stats=$("$DPSOCK_STAT" -n "$name" 2>/dev/null)
 	sum() { awk -v re="$1" '$1 ~ re { s += $2 } END { printf "%.0f", s }' <<<"$stats"; }
 	mb=$(sum '^port\.[0-9]+\.mbufs_free$')
@@ -84,7 +88,8 @@ sample() {
 	tc=$(sum '^worker\.[0-9]+\.tcp_conns$')
 	cl=$("$DPSOCK_STAT" -n "$name" -v clients -j 2>/dev/null |
 		python3 -c 'import json, sys; print(len(json.load(sys.stdin)["clients"]))' 2>/dev/null)
-	printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$t" "${rss:-0}" "$mb" "$lb" "$lo" "$tc" "${cl:-0}" >>"$SAMPLES"
+	printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$t" "${rss:-0}" "${anon:-0}" "${shm:-0}" "$mb" "$lb" "$lo" \
+		"$tc" "${cl:-0}" >>"$SAMPLES"
 }
 start=$(date +%s)
 : >"$SAMPLES"
@@ -204,11 +209,12 @@ stat_fails=$(wc -l <"$TEST_TMP/stat.err" 2>/dev/null || echo 0)
 
 mkdir -p "$(dirname "$out")"
 python3 - "$SAMPLES" "$BASE" "$FINAL" "$warmup" "$ERRS" "$rc" "$mbufs_back" "$kills" "$stat_fails" \
-	"$rounds" "$minutes" "$cmdline" "$TEST_TMP/rates.txt" "$out" <<'PY'
+	"$rounds" "$minutes" "$cmdline" "$TEST_TMP/rates.txt" "$out" "$TEST_PORT" <<'PY'
 import statistics, sys
 (samples, base, final, warmup, errs, rc, mbufs_back, kills, stat_fails, rounds, minutes, cmd,
- rates, out) = sys.argv[1:15]
-cols = ['t', 'rss_kb', 'mbufs_free', 'lwip_bytes', 'lwip_objs', 'tcp_conns', 'clients']
+ rates, out, port) = sys.argv[1:16]
+cols = ['t', 'rss_kb', 'anon_kb', 'shmem_kb', 'mbufs_free', 'lwip_bytes', 'lwip_objs', 'tcp_conns',
+        'clients']
 rows = [dict(zip(cols, map(float, l.split()))) for l in open(samples) if l.strip()]
 b = dict(zip(cols, map(float, base.split())))
 f = dict(zip(cols, map(float, final.split())))
@@ -217,7 +223,9 @@ errors = [l.strip() for l in open(errs) if l.strip()]
 verdicts = []
 def check(name, ok, detail):
     verdicts.append((name, ok, detail))
-check('mbufs back to the start level', f['mbufs_free'] == b['mbufs_free'],
+# at least the start level: a frame in flight when the first sample was
+# taken (an ARP, a probe) leaves one mbuf fewer free there
+check('mbufs back to the start level', f['mbufs_free'] >= b['mbufs_free'],
       '%d free at the start, %d at the end' % (b['mbufs_free'], f['mbufs_free']))
 check('lwIP memory back to the start level',
       f['lwip_bytes'] == b['lwip_bytes'] and f['lwip_objs'] == b['lwip_objs'],
@@ -226,14 +234,21 @@ check('lwIP memory back to the start level',
 check('no connection left', f['tcp_conns'] == 0, '%d TCP connections at the end' % f['tcp_conns'])
 check('no client left attached', f['clients'] == 0,
       '%d attached at the end (the killed ones and the stopped servers detached)' % f['clients'])
+# dpsockd's own memory is RssAnon (a leak grows it). RssShmem counts the
+# pages of the clients' segments (memfd, shared with the programs) that
+# their sockets' slots and FIFOs touched: it follows which slots the
+# programs' connections used, bounded by the segments, and goes with the
+# group; it is reported, not judged.
 if len(after) >= 2:
-    r0, r1 = after[0]['rss_kb'], after[-1]['rss_kb']
+    r0, r1 = after[0]['anon_kb'], after[-1]['anon_kb']
     grow = r1 - r0
-    check('dpsockd RSS flat after the warm-up', grow <= max(0.02 * r0, 4096),
-          '%.1f MiB after %s min, %.1f MiB at %.0f min (%+.1f MiB)' %
-          (r0 / 1024, warmup, r1 / 1024, after[-1]['t'] / 60, grow / 1024))
+    check('dpsockd private memory (RssAnon) flat after the warm-up', grow <= max(0.02 * r0, 4096),
+          '%.1f MiB after %s min, %.1f MiB at %.0f min (%+.1f MiB); segments touched (RssShmem) '
+          '%.1f -> %.1f MiB' % (r0 / 1024, warmup, r1 / 1024, after[-1]['t'] / 60, grow / 1024,
+                                after[0]['shmem_kb'] / 1024, after[-1]['shmem_kb'] / 1024))
 else:
-    check('dpsockd RSS flat after the warm-up', False, 'not enough samples after the warm-up')
+    check('dpsockd private memory (RssAnon) flat after the warm-up', False,
+          'not enough samples after the warm-up')
 check('no client error but the killed ones', not errors,
       'none' if not errors else '%d: %s' % (len(errors), '; '.join(errors[:5])))
 check('dpsock-stat answered throughout', stat_fails == '0', '%s failed polls' % stat_fails)
@@ -252,8 +267,8 @@ L = ['# Soak: one dpsockd under mixed load', '',
      'connections with `Connection: close`), redis-server (redis-benchmark set/get/incr pipelined '
      'by 8, ping with 50 clients), memcached (memcslap set/get, 4 threads), a UDP sockperf server '
      '(ping-pong and throughput), all driven from the Linux peer; a preloaded curl killed with -9 '
-     'every minute (%s kills); dpsock-stat polling every second. Two workers, net_af_packet on a '
-     'veth, 2 vCPUs shared by everything.' % (minutes, rounds, kills), '']
+     'every minute (%s kills); dpsock-stat polling every second. Two workers, %s on a '
+     'veth, 2 vCPUs shared by everything.' % (minutes, rounds, kills, port), '']
 if rt:
     L.append('Median rates per round: ' + ', '.join('%s %.0f req/s' % (k, statistics.median(v))
                                                   for k, v in sorted(rt.items())) + '.')
@@ -261,15 +276,17 @@ if rt:
 L += ['| check | result | figures |', '|---|---|---|']
 for n, ok, d in verdicts:
     L.append('| %s | %s | %s |' % (n, 'pass' if ok else '**FAIL**', d))
-L += ['', '| minute | dpsockd RSS MiB | free mbufs | lwIP bytes | lwIP objects | TCP connections | clients |',
-      '|---|---|---|---|---|---|---|']
+L += ['', '| minute | dpsockd RSS MiB | of which private (RssAnon) | of which segments (RssShmem) '
+      '| free mbufs | lwIP bytes | lwIP objects | TCP connections | clients |',
+      '|---|---|---|---|---|---|---|---|---|']
 for r in rows:
-    L.append('| %.1f | %.1f | %d | %d | %d | %d | %d |' % (r['t'] / 60, r['rss_kb'] / 1024,
+    L.append('| %.1f | %.1f | %.1f | %.1f | %d | %d | %d | %d | %d |' % (
+             r['t'] / 60, r['rss_kb'] / 1024, r['anon_kb'] / 1024, r['shmem_kb'] / 1024,
              r['mbufs_free'], r['lwip_bytes'], r['lwip_objs'], r['tcp_conns'], r['clients']))
 open(out, 'w').write('\n'.join(L) + '\n')
 print('\n'.join(L))
 sys.exit(0 if all(ok for _, ok, _ in verdicts) else 1)
 PY
 verdict=$?
-[ "$verdict" = 0 ] && pass "soak of $minutes min: every pool back, RSS flat, no client error" ||
+[ "$verdict" = 0 ] && pass "soak of $minutes min: every pool back, private memory flat, no client error" ||
 	fail "soak: some checks failed (see $out)"
