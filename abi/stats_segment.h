@@ -191,8 +191,8 @@
 	X(errors, "send errors other than EAGAIN, failed opens, resets")       \
 	X(accepted, "connections accepted (listening socket)")                 \
 	X(retrans, "retransmissions (lwIP nrtx increases, sampled every 50 ms tick)") \
-	X(poll_hits, "reserved (preload): poll/epoll calls that found it ready") \
-	X(poll_misses, "reserved (preload): poll/epoll calls that did not")
+	X(poll_hits, "preload: poll/select/epoll calls and blocking calls that found it ready") \
+	X(poll_misses, "preload: such calls that found it not ready at their first look")
 
 #define DPSOCK_SOCK_GAUGES(X)                                                  \
 	X(rx_held, "received bytes the app holds (dpsock_rx_hold)")            \
@@ -272,9 +272,10 @@ struct dpsock_sock_stats {
 	uint8_t proto;          /* IPPROTO_TCP, IPPROTO_UDP */
 	uint8_t state;          /* DPSOCK_SOCK_STATES index, or DPSOCK_SOCK_STATE_UDP */
 	uint8_t offloaded;      /* 1 (native sockets always are) */
-	int32_t owner_pid;      /* process using the socket (native: the instance's pid) */
+	int32_t owner_pid;      /* process using the socket (native: the instance's pid;
+				 * preloaded: the process that opened it) */
 	int32_t fd;             /* its fd in that process; -1: native socket */
-	int32_t client;         /* clients[] index; -1: native (owner = the instance's app) */
+	int32_t client;         /* clients[] index; -1: native, or the client left */
 	uint16_t worker;
 	uint16_t pad;
 	uint32_t laddr, raddr;  /* network order */

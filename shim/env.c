@@ -67,6 +67,8 @@ static const struct env_var {
 	  sizeof(shim_env.runtime_dir) },
 	{ "DPSOCK_APPLICATION_ID", ENV_STR, offsetof(struct shim_env, app_id),
 	  sizeof(shim_env.app_id) },
+	{ "DPSOCK_RULES_FILE", ENV_STR, offsetof(struct shim_env, rules_file),
+	  sizeof(shim_env.rules_file) },
 	{ "DPSOCK_RX_POLL", ENV_LONG, offsetof(struct shim_env, rx_poll_us), 0 },
 	{ "DPSOCK_SELECT_POLL", ENV_LONG, offsetof(struct shim_env, select_poll_us), 0 },
 	{ "DPSOCK_OFFLOAD", ENV_INT, offsetof(struct shim_env, offload), 0 },

@@ -1,0 +1,786 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * zcopy.c — the extra API's receive side (include/dpsock/extra.h):
+ * zero-copy receive (recvfrom_zcopy, free_packets), receive callbacks, and
+ * what the plain receive paths and readiness see of a socket whose data is
+ * partly held.
+ *
+ * A slot's rx FIFO is consumed in order, but a program may hold data and
+ * hand it back in any order. So the consumer index stays at the oldest
+ * data still held, and what lies behind it is told apart:
+ *
+ *  - UDP: each datagram record carries its state in the shim's nibble of
+ *    its header flags (abi/preload_wire.h, DPSOCK_PL_DGRAM_SHIM_*), in the
+ *    FIFO itself: SEEN (the callback kept it), HELD (the program has it),
+ *    DONE (consumed behind a held one). Readers walk from the consumer
+ *    index past HELD and DONE records; whoever marks the oldest record
+ *    DONE moves the consumer index past every DONE record that follows.
+ *  - TCP: the stream has no records, so this process keeps the chunks it
+ *    handed out (position, length, freed) in FIFO order; plain reads go on
+ *    after the last chunk and are kept as already-freed chunks, and the
+ *    consumer index moves when the oldest chunks are freed.
+ *
+ * Everything here runs under the slot's rx lock (the process-shared lock
+ * of the plain paths), except the receive callback itself, which runs
+ * with no lock held while its record is marked HELD.
+ *
+ * A packet's id: gen (10 low bits) << 54 | slot << 32 | FIFO position.
+ */
+#include <arpa/inet.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "shim_priv.h"
+
+#define XRX_TCP_CHUNKS 256u
+#define SHIM_HELD DPSOCK_PL_DGRAM_SHIM_HELD
+#define SHIM_DONE DPSOCK_PL_DGRAM_SHIM_DONE
+#define SHIM_SEEN DPSOCK_PL_DGRAM_SHIM_SEEN
+#define ID_SLOT_BITS 22u
+
+struct xchunk {
+	uint32_t pos, len;
+	uint32_t freed;
+};
+
+struct shim_xrx {
+	struct shim_sock *s;
+	dpsock_recv_cb_t cb;      /* UDP receive callback, or NULL */
+	void *cb_ctx;
+	uint32_t held;            /* packets this process holds (atomic; dump_fd_stats) */
+	uint32_t cb_pos[SHIM_MAX_WORKERS]; /* UDP: the callback ran up to here */
+	/* TCP (slot 0), under its rx lock: chunks handed out, oldest first */
+	uint32_t unread;          /* position after the newest chunk */
+	uint32_t c_head, c_n;
+	struct xchunk chunk[XRX_TCP_CHUNKS];
+};
+
+/* slot number -> the extra state of the socket holding it in this process
+ * (free_packets finds a packet's socket through it) */
+static struct shim_xrx **by_slot;
+static uint32_t by_slot_n;
+static pthread_mutex_t xrx_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static uint32_t
+pad8(uint32_t n)
+{
+	return (n + 7u) & ~7u;
+}
+
+static uint64_t
+pkt_id(uint32_t slot, uint32_t gen, uint32_t pos)
+{
+	return (uint64_t)(gen & 0x3ffu) << (32 + ID_SLOT_BITS) | (uint64_t)slot << 32 | pos;
+}
+
+/* ---- the socket's extra state ---------------------------------------------------- */
+
+struct shim_xrx *
+shim_xrx_get(struct shim_sock *s)
+{
+	const struct dpsock_pl_seg *g = shim_seg();
+	struct shim_xrx *x;
+
+	/* acquire: pairs with the release below; a published state is whole */
+	x = __atomic_load_n(&s->xrx, __ATOMIC_ACQUIRE);
+	if (x != NULL)
+		return x;
+	pthread_mutex_lock(&xrx_lock);
+	x = s->xrx;
+	if (x == NULL && by_slot == NULL) {
+		by_slot_n = g->n_workers * g->slots_per_worker;
+		if (by_slot_n <= (1u << ID_SLOT_BITS))
+			by_slot = calloc(by_slot_n, sizeof(*by_slot));
+	}
+	if (x == NULL && by_slot != NULL && (x = calloc(1, sizeof(*x))) != NULL) {
+		x->s = s;
+		for (uint32_t i = 0; i < s->nslots; i++) {
+			const struct dpsock_spsc_hdr *h = shim_slot_rx(s->slot[i]);
+
+			x->cb_pos[i] = __atomic_load_n(&h->cons, __ATOMIC_ACQUIRE);
+			if (s->slot[i] < by_slot_n)
+				__atomic_store_n(&by_slot[s->slot[i]], x, __ATOMIC_RELEASE);
+		}
+		/* release: the state above before the pointer that shows it */
+		__atomic_store_n(&s->xrx, x, __ATOMIC_RELEASE);
+	}
+	pthread_mutex_unlock(&xrx_lock);
+	if (x == NULL)
+		errno = ENOMEM;
+	return x;
+}
+
+void
+shim_xrx_release(struct shim_sock *s)
+{
+	struct shim_xrx *x = s->xrx;
+
+	if (x == NULL)
+		return;
+	pthread_mutex_lock(&xrx_lock);
+	for (uint32_t i = 0; i < s->nslots; i++)
+		if (s->slot[i] < by_slot_n && by_slot[s->slot[i]] == x)
+			__atomic_store_n(&by_slot[s->slot[i]], NULL, __ATOMIC_RELEASE);
+	s->xrx = NULL;
+	pthread_mutex_unlock(&xrx_lock);
+	free(x);
+}
+
+static int
+cons_attach(struct shim_sock *s, uint32_t i, struct dpsock_fifo_cons *c)
+{
+	return dpsock_fifo_cons_attach(c, shim_slot_rx(s->slot[i]), shim_seg()->rx_fifo_bytes);
+}
+
+/* ---- UDP records ----------------------------------------------------------------- */
+
+struct rec {
+	uint32_t off;             /* from the consumer index */
+	uint32_t whole;           /* header, data, padding */
+	struct dpsock_pl_dgram h;
+	uint16_t *flags;          /* the header's flags, in the FIFO */
+};
+
+/* The record at off (a record boundary). 1; 0: none there; -EIO: a
+ * record the daemon would never publish (short, oversized). */
+static int
+rec_at(struct dpsock_fifo_cons *c, uint32_t off, struct rec *r)
+{
+	struct iovec seg[2];
+	uint32_t n = dpsock_fifo_read_peek_at(c, off, sizeof(r->h), seg);
+
+	if (n == 0)
+		return 0;
+	if (n < sizeof(r->h))
+		return -EIO;
+	memcpy(&r->h, seg[0].iov_base, seg[0].iov_len);
+	memcpy((unsigned char *)&r->h + seg[0].iov_len, seg[1].iov_base, seg[1].iov_len);
+	if (r->h.len > DPSOCK_PL_DGRAM_MAX)
+		return -EIO;
+	r->whole = (uint32_t)sizeof(r->h) + pad8(r->h.len);
+	if (dpsock_fifo_read_peek_at(c, off, r->whole, seg) < r->whole)
+		return -EIO;
+	/* records start 8-aligned, so the 2-byte flags never straddle the wrap */
+	dpsock_fifo_read_peek_at(c, off + offsetof(struct dpsock_pl_dgram, flags), 2, seg);
+	if (seg[0].iov_len != 2)
+		return -EIO;
+	r->flags = seg[0].iov_base;
+	r->off = off;
+	return 1;
+}
+
+static void
+rec_data(struct dpsock_fifo_cons *c, const struct rec *r, struct iovec seg[2])
+{
+	dpsock_fifo_read_peek_at(c, r->off + (uint32_t)sizeof(r->h), r->h.len, seg);
+}
+
+/* Consume every DONE record at the head. Returns the bytes consumed. */
+static uint32_t
+udp_advance(struct dpsock_fifo_cons *c)
+{
+	uint32_t n = 0;
+	struct rec r;
+
+	while (rec_at(c, 0, &r) == 1 && (*r.flags & SHIM_DONE)) {
+		dpsock_fifo_read_consume(c, r.whole);
+		n += r.whole;
+	}
+	return n;
+}
+
+/* A malformed FIFO: drop all of it (as shim_udp_recv does). */
+static uint32_t
+udp_bad(struct shim_sock *s, uint32_t i, struct dpsock_fifo_cons *c)
+{
+	struct iovec seg[2];
+	uint32_t n = dpsock_fifo_read_peek(c, UINT32_MAX, seg);
+
+	SHIM_LOG(WARNING, "bad datagram record in the rx FIFO of slot %u: dropped", s->slot[i]);
+	dpsock_fifo_read_consume(c, n);
+	return n;
+}
+
+/* A connected UDP socket takes only its peer's datagrams (as the kernel). */
+static bool
+udp_unwanted(const struct shim_sock *s, const struct rec *r)
+{
+	return s->udp_connected && (r->h.addr != s->raddr || r->h.port != s->rport);
+}
+
+static void
+fill_pkt(struct dpsock_zpkt *p, struct dpsock_fifo_cons *c, const struct rec *r, uint32_t slot,
+	 uint32_t gen)
+{
+	rec_data(c, r, p->iov);
+	p->id = pkt_id(slot, gen, c->e.head + r->off);
+	p->len = r->h.len;
+	p->n_iov = p->iov[1].iov_len ? 2 : 1;
+	p->flags = 0;
+	p->from = (struct sockaddr_in){ .sin_family = AF_INET, .sin_addr.s_addr = r->h.addr,
+					.sin_port = r->h.port };
+}
+
+/*
+ * Run the callback over the datagrams of slot i it has not seen, one at a
+ * time: under the lock, find the next one and mark it HELD (readers skip
+ * it); without the lock, call the callback; under the lock, apply its
+ * verdict. Bounded per call, so that a flood cannot keep a reader here.
+ */
+static void
+udp_callbacks(struct shim_sock *s, struct shim_xrx *x, uint32_t i)
+{
+	struct shim_slot_area *a = shim_area(shim_sock_slot(s, i));
+
+	for (unsigned int budget = 256; budget > 0; budget--) {
+		dpsock_recv_cb_t cb = x->cb;
+		void *ctx = x->cb_ctx;
+		enum dpsock_recv_verdict v;
+		struct dpsock_fifo_cons c;
+		struct dpsock_zpkt pkt;
+		uint32_t off, used, moved = 0;
+		uint16_t *fl = NULL;
+		struct rec r;
+		int e = 0;
+
+		if (cb == NULL)
+			return;
+		shim_lock(&a->rx_lock);
+		if (cons_attach(s, i, &c) != 0) {
+			shim_unlock(&a->rx_lock);
+			return;
+		}
+		used = dpsock_fifo_used(&c);
+		off = x->cb_pos[i] - c.e.head;
+		if (off > used)
+			off = 0;   /* another process moved the FIFO on: start over */
+		for (; (e = rec_at(&c, off, &r)) == 1; off += r.whole) {
+			if (*r.flags & DPSOCK_PL_DGRAM_SHIM_MASK)
+				continue;
+			if (udp_unwanted(s, &r)) {
+				*r.flags = SHIM_DONE;
+				continue;
+			}
+			fl = r.flags;
+			break;
+		}
+		if (e < 0)
+			moved = udp_bad(s, i, &c);
+		if (fl == NULL) {
+			x->cb_pos[i] = c.e.head + off;
+			moved += udp_advance(&c);
+			shim_unlock(&a->rx_lock);
+			if (moved)
+				shim_rx_kick(s, i);
+			return;
+		}
+		*fl = SHIM_HELD;
+		fill_pkt(&pkt, &c, &r, s->slot[i], s->gen[i]);
+		x->cb_pos[i] = c.e.head + off + r.whole;
+		moved = udp_advance(&c);
+		shim_unlock(&a->rx_lock);
+		if (moved)
+			shim_rx_kick(s, i);
+
+		v = cb(s->fd0, &pkt, ctx);
+
+		/* the record cannot have moved: it is HELD */
+		shim_lock(&a->rx_lock);
+		if (v == DPSOCK_RECV_HOLD) {
+			__atomic_add_fetch(&x->held, 1, __ATOMIC_RELAXED);
+		} else {
+			*fl = v == DPSOCK_RECV_DROP ? SHIM_DONE : SHIM_SEEN;
+			if (v == DPSOCK_RECV_DROP && cons_attach(s, i, &c) == 0)
+				moved = udp_advance(&c);
+		}
+		shim_unlock(&a->rx_lock);
+		if (moved)
+			shim_rx_kick(s, i);
+	}
+}
+
+/* The first record a reader may take (caller holds the rx lock): 1 with *r;
+ * 0 none; -EIO. Datagrams a connected socket does not take become DONE. */
+static int
+udp_first(struct shim_sock *s, struct shim_xrx *x, struct dpsock_fifo_cons *c, struct rec *r)
+{
+	int e;
+
+	for (uint32_t off = 0; (e = rec_at(c, off, r)) == 1; off += r->whole) {
+		uint16_t f = *r->flags;
+
+		if (f & (SHIM_HELD | SHIM_DONE))
+			continue;
+		if (x->cb != NULL && !(f & SHIM_SEEN))
+			return 0;   /* the callback has not seen it yet */
+		if (udp_unwanted(s, r)) {
+			*r->flags = SHIM_DONE;
+			continue;
+		}
+		return 1;
+	}
+	return e;
+}
+
+bool
+shim_xrx_udp_readable(struct shim_sock *s, uint32_t i)
+{
+	struct shim_xrx *x = s->xrx;
+	struct shim_slot_area *a = shim_area(shim_sock_slot(s, i));
+	struct dpsock_fifo_cons c;
+	uint32_t moved = 0;
+	struct rec r;
+	int e = 0;
+
+	if (x->cb != NULL)
+		udp_callbacks(s, x, i);
+	shim_lock(&a->rx_lock);
+	if (cons_attach(s, i, &c) == 0) {
+		e = udp_first(s, x, &c, &r);
+		if (e < 0)
+			moved = udp_bad(s, i, &c);
+		moved += udp_advance(&c);
+	}
+	shim_unlock(&a->rx_lock);
+	if (moved)
+		shim_rx_kick(s, i);
+	return e == 1;
+}
+
+int
+shim_xrx_udp_recv_slot(struct shim_sock *s, uint32_t i, const struct iovec *iov, int iovcnt,
+		       int flags, struct dpsock_pl_dgram *h, size_t *copied)
+{
+	struct shim_xrx *x = s->xrx;
+	struct shim_slot_area *a = shim_area(shim_sock_slot(s, i));
+	size_t total = shim_iov_total(iov, iovcnt);
+	struct dpsock_fifo_cons c;
+	struct iovec seg[2];
+	uint32_t moved = 0;
+	struct rec r;
+	int e = 0;
+
+	if (x->cb != NULL)
+		udp_callbacks(s, x, i);
+	shim_lock(&a->rx_lock);
+	if (cons_attach(s, i, &c) == 0) {
+		e = udp_first(s, x, &c, &r);
+		if (e < 0)
+			moved = udp_bad(s, i, &c);
+		if (e == 1) {
+			*copied = r.h.len < total ? r.h.len : total;
+			rec_data(&c, &r, seg);
+			shim_iov_copy(iov, iovcnt, 0, seg, 2, 0, *copied);
+			*h = r.h;
+			if (!(flags & MSG_PEEK))
+				*r.flags = SHIM_DONE;
+		}
+		moved += udp_advance(&c);
+	}
+	shim_unlock(&a->rx_lock);
+	if (moved)
+		shim_rx_kick(s, i);
+	return e == 1;
+}
+
+/* Up to max readable datagrams of slot i, held. Returns the count. */
+static unsigned int
+udp_take(struct shim_sock *s, struct shim_xrx *x, uint32_t i, struct dpsock_zpkt *pkts,
+	 unsigned int max)
+{
+	struct shim_slot_area *a = shim_area(shim_sock_slot(s, i));
+	struct dpsock_fifo_cons c;
+	unsigned int n = 0;
+	uint32_t moved = 0;
+	struct rec r;
+	int e = 0;
+
+	if (x->cb != NULL)
+		udp_callbacks(s, x, i);
+	shim_lock(&a->rx_lock);
+	if (cons_attach(s, i, &c) != 0) {
+		shim_unlock(&a->rx_lock);
+		return 0;
+	}
+	for (uint32_t off = 0; n < max && (e = rec_at(&c, off, &r)) == 1; off += r.whole) {
+		uint16_t f = *r.flags;
+
+		if (f & (SHIM_HELD | SHIM_DONE))
+			continue;
+		if (x->cb != NULL && !(f & SHIM_SEEN))
+			break;
+		if (udp_unwanted(s, &r)) {
+			*r.flags = SHIM_DONE;
+			continue;
+		}
+		*r.flags = SHIM_HELD;
+		fill_pkt(&pkts[n++], &c, &r, s->slot[i], s->gen[i]);
+	}
+	if (e < 0 && n == 0)
+		moved = udp_bad(s, i, &c);
+	moved += udp_advance(&c);
+	shim_unlock(&a->rx_lock);
+	if (moved)
+		shim_rx_kick(s, i);
+	__atomic_add_fetch(&x->held, n, __ATOMIC_RELAXED);
+	return n;
+}
+
+/* Give back the held datagram at position pos of slot i. 0 or -EINVAL. */
+static int
+udp_free(struct shim_sock *s, struct shim_xrx *x, uint32_t i, uint32_t pos)
+{
+	struct shim_slot_area *a = shim_area(shim_sock_slot(s, i));
+	struct dpsock_fifo_cons c;
+	uint32_t target, moved = 0;
+	struct rec r;
+	int e = -EINVAL;
+
+	shim_lock(&a->rx_lock);
+	if (cons_attach(s, i, &c) == 0) {
+		target = pos - c.e.head;
+		/* walk to it: an id that is not a record boundary is refused */
+		for (uint32_t off = 0; off <= target && rec_at(&c, off, &r) == 1; off += r.whole)
+			if (off == target) {
+				if (*r.flags & SHIM_HELD) {
+					*r.flags = SHIM_DONE;
+					e = 0;
+				}
+				break;
+			}
+		if (e == 0)
+			moved = udp_advance(&c);
+	}
+	shim_unlock(&a->rx_lock);
+	if (moved)
+		shim_rx_kick(s, i);
+	if (e == 0)
+		__atomic_sub_fetch(&x->held, 1, __ATOMIC_RELAXED);
+	return e;
+}
+
+/* ---- TCP chunks -------------------------------------------------------------------- */
+
+bool
+shim_xrx_tcp_holds_slow(const struct shim_sock *s)
+{
+	const struct shim_xrx *x = __atomic_load_n(&s->xrx, __ATOMIC_ACQUIRE);
+
+	return x != NULL && __atomic_load_n(&x->c_n, __ATOMIC_RELAXED) > 0;
+}
+
+static struct xchunk *
+chunk_at(struct shim_xrx *x, uint32_t k)
+{
+	return &x->chunk[(x->c_head + k) % XRX_TCP_CHUNKS];
+}
+
+/* Consume the freed chunks at the head (caller holds the lock). */
+static uint32_t
+tcp_advance(struct shim_xrx *x, struct dpsock_fifo_cons *c)
+{
+	uint32_t n = 0;
+
+	while (x->c_n > 0 && chunk_at(x, 0)->freed) {
+		n += chunk_at(x, 0)->len;
+		x->c_head = (x->c_head + 1) % XRX_TCP_CHUNKS;
+		__atomic_store_n(&x->c_n, x->c_n - 1, __ATOMIC_RELAXED);
+	}
+	if (n > 0)
+		dpsock_fifo_read_consume(c, n);
+	return n;
+}
+
+/* Record bytes [unread, unread + len) as a chunk; a freed one extends a
+ * freed newest chunk. false: the ring is full. */
+static bool
+tcp_push(struct shim_xrx *x, uint32_t len, bool freed)
+{
+	if (freed && x->c_n > 0 && chunk_at(x, x->c_n - 1)->freed) {
+		chunk_at(x, x->c_n - 1)->len += len;
+	} else {
+		if (x->c_n == XRX_TCP_CHUNKS)
+			return false;
+		*chunk_at(x, x->c_n) = (struct xchunk){ .pos = x->unread, .len = len, .freed = freed };
+		__atomic_store_n(&x->c_n, x->c_n + 1, __ATOMIC_RELAXED);
+	}
+	x->unread += len;
+	return true;
+}
+
+/* One chunk: every byte readable behind the held ones. 1, 0 none, -ENOMEM. */
+static int
+tcp_take(struct shim_sock *s, struct shim_xrx *x, struct dpsock_zpkt *p)
+{
+	struct shim_slot_area *a = shim_area(shim_sock_slot(s, 0));
+	struct dpsock_pl_slot *sl = shim_sock_slot(s, 0);
+	struct dpsock_fifo_cons c;
+	uint32_t start, n;
+	int r = 0;
+
+	shim_lock(&a->rx_lock);
+	if (cons_attach(s, 0, &c) == 0) {
+		if (x->c_n == 0)
+			x->unread = c.e.head;
+		start = x->unread - c.e.head;
+		n = dpsock_fifo_read_peek_at(&c, start, UINT32_MAX, p->iov);
+		if (n > 0 && x->c_n < XRX_TCP_CHUNKS) {
+			p->id = pkt_id(s->slot[0], s->gen[0], x->unread);
+			p->len = n;
+			p->n_iov = p->iov[1].iov_len ? 2 : 1;
+			p->flags = 0;
+			p->from = (struct sockaddr_in){ .sin_family = AF_INET,
+							.sin_addr.s_addr = sl->raddr,
+							.sin_port = sl->rport };
+			tcp_push(x, n, false);
+			r = 1;
+		} else if (n > 0) {
+			r = -ENOMEM;
+		}
+	}
+	shim_unlock(&a->rx_lock);
+	if (r == 1)
+		__atomic_add_fetch(&x->held, 1, __ATOMIC_RELAXED);
+	return r;
+}
+
+uint32_t
+shim_xrx_tcp_read(struct shim_sock *s, const struct iovec *iov, int iovcnt, size_t off, size_t len,
+		  int flags)
+{
+	struct shim_xrx *x = s->xrx;
+	struct shim_slot_area *a = shim_area(shim_sock_slot(s, 0));
+	struct dpsock_fifo_cons c;
+	struct iovec seg[2];
+	uint32_t n = 0, moved = 0;
+
+	shim_lock(&a->rx_lock);
+	if (cons_attach(s, 0, &c) == 0) {
+		if (x->c_n == 0)
+			x->unread = c.e.head;   /* freed meanwhile: a plain read */
+		n = dpsock_fifo_read_peek_at(&c, x->unread - c.e.head, len, seg);
+		if (n > 0 && !(flags & MSG_PEEK) && !tcp_push(x, n, true))
+			n = 0;   /* XRX_TCP_CHUNKS held apart from each other: free some */
+		if (n > 0) {
+			shim_iov_put(iov, iovcnt, off, seg[0].iov_base, seg[0].iov_len);
+			shim_iov_put(iov, iovcnt, off + seg[0].iov_len, seg[1].iov_base, seg[1].iov_len);
+		}
+		moved = tcp_advance(x, &c);
+	}
+	shim_unlock(&a->rx_lock);
+	if (moved)
+		shim_rx_kick(s, 0);
+	return n;
+}
+
+static int
+tcp_free(struct shim_sock *s, struct shim_xrx *x, uint32_t pos)
+{
+	struct shim_slot_area *a = shim_area(shim_sock_slot(s, 0));
+	struct dpsock_fifo_cons c;
+	uint32_t moved = 0;
+	int e = -EINVAL;
+
+	shim_lock(&a->rx_lock);
+	for (uint32_t k = 0; k < x->c_n; k++) {
+		struct xchunk *ch = chunk_at(x, k);
+
+		if (ch->pos == pos && !ch->freed) {
+			ch->freed = 1;
+			e = 0;
+			break;
+		}
+	}
+	if (e == 0 && cons_attach(s, 0, &c) == 0)
+		moved = tcp_advance(x, &c);
+	shim_unlock(&a->rx_lock);
+	if (moved)
+		shim_rx_kick(s, 0);
+	if (e == 0)
+		__atomic_sub_fetch(&x->held, 1, __ATOMIC_RELAXED);
+	return e;
+}
+
+uint32_t
+shim_rx_level(struct shim_sock *s, uint32_t i)
+{
+	const struct dpsock_pl_seg *g = shim_seg();
+	struct shim_xrx *x = __atomic_load_n(&s->xrx, __ATOMIC_ACQUIRE);
+	uint32_t p, c, n = shim_fifo_level_at(shim_slot_rx(s->slot[i]), g->rx_fifo_size, &p, &c);
+
+	if (x != NULL && s->mode == SHIM_TCP_CONN && __atomic_load_n(&x->c_n, __ATOMIC_RELAXED) > 0) {
+		uint32_t past = __atomic_load_n(&x->unread, __ATOMIC_RELAXED) - c;
+
+		n = past > n ? 0 : n - past;
+	}
+	return n;
+}
+
+/* ---- the API --------------------------------------------------------------------- */
+
+/* The socket behind fd for the extra API: offloaded, or -EBADF/-EOPNOTSUPP. */
+static int
+x_sock(int fd, struct shim_sock **out)
+{
+	struct shim_sock *s = fd >= 0 ? shim_sock_get(fd) : NULL;
+
+	if (s == NULL)
+		return -EBADF;
+	if (!shim_sock_offloaded(s))
+		return -EOPNOTSUPP;
+	*out = s;
+	return 0;
+}
+
+/* Take up to max packets from s without waiting: UDP over its slots from
+ * the round-robin position, TCP one chunk. Returns the count or -errno. */
+int
+shim_xrx_take(struct shim_sock *s, struct dpsock_zpkt *pkts, unsigned int max)
+{
+	struct shim_xrx *x = shim_xrx_get(s);
+	unsigned int n = 0;
+
+	if (x == NULL)
+		return -ENOMEM;
+	if (s->mode == SHIM_TCP_CONN)
+		return tcp_take(s, x, pkts);
+	for (uint32_t j = 0; j < s->nslots && n < max; j++) {
+		uint32_t i = (s->rr + j) % s->nslots;
+		unsigned int got = udp_take(s, x, i, pkts + n, max - n);
+
+		if (got > 0) {
+			n += got;
+			s->rr = i + 1;
+			/* as shim_udp_recv: replies leave through the worker that received */
+			__atomic_store_n(&s->udp_tx_worker, i, __ATOMIC_RELAXED);
+		}
+	}
+	return (int)n;
+}
+
+int
+shim_x_recvfrom_zcopy(int fd, struct dpsock_zpkt *pkts, unsigned int max, int flags)
+{
+	struct shim_sock *s;
+	bool block;
+	int r, w;
+
+	if ((r = x_sock(fd, &s)) < 0)
+		return r;
+	if (pkts == NULL || max == 0 || (flags & ~MSG_DONTWAIT) || s->mode == SHIM_TCP_LISTEN)
+		return -EINVAL;
+	block = !s->nonblock && !(flags & MSG_DONTWAIT);
+	for (;;) {
+		struct dpsock_pl_slot *sl = shim_sock_slot(s, 0);
+		uint32_t st = __atomic_load_n(&sl->state, __ATOMIC_ACQUIRE);
+
+		if (s->mode == SHIM_UDP || st != DPSOCK_PL_ST_CONNECTING) {
+			r = shim_xrx_take(s, pkts, max);
+			if (r != 0)
+				return r;
+		}
+		if (s->mode == SHIM_TCP_CONN && st != DPSOCK_PL_ST_CONNECTING) {
+			/* empty: as shim_tcp_recv, the flags after the FIFO (the
+			 * worker publishes data before RD_EOF) */
+			uint32_t fl = __atomic_load_n(&sl->flags, __ATOMIC_ACQUIRE);
+
+			st = __atomic_load_n(&sl->state, __ATOMIC_ACQUIRE);
+			if ((fl & DPSOCK_PL_F_RD_EOF) || st == DPSOCK_PL_ST_CLOSED || s->shut_rd ||
+			    shim_daemon_gone()) {
+				if (shim_rx_level(s, 0) > 0)
+					continue;
+				if (shim_daemon_gone() && !s->err_taken) {
+					s->err_taken = 1;
+					return -ECONNRESET;
+				}
+				return -shim_conn_take_err(s);
+			}
+		} else if (s->mode == SHIM_UDP && shim_daemon_gone()) {
+			return -ECONNRESET;
+		}
+		if (!block)
+			return -EAGAIN;
+		w = shim_wait_sock(s, POLLIN, s->rcvtimeo_ms);
+		if (w == -EINTR)
+			return -EINTR;
+		if (w == 0)
+			return -EAGAIN;   /* SO_RCVTIMEO */
+	}
+}
+
+int
+shim_x_free_packets(const struct dpsock_zpkt *pkts, unsigned int n)
+{
+	int ret = 0;
+
+	if (pkts == NULL && n > 0)
+		return -EINVAL;
+	for (unsigned int k = 0; k < n; k++) {
+		uint64_t id = pkts[k].id;
+		uint32_t slot = (uint32_t)(id >> 32) & ((1u << ID_SLOT_BITS) - 1);
+		uint32_t gen = (uint32_t)(id >> (32 + ID_SLOT_BITS));
+		struct shim_xrx *x = NULL;
+		struct shim_sock *s;
+		uint32_t i;
+		int e = -EINVAL;
+
+		if (by_slot != NULL && slot < by_slot_n)
+			/* acquire: pairs with the release in shim_xrx_get */
+			x = __atomic_load_n(&by_slot[slot], __ATOMIC_ACQUIRE);
+		if (x != NULL) {
+			s = x->s;
+			for (i = 0; i < s->nslots && s->slot[i] != slot; i++)
+				;
+			if (i < s->nslots && (s->gen[i] & 0x3ffu) == gen)
+				e = s->mode == SHIM_TCP_CONN ? tcp_free(s, x, (uint32_t)id) :
+				    udp_free(s, x, i, (uint32_t)id);
+		}
+		if (e < 0)
+			ret = e;
+	}
+	return ret;
+}
+
+int
+shim_x_register_recv_callback(int fd, dpsock_recv_cb_t cb, void *ctx)
+{
+	struct shim_sock *s;
+	struct shim_xrx *x;
+	int r;
+
+	if ((r = x_sock(fd, &s)) < 0)
+		return r;
+	if (s->mode != SHIM_UDP)
+		return -EPROTOTYPE;
+	x = shim_xrx_get(s);
+	if (x == NULL)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < s->nslots; i++) {
+		struct shim_slot_area *a = shim_area(shim_sock_slot(s, i));
+
+		/* under each slot's lock: no callback runs half-changed */
+		shim_lock(&a->rx_lock);
+		if (i == 0) {
+			x->cb_ctx = ctx;
+			x->cb = cb;
+		}
+		shim_unlock(&a->rx_lock);
+	}
+	return 0;
+}
+
+unsigned int
+shim_xrx_held(const struct shim_sock *s)
+{
+	const struct shim_xrx *x = __atomic_load_n(&s->xrx, __ATOMIC_ACQUIRE);
+
+	return x != NULL ? __atomic_load_n(&x->held, __ATOMIC_RELAXED) : 0;
+}
+
+bool
+shim_xrx_has_callback(const struct shim_sock *s)
+{
+	const struct shim_xrx *x = __atomic_load_n(&s->xrx, __ATOMIC_ACQUIRE);
+
+	return x != NULL && x->cb != NULL;
+}

@@ -1,0 +1,143 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# The rest of the extra API under the preload (test/tools/xapi.c), against
+# Linux peers in namespace B:
+#   - TCP zero-copy: 3 MB of a known pattern from the peer, read by
+#     recvfrom_zcopy (chunks held, freed out of order, a double free
+#     refused) mixed with plain recv; every byte checked; send_dummy before
+#     the reply must not reach the peer (it reads exactly "ok 3000000");
+#     EOF through recvfrom_zcopy; dump_fd_stats writes the socket's line
+#     and the worker's counters, listed under the program's pid and fd;
+#   - completion polling: a listener joins the thread's set by itself, 4
+#     connections are accepted through completions, their 200 kB each
+#     arrive as packet completions (checked), and their FINs as EPOLLRDHUP;
+#   - add_conf_rule ("use os", "use vma", application-id blocks, bad rules)
+#     and thread_offload decide what the next sockets are;
+#   - dpsock-stat shows the preloaded sockets with their program's pid and
+#     fd (-v sockets, -S), counts their poll hits and misses; the pools are
+#     back at their start levels when the programs are gone.
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+
+require_root
+require_cmd ip python3
+require_preload
+require_tools xapi
+[ "$PRELOAD_KERNEL" != 1 ] || skip "the extra API exists only under the shim"
+XAPI=$(dpsock_tool xapi)
+name=$TEST_NAME
+
+test_topo_up 114
+preload_daemon_start "$name"
+pool0=$(stat_get "$name" port.0.mbufs_free)
+lwip0=$(stat_sum "$name" lwip_mem_bytes)
+
+# send PORT BYTES [CONNS]: connect CONNS (1) times from B, send BYTES of the
+# pattern on each, half-close, print what comes back on each.
+cat >"$TEST_TMP/send.py" <<'PYEOF'
+import socket, sys, threading
+host, port, total = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+conns = int(sys.argv[4]) if len(sys.argv) > 4 else 1
+data = bytes(((i * 7 + i // 251) & 0xff) for i in range(total))
+out = [None] * conns
+def one(k):
+    s = socket.create_connection((host, port), timeout=30)
+    for o in range(0, total, 65536):
+        s.sendall(data[o:o + 65536])
+    s.shutdown(socket.SHUT_WR)
+    got = b""
+    while True:
+        b = s.recv(4096)
+        if not b:
+            break
+        got += b
+    out[k] = got.decode(errors="replace").strip()
+    s.close()
+ts = [threading.Thread(target=one, args=(k,)) for k in range(conns)]
+for t in ts: t.start()
+for t in ts: t.join()
+print("|".join(out))
+PYEOF
+
+# ---- TCP zero-copy ---------------------------------------------------------
+preload_start xtcp "$XAPI" tcp 7300 3000000
+wait_until 10 grep -q "xapi: listening" "$TEST_TMP/xtcp.log"
+got=$(in_b python3 "$TEST_TMP/send.py" "$TOPO_ADDR_A" 7300 3000000)
+[ "$got" = "ok 3000000" ] || fail "tcp: the peer read '$got' (send_dummy must send nothing)"
+preload_wait xtcp 30 || fail "tcp: $(tail -n 2 "$TEST_TMP/xtcp.log" | tr '\n' ' ')"
+line=$(grep '^xapi: ok tcp' "$TEST_TMP/xtcp.log") || fail "tcp: no result"
+ok "$line"
+pid=$(sed -n 's/^dpsock.shim xapi\[\([0-9]*\)\].*fd [0-9]*: TCP connection.*/\1/p' "$TEST_TMP"/shim-*.log | head -n 1)
+[ -n "$pid" ] || fail "dump_fd_stats: no 'TCP connection' line in the shim's log"
+grep -q "xapi\[$pid\].*fd [0-9]* worker [0-9]*: rx_bytes=3000000 " "$TEST_TMP/shim-$pid.log" ||
+	fail "dump_fd_stats: no worker counters with rx_bytes=3000000 ($(grep -c worker "$TEST_TMP/shim-$pid.log") lines)"
+ok "dump_fd_stats: the shim's view and the worker's counters (rx_bytes=3000000)"
+
+# ---- completion polling ----------------------------------------------------
+preload_start xcomp "$XAPI" comp 7310 4 200000
+wait_until 10 grep -q "xapi: listening" "$TEST_TMP/xcomp.log"
+got=$(in_b python3 "$TEST_TMP/send.py" "$TOPO_ADDR_A" 7310 200000 4)
+[ "$got" = "ok 200000|ok 200000|ok 200000|ok 200000" ] || fail "comp: the peers read '$got'"
+preload_wait xcomp 30 || fail "comp: $(tail -n 2 "$TEST_TMP/xcomp.log" | tr '\n' ' ')"
+line=$(grep '^xapi: ok comp' "$TEST_TMP/xcomp.log") || fail "comp: no result"
+ok "$line"
+
+# ---- rules and thread offload ----------------------------------------------
+preload_run "$XAPI" rules 7320 >"$TEST_TMP/xrules.log" 2>&1 || fail "rules: $(tail -n 2 "$TEST_TMP/xrules.log" | tr '\n' ' ')"
+ok "$(grep '^xapi: ok rules' "$TEST_TMP/xrules.log")"
+
+# ---- dpsock-stat: pid and fd of preloaded sockets, poll counters -----------
+cat >"$TEST_TMP/srv.py" <<'PYEOF'
+import select, socket, sys, time
+u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+u.bind(("0.0.0.0", 7330))
+print("fd %d" % u.fileno(), flush=True)
+n = 0
+while n < 20:
+    r, _, _ = select.select([u], [], [], 0.01)    # hits and misses
+    if r:
+        d, a = u.recvfrom(2048)
+        u.sendto(d, a)
+        n += 1
+time.sleep(30)
+PYEOF
+preload_start xsrv python3 "$TEST_TMP/srv.py"
+wait_until 10 grep -q "^fd " "$TEST_TMP/xsrv.log"
+sfd=$(sed -n 's/^fd //p' "$TEST_TMP/xsrv.log")
+in_b python3 - "$TOPO_ADDR_A" <<'PYEOF' || fail "udp echo from the python server"
+import socket, sys, time
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.settimeout(3)
+for i in range(20):
+    s.sendto(b"x%d" % i, (sys.argv[1], 7330))
+    s.recvfrom(100)
+    time.sleep(0.02)
+PYEOF
+_listed() {
+	"$DPSOCK_STAT" -n "$name" -v sockets 2>/dev/null | grep -q "python3\[$PRELOAD_PID\] fd $sfd"
+}
+wait_until 5 _listed
+ok "dpsock-stat -v sockets: $("$DPSOCK_STAT" -n "$name" -v sockets | grep -m1 "python3\[$PRELOAD_PID\]" | tr -s ' ')"
+_polled() {
+	local j
+	j=$("$DPSOCK_STAT" -n "$name" -S "$PRELOAD_PID:$sfd" -j 2>/dev/null) || return 1
+	python3 -c '
+import json, sys
+d = json.loads(sys.argv[1])
+s = d["fds"][0]
+print(s["poll_hits"], s["poll_misses"])
+sys.exit(0 if s["poll_hits"] >= 20 and s["poll_misses"] >= 20 else 1)' "$j"
+}
+poll_until 5 _polled || fail "poll hits/misses not counted: ${POLL_OUTPUT:-nothing}"
+ok "dpsock-stat -S $PRELOAD_PID:$sfd: poll hits and misses $POLL_OUTPUT"
+preload_stop xsrv || true
+
+_levels_back() {
+	[ "$(stat_get "$name" port.0.mbufs_free)" = "$pool0" ] &&
+		[ "$(stat_sum "$name" lwip_mem_bytes)" = "$lwip0" ]
+}
+poll_until 10 _levels_back ||
+	fail "levels not back: mbufs_free $(stat_get "$name" port.0.mbufs_free) (start $pool0), lwip_mem_bytes $(stat_sum "$name" lwip_mem_bytes) (start $lwip0)"
+ok "pool and lwIP memory back at their start levels"
+preload_daemon_stop
+pass "extra API: TCP zero-copy, completions, rules, thread offload, fd stats, dummy send"
