@@ -350,6 +350,9 @@ static const struct bad_case bad_cases[] = {
 	{ IF0 "preload = { allowed_uids = [ -1 ]; };\n", 2, "preload.allowed_uids[0]: must be between 0 and 4294967294", NULL },
 	{ IF0 "preload = { allowed_uids = [ 5,\n 5 ]; };\n", 3, "preload.allowed_uids[1]: uid 5 is listed twice", NULL },
 	{ IF0 "preload = { max_group = 4; };\n", 2, "preload.max_group: unknown key 'max_group' (did you mean 'max_groups'?)", NULL },
+	{ IF0 "offload = { rules_file = \"libvma.conf\"; };\n", 2, "offload.rules_file: 'libvma.conf' must be an absolute path", NULL },
+	{ IF0 "offload = { rules_file = \"/nonexistent/libvma.conf\"; };\n", 2,
+	  "offload.rules_file: /nonexistent/libvma.conf: No such file or directory", NULL },
 	{ IF0 "offload = { rule = [ ]; };\n", 2, "offload.rule: unknown key 'rule' (did you mean 'rules'?)", NULL },
 	{ IF0 "offload = { rules = \"use os tcp_server *:22\"; };\n", 2, "offload.rules: expected a list of rule strings", NULL },
 	{ IF0 "offload = { rules = [ \"use os tcp_server *:22\",\n\t\"use maybe tcp_server *:22\" ]; };\n", 3,
@@ -682,6 +685,27 @@ test_rules(void)
 	CHECK(rc == -EINVAL, "empty address: %d", rc);
 }
 
+/* offload.rules, then offload.rules_file's rules (a VMA-style file read as
+ * it is; rules_test.c checks its decisions). */
+static void
+test_rules_file(void)
+{
+	static struct dpsock_config c;
+	char text[512], path[300], err[512];
+	int rc;
+
+	if (realpath("test/unit/data/libvma_style.conf", path) == NULL) {
+		CHECK(0, "test/unit/data/libvma_style.conf: %s", strerror(errno));
+		return;
+	}
+	snprintf(text, sizeof(text), IF0 "offload = { rules = [ \"use os tcp_server *:22\" ];\n"
+		 "\trules_file = \"%s\"; };\n", path);
+	rc = dpsock_config_load_string(&c, text, "rf.conf", err, sizeof(err));
+	CHECK(rc == 0, "rules_file: %d %s", rc, err);
+	CHECK(c.n_rules == 10 && c.rules[0].port_lo == 22 && c.rules[1].port_lo == 53 &&
+	      strcmp(c.rules[9].prog, "t?cp_lat") == 0, "rules_file: %u rules", c.n_rules);
+}
+
 static void
 test_log_levels(void)
 {
@@ -754,6 +778,7 @@ main(void)
 	test_example();
 	test_help();
 	test_rules();
+	test_rules_file();
 	test_log_levels();
 	test_truncations();
 	if (failures != 0) {
