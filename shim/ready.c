@@ -194,11 +194,9 @@ shim_wait_sock(struct shim_sock *s, uint32_t want, int timeout_ms)
 
 	if (t == NULL)
 		return -errno;
-	/* poll counters: a miss when the first look finds nothing, a hit when
-	 * a look finds it ready */
-	if (!(shim_sock_ready(s) & (want | POLLERR | POLLHUP)))
-		shim_poll_count(s, false);
-	for (;;) {
+	/* poll counters: a hit when a look finds it ready, a miss when the
+	 * first look does not */
+	for (bool first = true;; first = false) {
 		uint64_t el;
 		bool watched;
 		int r, tmo;
@@ -207,6 +205,8 @@ shim_wait_sock(struct shim_sock *s, uint32_t want, int timeout_ms)
 			shim_poll_count(s, true);
 			return 1;
 		}
+		if (first)
+			shim_poll_count(s, false);
 		if (shim_daemon_gone())
 			return -ECONNABORTED;
 		el = shim_now_us() - start;

@@ -142,29 +142,38 @@ struct rec {
 };
 
 /* The record at off (a record boundary). 1; 0: none there; -EIO: a
- * record the daemon would never publish (short, oversized). */
+ * record the daemon would never publish (short, oversized). Reads the
+ * handle's window directly: records are 8-aligned and published whole, so
+ * a header below the producer index has its whole record below it, and
+ * the 2-byte flags never straddle the wrap. */
 static int
 rec_at(struct dpsock_fifo_cons *c, uint32_t off, struct rec *r)
 {
-	struct iovec seg[2];
-	uint32_t n = dpsock_fifo_read_peek_at(c, off, sizeof(r->h), seg);
+	struct dpsock_spsc_end *e = &c->e;
+	uint32_t used = e->cache - e->head, idx, n1;
 
-	if (n == 0)
-		return 0;
-	if (n < sizeof(r->h))
+	if (off >= used) {
+		used = dpsock_spsc_cons_refresh(e);   /* more may have come */
+		if (off >= used)
+			return 0;
+	}
+	if (used - off < sizeof(r->h))
 		return -EIO;
-	memcpy(&r->h, seg[0].iov_base, seg[0].iov_len);
-	memcpy((unsigned char *)&r->h + seg[0].iov_len, seg[1].iov_base, seg[1].iov_len);
+	idx = (e->head + off) & e->mask;
+	n1 = e->count - idx;
+	if (n1 >= sizeof(r->h)) {
+		memcpy(&r->h, e->data + idx, sizeof(r->h));
+	} else {
+		memcpy(&r->h, e->data + idx, n1);
+		memcpy((unsigned char *)&r->h + n1, e->data, sizeof(r->h) - n1);
+	}
 	if (r->h.len > DPSOCK_PL_DGRAM_MAX)
 		return -EIO;
 	r->whole = (uint32_t)sizeof(r->h) + pad8(r->h.len);
-	if (dpsock_fifo_read_peek_at(c, off, r->whole, seg) < r->whole)
+	if (used - off < r->whole)
 		return -EIO;
-	/* records start 8-aligned, so the 2-byte flags never straddle the wrap */
-	dpsock_fifo_read_peek_at(c, off + offsetof(struct dpsock_pl_dgram, flags), 2, seg);
-	if (seg[0].iov_len != 2)
-		return -EIO;
-	r->flags = seg[0].iov_base;
+	r->flags = (uint16_t *)(void *)(e->data + ((e->head + off +
+						      offsetof(struct dpsock_pl_dgram, flags)) & e->mask));
 	r->off = off;
 	return 1;
 }
@@ -172,7 +181,14 @@ rec_at(struct dpsock_fifo_cons *c, uint32_t off, struct rec *r)
 static void
 rec_data(struct dpsock_fifo_cons *c, const struct rec *r, struct iovec seg[2])
 {
-	dpsock_fifo_read_peek_at(c, r->off + (uint32_t)sizeof(r->h), r->h.len, seg);
+	struct dpsock_spsc_end *e = &c->e;
+	uint32_t idx = (e->head + r->off + (uint32_t)sizeof(r->h)) & e->mask;
+	uint32_t n1 = e->count - idx;
+
+	seg[0].iov_base = e->data + idx;
+	seg[0].iov_len = r->h.len < n1 ? r->h.len : n1;
+	seg[1].iov_base = e->data;
+	seg[1].iov_len = r->h.len - seg[0].iov_len;
 }
 
 /* Consume every DONE record at the head. Returns the bytes consumed. */
@@ -426,36 +442,48 @@ udp_take(struct shim_sock *s, struct shim_xrx *x, uint32_t i, struct dpsock_zpkt
 	return n;
 }
 
-/* Give back the held datagram at position pos of slot i. 0 or -EINVAL. */
+/* Give back held datagrams of slot i, at positions pos[0..n) (a batch of
+ * free_packets: one lock, one advance, one kick). Returns 0, or -EINVAL
+ * when some position was not a held record (the others are freed). */
 static int
-udp_free(struct shim_sock *s, struct shim_xrx *x, uint32_t i, uint32_t pos)
+udp_free(struct shim_sock *s, struct shim_xrx *x, uint32_t i, const uint32_t *pos, unsigned int n)
 {
 	struct shim_slot_area *a = shim_area(shim_sock_slot(s, i));
 	struct dpsock_fifo_cons c;
-	uint32_t target, moved = 0;
-	struct rec r;
-	int e = -EINVAL;
+	uint32_t moved = 0, freed = 0;
+	int e = 0;
 
 	shim_lock(&a->rx_lock);
-	if (cons_attach(s, i, &c) == 0) {
-		target = pos - c.e.head;
-		/* walk to it: an id that is not a record boundary is refused */
-		for (uint32_t off = 0; off <= target && rec_at(&c, off, &r) == 1; off += r.whole)
+	if (cons_attach(s, i, &c) != 0) {
+		shim_unlock(&a->rx_lock);
+		return -EINVAL;
+	}
+	/* walk to each one (an id that is not a record boundary is refused);
+	 * a batch in FIFO order walks the FIFO once */
+	for (uint32_t k = 0, off = 0; k < n; k++) {
+		uint32_t target = pos[k] - c.e.head;
+		struct rec r;
+		bool found = false;
+
+		if (target < off)
+			off = 0;
+		for (; off <= target && rec_at(&c, off, &r) == 1; off += r.whole)
 			if (off == target) {
 				if (*r.flags & SHIM_HELD) {
 					*r.flags = SHIM_DONE;
-					e = 0;
+					found = true;
+					freed++;
 				}
 				break;
 			}
-		if (e == 0)
-			moved = udp_advance(&c);
+		if (!found)
+			e = -EINVAL;
 	}
+	moved = udp_advance(&c);
 	shim_unlock(&a->rx_lock);
 	if (moved)
 		shim_rx_kick(s, i);
-	if (e == 0)
-		__atomic_sub_fetch(&x->held, 1, __ATOMIC_RELAXED);
+	__atomic_sub_fetch(&x->held, freed, __ATOMIC_RELAXED);
 	return e;
 }
 
@@ -711,17 +739,19 @@ shim_x_recvfrom_zcopy(int fd, struct dpsock_zpkt *pkts, unsigned int max, int fl
 int
 shim_x_free_packets(const struct dpsock_zpkt *pkts, unsigned int n)
 {
+	uint32_t run[64];
 	int ret = 0;
 
 	if (pkts == NULL && n > 0)
 		return -EINVAL;
-	for (unsigned int k = 0; k < n; k++) {
+	for (unsigned int k = 0; k < n;) {
 		uint64_t id = pkts[k].id;
 		uint32_t slot = (uint32_t)(id >> 32) & ((1u << ID_SLOT_BITS) - 1);
 		uint32_t gen = (uint32_t)(id >> (32 + ID_SLOT_BITS));
 		struct shim_xrx *x = NULL;
-		struct shim_sock *s;
-		uint32_t i;
+		struct shim_sock *s = NULL;
+		unsigned int m = 0;
+		uint32_t i = 0;
 		int e = -EINVAL;
 
 		if (by_slot != NULL && slot < by_slot_n)
@@ -731,10 +761,18 @@ shim_x_free_packets(const struct dpsock_zpkt *pkts, unsigned int n)
 			s = x->s;
 			for (i = 0; i < s->nslots && s->slot[i] != slot; i++)
 				;
-			if (i < s->nslots && (s->gen[i] & 0x3ffu) == gen)
-				e = s->mode == SHIM_TCP_CONN ? tcp_free(s, x, (uint32_t)id) :
-				    udp_free(s, x, i, (uint32_t)id);
+			if (i == s->nslots || (s->gen[i] & 0x3ffu) != gen)
+				x = NULL;
 		}
+		/* the run of ids of this slot that follows (a UDP batch) */
+		do
+			run[m++] = (uint32_t)pkts[k++].id;
+		while (x != NULL && s->mode != SHIM_TCP_CONN && k < n && m < 64 &&
+		       (pkts[k].id >> 32) == (id >> 32));
+		if (x != NULL && s->mode == SHIM_TCP_CONN)
+			e = tcp_free(s, x, run[0]);
+		else if (x != NULL)
+			e = udp_free(s, x, i, run, m);
 		if (e < 0)
 			ret = e;
 	}
