@@ -567,12 +567,15 @@ owner_name(const struct dpsock_sock_stats *e, char *buf, size_t len)
 }
 
 /* -s: "key=value" (state, proto, worker, port, lport, rport) or a
- * substring of "local remote"; several, comma separated, must all match. */
+ * substring of "local remote"; several, comma separated, must all match.
+ * With -p of a preloaded program, only its own sockets match. */
 static bool
 filter_match(const struct dpsock_sock_stats *e, const char *filter)
 {
 	char buf[256], *save = NULL, *tok;
 
+	if (client_only != 0 && e->owner_pid != client_only)
+		return false;
 	if (filter == NULL || filter[0] == '\0')
 		return true;
 	snprintf(buf, sizeof(buf), "%s", filter);
@@ -639,7 +642,7 @@ sockets_view(const struct sample *cur, const char *filter)
 	for (i = 0; i < cur->n_socks; i++) {
 		const struct dpsock_sock_stats *e = &cur->socks[i];
 
-		if (!filter_match(e, filter) || (client_only != 0 && e->owner_pid != client_only))
+		if (!filter_match(e, filter))
 			continue;
 		owner_name(e, owner, sizeof(owner));
 		dpsock_sock_format(e, owner, line, sizeof(line));

@@ -14,8 +14,10 @@
 #   - add_conf_rule ("use os", "use vma", application-id blocks, bad rules)
 #     and thread_offload decide what the next sockets are;
 #   - dpsock-stat shows the preloaded sockets with their program's pid and
-#     fd (-v sockets, -S), counts their poll hits and misses; the pools are
-#     back at their start levels when the programs are gone.
+#     fd (-v sockets, -S), counts their poll hits and misses (select, epoll);
+#     takes vma_stats' options (-p of a preloaded program: its sockets
+#     only, -v 1..5, -V, -c 0 until dpsockd stops); the pools are back at
+#     their start levels when the programs are gone.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
@@ -91,26 +93,35 @@ cat >"$TEST_TMP/srv.py" <<'PYEOF'
 import select, socket, sys, time
 u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
 u.bind(("0.0.0.0", 7330))
-print("fd %d" % u.fileno(), flush=True)
-n = 0
-while n < 20:
+e = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+e.bind(("0.0.0.0", 7331))
+ep = select.epoll()
+ep.register(e.fileno(), select.EPOLLIN)
+print("fd %d %d" % (u.fileno(), e.fileno()), flush=True)
+n = m = 0
+while n < 20 or m < 20:
     r, _, _ = select.select([u], [], [], 0.01)    # hits and misses
     if r:
         d, a = u.recvfrom(2048)
         u.sendto(d, a)
         n += 1
+    for _ in ep.poll(0.01):                     # level-triggered: a look after each echo
+        d, a = e.recvfrom(2048)
+        e.sendto(d, a)
+        m += 1
 time.sleep(30)
 PYEOF
 preload_start xsrv python3 "$TEST_TMP/srv.py"
 wait_until 10 grep -q "^fd " "$TEST_TMP/xsrv.log"
-sfd=$(sed -n 's/^fd //p' "$TEST_TMP/xsrv.log")
+read -r sfd efd < <(sed -n 's/^fd //p' "$TEST_TMP/xsrv.log")
 in_b python3 - "$TOPO_ADDR_A" <<'PYEOF' || fail "udp echo from the python server"
 import socket, sys, time
 s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
 s.settimeout(3)
 for i in range(20):
-    s.sendto(b"x%d" % i, (sys.argv[1], 7330))
-    s.recvfrom(100)
+    for port in (7330, 7331):
+        s.sendto(b"x%d" % i, (sys.argv[1], port))
+        s.recvfrom(100)
     time.sleep(0.02)
 PYEOF
 _listed() {
@@ -118,18 +129,65 @@ _listed() {
 }
 wait_until 5 _listed
 ok "dpsock-stat -v sockets: $("$DPSOCK_STAT" -n "$name" -v sockets | grep -m1 "python3\[$PRELOAD_PID\]" | tr -s ' ')"
+# _polled PID:FD MIN_HITS MIN_MISSES
 _polled() {
 	local j
-	j=$("$DPSOCK_STAT" -n "$name" -S "$PRELOAD_PID:$sfd" -j 2>/dev/null) || return 1
+	j=$("$DPSOCK_STAT" -n "$name" -S "$1" -j 2>/dev/null) || return 1
 	python3 -c '
 import json, sys
 d = json.loads(sys.argv[1])
 s = d["fds"][0]
 print(s["poll_hits"], s["poll_misses"])
-sys.exit(0 if s["poll_hits"] >= 20 and s["poll_misses"] >= 20 else 1)' "$j"
+sys.exit(0 if s["poll_hits"] >= int(sys.argv[2]) and s["poll_misses"] >= int(sys.argv[3]) else 1)' "$j" "$2" "$3"
 }
-poll_until 5 _polled || fail "poll hits/misses not counted: ${POLL_OUTPUT:-nothing}"
-ok "dpsock-stat -S $PRELOAD_PID:$sfd: poll hits and misses $POLL_OUTPUT"
+poll_until 5 _polled "$PRELOAD_PID:$sfd" 20 20 || fail "select: poll hits/misses not counted: ${POLL_OUTPUT:-nothing}"
+ok "dpsock-stat -S $PRELOAD_PID:$sfd (select): poll hits and misses $POLL_OUTPUT"
+# epoll: a hit per datagram; a miss when the level-triggered socket is looked
+# at again after its datagram was read (at least once: the peer's next one
+# may come first when this machine is busy)
+poll_until 5 _polled "$PRELOAD_PID:$efd" 20 1 || fail "epoll: poll hits/misses not counted: ${POLL_OUTPUT:-nothing}"
+ok "dpsock-stat -S $PRELOAD_PID:$efd (epoll): poll hits and misses $POLL_OUTPUT"
+
+# ---- dpsock-stat: vma_stats' options ----------------------------------------
+# -p of a preloaded program: the instance it is attached to, its sockets
+# only (another program's socket is in the table too)
+srv_pid=$PRELOAD_PID
+preload_start xother python3 -c '
+import socket, time
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.bind(("0.0.0.0", 7335))
+print("bound", flush=True)
+time.sleep(60)'
+wait_until 10 grep -q "^bound" "$TEST_TMP/xother.log"
+_other_listed() { "$DPSOCK_STAT" -n "$name" -v sockets -s port=7335 | grep -q ':7335 '; }
+wait_until 5 _other_listed
+PRELOAD_PID=$srv_pid
+"$DPSOCK_STAT" -p "$PRELOAD_PID" -v 5 -j >"$TEST_TMP/p.json" || fail "dpsock-stat -p $PRELOAD_PID failed"
+got=$(python3 -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+own = sorted({(s["owner_pid"], s["fd"]) for s in d["sockets"]})
+print(d["name"], d["view"], " ".join("%d:%d" % o for o in own))' "$TEST_TMP/p.json" "$PRELOAD_PID")
+[ "$got" = "$name sockets $PRELOAD_PID:$sfd $PRELOAD_PID:$efd" ] ||
+	fail "dpsock-stat -p $PRELOAD_PID -v 5: '$got' (expected its two sockets only)"
+ok "dpsock-stat -p of a preloaded program: $got"
+preload_stop xother || true
+# -v 1..5 are vma_stats' levels: the views basic .. sockets
+for v in 1:basic 2:extra 3:full 4:mc 5:sockets; do
+	got=$("$DPSOCK_STAT" -n "$name" -v "${v%%:*}" -j |
+		python3 -c 'import json, sys; print(json.load(sys.stdin)["view"])') ||
+		fail "dpsock-stat -v ${v%%:*} failed"
+	[ "$got" = "${v#*:}" ] || fail "dpsock-stat -v ${v%%:*}: view '$got', expected ${v#*:}"
+done
+rc=0
+"$DPSOCK_STAT" -n "$name" -v 6 >/dev/null 2>"$TEST_TMP/v6.err" || rc=$?
+[ "$rc" = 2 ] && grep -q '1..5' "$TEST_TMP/v6.err" || fail "dpsock-stat -v 6: exit $rc, $(cat "$TEST_TMP/v6.err")"
+# -V: the tool's version and the segment layout it reads
+ver=$(sed -n "s/^ *version: '\([^']*\)',/\1/p" "$DPSOCK_SRC/meson.build" | head -n 1)
+out=$("$DPSOCK_STAT" -V)
+grep -qxE "dpsock-stat ${ver//./\\.} \(stats segment version [0-9]+\)" <<<"$out" ||
+	fail "dpsock-stat -V: '$out' (project version '$ver')"
+ok "dpsock-stat -v 1..5 = basic, extra, full, mc, sockets; -v 6 refused; -V: $out"
 preload_stop xsrv || true
 
 _levels_back() {
@@ -139,5 +197,16 @@ _levels_back() {
 poll_until 10 _levels_back ||
 	fail "levels not back: mbufs_free $(stat_get "$name" port.0.mbufs_free) (start $pool0), lwip_mem_bytes $(stat_sum "$name" lwip_mem_bytes) (start $lwip0)"
 ok "pool and lwIP memory back at their start levels"
+
+# -c 0: samples until interrupted, here until dpsockd stops (then exit 0)
+"$DPSOCK_STAT" -n "$name" -v 1 -j -c 0 -i 0.1 >"$TEST_TMP/c0.out" 2>&1 &
+c0=$!
+_samples() { [ "$(grep -c '"view": "basic"' "$TEST_TMP/c0.out")" -ge 5 ]; }
+wait_until 10 _samples
 preload_daemon_stop
+rc=0
+wait "$c0" || rc=$?
+[ "$rc" = 0 ] && tail -n 1 "$TEST_TMP/c0.out" | grep -q "stopped" ||
+	fail "dpsock-stat -c 0: exit $rc when dpsockd stopped: $(tail -n 1 "$TEST_TMP/c0.out")"
+ok "dpsock-stat -c 0: $(grep -c '"view": "basic"' "$TEST_TMP/c0.out") samples until dpsockd stopped"
 pass "extra API: TCP zero-copy, completions, rules, thread offload, fd stats, dummy send"
