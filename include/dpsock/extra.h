@@ -27,9 +27,10 @@
  *
  * Sockets: the functions act on descriptors dpsock offloaded (a bound or
  * connected UDP socket, a TCP connection, a listener). A socket the library
- * left to the kernel (not yet bound, a loopback peer, a "use os" rule,
- * DPSOCK_OFFLOAD=0) gives -EOPNOTSUPP; a descriptor that is not an AF_INET
- * socket the library knows gives -EBADF.
+ * left to the kernel (not yet bound, a loopback peer, a "use os" rule)
+ * gives -EOPNOTSUPP; a descriptor that is not an AF_INET socket the library
+ * knows gives -EBADF, and so does a socket created while offload was off
+ * (DPSOCK_OFFLOAD=0, thread_offload(0)): the library never tracked it.
  *
  * Zero-copy receive. Data reaches a preloaded program through a per-socket
  * receive FIFO in memory shared with dpsockd: the worker copies each
@@ -152,17 +153,20 @@ struct dpsock_extra_api {
 
 	/*
 	 * Hand back n packets from recvfrom_zcopy, a HOLD verdict or a
-	 * completion. Every id is checked before any is freed.
-	 * Returns 0; -EINVAL (pkts NULL, or an id that is not held by this
-	 * process: already freed, forged, or its socket was closed; nothing
-	 * is freed then).
+	 * completion. Each id is checked on its own: one this process does
+	 * not hold (already freed, forged, or its socket was closed) is
+	 * skipped, and the others are freed all the same, so a stale id in a
+	 * batch leaks nothing.
+	 * Returns 0; -EINVAL (pkts NULL with n > 0, or at least one id
+	 * skipped).
 	 */
 	int (*free_packets)(const struct dpsock_zpkt *pkts, unsigned int n);
 
 	/*
 	 * Call cb for every datagram arriving on a UDP socket from now on
 	 * (datagrams already queued included); cb NULL removes it.
-	 * Returns 0; -EBADF, -EOPNOTSUPP (not offloaded), -EPROTOTYPE (not UDP).
+	 * Returns 0; -EBADF, -EOPNOTSUPP (not offloaded), -EPROTOTYPE (not UDP),
+	 * -ENOMEM (the socket's zero-copy state could not be allocated).
 	 */
 	int (*register_recv_callback)(int fd, dpsock_recv_cb_t cb, void *ctx);
 
@@ -238,9 +242,10 @@ struct dpsock_extra_api {
 	 * Returns what a real send would have taken now (UDP: len; TCP: up
 	 * to len, at least 1); -EAGAIN (no room now), -EMSGSIZE (UDP: too
 	 * big; len above INT_MAX), -ENOTCONN,
-	 * -EDESTADDRREQ (UDP: no peer), -EPIPE (TCP: cannot send any more),
-	 * -EBADF, -EOPNOTSUPP (not offloaded, or a listener), -EINVAL (flags:
-	 * none is taken).
+	 * -EDESTADDRREQ (UDP: no peer), -EPIPE (TCP: cannot send any more;
+	 * either: dpsockd gone), -EFAULT (buf NULL with len > 0), -EBADF,
+	 * -EOPNOTSUPP (not offloaded, or a listener), -EINVAL (flags: none is
+	 * taken).
 	 */
 	int (*send_dummy)(int fd, const void *buf, size_t len, int flags);
 };

@@ -9,7 +9,9 @@
  *                            pattern byte i = (i * 7 + i / 251) & 0xff,
  *                            alternating recvfrom_zcopy (chunks held, freed
  *                            out of order, up to 6 at a time, all freed
- *                            before it would wait) and plain recv;
+ *                            before it would wait; a batch led by an id
+ *                            freed already is refused and frees the rest)
+ *                            and plain recv;
  *                            check every byte; then send_dummy (nothing may
  *                            reach the peer) and reply "ok BYTES\n";
  *                            dump_fd_stats at notice level; EOF -> 0
@@ -130,12 +132,20 @@ cmd_tcp(int port, uint64_t bytes)
 		check_iov(held[n_held].iov, held[n_held].n_iov, &off);
 		zc++;
 		if (++n_held == 6) {
-			/* out of order: the newest first, then the others */
-			if ((r = api->free_packets(&held[5], 1)) != 0 ||
-			    (r = api->free_packets(held, 5)) != 0)
+			struct dpsock_zpkt batch[6];
+
+			/* out of order: the newest first, then the others in a
+			 * batch led by the newest again: that stale id is
+			 * refused, the five behind it are freed all the same
+			 * (else the FIFO would never drain and the peer stall) */
+			if ((r = api->free_packets(&held[5], 1)) != 0)
 				FAIL("free_packets: %d", r);
-			if (api->free_packets(&held[5], 1) != -EINVAL)
-				FAIL("freeing a packet twice was not refused");
+			batch[0] = held[5];
+			memcpy(&batch[1], held, 5 * sizeof(held[0]));
+			if ((r = api->free_packets(batch, 6)) != -EINVAL)
+				FAIL("a batch with a packet freed twice: %d, expected -EINVAL", r);
+			if (api->free_packets(&held[0], 1) != -EINVAL)
+				FAIL("the batch's valid packets were not freed (one frees again)");
 			n_held = 0;
 		}
 	}
