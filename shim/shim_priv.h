@@ -76,6 +76,20 @@ shim_getpid(void)
 	return p;
 }
 
+/* The calling thread's id, cached: gettid() is a system call, and the FIFO
+ * locks (shim_lock) take it on every datagram of the plain receive path.
+ * Forgotten in a fork's child with the pid (fork.c). */
+extern __thread pid_t shim_tid_cache;
+static inline pid_t
+shim_gettid(void)
+{
+	pid_t t = shim_tid_cache;
+
+	if (__builtin_expect(t == 0, 0))
+		shim_tid_cache = t = gettid();
+	return t;
+}
+
 /* Spin-wait hint. */
 static inline void
 shim_cpu_relax(void)
