@@ -238,24 +238,43 @@ fill_pkt(struct dpsock_zpkt *p, struct dpsock_fifo_cons *c, const struct rec *r,
 }
 
 /*
- * Run the callback over the datagrams of slot i it has not seen, one at a
- * time: under the lock, find the next one and mark it HELD (readers skip
- * it); without the lock, call the callback; under the lock, apply its
- * verdict. Bounded per call, so that a flood cannot keep a reader here.
+ * Run the callback over the datagrams of slot i it has not seen, a batch at
+ * a time: under the lock, find the next ones and mark them HELD (readers
+ * skip them, and the consumer index cannot pass them); without the lock,
+ * call the callback on each; under the lock again, apply the verdicts. Two
+ * lock rounds per batch rather than per datagram: the lock is a shared
+ * atomic word, and the callback path must stay cheaper than recvfrom. Each
+ * one counts as held from the moment it is marked, so that a callback that
+ * frees an earlier HOLD of the same batch never takes the count below
+ * zero.
+ *
+ * How far: until the callback has kept one and seen about as many as the
+ * reader is about to take (want: their headers are still in the cache when
+ * it takes them), or until it has seen every datagram that was there when
+ * it started. Not stopping before a kept one matters: a reader told
+ * "nothing" while unseen datagrams wait would sleep, and no new arrival
+ * might come to wake it (the FIFO full of them, or the sender done).
+ * Stopping at what was there at the start keeps a flood from holding the
+ * reader here.
  */
+#define CB_BATCH 32u
+
 static void
-udp_callbacks(struct shim_sock *s, struct shim_xrx *x, uint32_t i)
+udp_callbacks(struct shim_sock *s, struct shim_xrx *x, uint32_t i, unsigned int want)
 {
 	struct shim_slot_area *a = shim_area(shim_sock_slot(s, i));
+	unsigned int seen = 0, kept = 0;
+	uint32_t end = 0;           /* the producer's position at the start */
 
-	for (unsigned int budget = 256; budget > 0; budget--) {
+	for (bool first = true;; first = false) {
 		dpsock_recv_cb_t cb = x->cb;
 		void *ctx = x->cb_ctx;
-		enum dpsock_recv_verdict v;
+		enum dpsock_recv_verdict v[CB_BATCH];
+		struct dpsock_zpkt pkt[CB_BATCH];
+		uint16_t *fl[CB_BATCH];
 		struct dpsock_fifo_cons c;
-		struct dpsock_zpkt pkt;
-		uint32_t off, used, moved = 0;
-		uint16_t *fl = NULL;
+		uint32_t off, used, moved = 0, n = 0, released = 0;
+		bool dropped = false;
 		struct rec r;
 		int e = 0;
 
@@ -267,51 +286,57 @@ udp_callbacks(struct shim_sock *s, struct shim_xrx *x, uint32_t i)
 			return;
 		}
 		used = dpsock_fifo_used(&c);
+		if (first)
+			end = c.e.head + used;
 		off = x->cb_pos[i] - c.e.head;
 		if (off > used)
 			off = 0;   /* another process moved the FIFO on: start over */
-		for (; (e = rec_at(&c, off, &r)) == 1; off += r.whole) {
+		for (; n < CB_BATCH && (e = rec_at(&c, off, &r)) == 1; off += r.whole) {
 			if (*r.flags & DPSOCK_PL_DGRAM_SHIM_MASK)
 				continue;
 			if (udp_unwanted(s, &r)) {
 				*r.flags = SHIM_DONE;
 				continue;
 			}
-			fl = r.flags;
-			break;
+			*r.flags = SHIM_HELD;
+			fl[n] = r.flags;
+			fill_pkt(&pkt[n++], &c, &r, s->slot[i], s->gen[i]);
 		}
-		if (e < 0)
+		if (e < 0 && n == 0)
 			moved = udp_bad(s, i, &c);
-		if (fl == NULL) {
-			x->cb_pos[i] = c.e.head + off;
-			moved += udp_advance(&c);
-			shim_unlock(&a->rx_lock);
-			if (moved)
-				shim_rx_kick(s, i);
+		x->cb_pos[i] = c.e.head + off;
+		moved += udp_advance(&c);
+		shim_unlock(&a->rx_lock);
+		if (moved)
+			shim_rx_kick(s, i);
+		if (n == 0)
 			return;
-		}
-		*fl = SHIM_HELD;
-		fill_pkt(&pkt, &c, &r, s->slot[i], s->gen[i]);
-		x->cb_pos[i] = c.e.head + off + r.whole;
-		moved = udp_advance(&c);
-		shim_unlock(&a->rx_lock);
-		if (moved)
-			shim_rx_kick(s, i);
+		__atomic_add_fetch(&x->held, n, __ATOMIC_RELAXED);
 
-		v = cb(s->fd0, &pkt, ctx);
+		for (uint32_t k = 0; k < n; k++)
+			v[k] = cb(s->fd0, &pkt[k], ctx);
 
-		/* the record cannot have moved: it is HELD */
+		/* the records cannot have moved: they are HELD */
 		shim_lock(&a->rx_lock);
-		if (v == DPSOCK_RECV_HOLD) {
-			__atomic_add_fetch(&x->held, 1, __ATOMIC_RELAXED);
-		} else {
-			*fl = v == DPSOCK_RECV_DROP ? SHIM_DONE : SHIM_SEEN;
-			if (v == DPSOCK_RECV_DROP && cons_attach(s, i, &c) == 0)
-				moved = udp_advance(&c);
+		for (uint32_t k = 0; k < n; k++) {
+			if (v[k] == DPSOCK_RECV_HOLD)
+				continue;
+			*fl[k] = v[k] == DPSOCK_RECV_DROP ? SHIM_DONE : SHIM_SEEN;
+			dropped |= v[k] == DPSOCK_RECV_DROP;
+			kept += v[k] == DPSOCK_RECV_KEEP;
+			released++;
 		}
+		moved = 0;
+		if (dropped && cons_attach(s, i, &c) == 0)
+			moved = udp_advance(&c);
 		shim_unlock(&a->rx_lock);
+		__atomic_sub_fetch(&x->held, released, __ATOMIC_RELAXED);
 		if (moved)
 			shim_rx_kick(s, i);
+		seen += n;
+		if (n < CB_BATCH || (kept > 0 && seen >= want) ||
+		    (int32_t)(x->cb_pos[i] - end) >= 0)
+			return;
 	}
 }
 
@@ -349,7 +374,7 @@ shim_xrx_udp_readable(struct shim_sock *s, uint32_t i)
 	int e = 0;
 
 	if (x->cb != NULL)
-		udp_callbacks(s, x, i);
+		udp_callbacks(s, x, i, 1);
 	shim_lock(&a->rx_lock);
 	if (cons_attach(s, i, &c) == 0) {
 		e = udp_first(s, x, &c, &r);
@@ -377,7 +402,7 @@ shim_xrx_udp_recv_slot(struct shim_sock *s, uint32_t i, const struct iovec *iov,
 	int e = 0;
 
 	if (x->cb != NULL)
-		udp_callbacks(s, x, i);
+		udp_callbacks(s, x, i, 1);
 	shim_lock(&a->rx_lock);
 	if (cons_attach(s, i, &c) == 0) {
 		e = udp_first(s, x, &c, &r);
@@ -412,7 +437,7 @@ udp_take(struct shim_sock *s, struct shim_xrx *x, uint32_t i, struct dpsock_zpkt
 	int e = 0;
 
 	if (x->cb != NULL)
-		udp_callbacks(s, x, i);
+		udp_callbacks(s, x, i, max);
 	shim_lock(&a->rx_lock);
 	if (cons_attach(s, i, &c) != 0) {
 		shim_unlock(&a->rx_lock);

@@ -13,6 +13,8 @@
 #     arrive as packet completions (checked), and their FINs as EPOLLRDHUP;
 #   - add_conf_rule ("use os", "use vma", application-id blocks, bad rules)
 #     and thread_offload decide what the next sockets are;
+#   - a receive callback that drops all but the last of 2000 queued
+#     datagrams: poll runs it over all of them and wakes for the kept one;
 #   - dpsock-stat shows the preloaded sockets with their program's pid and
 #     fd (-v sockets, -S), counts their poll hits and misses (select, epoll);
 #     takes vma_stats' options (-p of a preloaded program: its sockets
@@ -87,6 +89,36 @@ ok "$line"
 # ---- rules and thread offload ----------------------------------------------
 preload_run "$XAPI" rules 7320 >"$TEST_TMP/xrules.log" 2>&1 || fail "rules: $(tail -n 2 "$TEST_TMP/xrules.log" | tr '\n' ' ')"
 ok "$(grep '^xapi: ok rules' "$TEST_TMP/xrules.log")"
+
+# ---- a receive callback over a queue longer than one pass ------------------
+# 2000 datagrams wait in the FIFO; the callback drops all but the last: poll
+# (no spinning: one look, arm, one look, sleep) must run it over all of them
+# and wake for the one it kept
+PRELOAD_ENV=(DPSOCK_SELECT_POLL=0)
+preload_start xcb "$XAPI" cbfilter 7340 2000
+PRELOAD_ENV=()
+wait_until 10 grep -q "^xapi: ready fd" "$TEST_TMP/xcb.log"
+cfd=$(sed -n 's/^xapi: ready fd //p' "$TEST_TMP/xcb.log")
+in_b python3 - "$TOPO_ADDR_A" <<'PYEOF' || fail "cbfilter: the peer could not send"
+import socket, sys, time
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+for i in range(2000):
+    s.sendto(b"%d" % i, (sys.argv[1], 7340))
+    if i % 20 == 19:
+        time.sleep(0.001)
+PYEOF
+_arrived() {
+	"$DPSOCK_STAT" -n "$name" -S "$PRELOAD_PID:$cfd" -j 2>/dev/null | python3 -c '
+import json, sys
+d = json.load(sys.stdin)["fds"]
+n = d[0]["rx_packets"] if d else 0
+print(n)
+sys.exit(0 if n == 2000 else 1)'
+}
+poll_until 10 _arrived || fail "cbfilter: the socket got ${POLL_OUTPUT:-no} datagrams of 2000"
+kill -USR1 "$PRELOAD_PID"
+preload_wait xcb 30 || fail "cbfilter: $(tail -n 2 "$TEST_TMP/xcb.log" | tr '\n' ' ')"
+ok "$(grep '^xapi: ok cbfilter' "$TEST_TMP/xcb.log")"
 
 # ---- dpsock-stat: pid and fd of preloaded sockets, poll counters -----------
 cat >"$TEST_TMP/srv.py" <<'PYEOF'

@@ -25,11 +25,16 @@
  *                            next sockets are (UDP binds on PORT..PORT+5),
  *                            told apart by comp_add (-EOPNOTSUPP: a kernel
  *                            socket); bad rules and arguments get -EINVAL
+ *   xapi cbfilter PORT N     a receive callback keeps only datagram "N-1"
+ *                            of N that arrive while the program waits for
+ *                            SIGUSR1; then poll must find it readable (the
+ *                            callback ran over all N) and recv return it
  */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -326,6 +331,73 @@ cmd_rules(int port)
 	return 0;
 }
 
+/* ---- a receive callback that drops all but one -------------------------------- */
+
+static unsigned int cb_calls;
+
+/* Keep the datagram whose text is the number *ctx, drop the others. */
+static enum dpsock_recv_verdict
+keep_one(int fd, const struct dpsock_zpkt *p, void *ctx)
+{
+	char text[16] = "";
+	size_t l = p->len < sizeof(text) - 1 ? p->len : sizeof(text) - 1;
+	size_t l0 = l < p->iov[0].iov_len ? l : p->iov[0].iov_len;
+
+	(void)fd;
+	cb_calls++;
+	memcpy(text, p->iov[0].iov_base, l0);
+	if (l > l0)
+		memcpy(text + l0, p->iov[1].iov_base, l - l0);
+	return strtoul(text, NULL, 10) == *(unsigned int *)ctx ? DPSOCK_RECV_KEEP : DPSOCK_RECV_DROP;
+}
+
+/* N datagrams "0".."N-1" arrive while the program looks elsewhere; then it
+ * polls: the callback must run over all of them (not a bounded first few,
+ * which would leave poll asleep with nothing left to wake it) and the last
+ * one, the only one kept, must be readable. */
+static int
+cmd_cbfilter(int port, unsigned int n)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
+	unsigned int last = n - 1;
+	struct pollfd pf;
+	char buf[64];
+	sigset_t usr1;
+	ssize_t got;
+	int fd, r, sig;
+
+	sigemptyset(&usr1);
+	sigaddset(&usr1, SIGUSR1);
+	sigprocmask(SIG_BLOCK, &usr1, NULL);
+	fd = socket(AF_INET, SOCK_DGRAM, 0);
+	if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof(a)) < 0)
+		FAIL("bind %d: %s", port, strerror(errno));
+	if ((r = api->register_recv_callback(fd, keep_one, &last)) != 0)
+		FAIL("register_recv_callback: %d", r);
+	printf("xapi: ready fd %d\n", fd);
+	/* the test sends them all, sees them in the socket's counters, then
+	 * signals: until then nothing here looks at the socket */
+	if (sigwait(&usr1, &sig) != 0)
+		FAIL("sigwait");
+	pf = (struct pollfd){ .fd = fd, .events = POLLIN };
+	r = poll(&pf, 1, 10000);
+	if (r != 1 || !(pf.revents & POLLIN))
+		FAIL("poll: %d (revents %#x) after the callback ran %u times of %u: the kept "
+		     "datagram is not readable", r, pf.revents, cb_calls, n);
+	got = recv(fd, buf, sizeof(buf) - 1, MSG_DONTWAIT);
+	if (got <= 0)
+		FAIL("recv: %zd %s", got, strerror(errno));
+	buf[got] = '\0';
+	if (strtoul(buf, NULL, 10) != last || cb_calls != n)
+		FAIL("recv got '%s' (expected %u), callback ran %u times (expected %u)", buf, last,
+		     cb_calls, n);
+	if (recv(fd, buf, sizeof(buf), MSG_DONTWAIT) != -1 || errno != EAGAIN)
+		FAIL("a dropped datagram was readable");
+	printf("xapi: ok cbfilter dropped=%u kept=1\n", cb_calls - 1);
+	close(fd);
+	return 0;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -346,6 +418,9 @@ main(int argc, char **argv)
 		return cmd_comp(atoi(argv[2]), atoi(argv[3]), strtoull(argv[4], NULL, 10));
 	if (argc == 3 && strcmp(argv[1], "rules") == 0)
 		return cmd_rules(atoi(argv[2]));
-	fprintf(stderr, "usage: xapi probe | tcp PORT BYTES | comp PORT CONNS BYTES | rules PORT\n");
+	if (argc == 4 && strcmp(argv[1], "cbfilter") == 0 && atoi(argv[3]) > 0)
+		return cmd_cbfilter(atoi(argv[2]), (unsigned int)atoi(argv[3]));
+	fprintf(stderr, "usage: xapi probe | tcp PORT BYTES | comp PORT CONNS BYTES | rules PORT | "
+		"cbfilter PORT N\n");
 	return 2;
 }
