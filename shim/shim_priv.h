@@ -118,6 +118,9 @@ struct shim_env {
 				   * SHIM_POLL_AUTO when unset */
 	long select_poll_us;      /* DPSOCK_SELECT_POLL */
 	int offload;              /* DPSOCK_OFFLOAD */
+	int rx_prefetch;          /* DPSOCK_RX_PREFETCH_BYTES: of each datagram
+				   * recvfrom_zcopy, a callback or comp_poll
+				   * hands out */
 	int log_level;            /* DPSOCK_LOG_LEVEL */
 	int log_fd;               /* DPSOCK_LOG_FILE, else stderr */
 };
