@@ -293,13 +293,13 @@ setup_ports(struct dpsock_stack *d)
 {
 	const struct dpsock_config *c = &d->conf;
 	char err[512], caps[512];
-	unsigned int i;
+	unsigned int i, k;
 	int ret;
 
 	for (i = 0; i < c->n_ifaces; i++) {
 		const struct dpsock_iface_conf *ic = &c->ifaces[i];
 		struct dpsock_port *p = &d->ports[i];
-		uint32_t need, data_room;
+		uint32_t need, data_room, rx_hold;
 		char pool_name[RTE_MEMPOOL_NAMESIZE];
 
 		ret = dpsock_port_lookup(ic->port, &p->port_id, err, sizeof(err));
@@ -311,17 +311,25 @@ setup_ports(struct dpsock_stack *d)
 			return ret;
 		}
 		d->n_ports = i + 1;
-		d->port_idx[p->port_id] = i;
-		/* Each queue's ring, a full TX batch, the steering ring and the
-		 * per-lcore caches must fit, with room left for lwIP to hold. */
-		need = d->n_workers * (c->rx_desc + c->tx_desc + DPSOCK_TX_BURST + c->steer_ring) +
+		for (k = 0; k < p->n_members; k++)
+			d->port_idx[p->members[k]] = i;
+		/* Each queue's ring (or what the PMD keeps per RX queue), a full
+		 * TX batch, the steering ring and the per-lcore caches must fit,
+		 * with room left for lwIP to hold. */
+		rx_hold = RTE_MAX(c->rx_desc, p->caps.rx_pool_hold);
+		need = d->n_workers * (rx_hold + c->tx_desc + DPSOCK_TX_BURST + c->steer_ring) +
 		       (d->n_workers + 1) * c->mbuf_cache + 1024;
 		if (c->mbufs < need) {
+			char held[64] = "";
+
+			if (rx_hold > c->rx_desc)
+				snprintf(held, sizeof(held), " (%s keeps %u per RX queue)",
+					 p->caps.driver, rx_hold);
 			fprintf(stderr,
 				"%s: %s: memory.mbufs = %u is too small for %u workers with "
-				"rx_desc %u, tx_desc %u, steer_ring %u: need at least %u\n",
+				"rx_desc %u%s, tx_desc %u, steer_ring %u: need at least %u\n",
 				prog_name, c->path[0] ? c->path : "config", c->mbufs, d->n_workers,
-				c->rx_desc, c->tx_desc, c->steer_ring, need);
+				c->rx_desc, held, c->tx_desc, c->steer_ring, need);
 			return -EINVAL;
 		}
 		data_room = RTE_MAX((uint32_t)RTE_MBUF_DEFAULT_BUF_SIZE,
@@ -349,6 +357,9 @@ setup_ports(struct dpsock_stack *d)
 		DPSOCK_LOG(INFO, pmd, "port %s (id %u), mac " RTE_ETHER_ADDR_PRT_FMT ", mtu %u, "
 			   "%u queue pair(s): %s", p->name, p->port_id,
 			   RTE_ETHER_ADDR_BYTES(&p->mac), p->mtu, p->n_queues, caps);
+		dpsock_port_xdp_describe(p, caps, sizeof(caps));
+		if (caps[0] != '\0')
+			DPSOCK_LOG(NOTICE, pmd, "port %s: %s", p->name, caps);
 		DPSOCK_LOG(INFO, pmd, "port %s: active-open steering will use %s", p->name,
 			   p->n_queues == 1 ? "nothing (one queue)" :
 			   p->caps.flow_5tuple ? "rte_flow 5-tuple rules" :
@@ -432,6 +443,7 @@ dpsock_init(int argc, char **argv)
 	struct dpsock_stack *d = &stack_state;
 	const char *config_path = NULL;
 	char **eal_argv, err[512], cmd[1024];
+	bool added;
 	int i, n, eal_argc = argc, idx;
 	size_t off = 0;
 
@@ -455,15 +467,18 @@ dpsock_init(int argc, char **argv)
 		off += snprintf(cmd + off, sizeof(cmd) - off, "%s%s", i ? " " : "", eal_argv[i]);
 	dpsock_log_init(RTE_LOG_INFO);
 	n = rte_eal_init(eal_argc, eal_argv);
+	added = eal_argv != argv;
+	if (added)
+		free(eal_argv); /* EAL keeps copies of the arguments, not the array */
 	if (n < 0) {
 		fprintf(stderr, "%s: EAL initialisation failed: %s (see the EAL messages above; "
 			"`%s --help` lists EAL options)\n", prog_name, rte_strerror(rte_errno), argv[0]);
 		return -1;
 	}
 	/* EAL parsed eal_argv[1..n] (the "--" included, where it put the
-	 * program name); eal_argv holds one more argument than argv when it got
+	 * program name); eal_argv held one more argument than argv when it got
 	 * the added default option. */
-	idx = n + 1 - (eal_argv != argv ? 1 : 0);
+	idx = n + 1 - (added ? 1 : 0);
 	if (idx > argc)
 		idx = argc;
 	while (idx < argc) {

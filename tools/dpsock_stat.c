@@ -33,6 +33,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -80,6 +81,23 @@ static size_t seg_len;
 static int client_only;   /* -p of a preloaded program: the sockets view shows its own */
 static char seg_shm[300];
 
+/*
+ * What the tool indexes with, checked once against the file when it maps it
+ * and private from then on. The instance writes these at start and never
+ * changes them; anyone else who can write the segment (a hostile or broken
+ * writer, a torn update) may, and must not move a read outside the mapping.
+ * Strings are terminated copies.
+ */
+static struct {
+	uint32_t n_ports;       /* <= DPSOCK_STATS_MAX_PORTS */
+	uint32_t n_workers;     /* <= DPSOCK_STATS_MAX_WORKERS */
+	uint32_t sock_slots;    /* the socket table fits in the file */
+	uint64_t sock_off;
+	char name[sizeof(seg->name) + 1];
+	char app[sizeof(seg->app) + 1];
+	char port_names[DPSOCK_STATS_MAX_PORTS][sizeof(seg->port_names[0]) + 1];
+} geo;
+
 static void
 usage(FILE *f)
 {
@@ -120,14 +138,62 @@ instance_alive(const struct dpsock_stats_segment *s)
 	       !(kill(s->pid, 0) != 0 && errno == ESRCH);
 }
 
-/* Map /dev/shm<shm> (header first, then all of it). Returns NULL with a
- * message in err. */
+/* Why a header that passed the magic and version checks cannot be used,
+ * or NULL. file_size: the bytes the file holds. */
+static const char *
+geometry_why(const struct dpsock_stats_segment *h, uint64_t file_size)
+{
+	uint64_t table;
+
+	if (h->size > file_size)
+		return "its header says it is larger than the file";
+	if (h->n_ports > DPSOCK_STATS_MAX_PORTS)
+		return "more ports than the format has room for";
+	if (h->n_workers > DPSOCK_STATS_MAX_WORKERS)
+		return "more workers than the format has room for";
+	if (h->sock_slots == 0)
+		return NULL;
+	table = (uint64_t)h->n_workers * h->sock_slots * sizeof(struct dpsock_sock_stats);
+	if (h->sock_off < sizeof(*h) || h->sock_off % _Alignof(struct dpsock_sock_stats) != 0 ||
+	    h->sock_off > h->size || table > h->size - h->sock_off)
+		return "its socket table is not inside it";
+	return NULL;
+}
+
+static void
+geometry_take(const struct dpsock_stats_segment *h)
+{
+	unsigned int i;
+
+	geo.n_ports = h->n_ports;
+	geo.n_workers = h->n_workers;
+	geo.sock_slots = h->sock_slots;
+	geo.sock_off = h->sock_off;
+	snprintf(geo.name, sizeof(geo.name), "%.*s", (int)sizeof(h->name), h->name);
+	snprintf(geo.app, sizeof(geo.app), "%.*s", (int)sizeof(h->app), h->app);
+	for (i = 0; i < DPSOCK_STATS_MAX_PORTS; i++)
+		snprintf(geo.port_names[i], sizeof(geo.port_names[i]), "%.*s",
+			 (int)sizeof(h->port_names[i]), h->port_names[i]);
+}
+
+/* Worker w's socket entries (the checked geometry, not the live header). */
+static const struct dpsock_sock_stats *
+socks_of(unsigned int w)
+{
+	return (const struct dpsock_sock_stats *)((const char *)seg + geo.sock_off) +
+	       (size_t)w * geo.sock_slots;
+}
+
+/* Map /dev/shm<shm> (header first, then all of it) and take its geometry.
+ * Returns NULL with a message in err. */
 static const struct dpsock_stats_segment *
 map_segment(const char *shm, bool writable, char *err, size_t errlen)
 {
 	const struct dpsock_stats_segment *s;
 	struct dpsock_stats_segment hdr;
 	int fd = shm_open(shm, writable ? O_RDWR : O_RDONLY, 0);
+	const char *why;
+	struct stat st;
 	size_t len;
 
 	if (fd < 0) {
@@ -143,6 +209,13 @@ map_segment(const char *shm, bool writable, char *err, size_t errlen)
 			 "is dpsock-stat from the same build?", shm, DPSOCK_STATS_VERSION);
 		return NULL;
 	}
+	why = fstat(fd, &st) != 0 ? strerror(errno) : geometry_why(&hdr, (uint64_t)st.st_size);
+	if (why != NULL) {
+		close(fd);
+		snprintf(err, errlen, "/dev/shm%s is not a usable stats segment: %s", shm, why);
+		return NULL;
+	}
+	geometry_take(&hdr);
 	len = hdr.size;
 	s = mmap(NULL, len, writable ? PROT_READ | PROT_WRITE : PROT_READ, MAP_SHARED, fd, 0);
 	close(fd);
@@ -232,20 +305,20 @@ take_sample(struct sample *sm, bool sockets)
 	copy_words(sm->ports, seg->ports, sizeof(sm->ports));
 	copy_words(sm->workers, seg->workers, sizeof(sm->workers));
 	sm->n_socks = 0;
-	if (!sockets || seg->sock_slots == 0)
+	if (!sockets || geo.sock_slots == 0)
 		return;
 	if (sm->socks == NULL) {
-		sm->socks = calloc((size_t)seg->n_workers * seg->sock_slots, sizeof(*sm->socks));
+		sm->socks = calloc((size_t)geo.n_workers * geo.sock_slots, sizeof(*sm->socks));
 		if (sm->socks == NULL) {
 			fprintf(stderr, "dpsock-stat: out of memory\n");
 			exit(1);
 		}
 	}
-	for (w = 0; w < seg->n_workers; w++) {
-		const struct dpsock_sock_stats *tab = dpsock_stats_socks(seg, w);
+	for (w = 0; w < geo.n_workers; w++) {
+		const struct dpsock_sock_stats *tab = socks_of(w);
 		uint32_t i;
 
-		for (i = 0; i < seg->sock_slots; i++) {
+		for (i = 0; i < geo.sock_slots; i++) {
 			struct dpsock_sock_stats *e = &sm->socks[sm->n_socks];
 
 			if (__atomic_load_n(&tab[i].in_use, __ATOMIC_RELAXED) &&
@@ -281,21 +354,24 @@ desc_find(const struct dpsock_stat_desc *desc, unsigned int n, const char *name)
 /* ---- aligned tables --------------------------------------------------------------- */
 
 #define TAB_MAX_COLS 24
-#define TAB_MAX_ROWS 512
 #define CELL 32
 
 struct table {
 	unsigned int ncols, nrows;
+	unsigned int max_rows;
 	const char *title[TAB_MAX_COLS];
 	bool left[TAB_MAX_COLS];
 	char (*cells)[TAB_MAX_COLS][CELL];
 };
 
+/* A table of at most max_rows rows (the caller's count, from the checked
+ * geometry). */
 static void
-tab_init(struct table *t)
+tab_init(struct table *t, unsigned int max_rows)
 {
 	memset(t, 0, sizeof(*t));
-	t->cells = calloc(TAB_MAX_ROWS, sizeof(*t->cells));
+	t->max_rows = max_rows;
+	t->cells = calloc(max_rows ? max_rows : 1, sizeof(*t->cells));
 	if (t->cells == NULL)
 		exit(1);
 }
@@ -311,6 +387,10 @@ tab_col(struct table *t, const char *title, bool left)
 static char *
 tab_cell(struct table *t, unsigned int row, unsigned int col)
 {
+	static char spare[CELL];
+
+	if (row >= t->max_rows || col >= TAB_MAX_COLS)
+		return spare; /* not shown: callers size their tables */
 	if (row >= t->nrows)
 		t->nrows = row + 1;
 	return t->cells[row][col];
@@ -382,11 +462,11 @@ counter_table(const struct col *cols, unsigned int ncols, bool ports, const stru
 {
 	const struct dpsock_stat_desc *desc = ports ? dpsock_port_stat_desc : dpsock_worker_stat_desc;
 	unsigned int ndesc = ports ? dpsock_port_stat_count : dpsock_worker_stat_count;
-	unsigned int n = ports ? seg->n_ports : seg->n_workers, r, c;
+	unsigned int n = ports ? geo.n_ports : geo.n_workers, r, c;
 	static char titles[TAB_MAX_COLS][48];
 	struct table t;
 
-	tab_init(&t);
+	tab_init(&t, n);
 	tab_col(&t, ports ? "Port" : "Worker", true);
 	tab_col(&t, ports ? "Name" : "Lcore", true);
 	for (c = 0; c < ncols; c++) {
@@ -405,7 +485,7 @@ counter_table(const struct col *cols, unsigned int ncols, bool ports, const stru
 
 		snprintf(tab_cell(&t, r, 0), CELL, "%u", r);
 		if (ports)
-			snprintf(tab_cell(&t, r, 1), CELL, "%s", seg->port_names[r]);
+			snprintf(tab_cell(&t, r, 1), CELL, "%s", geo.port_names[r]);
 		else
 			snprintf(tab_cell(&t, r, 1), CELL, "%u", cur->workers[r].lcore_id);
 		for (c = 0; c < ncols; c++) {
@@ -512,14 +592,14 @@ full_table(bool ports, const struct sample *cur, const struct sample *prev, doub
 {
 	const struct dpsock_stat_desc *desc = ports ? dpsock_port_stat_desc : dpsock_worker_stat_desc;
 	unsigned int ndesc = ports ? dpsock_port_stat_count : dpsock_worker_stat_count;
-	unsigned int n = ports ? seg->n_ports : seg->n_workers, r, c;
+	unsigned int n = ports ? geo.n_ports : geo.n_workers, r, c;
 	static char titles[DPSOCK_STATS_MAX_WORKERS][16];
 	struct table t;
 	bool cut = n > TAB_MAX_COLS - 3;
 
 	if (cut)
 		n = TAB_MAX_COLS - 3;
-	tab_init(&t);
+	tab_init(&t, ndesc);
 	tab_col(&t, ports ? "Port counter" : "Worker counter", true);
 	for (c = 0; c < n; c++) {
 		snprintf(titles[c], sizeof(titles[c]), "%s %u", ports ? "port" : "worker", c);
@@ -557,13 +637,18 @@ owner_name(const struct dpsock_sock_stats *e, char *buf, size_t len)
 {
 	const struct dpsock_client_stats *c = e->client >= 0 && e->client < DPSOCK_STATS_MAX_CLIENTS ?
 					      &seg->clients[e->client] : NULL;
+	char cname[sizeof(c->name) + 1];
 
-	if (e->fd < 0)
-		snprintf(buf, len, "%s[%d]", seg->app, (int)e->owner_pid);
-	else if (c != NULL && __atomic_load_n(&c->pid, __ATOMIC_RELAXED) == e->owner_pid)
-		snprintf(buf, len, "%.12s[%d] fd %d", c->name, (int)e->owner_pid, (int)e->fd);
-	else
+	if (e->fd < 0) {
+		snprintf(buf, len, "%s[%d]", geo.app, (int)e->owner_pid);
+	} else if (c != NULL && __atomic_load_n(&c->pid, __ATOMIC_RELAXED) == e->owner_pid) {
+		/* a private, terminated copy: the client table is the writer's */
+		memcpy(cname, c->name, sizeof(c->name));
+		cname[sizeof(c->name)] = '\0';
+		snprintf(buf, len, "%.12s[%d] fd %d", cname, (int)e->owner_pid, (int)e->fd);
+	} else {
 		snprintf(buf, len, "pid %d fd %d", (int)e->owner_pid, (int)e->fd);
+	}
 }
 
 /* -s: "key=value" (state, proto, worker, port, lport, rport) or a
@@ -626,7 +711,7 @@ unlisted_total(const struct sample *cur)
 	uint64_t n = 0;
 	unsigned int w;
 
-	for (w = 0; w < seg->n_workers; w++)
+	for (w = 0; w < geo.n_workers; w++)
 		n += dpsock_stat_at(&cur->workers[w], d);
 	return n;
 }
@@ -650,11 +735,11 @@ sockets_view(const struct sample *cur, const char *filter)
 		shown++;
 	}
 	printf("%u socket(s)", shown);
-	if (seg->sock_slots == 0)
+	if (geo.sock_slots == 0)
 		printf("; this instance lists no sockets (stats.socket_slots = 0)");
 	else if (unlisted_total(cur))
 		printf("; %" PRIu64 " created while the table was full were never listed "
-		       "(stats.socket_slots = %u)", unlisted_total(cur), seg->sock_slots);
+		       "(stats.socket_slots = %u)", unlisted_total(cur), geo.sock_slots);
 	printf("\n");
 }
 
@@ -667,10 +752,16 @@ json_str(const char *key, const char *v, bool comma)
 
 	printf("%s\"%s\": \"", comma ? ", " : "", key);
 	for (p = v; *p; p++) {
-		if (*p == '"' || *p == '\\')
-			putchar('\\');
-		if ((unsigned char)*p >= 0x20)
-			putchar(*p);
+		unsigned char ch = (unsigned char)*p;
+
+		/* names come from the segment (and from clients): anything
+		 * but printable ASCII is escaped, as a code point of its byte */
+		if (ch < 0x20 || ch >= 0x7f)
+			printf("\\u%04x", ch);
+		else if (ch == '"' || ch == '\\')
+			printf("\\%c", ch);
+		else
+			putchar(ch);
 	}
 	putchar('"');
 }
@@ -689,7 +780,7 @@ json_blocks(bool ports, const struct sample *cur, const struct sample *prev, dou
 {
 	const struct dpsock_stat_desc *desc = ports ? dpsock_port_stat_desc : dpsock_worker_stat_desc;
 	unsigned int ndesc = ports ? dpsock_port_stat_count : dpsock_worker_stat_count;
-	unsigned int n = ports ? seg->n_ports : seg->n_workers, i, k;
+	unsigned int n = ports ? geo.n_ports : geo.n_workers, i, k;
 
 	printf("%s: [", ports ? "\"ports\"" : "\"workers\"");
 	for (i = 0; i < n && i < (ports ? DPSOCK_STATS_MAX_PORTS : DPSOCK_STATS_MAX_WORKERS); i++) {
@@ -699,7 +790,7 @@ json_blocks(bool ports, const struct sample *cur, const struct sample *prev, dou
 
 		printf("%s{\"index\": %u", i ? ", " : "", i);
 		if (ports)
-			json_str("name", seg->port_names[i], true);
+			json_str("name", geo.port_names[i], true);
 		else
 			printf(", \"lcore\": %u", cur->workers[i].lcore_id);
 		for (k = 0; k < ndesc; k++)
@@ -789,8 +880,10 @@ fds_view(const struct options *o, const struct sample *cur, bool json)
 static void
 json_header(const struct sample *prev, double dt, const char *view)
 {
-	printf("{\"name\": \"%s\", \"app\": \"%s\", \"pid\": %d, \"view\": \"%s\", "
-	       "\"details\": \"%s\"", seg->name, seg->app, (int)seg->pid, view,
+	printf("{");
+	json_str("name", geo.name, false);
+	json_str("app", geo.app, true);
+	printf(", \"pid\": %d, \"view\": \"%s\", \"details\": \"%s\"", (int)seg->pid, view,
 	       prev ? "per_second" : "totals");
 	if (prev)
 		printf(", \"interval_s\": %.6f", dt);
@@ -843,7 +936,7 @@ mc_collect(struct mc_row *rows, unsigned int max)
 {
 	unsigned int w, n = 0, i, tries;
 
-	for (w = 0; w < seg->n_workers; w++) {
+	for (w = 0; w < geo.n_workers; w++) {
 		const struct dpsock_mc_stats *mc = &seg->workers[w].mc;
 		struct dpsock_mc_stats copy = { .n_groups = 0 };
 
@@ -888,7 +981,7 @@ mc_view(bool json)
 		return;
 	}
 	printf("IGMP memberships (lwIP's group list of each worker's interfaces)\n");
-	tab_init(&t);
+	tab_init(&t, n);
 	tab_col(&t, "Worker", true);
 	tab_col(&t, "Port", true);
 	tab_col(&t, "Group", true);
@@ -896,7 +989,10 @@ mc_view(bool json)
 	for (i = 0; i < n; i++) {
 		inet_ntop(AF_INET, &rows[i].addr, a, sizeof(a));
 		snprintf(tab_cell(&t, i, 0), CELL, "%u", rows[i].worker);
-		snprintf(tab_cell(&t, i, 1), CELL, "%s", seg->port_names[rows[i].port]);
+		if (rows[i].port < geo.n_ports)
+			snprintf(tab_cell(&t, i, 1), CELL, "%s", geo.port_names[rows[i].port]);
+		else
+			snprintf(tab_cell(&t, i, 1), CELL, "port %u?", rows[i].port);
 		snprintf(tab_cell(&t, i, 2), CELL, "%s", a);
 		snprintf(tab_cell(&t, i, 3), CELL, "%u", rows[i].use);
 	}
@@ -944,16 +1040,19 @@ clients_view(bool json)
 
 	if (json) {
 		printf(", \"clients\": [");
-		for (i = 0; i < n; i++)
-			printf("%s{\"pid\": %d, \"program\": \"%s\", \"group\": %u, \"threads\": %u, "
-			       "\"waiters\": %u, \"sockets\": %" PRIu64 ", \"wakeups\": %" PRIu64 "}",
-			       i ? ", " : "", (int)rows[i].pid, rows[i].name, rows[i].group,
-			       rows[i].threads, rows[i].rings, rows[i].sockets, rows[i].wakeups);
+		for (i = 0; i < n; i++) {
+			/* the program name comes from the client: escaped */
+			printf("%s{\"pid\": %d", i ? ", " : "", (int)rows[i].pid);
+			json_str("program", rows[i].name, true);
+			printf(", \"group\": %u, \"threads\": %u, \"waiters\": %u, \"sockets\": %" PRIu64
+			       ", \"wakeups\": %" PRIu64 "}", rows[i].group, rows[i].threads,
+			       rows[i].rings, rows[i].sockets, rows[i].wakeups);
+		}
 		printf("]");
 		return;
 	}
 	printf("Preload clients (sockets and wake-ups are per group: a process and its forks)\n");
-	tab_init(&t);
+	tab_init(&t, n);
 	tab_col(&t, "Pid", false);
 	tab_col(&t, "Program", true);
 	tab_col(&t, "Group", false);
@@ -983,8 +1082,8 @@ print_raw(const struct sample *cur, const struct sample *prev, double dt)
 	unsigned int idx, k;
 
 	printf("daemon.0.pid %d\ndaemon.0.ports %u\ndaemon.0.workers %u\n", (int)seg->pid,
-	       seg->n_ports, seg->n_workers);
-	for (idx = 0; idx < seg->n_ports && idx < DPSOCK_STATS_MAX_PORTS; idx++)
+	       geo.n_ports, geo.n_workers);
+	for (idx = 0; idx < geo.n_ports; idx++)
 		for (k = 0; k < dpsock_port_stat_count; k++) {
 			const struct dpsock_stat_desc *d = &dpsock_port_stat_desc[k];
 			double v = value(&cur->ports[idx], prev ? &prev->ports[idx] : NULL, d, dt);
@@ -992,7 +1091,7 @@ print_raw(const struct sample *cur, const struct sample *prev, double dt)
 			printf(prev && !d->gauge ? "port.%u.%s %.3f\n" : "port.%u.%s %.0f\n", idx,
 			       d->name, v);
 		}
-	for (idx = 0; idx < seg->n_workers && idx < DPSOCK_STATS_MAX_WORKERS; idx++)
+	for (idx = 0; idx < geo.n_workers; idx++)
 		for (k = 0; k < dpsock_worker_stat_count; k++) {
 			const struct dpsock_stat_desc *d = &dpsock_worker_stat_desc[k];
 			double v = value(&cur->workers[idx], prev ? &prev->workers[idx] : NULL, d, dt);
@@ -1013,8 +1112,8 @@ print_title(const struct sample *prev, double dt)
 	localtime_r(&now, &tm);
 	strftime(when, sizeof(when), "%H:%M:%S", &tm);
 	printf("==== %s: %s '%s', pid %d, %u port(s), %u worker(s), up %" PRIu64 ":%02" PRIu64
-	       ":%02" PRIu64 " — %s", when, seg->app, seg->name, (int)seg->pid, seg->n_ports,
-	       seg->n_workers, up / 3600, up / 60 % 60, up % 60,
+	       ":%02" PRIu64 " — %s", when, geo.app, geo.name, (int)seg->pid, geo.n_ports,
+	       geo.n_workers, up / 3600, up / 60 % 60, up % 60,
 	       prev ? "per second" : "totals");
 	if (prev)
 		printf(" over %.2f s", dt);
@@ -1104,11 +1203,11 @@ request_zero(struct dpsock_stats_segment *s)
 	while (now_s() < deadline) {
 		bool done = __atomic_load_n(&s->ctl.zero_ack_ports, __ATOMIC_ACQUIRE) >= req;
 
-		for (w = 0; w < s->n_workers && done; w++)
+		for (w = 0; w < geo.n_workers && done; w++)
 			done = __atomic_load_n(&s->workers[w].zero_ack, __ATOMIC_ACQUIRE) >= req;
 		if (done) {
 			printf("dpsock-stat: counters of '%s' zeroed (%u port(s), %u worker(s))\n",
-			       s->name, s->n_ports, s->n_workers);
+			       geo.name, geo.n_ports, geo.n_workers);
 			return 0;
 		}
 		if (!instance_alive(s))
@@ -1116,7 +1215,7 @@ request_zero(struct dpsock_stats_segment *s)
 		usleep(20000);
 	}
 	fprintf(stderr, "dpsock-stat: '%s' did not acknowledge the zero request within 5 s\n",
-		s->name);
+		geo.name);
 	return 1;
 }
 
@@ -1145,11 +1244,11 @@ request_log(struct dpsock_stats_segment *s, const char *spec)
 		/* acquire: pairs with the instance's release store of log_ack */
 		if (__atomic_load_n(&ctl->log_ack, __ATOMIC_ACQUIRE) >= req) {
 			if (ctl->log_status != 0) {
-				fprintf(stderr, "dpsock-stat: %s: %.*s\n", s->name,
+				fprintf(stderr, "dpsock-stat: %s: %.*s\n", geo.name,
 					(int)sizeof(ctl->log_msg), ctl->log_msg);
 				return 1;
 			}
-			printf("dpsock-stat: %s: %.*s\n", s->name, (int)sizeof(ctl->log_msg),
+			printf("dpsock-stat: %s: %.*s\n", geo.name, (int)sizeof(ctl->log_msg),
 			       ctl->log_msg);
 			return 0;
 		}
@@ -1158,7 +1257,7 @@ request_log(struct dpsock_stats_segment *s, const char *spec)
 		usleep(20000);
 	}
 	fprintf(stderr, "dpsock-stat: '%s' did not answer the log level request within 5 s\n",
-		s->name);
+		geo.name);
 	return 1;
 }
 
@@ -1384,7 +1483,7 @@ main(int argc, char **argv)
 	}
 	if (!instance_alive(seg)) {
 		fprintf(stderr, "dpsock-stat: dpsock instance '%s' (pid %d) is not running "
-			"(starting or stopped)\n", seg->name, (int)seg->pid);
+			"(starting or stopped)\n", geo.name, (int)seg->pid);
 		return 1;
 	}
 	if (o.log_spec != NULL) {
@@ -1406,7 +1505,7 @@ main(int argc, char **argv)
 			sleep_until(next);
 			if (!instance_alive(seg)) {
 				printf("dpsock-stat: dpsock instance '%s' (pid %d) stopped\n",
-				       seg->name, (int)seg->pid);
+				       geo.name, (int)seg->pid);
 				return 0;
 			}
 		}
