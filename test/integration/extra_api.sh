@@ -33,7 +33,7 @@ name=$TEST_NAME
 
 test_topo_up 114
 preload_daemon_start "$name"
-pool0=$(stat_get "$name" port.0.mbufs_free)
+pool0=$(stat_settled "$name" port.0.mbufs_free) || fail "port.0.mbufs_free does not settle: $pool0"
 lwip0=$(stat_sum "$name" lwip_mem_bytes)
 
 # send PORT BYTES [CONNS]: connect CONNS (1) times from B, send BYTES of the

@@ -44,7 +44,7 @@ out=$(preload_run "$RECV" --probe)
 [ "$out" = "udp_recv: extra API: version 1 size 104 caps 0xff" ] || fail "under the preload: '$out'"
 ok "under the preload: $out"
 
-pool0=$(stat_get "$name" port.0.mbufs_free)
+pool0=$(stat_settled "$name" port.0.mbufs_free) || fail "port.0.mbufs_free does not settle: $pool0"
 lwip0=$(stat_sum "$name" lwip_mem_bytes)
 drop0=$(stat_sum "$name" pl_rx_dropped)
 port=9400

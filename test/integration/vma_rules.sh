@@ -18,6 +18,11 @@
 #     dpsockd's: "use os tcp_server *:7403" moves 7403 to the kernel;
 #   - a malformed rules file stops dpsockd at start with file:line.
 set -euo pipefail
+# A's kernel answers on .3 on the veth dpsockd reads: af_packet, which hands
+# dpsockd a copy of each frame and leaves the kernel its own (AF_XDP's XDP
+# program would take every frame of its queues from the kernel, as
+# preload_rules.sh explains).
+DPSOCK_TEST_PMD=af_packet
 . "$(dirname "$0")/lib.sh"
 
 require_root

@@ -6,7 +6,8 @@
 # callback) and completion polling (include/dpsock/extra.h), 64 and
 # 1400-byte datagrams, the same receiver program (apps/udp_recv.c,
 # dpsock-udp-recv -m recvfrom|zcopy|callback|comp) on
-# CPU 0, dpsockd's one worker on CPU 1 (net_af_packet on a veth), a Linux
+# CPU 0, dpsockd's one worker on CPU 1 (net_af_xdp on a veth where the
+# machine can, else net_af_packet: lib.sh's TEST_PMD), a Linux
 # sender (test/tools/udp_blast, sendmmsg) in the peer namespace. Two
 # measurements:
 #
@@ -193,9 +194,9 @@ dpsockd_stop || true
 
 mkdir -p "$(dirname "$out")"
 python3 - "$RES" "$out" "$rounds" "$secs" "$(cut -d' ' -f1-3 /proc/loadavg)" "$TEST_TMP/failures" \
-	"$dropped" <<'PY'
+	"$dropped" "$TEST_PMD" <<'PY'
 import statistics, sys, os
-res, out, rounds, secs, load, fails, dropped = sys.argv[1:8]
+res, out, rounds, secs, load, fails, dropped, pmd = sys.argv[1:9]
 rows = {}
 for l in open(res):
     kind, size, mode, rnd, m, r, c, sent = l.rstrip('\n').split('\t')
@@ -218,12 +219,12 @@ kinds = [('drain', 'drain, 8 B of each read'), ('drain-touch', 'drain, every byt
 L = []
 L.append('# UDP receive under the preload: recvfrom, zero-copy, callbacks, completions\n')
 L.append('`test/perf/udp_recv.sh`: dpsock-udp-recv (apps/udp_recv.c) under libdpsock_preload.so on '
-         'CPU 0, dpsockd with one worker on CPU 1 (net_af_packet on a veth), test/tools/udp_blast '
+         'CPU 0, dpsockd with one worker on CPU 1 (net_%s on a veth), test/tools/udp_blast '
          '(sendmmsg) in the peer namespace. Median of %s round(s), min–max in brackets; live runs of '
          '%s s; load average at the end: %s. This machine is shared with other work, which takes '
          'CPU time from the receiver at random: wall-clock rates (messages/s) swing from run to run, '
          'CPU time per message (the receiver\'s user + system time over the messages it took) much '
-         'less. Compare the rows of one run, not runs.\n' % (rounds, secs, load))
+         'less. Compare the rows of one run, not runs.\n' % (pmd, rounds, secs, load))
 L.append('- **drain**: the sender fills the socket\'s 64 MiB FIFO while the receiver waits, then the '
          'receiver takes everything as fast as it can: the receive path alone (40 000 datagrams of '
          '1400 B, 150 000 of 64 B, sent at 50 000/s; fewer when the veth dropped some on the way in). "8 B read": the '
