@@ -666,6 +666,14 @@ getsockopt(int fd, int level, int name, void *val, socklen_t *len)
 	if (__builtin_expect(fd == -1, 0) && level == SOL_SOCKET && name == DPSOCK_SO_EXTRA_API)
 		return shim_extra_getsockopt(val, len);   /* dpsock_get_api() */
 	s = shim_sock_get(fd);
+	if (shim_sock_offloaded(s) && s->mode != SHIM_UDP && level == IPPROTO_TCP &&
+	    (name == TCP_INFO || name == TCP_CONGESTION) && val != NULL && len != NULL) {
+		/* the worker's connection; once it is gone, the kernel
+		 * socket's answer (state CLOSE) */
+		if ((name == TCP_INFO ? shim_tcp_info(s, val, len) : shim_tcp_congestion(s, val, len)) == 0)
+			return 0;
+		return REAL(getsockopt)(fd, level, name, val, len);
+	}
 	if (!shim_sock_offloaded(s) || val == NULL || len == NULL || *len < sizeof(int))
 		return REAL(getsockopt)(fd, level, name, val, len);
 	if (level == SOL_SOCKET && name == SO_ERROR) {
@@ -735,6 +743,11 @@ setsockopt(int fd, int level, int name, const void *val, socklen_t len)
 		case TCP_KEEPIDLE: s->keepidle = v; fwd = 1; break;
 		case TCP_KEEPINTVL: s->keepintvl = v; fwd = 1; break;
 		case TCP_KEEPCNT: s->keepcnt = v; fwd = 1; break;
+		case TCP_CONGESTION:
+			memset(s->cc, 0, sizeof(s->cc));
+			memcpy(s->cc, val, len < sizeof(s->cc) - 1 ? len : sizeof(s->cc) - 1);
+			fwd = 1;
+			break;
 		default: break;
 		}
 	} else if (level == IPPROTO_IP && name == IP_TOS) {
@@ -750,6 +763,8 @@ setsockopt(int fd, int level, int name, const void *val, socklen_t len)
 		c.arg[0] = level;
 		c.arg[1] = name;
 		c.arg[2] = v;
+		if (level == IPPROTO_TCP && name == TCP_CONGESTION)
+			memcpy(&c.arg[2], s->cc, sizeof(s->cc));
 		/* the kernel accepted it; a worker that cannot apply it only
 		 * logs (the app sees what the kernel said) */
 		if (t != NULL && shim_cmd_call(t, shim_slot_worker(s->slot[0]), &c, &rep) == 0 &&

@@ -253,6 +253,16 @@ shim_sock_push_opts(struct shim_thread *t, struct shim_sock *s)
 			shim_cmd_call(t, shim_slot_worker(s->slot[i]), &c, &r);
 		}
 	}
+	for (uint32_t i = 0; s->cc[0] && s->type == SOCK_STREAM && i < s->nslots; i++) {
+		struct dpsock_pl_cmd c = { .op = DPSOCK_PL_OP_SETOPT, .slot = s->slot[i],
+					   .gen = s->gen[i] };
+		struct dpsock_pl_reply r;
+
+		c.arg[0] = IPPROTO_TCP;
+		c.arg[1] = TCP_CONGESTION;
+		memcpy(&c.arg[2], s->cc, sizeof(s->cc));
+		shim_cmd_call(t, shim_slot_worker(s->slot[i]), &c, &r);
+	}
 }
 
 /* LISTEN or UDP_BIND on every worker. Returns 0 or -errno. */

@@ -19,6 +19,7 @@
  */
 
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 
 #include <rte_branch_prediction.h>
@@ -76,7 +77,8 @@ struct dpsock_sock {
 	uint16_t owned_port; /* active open: port from the shared allocator */
 	struct txm *txm_head, *txm_tail;
 	struct dpsock_sock_stats *st; /* entry in the stats socket table, or NULL */
-	uint8_t st_nrtx;   /* pcb->nrtx when last sampled (retransmission count) */
+	uint32_t st_retrans; /* the pcb's retransmission total when last sampled */
+	uint8_t cc;        /* listener: congestion control of accepted connections (1 + index; 0: default) */
 };
 
 /* Received data handed to the app: valid during the callback, or until
@@ -149,7 +151,7 @@ sock_stats_refresh(struct dpsock_sock *s)
 	if (s->type == SOCK_UDP)
 		dpsock_sockstat_udp(s->st, s->pcb.udp);
 	else
-		dpsock_sockstat_tcp(s->st, s->pcb.tcp, &s->st_nrtx);
+		dpsock_sockstat_tcp(s->st, s->pcb.tcp, &s->st_retrans);
 }
 
 static void
@@ -169,15 +171,15 @@ sock_stats_close(struct dpsock_sock *s)
 	s->st = NULL;
 }
 
-/* lwIP's slow timer (every 50 ms), right after its retransmissions: the
- * only place that sees every increase of nrtx before an ACK resets it. */
+/* lwIP's slow timer (every 50 ms): retransmissions show in the socket's
+ * entry sooner than the 100 ms refresh. */
 static err_t
 on_tcp_poll(void *arg, struct tcp_pcb *pcb)
 {
 	struct dpsock_sock *s = arg;
 
-	if (s != NULL && s->st != NULL && pcb->nrtx != s->st_nrtx)
-		dpsock_sockstat_tcp(s->st, pcb, &s->st_nrtx);
+	if (s != NULL && s->st != NULL && pcb->rec.total_retrans != s->st_retrans)
+		dpsock_sockstat_tcp(s->st, pcb, &s->st_retrans);
 	return ERR_OK;
 }
 
@@ -489,7 +491,7 @@ on_tcp_sent(void *arg, struct tcp_pcb *pcb, u16_t len)
 		}
 		return ERR_OK;
 	}
-	dpsock_sockstat_tcp(s->st, pcb, &s->st_nrtx);
+	dpsock_sockstat_tcp(s->st, pcb, &s->st_retrans);
 	if (s->want_writable && s->ops != NULL && s->ops->writable != NULL) {
 		s->want_writable = false;
 		APP_CALL(s, s->ops->writable(s, tcp_sndbuf(pcb)));
@@ -536,6 +538,8 @@ on_tcp_accept(void *arg, struct tcp_pcb *newpcb, err_t err)
 		return ERR_ABRT;
 	}
 	s->pcb.tcp = newpcb;
+	if (ls->cc != 0)
+		dpsock_tcp_cc_set(newpcb, dpsock_cc_table[ls->cc - 1]->name);
 	tcp_setup_callbacks(s);
 	conn_count(s, true);
 	sock_stats_open(s);
@@ -576,7 +580,7 @@ on_tcp_connected(void *arg, struct tcp_pcb *pcb, err_t err)
 		return ERR_OK;
 	s->connecting = false;
 	dpsock_stat_add(&s->w->stats->tcp_connected, 1);
-	dpsock_sockstat_tcp(s->st, pcb, &s->st_nrtx);
+	dpsock_sockstat_tcp(s->st, pcb, &s->st_retrans);
 	if (!s->closed_by_app && s->ops != NULL && s->ops->connected != NULL)
 		APP_CALL(s, s->ops->connected(s, 0));
 	if (s->aborted) {
@@ -965,6 +969,38 @@ dpsock_set_keepalive(struct dpsock_sock *s, bool on, unsigned int idle, unsigned
 		pcb->keep_intvl = interval * 1000u;
 	if (count)
 		pcb->keep_cnt = count;
+	return 0;
+}
+
+int
+dpsock_set_congestion(struct dpsock_sock *s, const char *name)
+{
+	int i;
+
+	if (s == NULL || s->type != SOCK_TCP || s->pcb.tcp == NULL || !on_owner(s))
+		return -EINVAL;
+	i = dpsock_tcp_cc_find(name);
+	if (i < 0)
+		return -ENOENT;
+	if (s->pcb.tcp->state == LISTEN) {
+		/* a tcp_pcb_listen has no congestion state: for its children */
+		s->cc = (uint8_t)(i + 1);
+		return 0;
+	}
+	return dpsock_tcp_cc_set(s->pcb.tcp, name);
+}
+
+int
+dpsock_tcp_info(const struct dpsock_sock *s, struct dpsock_tcp_info *out)
+{
+	if (s == NULL || out == NULL || s->type != SOCK_TCP || !on_owner(s))
+		return -EINVAL;
+	if (s->pcb.tcp == NULL)
+		return -ENOTCONN;
+	dpsock_tcp_rec_info(s->pcb.tcp, out);
+	if (s->pcb.tcp->state == LISTEN && s->cc != 0)
+		snprintf(out->congestion, sizeof(out->congestion), "%s",
+			 dpsock_cc_table[s->cc - 1]->name);
 	return 0;
 }
 
