@@ -47,8 +47,12 @@
  *    sleeping thread run on (co-located waits neither spin nor delay).
  * 3: TCP_INFO (DPSOCK_PL_OP_TCP_INFO, the slot's tcpi block: slot header
  *    448 bytes), TCP_CONGESTION through DPSOCK_PL_OP_SETOPT, the segment's
- *    tcp_congestion. */
-#define DPSOCK_PL_VERSION 3
+ *    tcp_congestion.
+ * 4: offload rules carry a program pattern, an application id pattern and
+ *    a second (local) endpoint (libvma.conf's forms); a slot's line 2 has
+ *    the opening process and descriptor and its poll counters (dpsock-stat);
+ *    rx datagram flags 0xf000 are the shim's (DPSOCK_PL_DGRAM_SHIM_*). */
+#define DPSOCK_PL_VERSION 4
 
 /* ======================================================================== */
 /* Control socket (SOCK_SEQPACKET, one message = one struct)                */
@@ -125,11 +129,12 @@ enum dpsock_pl_daemon_state {
 	DPSOCK_PL_STOPPED = 2,    /* dpsockd stopped: every offloaded call fails */
 };
 
-/* Offload rules (VMA's libvma.conf grammar, compiled by the daemon from
- * dpsock.conf's offload.rules and applied by the shim at bind/listen/
- * connect/first send). The first rule whose application id, role, address
- * and port match decides; no match = offload when the address is served by
- * the daemon. */
+/* Offload rules (VMA's libvma.conf grammar, compiled by abi/offload_rules.c
+ * from dpsock.conf's offload.rules and offload.rules_file, and by the shim
+ * from DPSOCK_RULES_FILE and add_conf_rule; applied by the shim at
+ * bind/listen/connect/first send). The first rule whose program,
+ * application id, role, addresses and ports match decides; no match =
+ * offload when the address is served by the daemon. */
 enum dpsock_pl_role {
 	DPSOCK_PL_TCP_SERVER = 1, /* listen() */
 	DPSOCK_PL_TCP_CLIENT,     /* connect() on TCP */
@@ -139,16 +144,22 @@ enum dpsock_pl_role {
 };
 
 struct dpsock_pl_rule {
-	char app_id[32];          /* "" or "*" = any application */
-	uint8_t offload;          /* 1: use offload, 0: use os */
+	char prog[32];            /* program name pattern (shell wildcards); "" = any */
+	char app_id[32];          /* DPSOCK_APPLICATION_ID pattern; "" = any */
+	uint8_t offload;          /* 1: use offload (or vma), 0: use os */
 	uint8_t role;             /* enum dpsock_pl_role */
 	uint8_t prefix_len;       /* 0..32; 0 = any address */
-	uint8_t pad;
+	uint8_t lprefix_len;      /* second endpoint's; 0 = any */
+	/* the role's endpoint: local for tcp_server/udp_receiver, remote for
+	 * the others */
 	uint32_t addr;            /* network order */
 	uint16_t port_lo, port_hi; /* host order; 0..65535 = any */
-	uint32_t pad2;
+	/* tcp_client/udp_connect's second endpoint: the local one */
+	uint32_t laddr;           /* network order */
+	uint16_t lport_lo, lport_hi;
+	uint32_t pad[3];
 };
-static_assert(sizeof(struct dpsock_pl_rule) == 48, "rule size");
+static_assert(sizeof(struct dpsock_pl_rule) == 96, "rule size");
 
 #define DPSOCK_PL_MAX_RULES 64
 #define DPSOCK_PL_MAX_IFACES 4
@@ -431,7 +442,17 @@ struct dpsock_pl_slot {
 	 * wait ring; the shim clears it when it takes it out (then re-reads the
 	 * state). The worker does not queue a slot twice. */
 	uint32_t queued[DPSOCK_PL_WATCH];
-	uint32_t pad2[8];
+	/* For dpsock-stat only (the worker copies them into the socket's
+	 * stats entry every 100 ms, as plain numbers, trusting nothing): the
+	 * process and descriptor that opened the socket (written in every
+	 * slot of it when it became offloaded), and on the socket's first
+	 * slot, poll/select/epoll checks and waits that found it ready
+	 * (hits) or not (misses), wrapping. */
+	int32_t owner_pid;
+	int32_t owner_fd;
+	uint32_t poll_hits;
+	uint32_t poll_misses;
+	uint32_t pad2[4];
 
 	/* ---- shim-only (line 3): the shim's lock and bookkeeping; the
 	 * daemon never reads them. */
@@ -464,6 +485,13 @@ struct dpsock_pl_dgram {
 	uint32_t pad;
 };
 static_assert(sizeof(struct dpsock_pl_dgram) == 16, "datagram header");
+/* rx datagram flags of the 0xf000 nibble are the shim's: it writes them in
+ * records it has not consumed yet (the worker never reads a record back
+ * once published), to receive out of order (extra API, shim/zcopy.c). */
+#define DPSOCK_PL_DGRAM_SHIM_MASK 0xf000u
+#define DPSOCK_PL_DGRAM_SHIM_SEEN 0x1000u /* the receive callback kept it */
+#define DPSOCK_PL_DGRAM_SHIM_HELD 0x2000u /* the program holds it (zero copy) */
+#define DPSOCK_PL_DGRAM_SHIM_DONE 0x4000u /* consumed, behind an older held one */
 #define DPSOCK_PL_DGRAM_MAX 65507u
 
 #endif /* DPSOCK_ABI_PRELOAD_WIRE_H */

@@ -813,6 +813,27 @@ dpsock_fifo_read_peek(struct dpsock_fifo_cons *c, size_t len, struct iovec iov[2
 	return n;
 }
 
+/* As dpsock_fifo_read_peek, `off` bytes past the consumer index: up to
+ * len of the ready bytes [off, ready), as one or two segments. Lets a
+ * consumer look at data behind bytes it has not consumed yet. Returns the
+ * bytes described (0 when off is at or past the ready bytes). */
+static inline uint32_t
+dpsock_fifo_read_peek_at(struct dpsock_fifo_cons *c, uint32_t off, size_t len, struct iovec iov[2])
+{
+	struct dpsock_spsc_end *e = &c->e;
+	uint32_t avail = e->cache - e->head, n, n1;
+
+	if (avail <= off || avail - off < len)
+		avail = dpsock_spsc_cons_refresh(e);
+	n = avail > off ? avail - off : 0;
+	if (len < n)
+		n = (uint32_t)len;
+	dpsock_spsc_window(e, e->head + off, n, &iov[0].iov_base, &n1, &iov[1].iov_base);
+	iov[0].iov_len = n1;
+	iov[1].iov_len = n - n1;
+	return n;
+}
+
 static inline void
 dpsock_fifo_read_consume(struct dpsock_fifo_cons *c, uint32_t n)
 {

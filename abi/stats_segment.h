@@ -20,7 +20,11 @@
  * retrying while gen is odd or moved, so they never see a torn entry and
  * never make the writer wait.
  *
- * Layout (version 3; 3 added worker counters):
+ * Layout (version 6; 3 added worker counters, 4 the TCP offload counters,
+ * 5 the loss recovery counters (DPSOCK_TCP_REC_COUNTERS) and sockets' RTT
+ * in microseconds, 6: a preloaded socket's entry carries its program's pid,
+ * descriptor and clients[] index, and its poll_hits/poll_misses are
+ * counted):
  *
  *   struct dpsock_stats_segment     header, control area, ports, workers,
  *                                   client table (reserved, see below)
@@ -63,7 +67,7 @@
 #include <stdint.h>
 
 #define DPSOCK_STATS_MAGIC 0x64707374617473ULL /* "dpstats" */
-#define DPSOCK_STATS_VERSION 5 /* 5: loss recovery counters (DPSOCK_TCP_REC_COUNTERS), socket RTT in us */
+#define DPSOCK_STATS_VERSION 6
 #define DPSOCK_STATS_MAX_PORTS 4
 #define DPSOCK_STATS_MAX_WORKERS 64
 #define DPSOCK_STATS_MAX_CLIENTS 64
@@ -226,8 +230,8 @@
 	X(errors, "send errors other than EAGAIN, failed opens, resets")       \
 	X(accepted, "connections accepted (listening socket)")                 \
 	X(retrans, "segments retransmitted (every cause)")                      \
-	X(poll_hits, "reserved (preload): poll/epoll calls that found it ready") \
-	X(poll_misses, "reserved (preload): poll/epoll calls that did not")
+	X(poll_hits, "preload: poll/select/epoll calls and blocking calls that found it ready") \
+	X(poll_misses, "preload: such calls that found it not ready at their first look")
 
 #define DPSOCK_SOCK_GAUGES(X)                                                  \
 	X(rx_held, "received bytes the app holds (dpsock_rx_hold)")            \
@@ -313,9 +317,10 @@ struct dpsock_sock_stats {
 	uint8_t proto;          /* IPPROTO_TCP, IPPROTO_UDP */
 	uint8_t state;          /* DPSOCK_SOCK_STATES index, or DPSOCK_SOCK_STATE_UDP */
 	uint8_t offloaded;      /* 1 (native sockets always are) */
-	int32_t owner_pid;      /* process using the socket (native: the instance's pid) */
+	int32_t owner_pid;      /* process using the socket (native: the instance's pid;
+				 * preloaded: the process that opened it) */
 	int32_t fd;             /* its fd in that process; -1: native socket */
-	int32_t client;         /* clients[] index; -1: native (owner = the instance's app) */
+	int32_t client;         /* clients[] index; -1: native, or the client left */
 	uint16_t worker;
 	uint16_t pad;
 	uint32_t laddr, raddr;  /* network order */

@@ -26,6 +26,7 @@
 #include <sched.h>
 
 #include <rte_common.h>
+#include <rte_cycles.h>
 #include <rte_malloc.h>
 
 #include "dpsock_tcp_rec.h"
@@ -52,6 +53,7 @@ struct pl_orphan;
 
 struct pl_worker {
 	uint32_t cpu1;            /* the CPU this worker runs on, plus one */
+	uint64_t owners_next;     /* timer cycles: next owners_publish pass */
 	struct pl_orphan *orphans; /* connections still sending after their group ended */
 	size_t orphan_bytes;      /* what they hold */
 	struct dpsock_pl_cmd cmds[PL_BATCH_MAX];
@@ -274,6 +276,11 @@ slot_alloc(struct pl_wgroup *wg, uint32_t kind)
 		__atomic_store_n(&sh->watch[j], 0, __ATOMIC_RELAXED);
 		__atomic_store_n(&sh->queued[j], 0, __ATOMIC_RELAXED);
 	}
+	__atomic_store_n(&sh->owner_pid, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&sh->owner_fd, -1, __ATOMIC_RELAXED);
+	__atomic_store_n(&sh->poll_hits, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&sh->poll_misses, 0, __ATOMIC_RELAXED);
+	ws->owner_fd = -1;
 	__atomic_store_n(&sh->tx_doorbell, 1, __ATOMIC_RELAXED); /* not looking: kick me */
 	__atomic_store_n(&sh->rx_doorbell, 0, __ATOMIC_RELAXED);
 	__atomic_store_n(&sh->want_tx, 0, __ATOMIC_RELAXED);
@@ -1306,6 +1313,53 @@ dpsock_pl_worker_init(struct dpsock_worker *w, void *arg)
 	return 0;
 }
 
+/* The clients[] entry of a process (the control thread fills the table),
+ * or -1. */
+static int32_t
+client_of(const struct dpsock_stats_segment *st, int32_t pid)
+{
+	uint32_t n = __atomic_load_n(&st->n_clients, __ATOMIC_ACQUIRE);
+
+	for (uint32_t i = 0; pid > 0 && i < n && i < DPSOCK_STATS_MAX_CLIENTS; i++)
+		if (__atomic_load_n(&st->clients[i].pid, __ATOMIC_ACQUIRE) == pid)
+			return (int32_t)i;
+	return -1;
+}
+
+/* Every 100 ms: what the shim wrote in its slots' line 2 (the process and
+ * descriptor that opened the socket, poll hits and misses) into the socket
+ * table, as plain numbers for dpsock-stat: nothing here is trusted. The
+ * counters go in as increments, so that dpsock-stat -z zeroes them. */
+static void
+owners_publish(struct dpsock_worker *w, struct pl_wgroup *wg)
+{
+	const struct dpsock_stats_segment *st = w->d->stats;
+
+	for (uint32_t i = 0; i < wg->g->geo.slots_per_worker; i++) {
+		struct pl_wslot *ws = &wg->slots[i];
+		struct dpsock_pl_slot *sh;
+		int32_t pid, fd;
+		uint32_t h, m;
+
+		if (!ws->in_use || ws->s == NULL)
+			continue;
+		sh = sh_of(ws);
+		pid = __atomic_load_n(&sh->owner_pid, __ATOMIC_RELAXED);
+		fd = __atomic_load_n(&sh->owner_fd, __ATOMIC_RELAXED);
+		h = __atomic_load_n(&sh->poll_hits, __ATOMIC_RELAXED);
+		m = __atomic_load_n(&sh->poll_misses, __ATOMIC_RELAXED);
+		if (pid == ws->owner_pid && fd == ws->owner_fd && h == ws->hits_seen &&
+		    m == ws->misses_seen)
+			continue;
+		dpsock_sock_stats_owner(ws->s, pid, fd, client_of(st, pid), h - ws->hits_seen,
+					m - ws->misses_seen);
+		ws->owner_pid = pid;
+		ws->owner_fd = fd;
+		ws->hits_seen = h;
+		ws->misses_seen = m;
+	}
+}
+
 unsigned int
 dpsock_pl_worker_poll(struct dpsock_worker *w, void *arg)
 {
@@ -1314,13 +1368,18 @@ dpsock_pl_worker_poll(struct dpsock_worker *w, void *arg)
 	unsigned int k = w->idx, work = 0, batch = RTE_MIN(w->d->conf.pl_poll_batch, PL_BATCH_MAX);
 	struct pl_wgroup *wg;
 	uint32_t i, hi, ch, chi;
-	uint64_t gen;
+	uint64_t gen, now;
+	bool owners;
 
 	RTE_SET_USED(arg);
 	/* acquire: pairs with the control thread's seq_cst increment; what it
 	 * unpublished before is seen unpublished from here on */
 	gen = __atomic_load_n(&c->gen, __ATOMIC_ACQUIRE);
 	hi = __atomic_load_n(&c->groups_hi, __ATOMIC_ACQUIRE);
+	now = rte_get_timer_cycles();
+	owners = now >= pw->owners_next;
+	if (owners)
+		pw->owners_next = now + rte_get_timer_hz() / 10;
 	for (i = 0; (wg = next_wgroup(c, k, hi, &i)) != NULL; i++) {
 		struct pl_group *g = wg->g;
 
@@ -1332,6 +1391,8 @@ dpsock_pl_worker_poll(struct dpsock_worker *w, void *arg)
 		}
 		if (wg->bad)
 			continue;
+		if (owners)
+			owners_publish(w, wg);
 		wake_flush(wg); /* what callbacks marked since the last pass */
 		chi = __atomic_load_n(&g->chan_hi, __ATOMIC_ACQUIRE);
 		for (ch = 0; ch < chi && !wg->bad; ch++) {

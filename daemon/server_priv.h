@@ -86,6 +86,9 @@ struct pl_wslot {
 	uint32_t flags;           /* DPSOCK_PL_F_*, as published */
 	uint32_t change;
 	struct pl_held *held, *held_tail;
+	/* the shim's line 2 as last copied into the socket table */
+	int32_t owner_pid, owner_fd;
+	uint32_t hits_seen, misses_seen;
 	struct dpsock_fifo_prod rx;
 	struct dpsock_fifo_cons tx;
 };

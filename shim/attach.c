@@ -67,7 +67,7 @@ futex(uint32_t *uaddr, int op, uint32_t val, const struct timespec *ts)
 void
 shim_lock(uint32_t *lock)
 {
-	uint32_t tid = (uint32_t)gettid();
+	uint32_t tid = (uint32_t)shim_gettid();
 	uint32_t cur = 0;
 	struct timespec ts = { 0, 20 * 1000 * 1000 };
 

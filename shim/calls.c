@@ -33,11 +33,13 @@ socket(int domain, int type, int protocol)
 	if (protocol != 0 && protocol != (base == SOCK_STREAM ? IPPROTO_TCP : IPPROTO_UDP))
 		return fd;
 	shim_env_load();
-	if (!shim_env.offload)
+	if (!shim_env.offload || shim_thread_no_offload)
 		return fd;
 	s = shim_sock_new(base, (type & SOCK_NONBLOCK) != 0);
-	if (s != NULL)
+	if (s != NULL) {
 		s->ino = shim_fd_ino(fd);
+		s->fd0 = fd;
+	}
 	if (s == NULL || shim_fdtab_set(fd, s) < 0) {
 		free(s);
 		return fd;      /* stays a kernel socket */
@@ -56,7 +58,7 @@ bind_locked(int fd, struct shim_sock *s, const struct sockaddr_in *sin, socklen_
 	r = REAL(bind)(fd, (const struct sockaddr *)sin, len);
 	if (r < 0 && errno == EADDRNOTAVAIL && shim_offload_decide(s->type == SOCK_STREAM ?
 		    DPSOCK_PL_TCP_SERVER : DPSOCK_PL_UDP_RECEIVER, sin->sin_addr.s_addr,
-		    sin->sin_port) == 1) {
+		    sin->sin_port, 0, 0) == 1) {
 		/* an address only dpsockd has: the kernel socket (the identity)
 		 * takes the port on the wildcard address */
 		any = *sin;
@@ -70,7 +72,7 @@ bind_locked(int fd, struct shim_sock *s, const struct sockaddr_in *sin, socklen_
 	s->laddr = sin->sin_addr.s_addr;
 	s->bound = 1;
 	if (s->type == SOCK_DGRAM &&
-	    shim_offload_decide(DPSOCK_PL_UDP_RECEIVER, s->laddr, s->lport) == 1) {
+	    shim_offload_decide(DPSOCK_PL_UDP_RECEIVER, s->laddr, s->lport, 0, 0) == 1) {
 		r = shim_sock_open_all(s, DPSOCK_PL_OP_UDP_BIND, s->laddr, s->lport);
 		if (r == 0)
 			shim_sock_set_offloaded(s, SHIM_UDP);
@@ -113,7 +115,7 @@ listen_locked(int fd, struct shim_sock *s, int backlog)
 		return -EINVAL;
 	if (s->mode == SHIM_KERNEL ||
 	    !shim_offload_decide(DPSOCK_PL_TCP_SERVER, s->bound ? s->laddr : htonl(INADDR_ANY),
-				 s->lport)) {
+				 s->lport, 0, 0)) {
 		s->mode = SHIM_KERNEL;
 		return SHIM_TO_KERNEL;
 	}
@@ -182,7 +184,8 @@ connect_locked(struct shim_sock *s, const struct sockaddr *addr, socklen_t len)
 		int role = s->type == SOCK_STREAM ? DPSOCK_PL_TCP_CLIENT : DPSOCK_PL_UDP_CONNECT;
 
 		if (addr == NULL || len < sizeof(*sin) || sin->sin_family != AF_INET ||
-		    !shim_offload_decide(role, sin->sin_addr.s_addr, sin->sin_port)) {
+		    !shim_offload_decide(role, sin->sin_addr.s_addr, sin->sin_port,
+					 s->bound ? s->laddr : 0, s->bound ? s->lport : 0)) {
 			if (addr != NULL && len >= sizeof(sa_family_t) &&
 			    addr->sa_family == AF_INET && s->type == SOCK_STREAM)
 				s->mode = SHIM_KERNEL;
@@ -594,6 +597,7 @@ close(int fd)
 
 	if (s != NULL) {
 		shim_epoll_fd_closed(fd, s);
+		shim_comp_fd_closed(fd, s);
 		shim_sock_unref(s);
 	} else if (shim_epoll_is(fd)) {
 		shim_epoll_close(fd);
@@ -656,9 +660,12 @@ getpeername(int fd, struct sockaddr *addr, socklen_t *len)
 HOOK int
 getsockopt(int fd, int level, int name, void *val, socklen_t *len)
 {
-	struct shim_sock *s = shim_sock_get(fd);
+	struct shim_sock *s;
 	int v;
 
+	if (__builtin_expect(fd == -1, 0) && level == SOL_SOCKET && name == DPSOCK_SO_EXTRA_API)
+		return shim_extra_getsockopt(val, len);   /* dpsock_get_api() */
+	s = shim_sock_get(fd);
 	if (shim_sock_offloaded(s) && s->mode != SHIM_UDP && level == IPPROTO_TCP &&
 	    (name == TCP_INFO || name == TCP_CONGESTION) && val != NULL && len != NULL) {
 		/* the worker's connection; once it is gone, the kernel
@@ -854,7 +861,7 @@ ioctl(int fd, unsigned long req, ...)
 	if (s->mode == SHIM_TCP_CONN) {
 		const struct dpsock_pl_seg *g = shim_seg();
 
-		v = (int)(req == FIONREAD ? shim_fifo_level(shim_slot_rx(s->slot[0]), g->rx_fifo_size)
+		v = (int)(req == FIONREAD ? shim_rx_level(s, 0)
 					  : shim_fifo_level(shim_slot_tx(s->slot[0]), g->tx_fifo_size));
 	} else if (req == FIONREAD) {
 		/* UDP: size of the next datagram, as Linux */

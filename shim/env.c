@@ -47,6 +47,7 @@ struct shim_env shim_env = {
 	.rx_poll_us = SHIM_POLL_AUTO,
 	.select_poll_us = SHIM_POLL_AUTO,
 	.offload = 1,
+	.rx_prefetch = 256,
 	.log_level = DPSOCK_LOG_NOTICE,
 	.log_fd = 2,
 };
@@ -67,9 +68,12 @@ static const struct env_var {
 	  sizeof(shim_env.runtime_dir) },
 	{ "DPSOCK_APPLICATION_ID", ENV_STR, offsetof(struct shim_env, app_id),
 	  sizeof(shim_env.app_id) },
+	{ "DPSOCK_RULES_FILE", ENV_STR, offsetof(struct shim_env, rules_file),
+	  sizeof(shim_env.rules_file) },
 	{ "DPSOCK_RX_POLL", ENV_LONG, offsetof(struct shim_env, rx_poll_us), 0 },
 	{ "DPSOCK_SELECT_POLL", ENV_LONG, offsetof(struct shim_env, select_poll_us), 0 },
 	{ "DPSOCK_OFFLOAD", ENV_INT, offsetof(struct shim_env, offload), 0 },
+	{ "DPSOCK_RX_PREFETCH_BYTES", ENV_INT, offsetof(struct shim_env, rx_prefetch), 0 },
 	{ "DPSOCK_LOG_LEVEL", ENV_LEVEL, offsetof(struct shim_env, log_level), 0 },
 	{ "DPSOCK_LOG_FILE", ENV_FILE, offsetof(struct shim_env, log_fd), 0 },
 };

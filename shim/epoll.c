@@ -559,6 +559,8 @@ ep_collect(struct shim_ep *e, struct epoll_event *evs, int max, bool peek)
 		r = shim_sock_ready_sig(g->s, &sig) & (want | EPOLLERR | EPOLLHUP);
 		if (r == 0 && (want & EPOLLOUT) && shim_sock_want_tx(g->s))
 			r = shim_sock_ready_sig(g->s, &sig) & (want | EPOLLERR | EPOLLHUP);
+		if (!peek)
+			shim_poll_count(g->s, r != 0);
 		if (r == 0) {
 			/* not ready: a worker's notification puts it back */
 			ready_del(g);

@@ -117,6 +117,7 @@ shim_sock_new(int type, int nonblock)
 	s->backlog = 128;
 	s->rcvtimeo_ms = -1;
 	s->sndtimeo_ms = -1;
+	s->fd0 = -1;
 	return s;
 }
 
@@ -212,6 +213,7 @@ shim_sock_unref(struct shim_sock *s)
 		return;
 	if (shim_sock_offloaded(s)) {
 		shim_fork_untrack(s);
+		shim_xrx_release(s);
 		shim_sock_release_slots(s);
 	}
 	pthread_mutex_destroy(&s->lock);

@@ -62,15 +62,17 @@ shim_fork_untrack(struct shim_sock *s)
  * the first offloaded socket) so that forks inside libc (daemon(), ...)
  * count too. */
 pid_t shim_pid_cache;
+__thread pid_t shim_tid_cache;
 
 static void
 pid_forget(void)
 {
 	__atomic_store_n(&shim_pid_cache, 0, __ATOMIC_RELAXED);
+	shim_tid_cache = 0;   /* the child's one thread: a copy of the forking one's */
 }
 
-/* Every fork through libc forgets the cached pid in the child, whether or
- * not offloaded sockets exist yet. */
+/* Every fork through libc forgets the cached pid and thread id in the
+ * child, whether or not offloaded sockets exist yet. */
 __attribute__((constructor)) static void
 pid_cache_init(void)
 {

@@ -1,12 +1,14 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * offload.c — the offload decision (rules from dpsockd's segment, then the
- * addresses it serves) and opening a socket's slots on the workers.
+ * offload.c — the offload decision (the process's own rules, then
+ * dpsockd's from its segment, then the addresses it serves) and opening a
+ * socket's slots on the workers.
  */
 #include <arpa/inet.h>
 #include <netinet/tcp.h>
 #include <string.h>
 
+#include "offload_rules.h"
 #include "shim_priv.h"
 
 
@@ -31,24 +33,46 @@ shim_sock_set_offloaded(struct shim_sock *s, int mode)
 		__atomic_store_n(&ai->gen, s->gen[i], __ATOMIC_RELAXED);
 		__atomic_store_n(&ai->ino, s->ino, __ATOMIC_RELAXED);
 	}
+	/* who opened it, for dpsock-stat (the worker copies it every 100 ms) */
+	for (uint32_t i = 0; i < s->nslots; i++) {
+		struct dpsock_pl_slot *sl = shim_sock_slot(s, i);
+
+		__atomic_store_n(&sl->owner_pid, (int32_t)shim_getpid(), __ATOMIC_RELAXED);
+		__atomic_store_n(&sl->owner_fd, s->fd0, __ATOMIC_RELAXED);
+	}
 	shim_fork_track(s);
 	/* release: slots and geometry before mode (shim_sock_offloaded) */
 	__atomic_store_n(&s->mode, mode, __ATOMIC_RELEASE);
+	shim_comp_sock_offloaded(s);
 }
 
 
 /* ---- offload decision -------------------------------------------------------- */
 
-static const char *const role_names[] = {
-	[DPSOCK_PL_TCP_SERVER] = "tcp_server", [DPSOCK_PL_TCP_CLIENT] = "tcp_client",
-	[DPSOCK_PL_UDP_RECEIVER] = "udp_receiver", [DPSOCK_PL_UDP_SENDER] = "udp_sender",
-	[DPSOCK_PL_UDP_CONNECT] = "udp_connect",
-};
-
 static uint32_t
 plen_mask(unsigned int plen)
 {
 	return plen == 0 ? 0 : htonl(~0u << (32 - (plen > 32 ? 32 : plen)));
+}
+
+/* The served interface a client socket's traffic to addr leaves by, or
+ * NULL: its subnet, else the first one with a gateway. */
+static const struct dpsock_pl_iface *
+iface_for(uint32_t addr)
+{
+	const struct dpsock_pl_seg *g = shim_seg();
+	uint32_t n = g->n_ifaces < DPSOCK_PL_MAX_IFACES ? g->n_ifaces : DPSOCK_PL_MAX_IFACES;
+
+	for (uint32_t i = 0; i < n; i++) {
+		uint32_t m = plen_mask(g->ifaces[i].prefix_len);
+
+		if ((addr & m) == (g->ifaces[i].addr & m))
+			return &g->ifaces[i];
+	}
+	for (uint32_t i = 0; i < n; i++)
+		if (g->ifaces[i].gateway != 0)
+			return &g->ifaces[i];
+	return NULL;
 }
 
 static bool
@@ -58,25 +82,115 @@ served(int role, uint32_t addr)
 	bool server = role == DPSOCK_PL_TCP_SERVER || role == DPSOCK_PL_UDP_RECEIVER;
 	uint32_t n = g->n_ifaces < DPSOCK_PL_MAX_IFACES ? g->n_ifaces : DPSOCK_PL_MAX_IFACES;
 
-	if (server && addr == htonl(INADDR_ANY))
+	if (!server)
+		return iface_for(addr) != NULL;
+	if (addr == htonl(INADDR_ANY))
 		return n > 0;
-	for (uint32_t i = 0; i < n; i++) {
-		const struct dpsock_pl_iface *f = &g->ifaces[i];
-		uint32_t m = plen_mask(f->prefix_len);
-
-		if (server ? addr == f->addr : ((addr & m) == (f->addr & m) || f->gateway != 0))
+	for (uint32_t i = 0; i < n; i++)
+		if (addr == g->ifaces[i].addr)
 			return true;
-	}
 	return false;
+}
+
+/* ---- the process's own rules: DPSOCK_RULES_FILE, then add_conf_rule --------- */
+
+static struct {
+	pthread_mutex_t lock;     /* writers; readers take n (acquire) and read below it */
+	pthread_once_t file_once;
+	struct dpsock_rule_scope scope; /* add_conf_rule's application-id in force */
+	unsigned int n;
+	struct dpsock_pl_rule r[DPSOCK_PL_MAX_RULES];
+} proc_rules = { .lock = PTHREAD_MUTEX_INITIALIZER, .file_once = PTHREAD_ONCE_INIT,
+		 .scope = { "*", "*" } };
+
+static void
+rules_note(void *arg, const char *msg)
+{
+	(void)arg;
+	SHIM_LOG(NOTICE, "%s", msg);
+}
+
+static void
+rules_file_load(void)
+{
+	char why[384];
+	unsigned int n = 0;
+	int e;
+
+	if (shim_env.rules_file[0] == '\0')
+		return;
+	pthread_mutex_lock(&proc_rules.lock);
+	e = dpsock_rules_read_file(shim_env.rules_file, proc_rules.r, DPSOCK_PL_MAX_RULES, &n, why,
+				   sizeof(why), rules_note, NULL);
+	if (e < 0)
+		SHIM_LOG(WARNING, "DPSOCK_RULES_FILE: %s: the file's rules are not used", why);
+	else
+		/* release: the rules before their count (decide's acquire) */
+		__atomic_store_n(&proc_rules.n, n, __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&proc_rules.lock);
+}
+
+int
+shim_proc_rule_add(const char *line)
+{
+	struct dpsock_pl_rule r;
+	char why[256];
+	int e;
+
+	shim_env_load();
+	pthread_once(&proc_rules.file_once, rules_file_load);
+	pthread_mutex_lock(&proc_rules.lock);
+	e = dpsock_rule_parse(line, &proc_rules.scope, &r, why, sizeof(why));
+	if (e < 0)
+		SHIM_LOG(WARNING, "add_conf_rule '%s': %s", line, why);
+	else if (e == 0 && proc_rules.n >= DPSOCK_PL_MAX_RULES)
+		e = -ENOSPC;
+	else if (e == 0) {
+		proc_rules.r[proc_rules.n] = r;
+		/* release: the rule before the count that shows it */
+		__atomic_store_n(&proc_rules.n, proc_rules.n + 1, __ATOMIC_RELEASE);
+	} else {
+		e = 0;   /* application-id, comment, or an ignored statement */
+	}
+	pthread_mutex_unlock(&proc_rules.lock);
+	return e;
+}
+
+/* The first matching rule of a list: 1 offload, 0 kernel, -1 none. */
+static int
+rules_decide(const struct dpsock_pl_rule *r, unsigned int n, const struct dpsock_rule_subject *sub,
+	     const char *whose)
+{
+	static int logged_rule;
+
+	for (unsigned int i = 0; i < n; i++) {
+		char a[INET_ADDRSTRLEN], text[160];
+
+		if (!dpsock_rule_match(&r[i], sub))
+			continue;
+		if (!r[i].offload && !__atomic_exchange_n(&logged_rule, 1, __ATOMIC_RELAXED)) {
+			dpsock_rule_format(&r[i], text, sizeof(text));
+			SHIM_LOG(INFO, "%s rule '%s' keeps %s %s:%u in the kernel", whose, text,
+				 dpsock_rule_role_name(sub->role),
+				 inet_ntop(AF_INET, &sub->addr, a, sizeof(a)), ntohs(sub->port));
+		}
+		return r[i].offload != 0;
+	}
+	return -1;
 }
 
 /* 1: offload, 0: kernel. Logs the reason once per kind. */
 int
-shim_offload_decide(int role, uint32_t addr, uint16_t port)
+shim_offload_decide(int role, uint32_t addr, uint16_t port, uint32_t laddr, uint16_t lport)
 {
-	static int logged_local, logged_unserved, logged_rule;
+	static int logged_local, logged_unserved;
+	struct dpsock_rule_subject sub = {
+		.prog = shim_env.prog, .app_id = shim_env.app_id, .role = role,
+		.addr = addr, .port = port, .laddr = laddr, .lport = lport,
+	};
 	const struct dpsock_pl_seg *g;
 	char a[INET_ADDRSTRLEN];
+	int d;
 
 	if ((ntohl(addr) >> 24) == 127) {
 		if (!__atomic_exchange_n(&logged_local, 1, __ATOMIC_RELAXED))
@@ -86,29 +200,27 @@ shim_offload_decide(int role, uint32_t addr, uint16_t port)
 	if (shim_attach() < 0)
 		return 0;
 	g = shim_seg();
-	for (uint32_t i = 0; i < g->n_rules && i < DPSOCK_PL_MAX_RULES; i++) {
-		const struct dpsock_pl_rule *r = &g->rules[i];
-		char id[sizeof(r->app_id) + 1];
-		uint32_t m = plen_mask(r->prefix_len);
+	if ((role == DPSOCK_PL_TCP_CLIENT || role == DPSOCK_PL_UDP_CONNECT) && laddr == 0) {
+		/* not bound yet: the address dpsockd will give it */
+		const struct dpsock_pl_iface *f = iface_for(addr);
 
-		memcpy(id, r->app_id, sizeof(r->app_id));
-		id[sizeof(r->app_id)] = '\0';
-		if (id[0] != '\0' && strcmp(id, "*") != 0 && strcmp(id, shim_env.app_id) != 0)
-			continue;
-		if (r->role != role || (addr & m) != (r->addr & m) ||
-		    ntohs(port) < r->port_lo || ntohs(port) > r->port_hi)
-			continue;
-		if (!r->offload && !__atomic_exchange_n(&logged_rule, 1, __ATOMIC_RELAXED))
-			SHIM_LOG(INFO, "a 'use os' rule keeps %s %s:%u in the kernel",
-				 role_names[role], inet_ntop(AF_INET, &addr, a, sizeof(a)),
-				 ntohs(port));
-		return r->offload != 0;
+		sub.laddr = f != NULL ? f->addr : 0;
 	}
+	pthread_once(&proc_rules.file_once, rules_file_load);
+	/* acquire: pairs with the release of the count in rules_file_load /
+	 * shim_proc_rule_add */
+	d = rules_decide(proc_rules.r, __atomic_load_n(&proc_rules.n, __ATOMIC_ACQUIRE), &sub,
+			 "this program's");
+	if (d < 0)
+		d = rules_decide(g->rules, g->n_rules < DPSOCK_PL_MAX_RULES ? g->n_rules :
+				 DPSOCK_PL_MAX_RULES, &sub, "dpsockd's");
+	if (d >= 0)
+		return d;
 	if (served(role, addr))
 		return 1;
 	if (!__atomic_exchange_n(&logged_unserved, 1, __ATOMIC_RELAXED))
 		SHIM_LOG(INFO, "%s %s: not an address dpsockd serves; kernel socket",
-			 role_names[role], inet_ntop(AF_INET, &addr, a, sizeof(a)));
+			 dpsock_rule_role_name(role), inet_ntop(AF_INET, &addr, a, sizeof(a)));
 	return 0;
 }
 

@@ -28,9 +28,15 @@ any_offloaded(const struct pollfd *fds, nfds_t n)
 	return false;
 }
 
-/* Offloaded entries' revents; returns how many are ready. */
+/* Offloaded entries' revents; returns how many are ready. Poll counters
+ * (dpsock-stat): POLL_COUNT_FIRST, the call's first look, counts a miss
+ * for each socket not ready; it and POLL_COUNT_LATER (the looks whose
+ * result the call returns) count a hit for each ready one; POLL_COUNT_NONE
+ * (the look after arming) counts nothing. */
+enum { POLL_COUNT_NONE, POLL_COUNT_FIRST, POLL_COUNT_LATER };
+
 static int
-poll_offloaded(struct pollfd *fds, nfds_t n)
+poll_offloaded(struct pollfd *fds, nfds_t n, int count)
 {
 	int c = 0;
 
@@ -44,6 +50,8 @@ poll_offloaded(struct pollfd *fds, nfds_t n)
 		if (!shim_sock_offloaded(s))
 			continue;
 		r = shim_sock_ready(s) & ((uint32_t)fds[i].events | POLLERR | POLLHUP);
+		if (r != 0 ? count != POLL_COUNT_NONE : count == POLL_COUNT_FIRST)
+			shim_poll_count(s, r != 0);
 		fds[i].revents = (short)r;
 		c += r != 0;
 	}
@@ -81,8 +89,8 @@ mixed_poll(struct pollfd *fds, nfds_t n, int timeout_ms, const sigset_t *mask)
 		k[nk] = fds[i];
 		map[nk++] = i;
 	}
-	for (;;) {
-		int c = poll_offloaded(fds, n), kc = 0, left;
+	for (bool first = true;; first = false) {
+		int c = poll_offloaded(fds, n, first ? POLL_COUNT_FIRST : POLL_COUNT_LATER), kc = 0, left;
 		bool watched = true;
 
 		if (nk > 0) {
@@ -122,7 +130,7 @@ mixed_poll(struct pollfd *fds, nfds_t n, int timeout_ms, const sigset_t *mask)
 				shim_sock_want_tx(s);
 		}
 		shim_waiter_arm(&t->w);
-		c = poll_offloaded(fds, n);
+		c = poll_offloaded(fds, n, POLL_COUNT_NONE);
 		if (c == 0 && !shim_daemon_gone()) {
 			int tmo = left;
 

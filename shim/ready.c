@@ -52,6 +52,9 @@ shim_sock_ready_sig(struct shim_sock *s, struct shim_edge_sig *sig)
 		uint32_t fl = __atomic_load_n(&sl->flags, __ATOMIC_ACQUIRE);
 		uint32_t rxn = shim_fifo_level_at(shim_slot_rx(s->slot[0]), g->rx_fifo_size, &p, &c);
 
+		if (__builtin_expect(s->xrx != NULL, 0))
+			rxn = shim_rx_level(s, 0);   /* zero-copy chunks held: not news */
+
 		in = p;
 		st = (uint64_t)st_ | (uint64_t)fl << 8 | (uint64_t)(s->shut_rd | s->shut_wr << 1) << 16;
 		if (st_ == DPSOCK_PL_ST_CONNECTING)
@@ -83,7 +86,8 @@ shim_sock_ready_sig(struct shim_sock *s, struct shim_edge_sig *sig)
 		uint32_t k = __atomic_load_n(&s->udp_tx_worker, __ATOMIC_RELAXED) % s->nslots;
 
 		for (uint32_t i = 0; i < s->nslots; i++) {
-			if (shim_fifo_level_at(shim_slot_rx(s->slot[i]), g->rx_fifo_size, &p, &c) > 0)
+			if (shim_fifo_level_at(shim_slot_rx(s->slot[i]), g->rx_fifo_size, &p, &c) > 0 &&
+			    (__builtin_expect(s->xrx == NULL, 1) || shim_xrx_udp_readable(s, i)))
 				ev |= POLLIN;
 			in += p;
 		}
@@ -190,13 +194,19 @@ shim_wait_sock(struct shim_sock *s, uint32_t want, int timeout_ms)
 
 	if (t == NULL)
 		return -errno;
-	for (;;) {
+	/* poll counters: a hit when a look finds it ready, a miss when the
+	 * first look does not */
+	for (bool first = true;; first = false) {
 		uint64_t el;
 		bool watched;
 		int r, tmo;
 
-		if (shim_sock_ready(s) & (want | POLLERR | POLLHUP))
+		if (shim_sock_ready(s) & (want | POLLERR | POLLHUP)) {
+			shim_poll_count(s, true);
 			return 1;
+		}
+		if (first)
+			shim_poll_count(s, false);
 		if (shim_daemon_gone())
 			return -ECONNABORTED;
 		el = shim_now_us() - start;

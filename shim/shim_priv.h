@@ -27,6 +27,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "dpsock/extra.h"
 #include "preload_wire.h"
 #include "spsc_ring.h"
 
@@ -75,6 +76,20 @@ shim_getpid(void)
 	return p;
 }
 
+/* The calling thread's id, cached: gettid() is a system call, and the FIFO
+ * locks (shim_lock) take it on every datagram of the plain receive path.
+ * Forgotten in a fork's child with the pid (fork.c). */
+extern __thread pid_t shim_tid_cache;
+static inline pid_t
+shim_gettid(void)
+{
+	pid_t t = shim_tid_cache;
+
+	if (__builtin_expect(t == 0, 0))
+		shim_tid_cache = t = gettid();
+	return t;
+}
+
 /* Spin-wait hint. */
 static inline void
 shim_cpu_relax(void)
@@ -98,10 +113,14 @@ struct shim_env {
 	char runtime_dir[256];    /* DPSOCK_RUNTIME_DIR */
 	char app_id[64];          /* DPSOCK_APPLICATION_ID */
 	char prog[64];            /* program name at start (before setproctitle) */
+	char rules_file[256];     /* DPSOCK_RULES_FILE: libvma.conf-style rules */
 	long rx_poll_us;          /* DPSOCK_RX_POLL: -1 = spin forever;
 				   * SHIM_POLL_AUTO when unset */
 	long select_poll_us;      /* DPSOCK_SELECT_POLL */
 	int offload;              /* DPSOCK_OFFLOAD */
+	int rx_prefetch;          /* DPSOCK_RX_PREFETCH_BYTES: of each datagram
+				   * recvfrom_zcopy, a callback or comp_poll
+				   * hands out */
 	int log_level;            /* DPSOCK_LOG_LEVEL */
 	int log_fd;               /* DPSOCK_LOG_FILE, else stderr */
 };
@@ -316,6 +335,10 @@ struct shim_sock {
 	/* the kernel socket's inode: the socket's identity across exec */
 	uint64_t ino;
 	int in_epoll;             /* registrations in epoll sets (atomic) */
+	int fd0;                  /* the descriptor it was created as (-1: unknown) */
+	/* extra API receive state (zcopy.c): made at the first
+	 * recvfrom_zcopy, callback or completion; NULL = the plain paths */
+	struct shim_xrx *xrx;
 };
 
 /* true if fd is an offloaded socket (mode >= SHIM_TCP_LISTEN). */
@@ -474,8 +497,10 @@ int shim_wait_sock(struct shim_sock *s, uint32_t want, int timeout_ms);
 /* ---- offload decision (offload.c) ------------------------------------------- */
 
 /* 1: offload a socket of this role (enum dpsock_pl_role) to addr:port
- * (network order), 0: keep it in the kernel. */
-int shim_offload_decide(int role, uint32_t addr, uint16_t port);
+ * (network order; the local address for tcp_server/udp_receiver, the
+ * destination otherwise), 0: keep it in the kernel. laddr/lport: the
+ * socket's local address for tcp_client/udp_connect (0: not bound). */
+int shim_offload_decide(int role, uint32_t addr, uint16_t port, uint32_t laddr, uint16_t lport);
 /* LISTEN or UDP_BIND on every worker. Returns 0 or -errno. */
 int shim_sock_open_all(struct shim_sock *s, int op, uint32_t addr, uint16_t port);
 /* The object became offloaded with the slots it holds (mode: enum
@@ -518,6 +543,61 @@ int shim_udp_ensure_bound(struct shim_sock *s, int role, uint32_t addr, uint16_t
 /* First send on an undecided UDP socket: the udp_sender decision. true
  * when it is (now) offloaded. */
 bool shim_udp_first_send(struct shim_sock *s, const struct sockaddr *to, socklen_t tolen);
+
+/* ---- extra API (extra.c, zcopy.c, comp.c; include/dpsock/extra.h) ------------- */
+
+/* The socket's extra receive state, made on first use (NULL + errno
+ * ENOMEM). Caller: the socket is offloaded. */
+struct shim_xrx *shim_xrx_get(struct shim_sock *s);
+/* The last reference to s went: forget its extra state (held packets of
+ * it can no longer be freed). */
+void shim_xrx_release(struct shim_sock *s);
+/* Bytes of slot i's rx FIFO the program can still read (not held); the
+ * plain FIFO level when the socket has no extra state. */
+uint32_t shim_rx_level(struct shim_sock *s, uint32_t i);
+/* UDP with extra state: run the receive callback over new datagrams of
+ * slot i; true when a datagram is readable there. */
+bool shim_xrx_udp_readable(struct shim_sock *s, uint32_t i);
+/* UDP with extra state: receive the first readable datagram of slot i by
+ * copy (as shim_udp_recv's per-slot step). Returns 1 with *h (its header)
+ * and *copied, or 0 when there is none. */
+int shim_xrx_udp_recv_slot(struct shim_sock *s, uint32_t i, const struct iovec *iov, int iovcnt,
+			   int flags, struct dpsock_pl_dgram *h, size_t *copied);
+/* TCP with held chunks: copy up to len readable bytes into iov at byte
+ * off (MSG_PEEK: leave them). Returns the count (0: none readable). */
+uint32_t shim_xrx_tcp_read(struct shim_sock *s, const struct iovec *iov, int iovcnt, size_t off,
+			   size_t len, int flags);
+/* true when s has TCP chunks held (reads then go through shim_xrx_tcp_read). */
+bool shim_xrx_tcp_holds_slow(const struct shim_sock *s);
+static inline bool
+shim_xrx_tcp_holds(const struct shim_sock *s)
+{
+	return __builtin_expect(s->xrx != NULL, 0) && shim_xrx_tcp_holds_slow(s);
+}
+/* This thread may offload the sockets it creates (thread_offload). */
+extern __thread int shim_thread_no_offload;
+/* getsockopt(-1, SOL_SOCKET, DPSOCK_SO_EXTRA_API): the table. */
+int shim_extra_getsockopt(void *val, socklen_t *len);
+/* A process rule (add_conf_rule; offload.c): 0, -EINVAL (logged), -ENOSPC. */
+int shim_proc_rule_add(const char *line);
+/* Completion sets: a socket became offloaded (it joins the calling
+ * thread's set, if it has one); a descriptor closed (it leaves every set). */
+void shim_comp_sock_offloaded(struct shim_sock *s);
+void shim_comp_fd_closed(int fd, struct shim_sock *s);
+/* Flag for shim_tcp_accept: never wait (the listener may be blocking). */
+#define SHIM_ACCEPT_NOWAIT 0x40000000
+/* Poll counters for dpsock-stat (slot line 2 of the socket's first slot):
+ * a readiness look that found what it asked for, or not. Relaxed
+ * read-modify-write: a count lost when two threads poll one socket at the
+ * same instant is acceptable for a statistic. */
+static inline void
+shim_poll_count(struct shim_sock *s, bool hit)
+{
+	struct dpsock_pl_slot *sl = shim_sock_slot(s, 0);
+	uint32_t *c = hit ? &sl->poll_hits : &sl->poll_misses;
+
+	__atomic_store_n(c, __atomic_load_n(c, __ATOMIC_RELAXED) + 1, __ATOMIC_RELAXED);
+}
 
 /* ---- readiness over many descriptors (poll.c, epoll.c) ------------------------ */
 

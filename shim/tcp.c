@@ -57,17 +57,23 @@ shim_tcp_recv(struct shim_sock *s, const struct iovec *iov, int iovcnt, int flag
 				return done > 0 ? (ssize_t)done : shim_fail(EAGAIN);   /* SO_RCVTIMEO */
 			continue;
 		}
-		shim_lock(&a->rx_lock);
-		if (dpsock_fifo_cons_attach(&c, shim_slot_rx(s->slot[0]), g->rx_fifo_bytes) == 0) {
-			n = dpsock_fifo_read_peek(&c, total - done, seg);
-			shim_iov_put(iov, iovcnt, done, seg[0].iov_base, seg[0].iov_len);
-			shim_iov_put(iov, iovcnt, done + seg[0].iov_len, seg[1].iov_base, seg[1].iov_len);
-			if (!(flags & MSG_PEEK) && n > 0)
-				dpsock_fifo_read_consume(&c, n);
+		if (shim_xrx_tcp_holds(s)) {
+			/* zero-copy chunks held (extra API): read past them */
+			n = shim_xrx_tcp_read(s, iov, iovcnt, done, total - done, flags);
+		} else {
+			shim_lock(&a->rx_lock);
+			if (dpsock_fifo_cons_attach(&c, shim_slot_rx(s->slot[0]), g->rx_fifo_bytes) == 0) {
+				n = dpsock_fifo_read_peek(&c, total - done, seg);
+				shim_iov_put(iov, iovcnt, done, seg[0].iov_base, seg[0].iov_len);
+				shim_iov_put(iov, iovcnt, done + seg[0].iov_len, seg[1].iov_base,
+					     seg[1].iov_len);
+				if (!(flags & MSG_PEEK) && n > 0)
+					dpsock_fifo_read_consume(&c, n);
+			}
+			shim_unlock(&a->rx_lock);
+			if (n > 0 && !(flags & MSG_PEEK))
+				shim_rx_kick(s, 0);
 		}
-		shim_unlock(&a->rx_lock);
-		if (n > 0 && !(flags & MSG_PEEK))
-			shim_rx_kick(s, 0);
 		done += n;
 		if (done == total || (n > 0 && (!(flags & MSG_WAITALL) || (flags & MSG_PEEK))))
 			return (ssize_t)done;
@@ -80,7 +86,7 @@ shim_tcp_recv(struct shim_sock *s, const struct iovec *iov, int iovcnt, int flag
 		st = __atomic_load_n(&sl->state, __ATOMIC_ACQUIRE);
 		if ((fl & DPSOCK_PL_F_RD_EOF) || st == DPSOCK_PL_ST_CLOSED || s->shut_rd ||
 		    shim_daemon_gone()) {
-			if (shim_fifo_level(shim_slot_rx(s->slot[0]), g->rx_fifo_size) > 0)
+			if (shim_rx_level(s, 0) > 0)
 				continue;
 			if (done > 0)
 				return (ssize_t)done;
@@ -254,7 +260,9 @@ int
 shim_tcp_accept(int fd, struct shim_sock *s, struct sockaddr *addr, socklen_t *alen, int flags)
 {
 	const struct dpsock_pl_seg *g = shim_seg();
+	bool nowait = (flags & SHIM_ACCEPT_NOWAIT) != 0;
 
+	flags &= ~SHIM_ACCEPT_NOWAIT;
 	if (flags & ~(SOCK_NONBLOCK | SOCK_CLOEXEC))
 		return shim_fail(EINVAL);
 	for (;;) {
@@ -304,6 +312,7 @@ shim_tcp_accept(int fd, struct shim_sock *s, struct sockaddr *addr, socklen_t *a
 				return shim_fail(e);
 			}
 			n->ino = shim_fd_ino(nfd);
+			n->fd0 = nfd;
 			n->slot[0] = rec.slot;
 			n->gen[0] = rec.gen;
 			n->nslots = 1;
@@ -330,7 +339,7 @@ shim_tcp_accept(int fd, struct shim_sock *s, struct sockaddr *addr, socklen_t *a
 			return shim_fail(EINVAL);
 		if (shim_daemon_gone())
 			return shim_fail(ECONNABORTED);
-		if (s->nonblock)
+		if (s->nonblock || nowait)
 			return shim_fail(EAGAIN);
 		int w = shim_wait_sock(s, POLLIN, s->rcvtimeo_ms);
 

@@ -120,6 +120,13 @@ shim_udp_recv(struct shim_sock *s, const struct iovec *iov, int iovcnt, int flag
 			bool got = false, drop = false;
 			size_t copy = 0;
 
+			if (__builtin_expect(s->xrx != NULL, 0)) {
+				/* extra API state: callbacks, held datagrams (zcopy.c) */
+				if (!shim_xrx_udp_recv_slot(s, i, iov, iovcnt, flags, &h, &copy))
+					continue;
+				len = h.len;
+				goto got;
+			}
 			if (shim_fifo_level(shim_slot_rx(s->slot[i]), g->rx_fifo_size) < sizeof(h))
 				continue;
 			shim_lock(&a->rx_lock);
@@ -159,6 +166,7 @@ shim_udp_recv(struct shim_sock *s, const struct iovec *iov, int iovcnt, int flag
 				shim_rx_kick(s, i);
 			if (!got)
 				continue;
+got:
 			s->rr = i + 1;
 			/* Reply through the worker that received: request/response
 			 * stays on one worker, the one that is awake (the thread's
@@ -223,7 +231,7 @@ shim_udp_first_send(struct shim_sock *s, const struct sockaddr *to, socklen_t to
 		return false;
 	pthread_mutex_lock(&s->lock);
 	if (s->mode == SHIM_UNDECIDED) {
-		if (shim_offload_decide(DPSOCK_PL_UDP_SENDER, sin->sin_addr.s_addr, sin->sin_port) &&
+		if (shim_offload_decide(DPSOCK_PL_UDP_SENDER, sin->sin_addr.s_addr, sin->sin_port, 0, 0) &&
 		    shim_udp_ensure_bound(s, DPSOCK_PL_UDP_SENDER, sin->sin_addr.s_addr,
 				     sin->sin_port) == 0)
 			off = true;

@@ -78,6 +78,7 @@ struct conf_key {
 
 static const char *check_name(const char *v);
 static const char *check_abs_path(const char *v);
+static const char *check_abs_path_or_empty(const char *v);
 static const char *check_port(const char *v);
 static const char *check_steering(const char *v);
 static const char *check_segmentation(const char *v);
@@ -166,7 +167,9 @@ static const struct conf_key conf_main_keys[] = {
 	K_UINT(DC, "preload.poll_batch", pl_poll_batch, 32, 1, 1024, 0,
 	       "commands a worker takes from one client ring per loop iteration"),
 	K_SPECIAL(DC, "offload.rules", CONF_RULE_LIST, rules, 0, 0,
-		  "offload rules in libvma.conf's grammar, [ \"application-id NAME\", \"use offload|os ROLE ADDR[/LEN]:PORT[-PORT]\", ... ]; first match decides"),
+		  "offload rules in libvma.conf's grammar, [ \"application-id PROGRAM [ID]\", \"use offload|vma|os ROLE ADDR[/LEN]:PORT[-PORT][:LADDR[/LEN]:LPORT[-LPORT]]\", ... ]; first match decides"),
+	K_STR(DC, "offload.rules_file", rules_file, "", 0, CONF_RULES_FILE_LEN_MAX, check_abs_path_or_empty, 0,
+	      "a libvma.conf-style rules file, read as it is (absolute path); its rules follow offload.rules"),
 };
 
 static const struct conf_key conf_iface_keys[] = {
@@ -248,6 +251,12 @@ static const char *
 check_abs_path(const char *v)
 {
 	return v[0] == '/' ? NULL : "must be an absolute path";
+}
+
+static const char *
+check_abs_path_or_empty(const char *v)
+{
+	return v[0] == '\0' ? NULL : check_abs_path(v);
 }
 
 static const char *
@@ -634,160 +643,26 @@ parse_uid_list(struct parse_ctx *p, struct dpsock_config *c,
 }
 
 /* ---------------------------------------------------------------------- */
-/* offload rules (libvma.conf grammar) */
-
-static const char *const rule_roles[] = {
-	[DPSOCK_PL_TCP_SERVER] = "tcp_server",
-	[DPSOCK_PL_TCP_CLIENT] = "tcp_client",
-	[DPSOCK_PL_UDP_RECEIVER] = "udp_receiver",
-	[DPSOCK_PL_UDP_SENDER] = "udp_sender",
-	[DPSOCK_PL_UDP_CONNECT] = "udp_connect",
-};
-
-static int __attribute__((format(printf, 3, 4)))
-rule_fail(char *why, size_t whylen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (why != NULL && whylen > 0) {
-		va_start(ap, fmt);
-		vsnprintf(why, whylen, fmt, ap);
-		va_end(ap);
-	}
-	return -EINVAL;
-}
-
-/* Strict unsigned decimal in [lo, hi]. */
-static int
-rule_number(const char *s, size_t len, unsigned long lo, unsigned long hi, unsigned long *out)
-{
-	unsigned long v = 0;
-	size_t i;
-
-	if (len == 0 || len > 5)
-		return -EINVAL;
-	for (i = 0; i < len; i++) {
-		if (!isdigit((unsigned char)s[i]))
-			return -EINVAL;
-		v = v * 10 + (unsigned long)(s[i] - '0');
-	}
-	if (v < lo || v > hi)
-		return -EINVAL;
-	*out = v;
-	return 0;
-}
-
-/* "ADDR[/PREFIX]:PORT[-PORT]", either part may be "*". */
-static int
-rule_endpoint(const char *ep, struct dpsock_pl_rule *r, char *why, size_t whylen)
-{
-	const char *colon = strrchr(ep, ':'), *ports, *dash;
-	char addr[64], *slash;
-	unsigned long lo, hi, len;
-	uint32_t a;
-
-	if (colon == NULL)
-		return rule_fail(why, whylen, "'%s': expected ADDR[/PREFIX]:PORT[-PORT] (* for any)", ep);
-	if ((size_t)(colon - ep) >= sizeof(addr) || colon == ep)
-		return rule_fail(why, whylen, "'%s': bad address", ep);
-	memcpy(addr, ep, (size_t)(colon - ep));
-	addr[colon - ep] = '\0';
-	if (strcmp(addr, "*") == 0) {
-		r->addr = 0;
-		r->prefix_len = 0;
-	} else {
-		slash = strchr(addr, '/');
-		len = 32;
-		if (slash != NULL) {
-			*slash = '\0';
-			if (rule_number(slash + 1, strlen(slash + 1), 0, 32, &len) < 0)
-				return rule_fail(why, whylen, "'%s': prefix length must be between 0 and 32", ep);
-		}
-		if (parse_ipv4(addr, &a) < 0)
-			return rule_fail(why, whylen, "'%s': '%s' is not an IPv4 address", ep, addr);
-		r->prefix_len = (uint8_t)len;
-		r->addr = htonl(a & prefix_mask((unsigned int)len));
-	}
-	ports = colon + 1;
-	if (strcmp(ports, "*") == 0) {
-		r->port_lo = 0;
-		r->port_hi = 65535;
-		return 0;
-	}
-	dash = strchr(ports, '-');
-	if (rule_number(ports, dash ? (size_t)(dash - ports) : strlen(ports), 0, 65535, &lo) < 0 ||
-	    (dash != NULL && rule_number(dash + 1, strlen(dash + 1), 0, 65535, &hi) < 0))
-		return rule_fail(why, whylen, "'%s': port must be *, N or N-M with 0 <= N <= M <= 65535", ep);
-	if (dash == NULL)
-		hi = lo;
-	if (hi < lo)
-		return rule_fail(why, whylen, "'%s': port range %lu-%lu is empty", ep, lo, hi);
-	r->port_lo = (uint16_t)lo;
-	r->port_hi = (uint16_t)hi;
-	return 0;
-}
-
-int
-dpsock_pl_rule_parse(const char *line, char app_id[32], struct dpsock_pl_rule *r,
-		     char *why, size_t whylen)
-{
-	char buf[256], *tok[6], *save = NULL, *t;
-	unsigned int n = 0, i;
-
-	if (strlen(line) >= sizeof(buf))
-		return rule_fail(why, whylen, "rule longer than %zu characters", sizeof(buf) - 1);
-	snprintf(buf, sizeof(buf), "%s", line);
-	for (t = strtok_r(buf, " \t\r\n", &save); t != NULL && n < 6;
-	     t = strtok_r(NULL, " \t\r\n", &save))
-		tok[n++] = t;
-	if (n == 0 || tok[0][0] == '#')
-		return 1;
-	if (strcmp(tok[0], "application-id") == 0) {
-		if (n != 2)
-			return rule_fail(why, whylen, "expected 'application-id NAME' (NAME may be *)");
-		if (strlen(tok[1]) >= 32)
-			return rule_fail(why, whylen, "application id '%s' longer than 31 characters", tok[1]);
-		snprintf(app_id, 32, "%s", tok[1]);
-		return 1;
-	}
-	if (strcmp(tok[0], "use") != 0)
-		return rule_fail(why, whylen, "'%s': a rule starts with 'use' or 'application-id'", tok[0]);
-	if (n != 4)
-		return rule_fail(why, whylen, "expected 'use offload|os ROLE ADDR[/PREFIX]:PORT[-PORT]'");
-	memset(r, 0, sizeof(*r));
-	snprintf(r->app_id, sizeof(r->app_id), "%s", app_id);
-	if (strcmp(tok[1], "offload") == 0)
-		r->offload = 1;
-	else if (strcmp(tok[1], "os") == 0)
-		r->offload = 0;
-	else
-		return rule_fail(why, whylen, "'%s': expected 'offload' or 'os'", tok[1]);
-	for (i = 1; i < ARRAY_SIZE(rule_roles); i++)
-		if (strcmp(tok[2], rule_roles[i]) == 0)
-			break;
-	if (i == ARRAY_SIZE(rule_roles))
-		return rule_fail(why, whylen, "'%s': role must be tcp_server, tcp_client, udp_receiver, udp_sender or udp_connect",
-				 tok[2]);
-	r->role = (uint8_t)i;
-	return rule_endpoint(tok[3], r, why, whylen);
-}
+/* offload rules (libvma.conf grammar: abi/offload_rules.c) */
 
 static int
 parse_rule_list(struct parse_ctx *p, struct dpsock_config *c,
 		const config_setting_t *s, const char *path)
 {
 	int t = config_setting_type(s), i, n, rc;
-	char app_id[32] = "*";
+	struct dpsock_rule_scope scope;
 
 	if (t != CONFIG_TYPE_ARRAY && t != CONFIG_TYPE_LIST)
 		return fail(p, s, path, "expected a list of rule strings, like [ \"use os tcp_server *:22\" ], got %s",
 			    type_name(t));
 	n = config_setting_length(s);
 	c->n_rules = 0;
+	dpsock_rule_scope_init(&scope);
 	for (i = 0; i < n; i++) {
 		const config_setting_t *e = config_setting_get_elem(s, (unsigned int)i);
 		const config_setting_t *at = config_setting_source_line(e) > 0 ? e : s;
 		char epath[64], why[256];
+		struct dpsock_pl_rule rule;
 		const char *str;
 
 		pathf(epath, sizeof(epath), "%s[%d]", path, i);
@@ -795,14 +670,14 @@ parse_rule_list(struct parse_ctx *p, struct dpsock_config *c,
 			return fail(p, at, epath, "expected a string, got %s",
 				    type_name(config_setting_type(e)));
 		str = config_setting_get_string(e);
-		rc = dpsock_pl_rule_parse(str, app_id, &c->rules[c->n_rules], why, sizeof(why));
+		rc = dpsock_rule_parse(str, &scope, &rule, why, sizeof(why));
 		if (rc < 0)
 			return fail(p, at, epath, "%s", why);
 		if (rc > 0)
 			continue;
 		if (c->n_rules >= DPSOCK_PL_MAX_RULES)
 			return fail(p, at, epath, "at most %d rules", DPSOCK_PL_MAX_RULES);
-		c->n_rules++;
+		c->rules[c->n_rules++] = rule;
 	}
 	return 0;
 }
@@ -1163,7 +1038,7 @@ parse_iface_list(struct parse_ctx *p, struct dpsock_config *c,
 
 /* Rules across top-level keys. */
 static int
-main_validate(struct parse_ctx *p, const struct dpsock_config *c,
+main_validate(struct parse_ctx *p, struct dpsock_config *c,
 	      const struct scope *sc, const config_setting_t *root)
 {
 	const config_setting_t *s;
@@ -1203,6 +1078,15 @@ main_validate(struct parse_ctx *p, const struct dpsock_config *c,
 			    "slots x (rx_fifo_kb + tx_fifo_kb) = %" PRIu64 " MiB per worker and group; at most %llu MiB",
 			    (uint64_t)c->pl_slots * (c->pl_rx_fifo_kb + c->pl_tx_fifo_kb) / 1024,
 			    CONF_PL_SEG_PER_WORKER_MAX >> 20);
+	}
+	if (c->rules_file[0] != '\0') {
+		char why[384];
+
+		if (dpsock_rules_read_file(c->rules_file, c->rules, DPSOCK_PL_MAX_RULES, &c->n_rules,
+					   why, sizeof(why), NULL, NULL) < 0) {
+			s = seen_key(sc, "offload.rules_file");
+			return fail(p, s ? s : root, "offload.rules_file", "%s", why);
+		}
 	}
 	return 0;
 }

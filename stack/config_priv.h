@@ -17,6 +17,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "offload_rules.h"
 #include "preload_wire.h"
 
 #define DPSOCK_MAX_PORTS 4
@@ -25,6 +26,7 @@
 #define DPSOCK_PORT_NAME_MAX 64
 #define DPSOCK_LOG_MODULE_MAX 16
 #define DPSOCK_MAX_UIDS 32
+#define CONF_RULES_FILE_LEN_MAX 255
 
 /* Log levels, in DPDK's numbering (RTE_LOG_ERR = 4 ... RTE_LOG_DEBUG = 8). */
 struct dpsock_log_module_conf {
@@ -96,7 +98,9 @@ struct dpsock_config {
 	uint32_t pl_tx_fifo_kb;
 	uint32_t pl_poll_batch;  /* commands taken from one ring per loop */
 
-	/* offload.rules, compiled (first match decides; see preload_wire.h) */
+	/* offload.rules, then offload.rules_file's, compiled (first match
+	 * decides; see abi/offload_rules.h) */
+	char rules_file[CONF_RULES_FILE_LEN_MAX + 1];
 	unsigned int n_rules;
 	struct dpsock_pl_rule rules[DPSOCK_PL_MAX_RULES];
 };
@@ -128,20 +132,6 @@ int dpsock_config_load_string(struct dpsock_config *c, const char *text,
 void dpsock_config_foreach_nondefault(const struct dpsock_config *c,
 				      void (*emit)(void *arg, const char *line),
 				      void *arg);
-
-/*
- * Compile one offload rule line in VMA's libvma.conf grammar:
- *   "application-id NAME"   (NAME or *: the rules that follow apply to it)
- *   "use offload|os ROLE ADDR[/PREFIX]:PORT[-PORT]"
- *   ROLE: tcp_server tcp_client udp_receiver udp_sender udp_connect;
- *   ADDR and PORT may be *.
- * app_id is the current application id ("*" before any application-id
- * line); an application-id line updates it and returns 1 (no rule); a use
- * line fills *r and returns 0. Blank lines and "#" comments return 1.
- * Returns -EINVAL with the reason in why (size whylen) for anything else.
- */
-int dpsock_pl_rule_parse(const char *line, char app_id[32], struct dpsock_pl_rule *r,
-			 char *why, size_t whylen);
 
 /* Print every key with its type, default and help (dpsockd -- --help-config). */
 void dpsock_config_print_help(FILE *f);

@@ -184,6 +184,23 @@ on_tcp_poll(void *arg, struct tcp_pcb *pcb)
 }
 
 void
+dpsock_sock_stats_owner(struct dpsock_sock *s, int32_t pid, int32_t fd, int32_t client,
+			uint32_t add_hits, uint32_t add_misses)
+{
+	struct dpsock_sock_stats *e = s->st;
+
+	if (e == NULL)
+		return;
+	dpsock_sockstat_write_begin(e);
+	e->owner_pid = pid;
+	e->fd = fd;
+	e->client = client;
+	dpsock_stat_add(&e->poll_hits, add_hits);
+	dpsock_stat_add(&e->poll_misses, add_misses);
+	dpsock_sockstat_write_end(e);
+}
+
+void
 dpsock_sock_stats_refresh(struct dpsock_worker *w)
 {
 	struct dpsock_sock *s;

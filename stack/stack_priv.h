@@ -354,6 +354,11 @@ void dpsock_sockstat_zero(struct dpsock_worker *w);
 
 /* sock.c: refresh every socket entry of the worker (its 100 ms tick). */
 void dpsock_sock_stats_refresh(struct dpsock_worker *w);
+/* sock.c: a preload client's socket (daemon/serve.c): the process and
+ * descriptor it serves (client: clients[] index, -1 unknown) and poll hits
+ * and misses to add, for the socket table. On the socket's worker. */
+void dpsock_sock_stats_owner(struct dpsock_sock *s, int32_t pid, int32_t fd, int32_t client,
+			     uint32_t add_hits, uint32_t add_misses);
 
 /* Add v to one counter of a socket entry (NULL: not listed). */
 #define DPSOCK_SOCKSTAT_ADD(e, field, v)                                        \

@@ -37,6 +37,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "dpsock_build_config.h"
 #include "stats_segment.h"
 
 enum view { VIEW_RAW, VIEW_BASIC, VIEW_EXTRA, VIEW_FULL, VIEW_MC, VIEW_SOCKETS, VIEW_CLIENTS };
@@ -59,6 +60,11 @@ struct options {
 	bool json;
 	bool zero;
 	const char *log_spec;
+	/* -S [PID:]FD: preloaded sockets by process and descriptor (fd 0: all);
+	 * -p PID of a preloaded program: its sockets only */
+	bool fds;
+	int fd_pid, fd;
+	int client_pid;
 };
 
 /* One sample of the segment: private copies, consistent per block. */
@@ -72,6 +78,7 @@ struct sample {
 
 static const struct dpsock_stats_segment *seg;
 static size_t seg_len;
+static int client_only;   /* -p of a preloaded program: the sockets view shows its own */
 static char seg_shm[300];
 
 /*
@@ -98,20 +105,26 @@ usage(FILE *f)
 		"Usage: dpsock-stat [-n NAME | -p PID] [options]\n"
 		"Show the counters of a running dpsock instance (dpsockd or a native app).\n"
 		"  -n, --name NAME     the instance (name = ... in its config; default dpsock)\n"
-		"  -p, --pid PID       the instance whose process id is PID\n"
+		"  -p, --pid PID       the instance whose process id is PID, or the instance a\n"
+		"                      preloaded program PID is attached to (its sockets only)\n"
 		"  -v, --view VIEW     basic | extra | full | mc | sockets | clients (a table;\n"
 		"                      clients: processes attached through libdpsock_preload; default: the\n"
-		"                      plain 'scope.index.counter value' lines)\n"
+		"                      plain 'scope.index.counter value' lines); vma_stats' levels\n"
+		"                      1..5 are basic, extra, full, mc, sockets\n"
 		"      --raw           the plain lines (the default without -v or -d)\n"
+		"  -S, --fd [PID:]FD   every counter of a preloaded socket, by its program's pid and\n"
+		"                      descriptor (FD 0: every preloaded socket), summed over workers\n"
 		"  -d, --details 1|2   1: totals (default); 2: per second between samples\n"
 		"  -i, --interval SEC  repeat every SEC seconds (fractions allowed: -i 0.1)\n"
-		"  -c, --cycles N      take N samples (default 1, or 2 with -d 2; unlimited with -i)\n"
+		"  -c, --cycles N      take N samples (default 1, or 2 with -d 2; unlimited with -i;\n"
+		"                      0: until interrupted, every second unless -i)\n"
 		"  -s, --filter F      sockets view: 'state=ESTABLISHED', 'proto=udp', 'worker=1',\n"
 		"                      'port=80', or a substring of the addresses ('198.18.0.2')\n"
 		"  -j, --json          JSON (one object per sample) with the numbers of the table\n"
 		"  -z, --zero          zero the instance's counters (each writer zeroes its own)\n"
 		"      --log-level SPEC  set log levels while it runs: 'pmd=debug', 'all=info',\n"
 		"                      'tcp=debug,worker=notice'\n"
+		"  -V, --version       dpsock-stat's version and the stats segment's\n"
 		"  -h, --help          this text\n");
 }
 
@@ -214,9 +227,10 @@ map_segment(const char *shm, bool writable, char *err, size_t errlen)
 	return s;
 }
 
-/* -p PID: the segment in /dev/shm whose pid matches. */
+/* -p PID: the segment in /dev/shm whose pid matches, else (client_pid not
+ * NULL) the one PID is a preloaded client of: *client_pid = PID. */
 static int
-find_by_pid(int pid, char *shm, size_t len)
+find_by_pid(int pid, char *shm, size_t len, int *client_pid)
 {
 	DIR *dir = opendir("/dev/shm");
 	struct dirent *de;
@@ -242,6 +256,15 @@ find_by_pid(int pid, char *shm, size_t len)
 		    hdr.magic == DPSOCK_STATS_MAGIC && hdr.pid == pid) {
 			snprintf(shm, len, "/%s", de->d_name);
 			found = 0;
+		} else if (client_pid != NULL && pread(fd, &hdr, sizeof(hdr), 0) == (ssize_t)sizeof(hdr) &&
+			   hdr.magic == DPSOCK_STATS_MAGIC && hdr.version == DPSOCK_STATS_VERSION) {
+			/* a preloaded program attached to this instance (as vma_stats -p) */
+			for (uint32_t i = 0; i < hdr.n_clients && i < DPSOCK_STATS_MAX_CLIENTS; i++)
+				if (hdr.clients[i].pid == pid) {
+					snprintf(shm, len, "/%s", de->d_name);
+					*client_pid = pid;
+					found = 0;
+				}
 		}
 		close(fd);
 		if (found == 0)
@@ -612,19 +635,32 @@ full_table(bool ports, const struct sample *cur, const struct sample *prev, doub
 static void
 owner_name(const struct dpsock_sock_stats *e, char *buf, size_t len)
 {
-	if (e->client < 0)
+	const struct dpsock_client_stats *c = e->client >= 0 && e->client < DPSOCK_STATS_MAX_CLIENTS ?
+					      &seg->clients[e->client] : NULL;
+	char cname[sizeof(c->name) + 1];
+
+	if (e->fd < 0) {
 		snprintf(buf, len, "%s[%d]", geo.app, (int)e->owner_pid);
-	else
+	} else if (c != NULL && __atomic_load_n(&c->pid, __ATOMIC_RELAXED) == e->owner_pid) {
+		/* a private, terminated copy: the client table is the writer's */
+		memcpy(cname, c->name, sizeof(c->name));
+		cname[sizeof(c->name)] = '\0';
+		snprintf(buf, len, "%.12s[%d] fd %d", cname, (int)e->owner_pid, (int)e->fd);
+	} else {
 		snprintf(buf, len, "pid %d fd %d", (int)e->owner_pid, (int)e->fd);
+	}
 }
 
 /* -s: "key=value" (state, proto, worker, port, lport, rport) or a
- * substring of "local remote"; several, comma separated, must all match. */
+ * substring of "local remote"; several, comma separated, must all match.
+ * With -p of a preloaded program, only its own sockets match. */
 static bool
 filter_match(const struct dpsock_sock_stats *e, const char *filter)
 {
 	char buf[256], *save = NULL, *tok;
 
+	if (client_only != 0 && e->owner_pid != client_only)
+		return false;
 	if (filter == NULL || filter[0] == '\0')
 		return true;
 	snprintf(buf, sizeof(buf), "%s", filter);
@@ -762,6 +798,83 @@ json_blocks(bool ports, const struct sample *cur, const struct sample *prev, dou
 		printf("}");
 	}
 	printf("]");
+}
+
+/* ---- preloaded sockets by process and descriptor (-S) ------------------------------- */
+
+/* -S: one block per (pid, fd) of a preloaded socket, the counters of its
+ * entries summed over the workers (a listener or UDP socket has one on
+ * every worker; poll hits and misses are kept on its first). */
+static void
+fds_view(const struct options *o, const struct sample *cur, bool json)
+{
+	bool *done = calloc(cur->n_socks ? cur->n_socks : 1, sizeof(*done));
+	unsigned int i, j, k, shown = 0;
+
+	if (done == NULL) {
+		fprintf(stderr, "dpsock-stat: out of memory\n");
+		exit(1);
+	}
+	if (json)
+		printf(", \"fds\": [");
+	for (i = 0; i < cur->n_socks; i++) {
+		const struct dpsock_sock_stats *e = &cur->socks[i];
+		uint64_t sum[64] = { 0 };
+		char local[48], remote[48], owner[64], workers[128] = "";
+		size_t wl = 0;
+
+		if (done[i] || e->fd < 0 || (o->fd != 0 && e->fd != o->fd) ||
+		    (o->fd_pid != 0 && e->owner_pid != o->fd_pid) ||
+		    (o->client_pid != 0 && e->owner_pid != o->client_pid))
+			continue;
+		for (j = i; j < cur->n_socks; j++) {
+			const struct dpsock_sock_stats *f = &cur->socks[j];
+
+			if (done[j] || f->owner_pid != e->owner_pid || f->fd != e->fd ||
+			    f->proto != e->proto || f->lport != e->lport)
+				continue;
+			done[j] = true;
+			for (k = 0; k < dpsock_sock_stat_count && k < NCOLS(sum); k++)
+				sum[k] += dpsock_stat_at(f, &dpsock_sock_stat_desc[k]);
+			wl += (size_t)snprintf(workers + wl, sizeof(workers) - wl, "%s%u",
+					       wl ? (json ? ", " : ",") : "", f->worker);
+			if (wl >= sizeof(workers))
+				wl = sizeof(workers) - 1;
+		}
+		dpsock_fmt_addr(local, sizeof(local), e->laddr, e->lport);
+		if (e->raddr == 0 && e->rport == 0)
+			snprintf(remote, sizeof(remote), "*:*");
+		else
+			dpsock_fmt_addr(remote, sizeof(remote), e->raddr, e->rport);
+		owner_name(e, owner, sizeof(owner));
+		if (json) {
+			printf("%s{\"pid\": %d, \"fd\": %d", shown ? ", " : "", (int)e->owner_pid,
+			       (int)e->fd);
+			json_str("owner", owner, true);
+			json_str("proto", e->proto == IPPROTO_TCP ? "tcp" : "udp", true);
+			json_str("state", dpsock_sock_state_name(e->state), true);
+			json_str("local", local, true);
+			json_str("remote", remote, true);
+			printf(", \"workers\": [%s]", workers);
+			for (k = 0; k < dpsock_sock_stat_count && k < NCOLS(sum); k++)
+				json_num(dpsock_sock_stat_desc[k].name, (double)sum[k], false);
+			printf("}");
+		} else {
+			printf("%s: %s %s -> %s %s, worker(s) %s\n", owner,
+			       e->proto == IPPROTO_TCP ? "tcp" : "udp", local, remote,
+			       dpsock_sock_state_name(e->state), workers);
+			for (k = 0; k < dpsock_sock_stat_count && k < NCOLS(sum); k++)
+				printf("  %-14s %" PRIu64 "%s", dpsock_sock_stat_desc[k].name, sum[k],
+				       k % 4 == 3 || k + 1 == dpsock_sock_stat_count ? "\n" : "");
+		}
+		shown++;
+	}
+	if (json)
+		printf("]");
+	else if (shown == 0)
+		printf("no preloaded socket matches (-S %d%s%d)\n", o->fd_pid ? o->fd_pid : 0,
+		       o->fd_pid ? ":" : "", o->fd);
+	free(done);
 }
 
 static void
@@ -1017,8 +1130,10 @@ print_sample(const struct options *o, const struct sample *cur, const struct sam
 		return;
 	}
 	if (o->json) {
-		json_header(prev, dt, view_names[o->view]);
-		if (o->view == VIEW_SOCKETS) {
+		json_header(prev, dt, o->fds ? "fds" : view_names[o->view]);
+		if (o->fds) {
+			fds_view(o, cur, true);
+		} else if (o->view == VIEW_SOCKETS) {
 			json_sockets(cur, o->filter);
 		} else if (o->view == VIEW_MC) {
 			mc_view(true);
@@ -1034,6 +1149,11 @@ print_sample(const struct options *o, const struct sample *cur, const struct sam
 		return;
 	}
 	print_title(prev, dt);
+	if (o->fds) {
+		fds_view(o, cur, false);
+		fflush(stdout);
+		return;
+	}
 	switch (o->view) {
 	case VIEW_SOCKETS:
 		sockets_view(cur, o->filter);
@@ -1143,6 +1263,30 @@ request_log(struct dpsock_stats_segment *s, const char *spec)
 
 /* ---- main ------------------------------------------------------------------------------ */
 
+/* -S [PID:]FD */
+static int
+parse_fd_arg(const char *arg, struct options *o)
+{
+	const char *colon = strchr(arg, ':');
+	char *end;
+	long v;
+
+	o->fd_pid = 0;
+	if (colon != NULL) {
+		v = strtol(arg, &end, 10);
+		if (end != colon || v <= 0 || v > INT32_MAX)
+			return -1;
+		o->fd_pid = (int)v;
+		arg = colon + 1;
+	}
+	v = strtol(arg, &end, 10);
+	if (*arg == '\0' || *end != '\0' || v < 0 || v > INT32_MAX)
+		return -1;
+	o->fd = (int)v;
+	o->fds = true;
+	return 0;
+}
+
 static int
 parse_args(int argc, char **argv, struct options *o)
 {
@@ -1159,6 +1303,8 @@ parse_args(int argc, char **argv, struct options *o)
 		{ "json", no_argument, NULL, 'j' },
 		{ "zero", no_argument, NULL, 'z' },
 		{ "log-level", required_argument, NULL, OPT_LOG },
+		{ "fd", required_argument, NULL, 'S' },
+		{ "version", no_argument, NULL, 'V' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -1171,7 +1317,7 @@ parse_args(int argc, char **argv, struct options *o)
 	o->name = NULL;
 	o->mode = 1;
 	o->cycles = 1;
-	while ((opt = getopt_long(argc, argv, "n:p:v:d:i:c:s:jzh", opts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "n:p:v:d:i:c:s:S:jzVh", opts, NULL)) != -1) {
 		switch (opt) {
 		case 'n':
 			o->name = optarg;
@@ -1187,9 +1333,12 @@ parse_args(int argc, char **argv, struct options *o)
 			for (v = VIEW_BASIC; v < NCOLS(view_names); v++)
 				if (strcmp(optarg, view_names[v]) == 0)
 					break;
+			/* vma_stats' numeric levels: 1 basic .. 5 the netstat-like view */
+			if (optarg[0] >= '1' && optarg[0] <= '5' && optarg[1] == '\0')
+				v = (unsigned int)(VIEW_BASIC + (optarg[0] - '1'));
 			if (v == NCOLS(view_names)) {
 				fprintf(stderr, "dpsock-stat: -v %s: views are basic, extra, full, mc, clients, "
-					"sockets\n", optarg);
+					"sockets (or 1..5: basic, extra, full, mc, sockets)\n", optarg);
 				return 2;
 			}
 			o->view = v;
@@ -1217,13 +1366,26 @@ parse_args(int argc, char **argv, struct options *o)
 			break;
 		case 'c':
 			o->cycles = strtol(optarg, &end, 10);
-			if (*end != '\0' || o->cycles < 1) {
-				fprintf(stderr, "dpsock-stat: -c %s: a number of samples, 1 or more\n",
+			if (*end != '\0' || o->cycles < 0) {
+				fprintf(stderr, "dpsock-stat: -c %s: a number of samples, 1 or more (0: until interrupted)\n",
 					optarg);
 				return 2;
 			}
+			if (o->cycles == 0)
+				o->cycles = -1;
 			cycles_given = true;
 			break;
+		case 'S':
+			if (parse_fd_arg(optarg, o) < 0) {
+				fprintf(stderr, "dpsock-stat: -S %s: [PID:]FD, FD 0 for every preloaded socket\n",
+					optarg);
+				return 2;
+			}
+			break;
+		case 'V':
+			printf("dpsock-stat %s (stats segment version %u)\n", DPSOCK_VERSION,
+			       DPSOCK_STATS_VERSION);
+			exit(0);
 		case 's':
 			o->filter = optarg;
 			break;
@@ -1258,6 +1420,9 @@ parse_args(int argc, char **argv, struct options *o)
 	/* -d alone picks the basic view; the plain lines stay the default */
 	if (!o->view_given && details_given)
 		o->view = VIEW_BASIC;
+	/* -c 0 without -i: vma_stats' default interval, one second */
+	if (cycles_given && o->cycles < 0 && o->interval == 0)
+		o->interval = 1;
 	/* -c: samples. Default 1; unlimited with -i; with -d 2 and no -i, two
 	 * samples 1 s apart (one line of rates) */
 	if (!cycles_given)
@@ -1298,9 +1463,9 @@ main(int argc, char **argv)
 		return rc;
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	if (o.pid != 0) {
-		if (find_by_pid(o.pid, seg_shm, sizeof(seg_shm)) != 0) {
-			fprintf(stderr, "dpsock-stat: no dpsock instance with pid %d "
-				"(no /dev/shm/dpsock.*.stats of that pid)\n", o.pid);
+		if (find_by_pid(o.pid, seg_shm, sizeof(seg_shm), &o.client_pid) != 0) {
+			fprintf(stderr, "dpsock-stat: no dpsock instance with pid %d, and no preloaded "
+				"program %d attached to one\n", o.pid, o.pid);
 			return 1;
 		}
 	} else {
@@ -1331,7 +1496,8 @@ main(int argc, char **argv)
 		if (rc != 0 || (!o.view_given && o.interval == 0 && o.mode == 1))
 			return rc;
 	}
-	want_sockets = o.view == VIEW_SOCKETS;
+	want_sockets = o.view == VIEW_SOCKETS || o.fds;
+	client_only = o.client_pid;
 	next = now_s();
 	for (n = 0; o.cycles < 0 || n < o.cycles; n++) {
 		if (n > 0) {

@@ -8,8 +8,11 @@
  * terminated strings, counts within their arrays), and the start-up banner
  * must print it; one it refuses must say why, within the error buffer.
  * Every line of the input also goes through the offload rule compiler
- * (dpsock_pl_rule_parse) and the log level parser on its own, so that the
- * rule grammar is fuzzed without libconfig's quoting in the way.
+ * (abi/offload_rules.c: dpsock_rule_parse, the libvma.conf grammar, with
+ * the application-id scope carried from line to line as in a rules file)
+ * and the log level parser on its own, so that the rule grammar is fuzzed
+ * without libconfig's quoting in the way; every compiled rule is printed
+ * back in the grammar (dpsock_rule_format) and matched against a socket.
  *
  * Not fuzzed: libconfig's "@include" directive (inputs holding it are
  * skipped): it opens the named file, and a path such as /dev/stdin would
@@ -24,6 +27,7 @@
 
 #include "config_priv.h"
 #include "fuzz_check.h"
+#include "offload_rules.h"
 
 #define MAX_TEXT (64 * 1024)
 
@@ -90,7 +94,8 @@ check_accepted(const struct dpsock_config *c)
 	for (i = 0; i < c->n_rules; i++) {
 		const struct dpsock_pl_rule *r = &c->rules[i];
 
-		FUZZ_CHECK(terminated(r->app_id, sizeof(r->app_id)), "rule app id");
+		FUZZ_CHECK(terminated(r->app_id, sizeof(r->app_id)) &&
+			   terminated(r->prog, sizeof(r->prog)), "rule program and app id");
 		FUZZ_CHECK(r->role >= DPSOCK_PL_TCP_SERVER && r->role <= DPSOCK_PL_UDP_CONNECT,
 			   "rule role %u", r->role);
 		FUZZ_CHECK(r->offload <= 1 && r->prefix_len <= 32 && r->port_lo <= r->port_hi,
@@ -98,23 +103,38 @@ check_accepted(const struct dpsock_config *c)
 	}
 }
 
-/* One line as an offload rule and as a log level. */
+/* One line as an offload rule (in the scope the lines before it left) and
+ * as a log level. */
 static void
-fuzz_line(const char *line)
+fuzz_line(const char *line, struct dpsock_rule_scope *sc)
 {
-	char app_id[32] = "*", why[256];
+	struct dpsock_rule_subject subj = {
+		.prog = "fuzzprog", .app_id = "B1", .role = DPSOCK_PL_TCP_CLIENT,
+		.addr = 0x010012c6, .port = 0x5000, .laddr = 0x020012c6, .lport = 0x3930,
+	};
+	char why[256], text[256];
 	struct dpsock_pl_rule r;
 	int rc, lvl;
 
 	why[0] = '\0';
-	rc = dpsock_pl_rule_parse(line, app_id, &r, why, sizeof(why));
-	FUZZ_CHECK(rc == 0 || rc == 1 || rc == -EINVAL, "rule_parse returned %d", rc);
-	if (rc < 0)
+	rc = dpsock_rule_parse(line, sc, &r, why, sizeof(why));
+	FUZZ_CHECK(rc == 0 || rc == 1 || rc == 2 || rc == -EINVAL, "rule_parse returned %d", rc);
+	if (rc < 0 || rc == 2)
 		FUZZ_CHECK(why[0] != '\0' && terminated(why, sizeof(why)), "rule error text");
-	FUZZ_CHECK(terminated(app_id, sizeof(app_id)), "app id");
-	if (rc == 0)
+	FUZZ_CHECK(terminated(sc->prog, sizeof(sc->prog)) && terminated(sc->app_id, sizeof(sc->app_id)),
+		   "scope");
+	if (rc == 0) {
 		FUZZ_CHECK(r.role >= DPSOCK_PL_TCP_SERVER && r.role <= DPSOCK_PL_UDP_CONNECT &&
-			   r.prefix_len <= 32 && r.port_lo <= r.port_hi, "rule fields");
+			   r.prefix_len <= 32 && r.lprefix_len <= 32 && r.port_lo <= r.port_hi &&
+			   r.lport_lo <= r.lport_hi && r.offload <= 1, "rule fields");
+		FUZZ_CHECK(terminated(r.prog, sizeof(r.prog)) && terminated(r.app_id, sizeof(r.app_id)),
+			   "rule program and app id");
+		dpsock_rule_format(&r, text, sizeof(text));
+		FUZZ_CHECK(terminated(text, sizeof(text)) && strstr(text, "use ") != NULL,
+			   "rule text '%s'", text);
+		subj.role = r.role;
+		(void)dpsock_rule_match(&r, &subj);
+	}
 	lvl = dpsock_log_level_parse(line);
 	FUZZ_CHECK(lvl == -EINVAL || (lvl >= 1 && lvl <= 8), "log level %d", lvl);
 	FUZZ_CHECK(dpsock_log_level_name((uint32_t)lvl) != NULL, "level name");
@@ -123,6 +143,7 @@ fuzz_line(const char *line)
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
+	struct dpsock_rule_scope sc;
 	struct dpsock_config *c;
 	char *text, *line, *save = NULL, err[512];
 	size_t n = 0;
@@ -156,8 +177,9 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	free(c);
 
+	dpsock_rule_scope_init(&sc);
 	for (line = strtok_r(text, "\n", &save); line != NULL; line = strtok_r(NULL, "\n", &save))
-		fuzz_line(line);
+		fuzz_line(line, &sc);
 	free(text);
 	return 0;
 }

@@ -356,10 +356,13 @@ static const struct bad_case bad_cases[] = {
 	{ IF0 "preload = { allowed_uids = [ -1 ]; };\n", 2, "preload.allowed_uids[0]: must be between 0 and 4294967294", NULL },
 	{ IF0 "preload = { allowed_uids = [ 5,\n 5 ]; };\n", 3, "preload.allowed_uids[1]: uid 5 is listed twice", NULL },
 	{ IF0 "preload = { max_group = 4; };\n", 2, "preload.max_group: unknown key 'max_group' (did you mean 'max_groups'?)", NULL },
+	{ IF0 "offload = { rules_file = \"libvma.conf\"; };\n", 2, "offload.rules_file: 'libvma.conf' must be an absolute path", NULL },
+	{ IF0 "offload = { rules_file = \"/nonexistent/libvma.conf\"; };\n", 2,
+	  "offload.rules_file: /nonexistent/libvma.conf: No such file or directory", NULL },
 	{ IF0 "offload = { rule = [ ]; };\n", 2, "offload.rule: unknown key 'rule' (did you mean 'rules'?)", NULL },
 	{ IF0 "offload = { rules = \"use os tcp_server *:22\"; };\n", 2, "offload.rules: expected a list of rule strings", NULL },
 	{ IF0 "offload = { rules = [ \"use os tcp_server *:22\",\n\t\"use maybe tcp_server *:22\" ]; };\n", 3,
-	  "offload.rules[1]: 'maybe': expected 'offload' or 'os'", NULL },
+	  "offload.rules[1]: 'maybe': expected 'offload' (or 'vma') or 'os'", NULL },
 	{ IF0 "offload = { rules = [\n\t\"use os tcp_serve *:22\" ]; };\n", 3,
 	  "offload.rules[0]: 'tcp_serve': role must be tcp_server", NULL },
 	{ IF0 "offload = { rules = [ \"use os tcp_server 198.18.0.1\" ]; };\n", 2,
@@ -373,11 +376,11 @@ static const struct bad_case bad_cases[] = {
 	{ IF0 "offload = { rules = [ \"use os tcp_server 198.18.0:80\" ]; };\n", 2,
 	  "'198.18.0' is not an IPv4 address", NULL },
 	{ IF0 "offload = { rules = [ \"use os tcp_server *:80 extra\" ]; };\n", 2,
-	  "expected 'use offload|os ROLE", NULL },
+	  "expected 'use offload|vma|os ROLE", NULL },
 	{ IF0 "offload = { rules = [ \"application-id\" ]; };\n", 2,
-	  "offload.rules[0]: expected 'application-id NAME'", NULL },
+	  "offload.rules[0]: expected 'application-id PROGRAM [ID]'", NULL },
 	{ IF0 "offload = { rules = [ \"allow tcp_server *:80\" ]; };\n", 2,
-	  "'allow': a rule starts with 'use' or 'application-id'", NULL },
+	  "'allow': a rule starts with 'use', 'application-id' or 'log'", NULL },
 	{ IF0 "offload = { rules = [ 5 ]; };\n", 2, "offload.rules[0]: expected a string, got an integer", NULL },
 	{ IF0 "offload = { rules = ( \"use os tcp_server *:1\", 5 ); };\n", 2, "offload.rules[1]: expected a string, got an integer", NULL },
 	/* interfaces missing, empty, incomplete, too many */
@@ -620,7 +623,7 @@ test_help(void)
 		"interfaces[].address", "interfaces[].gateway", "interfaces[].mtu",
 		"preload.allowed_uids", "preload.max_groups", "preload.max_threads",
 		"preload.slots", "preload.rx_fifo_kb", "preload.tx_fifo_kb", "preload.poll_batch",
-		"offload.rules",
+		"offload.rules", "offload.rules_file",
 	};
 	char *buf = NULL, *line, *save = NULL;
 	size_t len = 0, i, type_col = 0, n = 0;
@@ -655,34 +658,59 @@ test_help(void)
 	free(buf);
 }
 
-/* One rule line at a time, as the shim's users write them in libvma.conf. */
+/* One rule line at a time, as the shim's users write them in libvma.conf
+ * (the VMA forms and their decisions: rules_test.c). */
 static void
 test_rules(void)
 {
+	struct dpsock_rule_scope sc;
 	struct dpsock_pl_rule r;
-	char app[32] = "*", why[256];
+	char why[256];
 	int rc;
 
-	rc = dpsock_pl_rule_parse("   ", app, &r, why, sizeof(why));
+	dpsock_rule_scope_init(&sc);
+	rc = dpsock_rule_parse("   ", &sc, &r, why, sizeof(why));
 	CHECK(rc == 1, "blank: %d", rc);
-	rc = dpsock_pl_rule_parse("#use os tcp_server *:*", app, &r, why, sizeof(why));
+	rc = dpsock_rule_parse("#use os tcp_server *:*", &sc, &r, why, sizeof(why));
 	CHECK(rc == 1, "comment: %d", rc);
-	rc = dpsock_pl_rule_parse("use offload udp_connect *:*", app, &r, why, sizeof(why));
+	rc = dpsock_rule_parse("use offload udp_connect *:*", &sc, &r, why, sizeof(why));
 	CHECK(rc == 0 && r.offload == 1 && r.role == DPSOCK_PL_UDP_CONNECT && r.prefix_len == 0 &&
 	      r.port_lo == 0 && r.port_hi == 65535 && strcmp(r.app_id, "*") == 0, "any: %d %s", rc, why);
-	rc = dpsock_pl_rule_parse("application-id nginx", app, &r, why, sizeof(why));
-	CHECK(rc == 1 && strcmp(app, "nginx") == 0, "app id: %d '%s'", rc, app);
-	rc = dpsock_pl_rule_parse("\tuse  os\ttcp_client 198.18.7.9/24:1-1023 ", app, &r, why, sizeof(why));
+	rc = dpsock_rule_parse("application-id nginx", &sc, &r, why, sizeof(why));
+	CHECK(rc == 1 && strcmp(sc.app_id, "nginx") == 0 && strcmp(sc.prog, "*") == 0,
+	      "app id: %d '%s'", rc, sc.app_id);
+	rc = dpsock_rule_parse("\tuse  os\ttcp_client 198.18.7.9/24:1-1023 ", &sc, &r, why, sizeof(why));
 	CHECK(rc == 0 && r.offload == 0 && r.role == DPSOCK_PL_TCP_CLIENT && r.prefix_len == 24 &&
 	      r.addr == ip("198.18.7.0") && r.port_lo == 1 && r.port_hi == 1023 &&
 	      strcmp(r.app_id, "nginx") == 0, "block: %d %s", rc, why);
-	rc = dpsock_pl_rule_parse("application-id 0123456789012345678901234567890123", app, &r, why,
-				  sizeof(why));
+	rc = dpsock_rule_parse("application-id 0123456789012345678901234567890123", &sc, &r, why,
+			       sizeof(why));
 	CHECK(rc == -EINVAL && strstr(why, "longer than 31") != NULL, "long id: %d '%s'", rc, why);
-	rc = dpsock_pl_rule_parse("use os tcp_server *:-5", app, &r, why, sizeof(why));
+	rc = dpsock_rule_parse("use os tcp_server *:-5", &sc, &r, why, sizeof(why));
 	CHECK(rc == -EINVAL, "negative port: %d", rc);
-	rc = dpsock_pl_rule_parse("use os tcp_server :80", app, &r, why, sizeof(why));
+	rc = dpsock_rule_parse("use os tcp_server :80", &sc, &r, why, sizeof(why));
 	CHECK(rc == -EINVAL, "empty address: %d", rc);
+}
+
+/* offload.rules, then offload.rules_file's rules (a VMA-style file read as
+ * it is; rules_test.c checks its decisions). */
+static void
+test_rules_file(void)
+{
+	static struct dpsock_config c;
+	char text[512], path[300], err[512];
+	int rc;
+
+	if (realpath("test/unit/data/libvma_style.conf", path) == NULL) {
+		CHECK(0, "test/unit/data/libvma_style.conf: %s", strerror(errno));
+		return;
+	}
+	snprintf(text, sizeof(text), IF0 "offload = { rules = [ \"use os tcp_server *:22\" ];\n"
+		 "\trules_file = \"%s\"; };\n", path);
+	rc = dpsock_config_load_string(&c, text, "rf.conf", err, sizeof(err));
+	CHECK(rc == 0, "rules_file: %d %s", rc, err);
+	CHECK(c.n_rules == 10 && c.rules[0].port_lo == 22 && c.rules[1].port_lo == 53 &&
+	      strcmp(c.rules[9].prog, "t?cp_lat") == 0, "rules_file: %u rules", c.n_rules);
 }
 
 static void
@@ -757,6 +785,7 @@ main(void)
 	test_example();
 	test_help();
 	test_rules();
+	test_rules_file();
 	test_log_levels();
 	test_truncations();
 	if (failures != 0) {
