@@ -3,8 +3,11 @@
 
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include <rte_dev.h>
+#include <rte_devargs.h>
 #include <rte_ethdev.h>
 #include <rte_flow.h>
 
@@ -70,6 +73,22 @@ probe_flow_5tuple(uint16_t port_id)
 	return false;
 }
 
+/* af_packet copies each frame from its ring slot (framesz, 2048 by
+ * default) into one mbuf, and refuses to start when a slot does not fit
+ * one: the mbufs must be sized for the slot. Read from its devargs. */
+static uint32_t
+af_packet_frame_size(const struct rte_eth_dev_info *info)
+{
+	const struct rte_devargs *da = info->device != NULL ? rte_dev_devargs(info->device) : NULL;
+	const char *a = da != NULL ? da->args : NULL, *f;
+	uint32_t v = 2048;
+
+	for (f = a; f != NULL && (f = strstr(f, "framesz=")) != NULL; f++)
+		if (f == a || f[-1] == ',')
+			v = (uint32_t)strtoul(f + 8, NULL, 0);
+	return v;
+}
+
 int
 dpsock_port_probe(struct dpsock_port *p, char *err, size_t errlen)
 {
@@ -104,8 +123,12 @@ dpsock_port_probe(struct dpsock_port *p, char *err, size_t errlen)
 	c->tx_udp_cksum = info.tx_offload_capa & RTE_ETH_TX_OFFLOAD_UDP_CKSUM;
 	c->tx_multi_segs = info.tx_offload_capa & RTE_ETH_TX_OFFLOAD_MULTI_SEGS;
 	c->tso = info.tx_offload_capa & RTE_ETH_TX_OFFLOAD_TCP_TSO;
+	c->rx_timestamp = info.rx_offload_capa & RTE_ETH_RX_OFFLOAD_TIMESTAMP;
+	c->if_index = info.if_index;
 	/* per-PMD quirks */
 	c->fixed_rx_queues = strcmp(info.driver_name, "net_af_packet") == 0;
+	if (c->fixed_rx_queues)
+		c->rx_frame_size = af_packet_frame_size(&info);
 	return 0;
 }
 
@@ -156,6 +179,8 @@ dpsock_port_start(struct dpsock_port *p, uint16_t n_queues, uint16_t mtu,
 		p->tx_offloads |= RTE_ETH_TX_OFFLOAD_UDP_CKSUM;
 	if (c->tx_multi_segs)
 		p->tx_offloads |= RTE_ETH_TX_OFFLOAD_MULTI_SEGS;
+	if (c->rx_timestamp)
+		p->rx_offloads |= RTE_ETH_RX_OFFLOAD_TIMESTAMP;
 	conf.rxmode.offloads = p->rx_offloads;
 	conf.txmode.offloads = p->tx_offloads;
 	p->rss_hf = 0;
