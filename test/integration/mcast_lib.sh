@@ -13,6 +13,7 @@
 #                      the group only to the ports that reported it.
 #   mcast_route        the route B's senders take to 224.0.0.0/4 (MC_PEER_IF)
 #   mcast_peer_addr2   a second source address on B (MC_SRC2)
+#   mcast_kernel_route the kernel self-check's route for groups in A
 #   MCTOOL             test/tools/mctool
 
 MCTOOL=$(dpsock_tool mctool) || MCTOOL=
@@ -47,6 +48,12 @@ mcast_bridge_up() {
 	ip -n "$TOPO_NS_A" link set dev "$MC_IF_A2" up
 	MC_PEER_IF=$MC_BR
 	mcast_route
+}
+
+# mcast_kernel_route: in the kernel self-check (DPSOCK_PRELOAD_KERNEL=1),
+# A's kernel owns the address and needs a route for groups (dpsockd does not).
+mcast_kernel_route() {
+	[ "$PRELOAD_KERNEL" != 1 ] || ip -n "$TOPO_NS_A" route replace 224.0.0.0/4 dev "$TOPO_IF_A"
 }
 
 # mcast_peer_addr2: a second address on B's side (the second source).

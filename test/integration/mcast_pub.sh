@@ -31,6 +31,7 @@ in_b tcpdump -i "$TOPO_IF_B" -nn -U -v -w "$cap" "udp and dst net 224.0.0.0/4" >
 tcpdump_pid=$!
 on_exit "kill $tcpdump_pid 2>/dev/null; true"
 preload_daemon_start "$name"
+mcast_kernel_route
 
 # ttl_seen GROUP: the TTLs tcpdump saw on datagrams to GROUP (distinct)
 ttl_seen() {
