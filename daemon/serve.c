@@ -48,7 +48,8 @@
 struct pl_worker {
 	uint32_t cpu1;            /* the CPU this worker runs on, plus one */
 	struct dpsock_pl_cmd cmds[PL_BATCH_MAX];
-	unsigned char dgram[DPSOCK_PL_DGRAM_MAX + 16];
+	/* a datagram record whole: header, data, padding to 8 */
+	unsigned char dgram[sizeof(struct dpsock_pl_dgram) + DPSOCK_PL_DGRAM_MAX + 8];
 } __rte_cache_aligned;
 
 static struct pl_worker *pl_workers;

@@ -10,7 +10,10 @@
 #      drops the rest, counted (pl_rx_dropped, the socket's rx_drops); the
 #      same without SO_RCVBUF keeps all 1000 (its FIFO is 128 KiB);
 #   3. IP_TTL and IP_TOS: a preloaded UDP sender and a preloaded TCP client
-#      (socat, ttl= and tos=) put them on the wire (tcpdump in B).
+#      (socat, ttl= and tos=) put them on the wire (tcpdump in B);
+#   4. the largest datagram (65507 bytes) from a preloaded sender reaches a
+#      Linux receiver whole (and dpsockd, which copies a whole datagram
+#      record out of the tx FIFO, stops cleanly after it).
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/mcast_lib.sh"
@@ -90,5 +93,15 @@ poll_until 5 seen_ge udp 'tos 0xb8, ttl 7,' 5 ||
 poll_until 5 seen_ge tcp 'tos 0x28, ttl 9,' 1 ||
 	fail "TCP with IP_TTL 9 / IP_TOS 0x28 not on the wire: $(tcpdump -nn -v -r "$cap" tcp 2>/dev/null | head -4)"
 ok "IP_TTL and IP_TOS on the wire: UDP ttl 7 tos 0xb8, TCP ttl 9 tos 0x28"
+
+# 4. 65507 bytes
+peer_start big65k "$MCTOOL" sub -g "$TOPO_ADDR_B" -b "$TOPO_ADDR_B" -p $((P + 5)) -N -K 4194304 -n 3 -t 5
+wait_until 10 grep -q READY "$TEST_TMP/big65k.log"
+preload_run "$MCTOOL" pub -g "$TOPO_ADDR_B" -p $((P + 5)) -n 3 -r 100 -l 65507 >/dev/null ||
+	fail "preloaded sender of 65507-byte datagrams failed"
+preload_wait big65k 20 || fail "the Linux receiver of 65507-byte datagrams failed"
+[ "$(mcast_result big65k received)" = 3 ] && [ "$(mcast_result big65k bytes)" = $((3 * 65507)) ] ||
+	fail "65507-byte datagrams: $(grep RESULT "$TEST_TMP/big65k.log")"
+ok "three 65507-byte datagrams from a preloaded sender reached Linux whole"
 preload_daemon_stop
-pass "SO_REUSEPORT, SO_RCVBUF, IP_TTL and IP_TOS as the kernel has them"
+pass "SO_REUSEPORT, SO_RCVBUF, IP_TTL, IP_TOS and the largest datagram as the kernel has them"

@@ -60,6 +60,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -102,6 +103,17 @@ now_s(void)
 	return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
+/* CPU seconds this process used (user + system) */
+static double
+cpu_s(void)
+{
+	struct rusage ru;
+
+	getrusage(RUSAGE_SELF, &ru);
+	return ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 + ru.ru_stime.tv_sec +
+	       ru.ru_stime.tv_usec / 1e6;
+}
+
 static void
 setint(int fd, int level, int name, int v, const char *what)
 {
@@ -126,6 +138,7 @@ struct sub {
 	uint64_t pktinfo_bad, ts_bad;
 	bool check, left;
 	uint32_t group;
+	double t_first, t_last;   /* first and last datagram (CLOCK_MONOTONIC) */
 };
 
 static void
@@ -134,6 +147,9 @@ account(struct sub *st, const struct sockaddr_in *from, const void *buf, size_t 
 	struct payload p;
 	struct sender *sd = NULL;
 
+	st->t_last = now_s();
+	if (st->received == 0)
+		st->t_first = st->t_last;
 	st->received++;
 	st->bytes += len;
 	if (st->left)
@@ -374,7 +390,7 @@ cmd_sub(int argc, char **argv)
 	last = now_s();
 	for (;;) {
 		struct pollfd pfd = { .fd = fd, .events = POLLIN };
-		unsigned char bufs[16][2048];
+		static unsigned char bufs[16][65536];
 		char ctl[16][256];
 		struct mmsghdr mm[16];
 		struct iovec iov[16];
@@ -441,10 +457,12 @@ cmd_sub(int argc, char **argv)
 			dups += st.s[i].dups;
 		}
 		printf("RESULT received=%" PRIu64 " bytes=%" PRIu64 " after_leave=%" PRIu64
-		       " lost=%" PRIu64 " dup=%" PRIu64 " foreign=%" PRIu64 " pktinfo=%s ts=%s\n",
+		       " lost=%" PRIu64 " dup=%" PRIu64 " foreign=%" PRIu64 " pktinfo=%s ts=%s"
+		       " cpu=%.3f span=%.3f\n",
 		       st.received, st.bytes, st.after_leave, lost, dups, st.foreign,
 		       !st.check ? "off" : st.pktinfo_bad ? "bad" : "ok",
-		       !st.check ? "off" : st.ts_bad ? "bad" : "ok");
+		       !st.check ? "off" : st.ts_bad ? "bad" : "ok", cpu_s(),
+		       st.received ? st.t_last - st.t_first : 0.0);
 		for (unsigned int i = 0; i < st.n_senders; i++) {
 			char a[INET_ADDRSTRLEN];
 
@@ -471,6 +489,7 @@ cmd_pub(int argc, char **argv)
 	struct sockaddr_in to = { .sin_family = AF_INET };
 	struct timespec next;
 	unsigned char buf[65536];
+	double t0;
 
 	while ((opt = getopt(argc, argv, "g:p:n:r:l:T:u:Q:o:i:b:S:")) != -1) {
 		switch (opt) {
@@ -529,6 +548,7 @@ cmd_pub(int argc, char **argv)
 	to.sin_addr.s_addr = addr_of(gs);
 	to.sin_port = htons((uint16_t)port);
 	memset(buf, 0xa5, sizeof(buf));
+	t0 = now_s();
 	clock_gettime(CLOCK_MONOTONIC, &next);
 	for (uint64_t i = 0; i < count; i++) {
 		struct payload p = { htonl(MAGIC), (uint32_t)id, htobe64(i) };
@@ -553,7 +573,8 @@ cmd_pub(int argc, char **argv)
 			clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &next, NULL);
 		}
 	}
-	printf("SENT %" PRIu64 " errors=%" PRIu64 "\n", sent, errors);
+	printf("SENT %" PRIu64 " errors=%" PRIu64 " elapsed=%.3f cpu=%.3f\n", sent, errors,
+	       now_s() - t0, cpu_s());
 	close(fd);
 	return 0;
 }
