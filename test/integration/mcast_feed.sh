@@ -108,10 +108,10 @@ ok "sub5: nothing after it left (IP_MULTICAST_ALL 0)"
 mc_rows() { awk -v g="$G" '$1 == g && NF >= 11' "$1"; }
 [ "$(mc_rows "$TEST_TMP/mc0.txt" | wc -l)" = 5 ] ||
 	fail "dpsock-stat -v mc does not list 5 subscribers of $G: $(cat "$TEST_TMP/mc0.txt")"
-mc_rows "$TEST_TMP/mc0.txt" | grep -q "INCLUDE  {$S2}" || fail "sub3's INCLUDE {$S2} not shown"
-mc_rows "$TEST_TMP/mc0.txt" | grep -q "EXCLUDE  {$S2}" || fail "sub4's EXCLUDE {$S2} not shown"
+grep -q "INCLUDE  {$S2}" <<<"$(mc_rows "$TEST_TMP/mc0.txt")" || fail "sub3's INCLUDE {$S2} not shown"
+grep -q "EXCLUDE  {$S2}" <<<"$(mc_rows "$TEST_TMP/mc0.txt")" || fail "sub4's EXCLUDE {$S2} not shown"
 for s in sub1 sub2; do
-	mc_rows "$TEST_TMP/mc.txt" | awk -v p="${pid[$s]}" '$3 == p && $9 == 3000' | grep -q . ||
+	[ -n "$(mc_rows "$TEST_TMP/mc.txt" | awk -v p="${pid[$s]}" '$3 == p && $9 == 3000')" ] ||
 		fail "$s (pid ${pid[$s]}): no row with 3000 datagrams after phase 1: $(cat "$TEST_TMP/mc.txt")"
 done
 ok "dpsock-stat -v mc: the group, its 5 subscribers (pid, fd, filter), then the datagrams each got"

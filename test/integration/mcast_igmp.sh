@@ -89,8 +89,10 @@ ok "subscriber of $G1 killed (SIGKILL): the port left $G1 (TO_IN {})"
 # 4. IGMPv2 compatibility
 query -v 2 -m 10
 wait_seen "v2 report $G2" 1 5
-"$DPSOCK_STAT" -n "$name" -v mc | grep -q "IGMPv2 host" ||
-	fail "dpsock-stat -v mc does not show the v2 mode: $("$DPSOCK_STAT" -n "$name" -v mc | head -3)"
+# read the whole output first: grep -q stops early and, under pipefail,
+# dpsock-stat's SIGPIPE would fail the pipeline
+mc=$("$DPSOCK_STAT" -n "$name" -v mc)
+grep -q "IGMPv2 host" <<<"$mc" || fail "dpsock-stat -v mc does not show the v2 mode: $(head -3 <<<"$mc")"
 ok "v2 query: IGMPv2 mode (dpsock-stat -v mc), $G2 reported with a v2 report"
 preload_start subC "$MCTOOL" sub -g "$G3" -p "$P" -r -t 600
 wait_until 10 grep -q READY "$TEST_TMP/subC.log"
@@ -103,7 +105,8 @@ ok "v2 mode: $G3 joined with a v2 report, left with a v2 leave"
 n=$(seen "v1 report $G2")
 query -v 1
 wait_seen "v1 report $G2" $((n + 1)) 12
-"$DPSOCK_STAT" -n "$name" -v mc | grep -q "IGMPv1 host" || fail "dpsock-stat -v mc does not show v1"
+mc=$("$DPSOCK_STAT" -n "$name" -v mc)
+grep -q "IGMPv1 host" <<<"$mc" || fail "dpsock-stat -v mc does not show v1: $(head -3 <<<"$mc")"
 ok "v1 query: IGMPv1 mode, $G2 reported with a v1 report"
 preload_stop subB || true
 preload_daemon_stop
