@@ -809,6 +809,12 @@ setsockopt(int fd, int level, int name, const void *val, socklen_t len)
 		memcpy(&v, val, sizeof(int));
 	else if (len >= 1 && level == IPPROTO_IP)
 		v = *(const unsigned char *)val;
+	/* the FORCE forms size the same buffers past rmem_max / wmem_max
+	 * (the kernel checked CAP_NET_ADMIN): treated as the plain ones */
+	if (level == SOL_SOCKET && name == SO_RCVBUFFORCE)
+		name = SO_RCVBUF;
+	else if (level == SOL_SOCKET && name == SO_SNDBUFFORCE)
+		name = SO_SNDBUF;
 	pthread_mutex_lock(&s->lock);
 	fwd = remember_opt(fd, s, level, name, val, len, v);
 	if (level == SOL_SOCKET && name == SO_RCVBUF)

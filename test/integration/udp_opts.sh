@@ -7,8 +7,9 @@
 #      source), both sockets get flows (udp_reuseport_picks);
 #   2. SO_RCVBUF: a socket asking 4096 bytes (the kernel reports 8192) that
 #      reads only after 1000 datagrams arrived keeps about 8 KiB of them and
-#      drops the rest, counted (pl_rx_dropped, the socket's rx_drops); the
-#      same without SO_RCVBUF keeps all 1000 (its FIFO is 128 KiB);
+#      drops the rest, counted (pl_rx_dropped, the socket's rx_drops), and
+#      so does one asking SO_RCVBUFFORCE 4096; the same without SO_RCVBUF
+#      keeps all 1000 (its FIFO is 128 KiB);
 #   3. IP_TTL and IP_TOS: a preloaded UDP sender and a preloaded TCP client
 #      (socat, ttl= and tos=) put them on the wire (tcpdump in B);
 #   4. the largest datagram (65507 bytes) from a preloaded sender reaches a
@@ -55,23 +56,30 @@ ok "SO_REUSEPORT: 640 datagrams, each once; 32 flows, each to one socket ($r1 / 
 d0=$(preload_stat pl_rx_dropped)
 preload_start small "$MCTOOL" sub -g "$TOPO_ADDR_A" -p $((P + 1)) -N -B 4096 -D 2000 -t 1
 preload_start big "$MCTOOL" sub -g "$TOPO_ADDR_A" -p $((P + 2)) -N -D 2000 -t 1
+preload_start force "$MCTOOL" sub -g "$TOPO_ADDR_A" -p $((P + 6)) -N -K 4096 -D 2000 -t 1
 wait_until 10 grep -q READY "$TEST_TMP/small.log"
 wait_until 10 grep -q READY "$TEST_TMP/big.log"
+wait_until 10 grep -q READY "$TEST_TMP/force.log"
 in_b "$MCTOOL" pub -g "$TOPO_ADDR_A" -p $((P + 1)) -n 1000 -r 20000 >/dev/null
 in_b "$MCTOOL" pub -g "$TOPO_ADDR_A" -p $((P + 2)) -n 1000 -r 20000 >/dev/null
+in_b "$MCTOOL" pub -g "$TOPO_ADDR_A" -p $((P + 6)) -n 1000 -r 20000 >/dev/null
 preload_wait small 30 || fail "small failed"
 preload_wait big 30 || fail "big failed"
+preload_wait force 30 || fail "force failed"
 small=$(mcast_result small received)
 big=$(mcast_result big received)
+force=$(mcast_result force received)
 [ "$small" -gt 0 ] && [ "$small" -le 100 ] && [ "$big" -gt "$small" ] ||
 	fail "SO_RCVBUF 4096: $small of 1000 kept (want 1..100), without: $big"
+# SO_RCVBUFFORCE sizes the same buffer (past rmem_max; 4096 is below it)
+[ "$force" -gt 0 ] && [ "$force" -le 100 ] || fail "SO_RCVBUFFORCE 4096: $force of 1000 kept (want 1..100)"
 # dpsock's default rx FIFO (128 KiB of 104-byte records) holds all of them;
 # Linux's default buffer fewer (each datagram costs it a whole skb)
 [ "$PRELOAD_KERNEL" = 1 ] || [ "$big" = 1000 ] || fail "without SO_RCVBUF: $big of 1000 kept"
 if [ "$PRELOAD_KERNEL" != 1 ]; then
-	preload_offload_ge "$name" pl_rx_dropped $((d0 + 1000 - small)) 5
+	preload_offload_ge "$name" pl_rx_dropped $((d0 + 2000 - small - force)) 5
 fi
-ok "SO_RCVBUF 4096: $small of 1000 kept while the reader slept, the rest dropped and counted; without it $big"
+ok "SO_RCVBUF 4096: $small of 1000 kept while the reader slept, the rest dropped and counted (SO_RCVBUFFORCE 4096: $force); without it $big"
 
 # 3. IP_TTL, IP_TOS on the wire
 cap=$TEST_TMP/ttl.pcap
