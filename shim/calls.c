@@ -727,11 +727,9 @@ remember_opt(int fd, struct shim_sock *s, int level, int name, const void *val, 
 		case SO_TIMESTAMP_NEW:
 		case SO_TIMESTAMPNS_OLD:
 		case SO_TIMESTAMPNS_NEW:
-			/* one of them at a time, as Linux */
-			if (v)
-				s->ts_opt = name;
-			else if (s->ts_opt == name)
-				s->ts_opt = 0;
+			/* one of them at a time, as Linux; turning either off
+			 * turns off both */
+			s->ts_opt = v ? name : 0;
 			return 0;
 		case SO_TIMESTAMPING_OLD:
 		case SO_TIMESTAMPING_NEW:

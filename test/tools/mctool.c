@@ -27,6 +27,9 @@
  *   -L N         leave the group after N datagrams, then keep receiving
  *                (what still arrives is counted as after_leave)
  *   -c           ask IP_PKTINFO and SO_TIMESTAMPNS and check every datagram's
+ *   -C KIND      with -c, the timestamp asked: ns (SO_TIMESTAMPNS, default),
+ *                us (SO_TIMESTAMP), ing (SO_TIMESTAMPING, RX_SOFTWARE |
+ *                SOFTWARE: the stamp in the first of its three)
  *   -m           receive with recvmmsg
  *   -B BYTES     SO_RCVBUF (-K BYTES: SO_RCVBUFFORCE, past net.core.rmem_max)
  *   -N           no membership (a unicast receiver: -g is then the bind port's
@@ -137,6 +140,7 @@ struct sub {
 	uint64_t received, bytes, after_leave, foreign;
 	uint64_t pktinfo_bad, ts_bad;
 	bool check, left;
+	int ts_kind;              /* SO_TIMESTAMPNS, SO_TIMESTAMP or SO_TIMESTAMPING */
 	uint32_t group;
 	double t_first, t_last;   /* first and last datagram (CLOCK_MONOTONIC) */
 };
@@ -200,7 +204,7 @@ static void
 check_cmsgs(struct sub *st, struct msghdr *m)
 {
 	struct cmsghdr *c;
-	bool pi = false, ts = false;
+	bool pi = false, ts = false, other = false;
 	struct timespec now;
 
 	clock_gettime(CLOCK_REALTIME, &now);
@@ -210,17 +214,31 @@ check_cmsgs(struct sub *st, struct msghdr *m)
 
 			memcpy(&p, CMSG_DATA(c), sizeof(p));
 			pi = p.ipi_addr.s_addr == st->group && p.ipi_ifindex > 0;
-		} else if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_TIMESTAMPNS) {
-			struct timespec t;
+		} else if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == st->ts_kind) {
+			/* SCM_TIMESTAMP* == SO_TIMESTAMP*: the one asked, alone */
+			struct timespec t[3];
+			struct timeval tv;
 			double d;
 
-			memcpy(&t, CMSG_DATA(c), sizeof(t));
-			d = (now.tv_sec - t.tv_sec) + (now.tv_nsec - t.tv_nsec) / 1e9;
-			ts = d >= -0.001 && d < 10;
+			memset(t, 0, sizeof(t));
+			if (st->ts_kind == SO_TIMESTAMP) {
+				memcpy(&tv, CMSG_DATA(c), sizeof(tv));
+				t[0].tv_sec = tv.tv_sec;
+				t[0].tv_nsec = tv.tv_usec * 1000;
+			} else {
+				memcpy(t, CMSG_DATA(c), st->ts_kind == SO_TIMESTAMPING ?
+				       sizeof(t) : sizeof(t[0]));
+			}
+			d = (now.tv_sec - t[0].tv_sec) + (now.tv_nsec - t[0].tv_nsec) / 1e9;
+			/* once; SO_TIMESTAMPING: no hardware stamp asked, none given */
+			ts = !ts && d >= -0.001 && d < 10 && t[2].tv_sec == 0 && t[2].tv_nsec == 0;
+			other |= !ts;
+		} else {
+			other = true; /* a control message not asked for */
 		}
 	}
 	st->pktinfo_bad += !pi;
-	st->ts_bad += !ts;
+	st->ts_bad += !ts || other;
 }
 
 struct join {
@@ -309,7 +327,7 @@ do_join(int fd, const struct join *j, bool leave, const uint32_t *src, unsigned 
 static int
 cmd_sub(int argc, char **argv)
 {
-	static struct sub st;
+	static struct sub st = { .ts_kind = SO_TIMESTAMPNS };
 	struct join j = { 0 };
 	uint32_t src[MAX_SRC], blk[MAX_SRC], bind_addr = 0;
 	unsigned int nsrc = 0, nblk = 0;
@@ -322,7 +340,7 @@ cmd_sub(int argc, char **argv)
 	const char *gs = NULL;
 	struct sockaddr_in sin = { .sin_family = AF_INET };
 
-	while ((opt = getopt(argc, argv, "g:p:b:i:I:F:s:x:A:rRn:t:L:cmB:K:ND:")) != -1) {
+	while ((opt = getopt(argc, argv, "g:p:b:i:I:F:s:x:A:rRn:t:L:cC:mB:K:ND:")) != -1) {
 		switch (opt) {
 		case 'g': gs = optarg; break;
 		case 'p': port = atoi(optarg); break;
@@ -346,6 +364,10 @@ cmd_sub(int argc, char **argv)
 		case 't': idle = atof(optarg); break;
 		case 'L': leave_after = strtoull(optarg, NULL, 0); break;
 		case 'c': st.check = true; break;
+		case 'C':
+			st.ts_kind = strcmp(optarg, "us") == 0 ? SO_TIMESTAMP :
+				     strcmp(optarg, "ing") == 0 ? SO_TIMESTAMPING : SO_TIMESTAMPNS;
+			break;
 		case 'm': mmsg = true; break;
 		case 'B': rcvbuf = atoi(optarg); break;
 		case 'K': rcvbuf = atoi(optarg); force = 1; break;
@@ -372,7 +394,12 @@ cmd_sub(int argc, char **argv)
 		setint(fd, SOL_SOCKET, force ? SO_RCVBUFFORCE : SO_RCVBUF, rcvbuf, "SO_RCVBUF");
 	if (st.check) {
 		setint(fd, IPPROTO_IP, IP_PKTINFO, 1, "IP_PKTINFO");
-		setint(fd, SOL_SOCKET, SO_TIMESTAMPNS, 1, "SO_TIMESTAMPNS");
+		if (st.ts_kind == SO_TIMESTAMPING)
+			setint(fd, SOL_SOCKET, SO_TIMESTAMPING,
+			       SOF_TIMESTAMPING_RX_SOFTWARE | SOF_TIMESTAMPING_SOFTWARE,
+			       "SO_TIMESTAMPING");
+		else
+			setint(fd, SOL_SOCKET, st.ts_kind, 1, "SO_TIMESTAMP");
 	}
 	sin.sin_port = htons((uint16_t)port);
 	sin.sin_addr.s_addr = bind_group ? j.group : bind_addr;
