@@ -24,6 +24,8 @@
  *   -r / -R      SO_REUSEADDR / SO_REUSEPORT
  *   -n N         stop after N datagrams
  *   -t SEC       stop after SEC seconds without a datagram (default 5)
+ *   -w SEC       but wait up to SEC seconds for the first one (default: -t;
+ *                a benchmark's subscribers start before a late publisher)
  *   -L N         leave the group after N datagrams, then keep receiving
  *                (what still arrives is counted as after_leave)
  *   -c           ask IP_PKTINFO and SO_TIMESTAMPNS and check every datagram's
@@ -335,12 +337,12 @@ cmd_sub(int argc, char **argv)
 	int delay_ms = 0;
 	bool nojoin = false;
 	uint64_t count = 0, leave_after = 0;
-	double idle = 5, last;
+	double idle = 5, first_wait = -1, last;
 	bool mmsg = false, bind_group = false;
 	const char *gs = NULL;
 	struct sockaddr_in sin = { .sin_family = AF_INET };
 
-	while ((opt = getopt(argc, argv, "g:p:b:i:I:F:s:x:A:rRn:t:L:cC:mB:K:ND:")) != -1) {
+	while ((opt = getopt(argc, argv, "g:p:b:i:I:F:s:x:A:rRn:t:w:L:cC:mB:K:ND:")) != -1) {
 		switch (opt) {
 		case 'g': gs = optarg; break;
 		case 'p': port = atoi(optarg); break;
@@ -362,6 +364,7 @@ cmd_sub(int argc, char **argv)
 		case 'R': reuseport = 1; break;
 		case 'n': count = strtoull(optarg, NULL, 0); break;
 		case 't': idle = atof(optarg); break;
+		case 'w': first_wait = atof(optarg); break;
 		case 'L': leave_after = strtoull(optarg, NULL, 0); break;
 		case 'c': st.check = true; break;
 		case 'C':
@@ -426,7 +429,7 @@ cmd_sub(int argc, char **argv)
 
 		if (count && st.received >= count)
 			break;
-		if (now_s() - last > idle)
+		if (now_s() - last > (st.received == 0 && first_wait >= 0 ? first_wait : idle))
 			break;
 		if (poll(&pfd, 1, 100) <= 0)
 			continue;
