@@ -3,13 +3,13 @@
 # Linux peer acts as the querier with test/tools/mctool query):
 #   1. a preloaded any-source join of G1 and a source-specific join of G2:
 #      IGMPv3 state-change reports (G1 TO_EX {}, G2 ALLOW {S}) from
-#      dpsockd's address, TTL 1, Router Alert;
+#      dpsockd's address, TTL 1, Router Alert, each repeated once;
 #   2. a v3 general query: one current-state report with G1 IS_EX and G2
 #      IS_IN within the Max Response Time; a group-specific query for G1: a
 #      report for G1; a group-and-source-specific query for G2 asking S and
 #      another source: IS_IN with S alone;
 #   3. the G1 subscriber killed with SIGKILL: its process group ends, its
-#      socket closes, the port leaves G1 (TO_IN {});
+#      socket closes, the port leaves G1 (TO_IN {}, repeated);
 #   4. a v2 query: the port falls back to IGMPv2 (dpsock-stat -v mc says
 #      so) and answers with a v2 report for G2; a new join of G3 is a v2
 #      report, its end a v2 leave to 224.0.0.2;
@@ -59,11 +59,13 @@ preload_start subA "$MCTOOL" sub -g "$G1" -p "$P" -r -t 600
 preload_start subB "$MCTOOL" sub -g "$G2" -p "$P" -r -t 600 -s "$S"
 wait_until 10 grep -q READY "$TEST_TMP/subA.log"
 wait_until 10 grep -q READY "$TEST_TMP/subB.log"
-wait_seen "gaddr $G1 to_ex, 0 source" 1
-wait_seen "gaddr $G2 allow, 1 source" 1
+# each state change sent Robustness (2) times (RFC 3376 5.1), the repeat
+# within the Unsolicited Report Interval (1 s)
+wait_seen "gaddr $G1 to_ex, 0 source" 2
+wait_seen "gaddr $G2 allow, 1 source" 2
 [ "$(seen 'ttl 1, .*options (RA)')" -ge 2 ] ||
 	fail "reports without TTL 1 and Router Alert: $(tcpdump -nn -v -r "$cap" igmp 2>/dev/null | head)"
-ok "IGMPv3 state changes: $G1 TO_EX {}, $G2 ALLOW {$S}, from $TOPO_ADDR_A with TTL 1 and Router Alert"
+ok "IGMPv3 state changes: $G1 TO_EX {}, $G2 ALLOW {$S}, each sent twice, from $TOPO_ADDR_A with TTL 1 and Router Alert"
 
 # 2. queries
 q0=$(stat_read "$name" igmp_rx_query_v3)
@@ -83,8 +85,8 @@ ok "v3 group-and-source query for $G2 {$S, $X}: IS_IN with one source"
 
 # 3. a killed subscriber
 preload_stop subA KILL || true
-wait_seen "gaddr $G1 to_in, 0 source" 1 8
-ok "subscriber of $G1 killed (SIGKILL): the port left $G1 (TO_IN {})"
+wait_seen "gaddr $G1 to_in, 0 source" 2 8
+ok "subscriber of $G1 killed (SIGKILL): the port left $G1 (TO_IN {}, twice)"
 
 # 4. IGMPv2 compatibility
 query -v 2 -m 10
