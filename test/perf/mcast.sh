@@ -36,7 +36,7 @@ set -uo pipefail
 
 SELF_DIR=$(cd "$(dirname "$0")" && pwd)
 SRC=$(cd "$SELF_DIR/../.." && pwd)
-quick=0 rounds= secs= rate= out= build=${DPSOCK_BUILD:-} ns="1 4 16" targets="kernel preload"
+quick=0 rounds='' secs='' rate='' out='' build=${DPSOCK_BUILD:-} ns="1 4 16" targets="kernel preload"
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--quick) quick=1 ;;
@@ -132,7 +132,7 @@ feed() {
 	for i in "${pids[@]}"; do wait "$i" 2>/dev/null; done
 	d1=$([ -n "$DPID" ] && cpu_ticks "$DPID" || echo 0)
 	hz=$(getconf CLK_TCK)
-	python3 - "$target" "$n" "$round" "$TEST_TMP" "$TOTAL" "$(((d1 - d0)))" "$hz" >>"$RES" <<'PY' ||
+	python3 - "$target" "$n" "$round" "$TEST_TMP" "$TOTAL" "$((d1 - d0))" "$hz" >>"$RES" <<'PY' ||
 import re, sys
 target, n, rnd, tmp, total, dt, hz = sys.argv[1:8]
 n, total = int(n), int(total)
