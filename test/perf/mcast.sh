@@ -73,6 +73,7 @@ G=239.20.20.20
 P=5400
 TOTAL=$((rate * secs))
 RES=$TEST_TMP/res.tsv # target n round sent min_rate avg_rate loss sub_cpu dpsockd_cpu pub_cpu
+                      # pub_rate not_taken buf_full
 PP=$TEST_TMP/pp.tsv   # target round p50 p99 p999
 : >"$RES"
 : >"$PP"
@@ -111,9 +112,22 @@ kernel_up() {
 }
 kernel_down() { ip -n "$TOPO_NS_A" addr flush dev "$TOPO_IF_A"; }
 
+# counters TARGET: where datagrams were lost, as two numbers: taken by the
+# receiver (dpsockd's mc_rx: one per datagram; the kernel: -1, not
+# counted) and dropped with a full buffer (dpsockd's pl_rx_dropped, the
+# kernel's UDP RcvbufErrors: one per subscriber)
+counters() {
+	if [ "$1" = preload ]; then
+		echo "$(stat_sum "$TEST_NAME" mc_rx || echo 0) $(stat_sum "$TEST_NAME" pl_rx_dropped || echo 0)"
+	else
+		# shellcheck disable=SC2016 # awk's fields
+		ip netns exec "$TOPO_NS_A" awk '$1 == "Udp:" && $2 ~ /^[0-9]/ { print -1, $6 }' /proc/net/snmp
+	fi
+}
+
 # feed TARGET N ROUND: one run, a result row
 feed() {
-	local target=$1 n=$2 round=$3 i pids=() pre=() d0 d1 hz
+	local target=$1 n=$2 round=$3 i pids=() pre=() d0 d1 hz c0 c1
 	[ "$target" = preload ] && pre=("${PRE[@]}")
 	for i in $(seq 1 "$n"); do
 		ip netns exec "$TOPO_NS_A" taskset -c 1 "${pre[@]}" "$MCTOOL" sub -g "$G" -p "$P" -r \
@@ -127,14 +141,17 @@ feed() {
 	done
 	sleep 0.5 # the IGMP report on the wire; nothing listens for it here
 	d0=$([ -n "$DPID" ] && cpu_ticks "$DPID" || echo 0)
+	c0=$(counters "$target")
 	ip netns exec "$TOPO_NS_B" taskset -c 0 "$MCTOOL" pub -g "$G" -p "$P" -n "$TOTAL" \
 		-r "$rate" -l 64 >"$TEST_TMP/pub.log" 2>&1
 	for i in "${pids[@]}"; do wait "$i" 2>/dev/null; done
 	d1=$([ -n "$DPID" ] && cpu_ticks "$DPID" || echo 0)
+	c1=$(counters "$target")
 	hz=$(getconf CLK_TCK)
-	python3 - "$target" "$n" "$round" "$TEST_TMP" "$TOTAL" "$((d1 - d0))" "$hz" >>"$RES" <<'PY' ||
+	python3 - "$target" "$n" "$round" "$TEST_TMP" "$TOTAL" "$((d1 - d0))" "$hz" "$c0" "$c1" >>"$RES" <<'PY' ||
 import re, sys
-target, n, rnd, tmp, total, dt, hz = sys.argv[1:8]
+target, n, rnd, tmp, total, dt, hz, c0, c1 = sys.argv[1:10]
+(rx0, full0), (rx1, full1) = [map(int, c.split()) for c in (c0, c1)]
 n, total = int(n), int(total)
 pub = open(tmp + '/pub.log').read()
 m = re.search(r'SENT (\d+) errors=\d+ elapsed=([\d.]+) cpu=([\d.]+)', pub)
@@ -151,7 +168,8 @@ for i in range(1, n + 1):
     lost += sent - got
 print('\t'.join(map(str, [target, n, rnd, sent, '%.0f' % min(rates), '%.0f' % (sum(rates) / n),
                           lost, '%.3f' % scpu, '%.3f' % (int(dt) / int(hz)), '%.3f' % pcpu,
-                          '%.0f' % (sent / elapsed)])))
+                          '%.0f' % (sent / elapsed),
+                          sent - (rx1 - rx0) if rx0 >= 0 else -1, full1 - full0])))
 PY
 		failed "$target N=$n round $round: no result ($(tail -n 1 "$TEST_TMP/pub.log"))"
 	note "$target N=$n round $round: $(tail -n 1 "$RES" | cut -f4-)"
@@ -180,7 +198,7 @@ pingpong_mc() {
 	note "sockperf pp $target round $round: p50 $(pct 50.000) p99 $(pct 99.000) p99.9 $(pct 99.900) us"
 }
 
-note "mcast: $rounds round(s), $rate msg/s for ${secs}s (N = 1, 4, 16), report $out"
+note "mcast: $rounds round(s), $rate msg/s for ${secs}s (N = $ns), report $out"
 for r in $(seq 1 "$rounds"); do
 	for target in $targets; do
 		if [ "$target" = kernel ]; then
@@ -204,7 +222,8 @@ for l in open(res):
     f = l.rstrip('\n').split('\t')
     rows.setdefault((f[0], int(f[1])), []).append(dict(
         sent=int(f[3]), minr=float(f[4]), avgr=float(f[5]), loss=int(f[6]),
-        scpu=float(f[7]), dcpu=float(f[8]), pcpu=float(f[9]), prate=float(f[10])))
+        scpu=float(f[7]), dcpu=float(f[8]), pcpu=float(f[9]), prate=float(f[10]),
+        nt=int(f[11]), full=int(f[12])))
 pps = {}
 for l in open(pp):
     t, r, a, b, c = l.rstrip('\n').split('\t')
@@ -222,9 +241,9 @@ L = ['# A multicast feed: dpsock against the kernel\n',
      'load average at the end: %s. **The machine is shared with other work: read ratios of runs '
      'made side by side.**\n' % (rate, secs, rounds, load),
      '| N | target | published msg/s | received msg/s per subscriber (slowest) | (mean) | '
-     'loss (all subscribers) | subscribers CPU s | dpsockd CPU s | publisher CPU s | '
-     'preload / kernel rate |',
-     '|---|---|---|---|---|---|---|---|---|---|']
+     'loss (all subscribers) | worst round: loss, not taken, buffer full | '
+     'subscribers CPU s | dpsockd CPU s | publisher CPU s | preload / kernel rate |',
+     '|---|---|---|---|---|---|---|---|---|---|---|']
 for n in (1, 4, 16):
     kr = med(('kernel', n), 'minr')
     for t in ('kernel', 'preload'):
@@ -233,9 +252,11 @@ for n in (1, 4, 16):
             continue
         sent = med(k, 'sent') or 1
         loss = med(k, 'loss')
-        L.append('| %d | %s | %s | %s | %s | %s (%.2f %%) | %s | %s | %s | %s |' % (
+        w = max(rows[k], key=lambda x: x['loss'])
+        L.append('| %d | %s | %s | %s | %s | %s (%.2f %%) | %d, %s, %d | %s | %s | %s | %s |' % (
             n, t, f(med(k, 'prate')), f(med(k, 'minr')), f(med(k, 'avgr')), f(loss),
-            100.0 * (loss or 0) / (sent * n),
+            100.0 * (loss or 0) / (sent * n), w['loss'], '—' if w['nt'] < 0 else str(w['nt']),
+            w['full'],
             f(med(k, 'scpu'), '%.2f'), '—' if t == 'kernel' else f(med(k, 'dcpu'), '%.2f'),
             f(med(k, 'pcpu'), '%.2f'),
             '—' if t == 'kernel' or not kr else '%.2f×' % (med(k, 'minr') / kr)))
@@ -255,8 +276,11 @@ L.append('Notes: dpsockd copies each datagram once into each subscriber\'s rx FI
          'has its own shared memory); the kernel clones an skb per socket. On a veth the kernel\'s '
          'receive work runs in softirq on the sending CPU, which is why the publisher\'s CPU is '
          'higher against the kernel; dpsockd polls (its CPU is busy time, spinning included) and '
-         'sleeps when idle. Loss is what the subscribers did not receive: full socket buffers or rx '
-         'FIFOs, or frames the af_packet ring dropped while dpsockd\'s worker was descheduled.\n')
+         'sleeps when idle. Loss is what the subscribers did not receive (the median over the rounds, '
+         'and the worst round), split into datagrams the receiver never took (dpsockd: sent minus '
+         'its mc_rx, i.e. frames the af_packet ring or the veth dropped while the worker was '
+         'descheduled; not counted for the kernel) and datagrams dropped at a full buffer (dpsockd\'s '
+         'pl_rx_dropped: a subscriber\'s rx FIFO; the kernel\'s UDP RcvbufErrors).\n')
 open(out, 'w').write('\n'.join(L) + '\n')
 print('\n'.join(L))
 PY
