@@ -20,7 +20,8 @@
  * retrying while gen is odd or moved, so they never see a torn entry and
  * never make the writer wait.
  *
- * Layout (version 4: multicast table, IGMP and multicast counters):
+ * Layout (version 5: 3 added worker counters, 4 TCP offload counters, 5 the
+ * multicast table, IGMP and multicast counters):
  *
  *   struct dpsock_stats_segment     header, control area, ports, workers,
  *                                   client table (reserved, see below)
@@ -63,7 +64,7 @@
 #include <stdint.h>
 
 #define DPSOCK_STATS_MAGIC 0x64707374617473ULL /* "dpstats" */
-#define DPSOCK_STATS_VERSION 4
+#define DPSOCK_STATS_VERSION 5
 #define DPSOCK_STATS_MAX_PORTS 4
 #define DPSOCK_STATS_MAX_WORKERS 64
 #define DPSOCK_STATS_MAX_CLIENTS 64
@@ -110,11 +111,20 @@
 	X(rx_burst_32_63, "RX bursts of 32-63 packets")                        \
 	X(rx_burst_64_up, "RX bursts of 64 packets or more")                   \
 	X(rx_packets, "packets taken from the worker's RX queues")             \
+	X(rx_gro_frames, "TCP segments made of several received ones (tcp.gro)") \
+	X(rx_gro_merged, "received TCP segments merged into the one before them") \
 	X(rx_bytes, "bytes taken from the worker's RX queues")                 \
 	X(tx_packets, "packets the worker's TX queues took")              \
 	X(tx_bytes, "bytes the worker's TX queues took")                  \
 	X(tx_drops, "packets the TX queue refused (queue full)")               \
 	X(tx_zerocopy, "frames lent to the NIC from lwIP's memory (no copy)") \
+	X(tx_tso_frames, "TCP super-segments handed to the port to cut (TSO)") \
+	X(tx_tso_segs, "MSS-sized segments those TSO frames make on the wire") \
+	X(tx_gso_frames, "TCP super-segments cut by DPDK's GSO library") \
+	X(tx_gso_segs, "MSS-sized frames GSO made of them")                   \
+	X(tcp_tso_joined, "lwIP segments joined into super-segments")         \
+	X(tcp_tso_splits, "super-segments split to fit the send window")      \
+	X(tcp_unsent_acked, "unsent segments freed or trimmed: the peer had acknowledged them (after a retransmission)") \
 	X(tx_nombuf, "packets not sent: no mbuf")                              \
 	X(arp_in, "ARP frames received on the worker's own queues")            \
 	X(arp_shared_out, "ARP frames copied to the other workers")            \
@@ -156,6 +166,8 @@
 	X(udp_rx, "UDP datagrams delivered")                                   \
 	X(udp_tx, "UDP datagrams sent")                                        \
 	X(port_claim_failed, "active opens with no local port left")           \
+	X(tcp_tw_reused, "TIME_WAIT connections ended early (>= 1 s, timestamps) to reuse their local port") \
+	X(tcp_tw_evicted, "TIME_WAIT connections ended early: more than the per-worker maximum") \
 	X(lwip_tcp_memerr, "lwIP TCP allocation failures")                     \
 	X(lwip_ipfrag_drop, "IP fragments dropped (reassembly limits, timeouts)") \
 	X(sock_listed, "sockets given an entry in the socket table")           \
@@ -189,6 +201,7 @@
 #define DPSOCK_WORKER_GAUGES(X)                                                \
 	X(busy_permille, "share of the last second spent on work (per mille)") \
 	X(tcp_conns, "TCP connections open now")                               \
+	X(tcp_time_wait, "TCP connections in TIME_WAIT now (lwIP pcbs)")        \
 	X(sockets, "sockets listed in the socket table now")                   \
 	X(mbufs_held, "received mbufs lwIP holds now (zero-copy pbufs)")       \
 	X(steer_ring_depth, "mbufs waiting in this worker's steering ring")    \

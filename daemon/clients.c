@@ -42,6 +42,20 @@
 
 struct pl_ctl dpsock_pl_ctl = { .lfd = -1, .efd = -1, .wake_fd = -1 };
 
+/* the preload server as the stack's app: dpsockd runs it, so does the
+ * preload fuzzer (test/fuzz) */
+const struct dpsock_app dpsock_preload_app = {
+	.name = "preload",
+	.main_init = dpsock_pl_main_init,
+	.worker_init = dpsock_pl_worker_init,
+	.worker_poll = dpsock_pl_worker_poll,
+	.worker_fini = dpsock_pl_worker_fini,
+	.worker_pending = dpsock_pl_worker_pending,
+	.main_start = dpsock_pl_main_start,
+	.main_stop = dpsock_pl_main_stop,
+	.main_fini = dpsock_pl_main_fini,
+};
+
 static uint64_t
 align_up(uint64_t v, uint64_t a)
 {

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * dpsockd — the dpsock daemon: the stack (stack/stack.c) whose app is the
- * preload server: a control thread that attaches client processes
- * (clients.c) and workers that serve their command rings and sockets
- * (serve.c).
+ * preload server (dpsock_preload_app): a control thread that attaches
+ * client processes (clients.c) and workers that serve their command rings
+ * and sockets (serve.c).
  *
  *   dpsockd [EAL options] -- [-f dpsock.conf] [--help] [--help-config] [--version]
  */
@@ -14,18 +14,6 @@
 #include "dpsock/dpsock.h"
 
 #include "server_priv.h"
-
-static const struct dpsock_app preload_server = {
-	.name = "preload",
-	.main_init = dpsock_pl_main_init,
-	.worker_init = dpsock_pl_worker_init,
-	.worker_poll = dpsock_pl_worker_poll,
-	.worker_fini = dpsock_pl_worker_fini,
-	.worker_pending = dpsock_pl_worker_pending,
-	.main_start = dpsock_pl_main_start,
-	.main_stop = dpsock_pl_main_stop,
-	.main_fini = dpsock_pl_main_fini,
-};
 
 static void
 usage(FILE *f, const char *prog)
@@ -55,5 +43,5 @@ main(int argc, char **argv)
 		dpsock_fini();
 		return help ? 0 : 2;
 	}
-	return dpsock_run(&preload_server, NULL);
+	return dpsock_run(&dpsock_preload_app, NULL);
 }

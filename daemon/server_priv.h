@@ -176,6 +176,7 @@ extern struct pl_ctl dpsock_pl_ctl;
 
 /* clients.c: the main-thread hooks of dpsockd's app (dpsockd.c) */
 int dpsock_pl_main_init(void *arg);
+extern const struct dpsock_app dpsock_preload_app;
 int dpsock_pl_main_start(void *arg);
 void dpsock_pl_main_stop(void *arg);
 void dpsock_pl_main_fini(void *arg);

@@ -16,6 +16,7 @@
 
 #include "dpsock_lwip.h"
 #include "dpsock_lwip_hooks.h"
+#include "dpsock_lwip_pcb_index.h"
 #include "lwip_glue_priv.h"
 
 _Thread_local bool dpsock_lwip_tls_owned;
@@ -115,6 +116,7 @@ dpsock_lwip_instance_fini(void)
     if (!dpsock_lwip_tls_owned)
         return;
     dpsock_lwip_timeouts_fini();
+    dpsock_tcp_index_fini();
     dpsock_lwip_alloc_fini();
     dpsock_lwip_tls_owned = false;
 }

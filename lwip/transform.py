@@ -13,8 +13,11 @@ src/netif/ethernet.c) flat into <dir>, the whole src/include tree into
     owns a private lwIP instance; tcp_pcb_lists[] (statically initialised
     with the addresses of the list heads) becomes a TLS array filled by
     tcp_init();
-  * five TCP fixes that lwIP made after 2.1.3, a TIME_WAIT reuse rule like
-    Linux's, and a configurable initial RTO (LWIP_TCP_RTO_TIME).
+  * five TCP fixes that lwIP made after 2.1.3, two of our own (TCP option
+    parsing, left-edge trim), a TIME_WAIT reuse rule like Linux's, and a
+    configurable initial RTO (LWIP_TCP_RTO_TIME);
+  * the performance edits of transform_perf.py (pcb index, segmentation
+    offload);
   * a UDP delivery hook: multicast and broadcast datagrams to every
     matching socket, unicast ones hashed over a SO_REUSEPORT group.
 
@@ -423,6 +426,39 @@ EDITS = [
          '        pbuf_free(p);\n'
          '        return;\n'),
 
+    # ---- TCP options: tcp_parseopt() reads an option's length byte before
+    # it checks that the byte is inside the options, so a segment whose
+    # options end with the kind byte of an option that has a length (MSS,
+    # window scale, timestamps, SACK-permitted, any unknown kind) made it
+    # read one byte past the TCP header: past the end of the frame when the
+    # segment carries no data (found by test/fuzz/fuzz_frames). A byte
+    # beyond the options reads as EOL, which ends the parsing.
+    Edit('core/tcp_in.c', 'option bytes read only inside the options',
+         '  u16_t optidx = tcp_optidx++;\n'
+         '  if ((tcphdr_opt2 == NULL) || (optidx < tcphdr_opt1len)) {\n',
+         '  u16_t optidx = tcp_optidx++;\n'
+         '  /* dpsock fix: nothing past the options is read */\n'
+         '  if (optidx >= tcphdr_optlen) {\n'
+         '    return LWIP_TCP_OPT_EOL;\n'
+         '  }\n'
+         '  if ((tcphdr_opt2 == NULL) || (optidx < tcphdr_opt1len)) {\n'),
+
+    # ---- trimming the left edge: tcp_receive() decides that a segment
+    # starts before rcv_nxt and ends after it with
+    # TCP_SEQ_BETWEEN(rcv_nxt, seqno + 1, seqno + tcplen - 1). For a bare FIN
+    # (tcplen 1) that range is empty, yet modulo 2^32 the test holds when
+    # rcv_nxt - seqno is exactly 2^31; the trim then asserted "insane
+    # offset!" (dpsockd aborts): a peer could stop the daemon with one FIN
+    # whose sequence number is rcv_nxt + 2^31 (found by
+    # test/fuzz/fuzz_frames). Test the offset itself: 0 < rcv_nxt - seqno
+    # < tcplen, in unsigned arithmetic.
+    Edit('core/tcp_in.c', 'left-edge trim only for 0 < rcv_nxt - seqno < tcplen',
+         '    if (TCP_SEQ_BETWEEN(pcb->rcv_nxt, seqno + 1, seqno + tcplen - 1)) {\n'
+         '      /* Trimming the first edge is done by pushing the payload\n',
+         '    /* dpsock fix: 0 < rcv_nxt - seqno < tcplen (> 0 here), unsigned */\n'
+         '    if ((u32_t)(pcb->rcv_nxt - seqno) - 1U < (u32_t)tcplen - 1U) {\n'
+         '      /* Trimming the first edge is done by pushing the payload\n'),
+
     # ---- a segment no pcb of this instance matches may belong to another
     # worker's passive connection (dpsock_lwip_hooks.h): offer it on before
     # answering with RST (or ignoring an RST).
@@ -452,6 +488,14 @@ EDITS = [
          '    if (pcb != NULL) {\n'
          '      MIB2_STATS_INC(mib2.udpindatagrams);\n'),
 ]
+
+
+# The performance edits (pcb index, segmentation offload) live in their own
+# list, applied after the ones above: lwip/transform_perf.py.
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import transform_perf  # noqa: E402
+
+EDITS += [Edit(*e) for e in transform_perf.EDITS]
 
 
 def fail(msg):
@@ -523,7 +567,8 @@ def main():
             fail('lwip/meson.build lists outputs %s but the transform produces %s'
                  % (theirs, ours))
 
-    known = set(SOURCES) | {p for p in TLS_DECLS if p.startswith('include/')}
+    known = set(SOURCES) | {p for p in list(TLS_DECLS) + [e.path for e in EDITS]
+                            if p.startswith('include/')}
     for rel in list(TLS_DECLS) + [e.path for e in EDITS]:
         if rel not in known:
             fail('internal: %s is edited but not part of the build' % rel)

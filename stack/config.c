@@ -80,6 +80,7 @@ static const char *check_name(const char *v);
 static const char *check_abs_path(const char *v);
 static const char *check_port(const char *v);
 static const char *check_steering(const char *v);
+static const char *check_segmentation(const char *v);
 
 #define K_UINT(st, k, f, d, lo, hi, fl, h)                                     \
 	{ .key = (k), .type = CONF_UINT, .flags = (fl), .off = offsetof(st, f), \
@@ -134,6 +135,13 @@ static const struct conf_key conf_main_keys[] = {
 	       "connections per worker; a SYN beyond it is answered with RST"),
 	K_STR(DC, "tcp.steering", steering, "auto", 1, 15, check_steering, 0,
 	      "active-open steering: auto (probe), toeplitz, rte_flow or software"),
+	K_STR(DC, "tcp.segmentation", segmentation, "auto", 1, 7, check_segmentation, 0,
+	      "who cuts TCP data into MSS-sized frames: auto (the port's TSO, else lwIP), "
+	      "tso (the port's TSO, else lwIP), gso (the port's TSO, else DPDK's software GSO), "
+	      "lwip (lwIP, one segment per MSS)"),
+	K_SPECIAL(DC, "tcp.gro", CONF_BOOL, gro, 1, 0,
+		  "merge the in-order TCP segments of a flow within a receive burst before lwIP "
+		  "(one lwIP input and one ACK decision per burst)"),
 	K_UINT(DC, "stats.socket_slots", socket_slots, 4096, 0, 65536, 0,
 	       "sockets each worker lists in the stats segment (dpsock-stat -v sockets); 0 = none"),
 	K_SPECIAL(DC, "interfaces", CONF_IFACE_LIST, ifaces, 0, CONF_F_REQUIRED,
@@ -245,16 +253,30 @@ check_port(const char *v)
 		NULL;
 }
 
+/* NULL when v is one of the NULL-terminated names, else why. */
+static const char *
+check_one_of(const char *v, const char *const *names, const char *why)
+{
+	for (; *names != NULL; names++)
+		if (strcmp(v, *names) == 0)
+			return NULL;
+	return why;
+}
+
 static const char *
 check_steering(const char *v)
 {
-	static const char *const names[] = { "auto", "toeplitz", "rte_flow", "software" };
-	unsigned int i;
+	static const char *const names[] = { "auto", "toeplitz", "rte_flow", "software", NULL };
 
-	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++)
-		if (strcmp(v, names[i]) == 0)
-			return NULL;
-	return "must be auto, toeplitz, rte_flow or software";
+	return check_one_of(v, names, "must be auto, toeplitz, rte_flow or software");
+}
+
+static const char *
+check_segmentation(const char *v)
+{
+	static const char *const names[] = { "auto", "tso", "gso", "lwip", NULL };
+
+	return check_one_of(v, names, "must be auto, tso, gso or lwip");
 }
 
 /* Build a key path; long user-supplied names are cut, never overflow. */

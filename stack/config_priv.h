@@ -74,6 +74,8 @@ struct dpsock_config {
 	uint32_t max_connections; /* per worker; more are refused with RST */
 	uint32_t lwip_mb;        /* per worker: memory lwIP may hold (MiB) */
 	char steering[16];       /* auto, toeplitz, rte_flow, software */
+	char segmentation[8];    /* auto, tso, gso, lwip */
+	bool gro;                /* merge in-order segments before lwIP */
 
 	/* stats */
 	uint32_t socket_slots;   /* per worker: entries of the stats socket table */

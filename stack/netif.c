@@ -6,7 +6,8 @@
  * mbuf's private area (right after struct rte_mbuf), its payload points at
  * the mbuf's data, and its free callback returns the mbuf to its pool. lwIP
  * may keep such a pbuf (out-of-order queue, receive queue) as long as it
- * likes; the mbuf goes back when the last reference drops.
+ * likes; the mbuf goes back when the last reference drops. A chain (the
+ * segments gro.c merged) becomes a pbuf chain, one pbuf per mbuf.
  *
  * Transmit is zero-copy for large frames: lwIP's allocator draws on DPDK
  * memory, so a frame lwIP built (headers and the data dpsock_send copied in
@@ -16,6 +17,14 @@
  * point into application mbufs are copied into mbufs instead. Frames are
  * batched per worker; the TX checksum offloads the port offers replace
  * lwIP's software checksums (per-netif checksum control).
+ *
+ * Segmentation (tcp.segmentation): on a port with TSO, or with DPDK's GSO
+ * library in the netif, lwIP hands over TCP super-segments of up to 64 KiB
+ * (lwip/tso.c) and this file has them cut into frames of the connection's
+ * MSS: the port does it (tso_segsz, l2/l3/l4 lengths, RTE_MBUF_F_TX_TCP_SEG),
+ * or rte_gso_segment does (a header copy and indirect mbufs into the data
+ * per frame). lwIP then computes no TCP checksum; the port does, or this
+ * file in software when the port cannot.
  */
 
 #include <string.h>
@@ -39,6 +48,11 @@
 #include <rte_memory.h>
 
 #include "lwip/mem.h"
+#include "lwip/tcp.h"
+
+#include "dpsock_lwip_chksum.h"
+#include "dpsock_lwip_pcb_index.h"
+#include "dpsock_lwip_tso.h"
 
 #include "stack_priv.h"
 #include "log_priv.h"
@@ -47,12 +61,16 @@
 #define TX_LOAN_MIN 256
 
 /* A frame of lwIP's lent to the NIC. One per frame; its shinfo counts the
- * mbuf segments that point into the frame's pbufs. */
+ * mbuf segments that point into the frame's pbufs, and it holds a
+ * reference on each of those pbufs: lwIP may cut or join the chain of a
+ * segment the NIC still reads (a super-segment split to fit the window,
+ * lwip/tso.c), so a reference on the head alone would not keep the rest. */
 struct dpsock_tx_loan {
 	struct rte_mbuf_ext_shared_info shinfo;
-	struct pbuf *p;
 	struct dpsock_worker *w;
 	struct dpsock_tx_loan *next; /* on w->loan_returns */
+	uint16_t n;
+	struct pbuf *p[];            /* the n pbufs lent, in chain order */
 };
 
 void *
@@ -70,7 +88,14 @@ dpsock_netif_mem_put(void *p)
 static void
 loan_end(struct dpsock_tx_loan *l)
 {
-	pbuf_free(l->p);
+	uint16_t i;
+
+	/* In chain order: a pbuf whose last reference this is takes the next
+	 * one's reference from lwIP's chain with it (pbuf_free walks on while
+	 * counts reach 0), and ours on that next one is dropped right after,
+	 * so every pbuf loses exactly the references it had. */
+	for (i = 0; i < l->n; i++)
+		pbuf_free(l->p[i]);
 	l->w->tx_loans--;
 	mem_free(l);
 }
@@ -145,6 +170,21 @@ dpsock_netif_pbuf_mbuf(struct pbuf *p)
 	return pbuf_to_mbuf(p);
 }
 
+/* The pbuf_custom in m's private area, over m's data (one segment). */
+static inline struct pbuf *
+mbuf_wrap(struct rte_mbuf *m)
+{
+	struct pbuf_custom *pc = &((struct dpsock_mbuf_priv *)rte_mbuf_to_priv(m))->pc;
+
+	pc->custom_free_function = mbuf_pbuf_free;
+	return pbuf_alloced_custom(PBUF_RAW, m->data_len, PBUF_REF, pc,
+				   rte_pktmbuf_mtod(m, void *), m->data_len);
+}
+
+/* Headers lwIP reads from a frame's first pbuf: Ethernet, IPv4 and TCP, each
+ * at its largest. */
+#define RX_HDRS_MAX (RTE_ETHER_HDR_LEN + 60 + 60)
+
 int
 dpsock_lwip_tcp_unmatched(struct pbuf *p, struct tcp_hdr *hdr)
 {
@@ -210,15 +250,32 @@ dpsock_netif_input(struct dpsock_worker_port *wp, struct rte_mbuf *m)
 	struct pbuf *p;
 
 	if (likely(m->nb_segs == 1 && m->data_len <= UINT16_MAX)) {
-		struct pbuf_custom *pc = &((struct dpsock_mbuf_priv *)rte_mbuf_to_priv(m))->pc;
-
-		pc->custom_free_function = mbuf_pbuf_free;
-		p = pbuf_alloced_custom(PBUF_RAW, m->data_len, PBUF_REF, pc,
-					rte_pktmbuf_mtod(m, void *), m->data_len);
+		p = mbuf_wrap(m);
 		dpsock_stat_add(&wp->w->stats->mbufs_held, 1);
+	} else if (m->pkt_len <= UINT16_MAX && m->data_len >= RX_HDRS_MAX) {
+		/* A chain (a GRO merge, or a jumbo frame on a small data room)
+		 * whose first mbuf holds every header lwIP reads: one pbuf per
+		 * mbuf, each freed alone, so the chain is cut first. */
+		struct rte_mbuf *seg = m, *next;
+		uint16_t n = 0;
+
+		p = NULL;
+		do {
+			next = seg->next;
+			seg->next = NULL;
+			seg->nb_segs = 1;
+			seg->pkt_len = seg->data_len;
+			if (p == NULL)
+				p = mbuf_wrap(seg);
+			else
+				pbuf_cat(p, mbuf_wrap(seg));
+			n++;
+			seg = next;
+		} while (seg != NULL);
+		dpsock_stat_add(&wp->w->stats->mbufs_held, n);
 	} else {
-		/* Chained mbufs (jumbo frames on a small data room): lwIP wants
-		 * contiguous headers, so copy once. */
+		/* A chain with headers over several mbufs: lwIP wants them
+		 * contiguous, so copy once. */
 		struct rte_mbuf *seg;
 		uint16_t off = 0;
 
@@ -261,20 +318,53 @@ dpsock_netif_flush(struct dpsock_worker_port *wp)
 	wp->tx_n = 0;
 }
 
-/* Let the port fill the checksums lwIP was told not to compute. */
-static void
-tx_offload(const struct dpsock_port *port, struct rte_mbuf *m)
+/* Queue one frame for the port; a full batch goes out at once. */
+static inline void
+tx_queue(struct dpsock_worker_port *wp, struct rte_mbuf *m)
 {
-	struct rte_ether_hdr *eth = rte_pktmbuf_mtod(m, struct rte_ether_hdr *);
-	struct rte_ipv4_hdr *ip;
-	uint16_t l3_len;
+	wp->tx[wp->tx_n++] = m;
+	if (wp->tx_n == DPSOCK_TX_BURST)
+		dpsock_netif_flush(wp);
+}
 
-	if (eth->ether_type != RTE_BE16(RTE_ETHER_TYPE_IPV4) || m->data_len < 34)
-		return;
-	ip = (struct rte_ipv4_hdr *)(eth + 1);
-	l3_len = rte_ipv4_hdr_len(ip);
-	m->l2_len = sizeof(*eth);
-	m->l3_len = l3_len;
+/* The TCP checksum of a frame in an mbuf chain, in software, with lwIP's
+ * checksum routine (lwip/chksum.c): the pseudo-header's sum and each
+ * segment's, a segment that starts at an odd offset of the TCP segment
+ * counting with its bytes swapped. */
+static uint16_t
+tcp_cksum_mbuf(const struct rte_mbuf *m, const struct rte_ipv4_hdr *ip)
+{
+	uint32_t off = m->l2_len + m->l3_len, pos = 0;
+	uint32_t left = rte_be_to_cpu_16(ip->total_length) - m->l3_len;
+	uint32_t sum = rte_ipv4_phdr_cksum(ip, 0);
+	const struct rte_mbuf *seg;
+
+	for (seg = m; seg != NULL && left > 0; seg = seg->next, off = 0) {
+		uint32_t s, n;
+
+		if (seg->data_len <= off)
+			continue;
+		n = RTE_MIN(left, (uint32_t)seg->data_len - off);
+		s = dpsock_lwip_chksum(rte_pktmbuf_mtod_offset(seg, const char *, off), (int)n);
+		if (pos & 1)
+			s = ((s & 0xff) << 8) | (s >> 8);
+		sum += s;
+		pos += n;
+		left -= n;
+	}
+	sum = (sum & 0xffff) + (sum >> 16);
+	sum = (sum & 0xffff) + (sum >> 16);
+	return (uint16_t)~sum;
+}
+
+/* The checksums lwIP was told not to compute: the port's offloads, or,
+ * for TCP on a netif that segments over a port without TCP checksum
+ * offload (software GSO), software. l2_len and l3_len are set. */
+static void
+tx_cksum(const struct dpsock_worker_port *wp, struct rte_mbuf *m, struct rte_ipv4_hdr *ip)
+{
+	const struct dpsock_port *port = wp->port;
+
 	if (port->caps.tx_ip_cksum) {
 		m->ol_flags |= RTE_MBUF_F_TX_IPV4 | RTE_MBUF_F_TX_IP_CKSUM;
 		ip->hdr_checksum = 0;
@@ -282,19 +372,103 @@ tx_offload(const struct dpsock_port *port, struct rte_mbuf *m)
 	/* A fragment's L4 checksum covers the whole datagram: lwIP computed it
 	 * (or left it 0 for UDP, which IPv4 allows); only whole datagrams go to
 	 * the NIC's L4 checksum. */
-	if ((ip->fragment_offset & RTE_BE16(RTE_IPV4_HDR_MF_FLAG | RTE_IPV4_HDR_OFFSET_MASK)) || m->data_len < m->l2_len + l3_len + 8)
+	if ((ip->fragment_offset & RTE_BE16(RTE_IPV4_HDR_MF_FLAG | RTE_IPV4_HDR_OFFSET_MASK)) ||
+	    m->data_len < m->l2_len + m->l3_len + 8)
 		return;
-	if (ip->next_proto_id == IPPROTO_TCP && port->caps.tx_tcp_cksum) {
-		struct rte_tcp_hdr *tcp = (struct rte_tcp_hdr *)((char *)ip + l3_len);
+	if (ip->next_proto_id == IPPROTO_TCP) {
+		struct rte_tcp_hdr *tcp = (struct rte_tcp_hdr *)((char *)ip + m->l3_len);
 
-		m->ol_flags |= RTE_MBUF_F_TX_IPV4 | RTE_MBUF_F_TX_TCP_CKSUM;
-		tcp->cksum = rte_ipv4_phdr_cksum(ip, m->ol_flags);
+		if (port->caps.tx_tcp_cksum) {
+			m->ol_flags |= RTE_MBUF_F_TX_IPV4 | RTE_MBUF_F_TX_TCP_CKSUM;
+			tcp->cksum = rte_ipv4_phdr_cksum(ip, m->ol_flags);
+		} else if (wp->tcp_cksum_sw) {
+			tcp->cksum = 0;
+			tcp->cksum = tcp_cksum_mbuf(m, ip);
+		}
 	} else if (ip->next_proto_id == IPPROTO_UDP && port->caps.tx_udp_cksum) {
-		struct rte_udp_hdr *udp = (struct rte_udp_hdr *)((char *)ip + l3_len);
+		struct rte_udp_hdr *udp = (struct rte_udp_hdr *)((char *)ip + m->l3_len);
 
 		m->ol_flags |= RTE_MBUF_F_TX_IPV4 | RTE_MBUF_F_TX_UDP_CKSUM;
 		udp->dgram_cksum = rte_ipv4_phdr_cksum(ip, m->ol_flags);
 	}
+}
+
+/* Payload bytes per wire segment of a TCP super-segment: the connection's
+ * MSS less its options (the pcb, found by the 4-tuple; gone, e.g. a frame
+ * ARP held back past its connection: what the MTU allows). */
+static uint16_t
+tso_segsz(const struct dpsock_worker_port *wp, const struct rte_ipv4_hdr *ip,
+	  const struct rte_tcp_hdr *tcp, uint16_t l4_len)
+{
+	const struct tcp_pcb *pcb;
+	uint16_t mtu_room = wp->netif.mtu - sizeof(*ip) - l4_len, sz = mtu_room;
+
+	pcb = dpsock_tcp_lookup(ip->src_addr, rte_be_to_cpu_16(tcp->src_port), ip->dst_addr,
+				rte_be_to_cpu_16(tcp->dst_port));
+	if (pcb != NULL && pcb->mss > l4_len - sizeof(*tcp))
+		sz = RTE_MIN(mtu_room, (uint16_t)(pcb->mss - (l4_len - sizeof(*tcp))));
+	if (wp->port->caps.tso_l2_in_mtu)
+		sz = RTE_MIN(sz, (uint16_t)(mtu_room - RTE_ETHER_HDR_LEN));
+	return sz;
+}
+
+/*
+ * A TCP segment larger than the MTU (lwIP's super-segment, lwip/tso.c):
+ * the port cuts it (TSO), or the netif does with DPDK's GSO library: MSS
+ * frames of a header copy and an indirect mbuf into the original data, no
+ * payload copy; their checksums then come from the port or from software.
+ */
+static int
+tx_tcp_segment(struct dpsock_worker_port *wp, struct rte_mbuf *m, struct rte_ipv4_hdr *ip)
+{
+	struct dpsock_worker_stats *st = wp->w->stats;
+	struct rte_tcp_hdr *tcp = (struct rte_tcp_hdr *)((char *)ip + m->l3_len);
+	uint16_t l4_len = (tcp->data_off >> 4) * 4;
+	uint32_t payload = m->pkt_len - m->l2_len - m->l3_len - l4_len;
+	uint16_t segsz = tso_segsz(wp, ip, tcp, l4_len);
+	uint32_t nseg = (payload + segsz - 1) / segsz;
+	struct rte_mbuf *out[DPSOCK_TSO_PBUFS_MAX + 1];
+	int i, n;
+
+	m->l4_len = l4_len;
+	if (wp->seg_mode == DPSOCK_SEG_TSO) {
+		m->tso_segsz = segsz;
+		m->ol_flags |= RTE_MBUF_F_TX_IPV4 | RTE_MBUF_F_TX_TCP_SEG | RTE_MBUF_F_TX_TCP_CKSUM;
+		if (wp->port->caps.tx_ip_cksum) {
+			m->ol_flags |= RTE_MBUF_F_TX_IP_CKSUM;
+			ip->hdr_checksum = 0;
+		}
+		tcp->cksum = rte_ipv4_phdr_cksum(ip, m->ol_flags);
+		tx_queue(wp, m);
+		dpsock_stat_add(&st->tx_tso_frames, 1);
+		dpsock_stat_add(&st->tx_tso_segs, nseg);
+		return 0;
+	}
+	m->ol_flags |= RTE_MBUF_F_TX_IPV4 | RTE_MBUF_F_TX_TCP_SEG;
+	wp->gso.gso_size = m->l2_len + m->l3_len + l4_len + segsz;
+	n = rte_gso_segment(m, &wp->gso, out, RTE_DIM(out));
+	/* the segments hold their own references on m's data */
+	rte_pktmbuf_free(m);
+	if (n <= 0) {
+		dpsock_stat_add(n == 0 ? &st->tx_drops : &st->tx_nombuf, 1);
+		return n == 0 ? -EINVAL : n;
+	}
+	for (i = 0; i < n; i++) {
+		struct rte_mbuf *o = out[i];
+		struct rte_ipv4_hdr *oip = rte_pktmbuf_mtod_offset(o, struct rte_ipv4_hdr *, o->l2_len);
+
+		o->ol_flags &= ~(RTE_MBUF_F_TX_TCP_SEG | RTE_MBUF_F_TX_TCP_CKSUM |
+				 RTE_MBUF_F_TX_IP_CKSUM);
+		if (!wp->port->caps.tx_ip_cksum) {
+			oip->hdr_checksum = 0;
+			oip->hdr_checksum = rte_ipv4_cksum(oip);
+		}
+		tx_cksum(wp, o, oip);
+		tx_queue(wp, o);
+	}
+	dpsock_stat_add(&st->tx_gso_frames, 1);
+	dpsock_stat_add(&st->tx_gso_segs, n);
+	return 0;
 }
 
 /* Copy a pbuf chain into one mbuf, or a chain of them when the frame is
@@ -358,25 +532,40 @@ pbuf_lend(struct dpsock_worker_port *wp, struct pbuf *p)
 {
 	struct rte_mbuf *head = NULL, *tail = NULL, *m;
 	struct dpsock_tx_loan *l;
-	struct pbuf *q;
-	uint16_t nseg = 0;
+	struct pbuf *q, *first;
+	uint16_t nseg = 0, nlent;
+	bool copy_head;
 
-	if (p->tot_len < TX_LOAN_MIN || p->ref != 1)
-		return NULL; /* small, or still lent: a retransmission */
+	if (p->tot_len < TX_LOAN_MIN)
+		return NULL; /* small */
 	for (q = p; q != NULL; q = q->next) {
 		if (q->type_internal != (u8_t)PBUF_RAM || (q->flags & PBUF_FLAG_IS_CUSTOM))
 			return NULL; /* points at memory lwIP does not own */
+		if (q->ref != 1)
+			return NULL; /* still lent: a retransmission */
 		nseg++;
 	}
 	if (nseg > 1 && !wp->port->caps.tx_multi_segs)
 		return NULL;
-	l = mem_malloc(sizeof(*l));
+	/* A super-segment is cut by DPDK's GSO library (the netif's, or
+	 * net_tap's TSO), which gives every frame it makes the flags of the
+	 * packet's first mbuf: an external-buffer first mbuf would mark their
+	 * (direct) header mbufs external. Its first pbuf (the headers and one
+	 * MSS at most) is copied instead. */
+	copy_head = nseg > 1 && p->tot_len > (uint32_t)wp->netif.mtu + RTE_ETHER_HDR_LEN;
+	nlent = nseg - copy_head;
+	first = copy_head ? p->next : p;
+	l = mem_malloc(sizeof(*l) + nlent * sizeof(l->p[0]));
 	if (l == NULL)
 		return NULL;
 	for (q = p; q != NULL; q = q->next) {
-		rte_iova_t iova = buf_iova(q->payload, q->len);
+		bool lent = q != p || !copy_head;
 
-		if (iova == RTE_BAD_IOVA || (m = rte_pktmbuf_alloc(wp->port->pool)) == NULL) {
+		m = NULL;
+		if ((lent && buf_iova(q->payload, q->len) == RTE_BAD_IOVA) ||
+		    (m = rte_pktmbuf_alloc(wp->port->pool)) == NULL ||
+		    (!lent && rte_pktmbuf_tailroom(m) < q->len)) {
+			rte_pktmbuf_free(m);
 			rte_pktmbuf_free(head); /* no external buffer attached yet */
 			mem_free(l);
 			return NULL;
@@ -387,16 +576,22 @@ pbuf_lend(struct dpsock_worker_port *wp, struct pbuf *p)
 			tail->next = m;
 		tail = m;
 	}
-	l->p = p;
 	l->w = wp->w;
+	l->n = nlent;
 	l->shinfo.free_cb = loan_free_cb;
 	l->shinfo.fcb_opaque = l;
-	rte_mbuf_ext_refcnt_set(&l->shinfo, nseg);
-	pbuf_ref(p);
+	rte_mbuf_ext_refcnt_set(&l->shinfo, nlent);
+	for (q = first, nlent = 0; q != NULL; q = q->next) {
+		l->p[nlent++] = q;
+		pbuf_ref(q);
+	}
 	wp->w->tx_loans++;
 	for (q = p, m = head; q != NULL; q = q->next, m = m->next) {
-		rte_pktmbuf_attach_extbuf(m, q->payload, buf_iova(q->payload, q->len), q->len,
-					  &l->shinfo);
+		if (q != p || !copy_head)
+			rte_pktmbuf_attach_extbuf(m, q->payload, buf_iova(q->payload, q->len), q->len,
+						  &l->shinfo);
+		else
+			memcpy(rte_pktmbuf_mtod(m, void *), q->payload, q->len);
 		m->data_len = q->len;
 	}
 	head->nb_segs = nseg;
@@ -409,6 +604,8 @@ netif_linkoutput(struct netif *netif, struct pbuf *p)
 {
 	struct dpsock_worker_port *wp = netif->state;
 	struct dpsock_worker_stats *st = wp->w->stats;
+	struct rte_ether_hdr *eth;
+	struct rte_ipv4_hdr *ip;
 	struct rte_mbuf *m;
 
 	m = pbuf_lend(wp, p);
@@ -420,11 +617,64 @@ netif_linkoutput(struct netif *netif, struct pbuf *p)
 		dpsock_stat_add(&st->tx_nombuf, 1);
 		return ERR_MEM;
 	}
-	tx_offload(wp->port, m);
-	wp->tx[wp->tx_n++] = m;
-	if (wp->tx_n == DPSOCK_TX_BURST)
-		dpsock_netif_flush(wp);
+	eth = rte_pktmbuf_mtod(m, struct rte_ether_hdr *);
+	if (eth->ether_type != RTE_BE16(RTE_ETHER_TYPE_IPV4) || m->data_len < 34) {
+		tx_queue(wp, m);
+		return ERR_OK;
+	}
+	ip = (struct rte_ipv4_hdr *)(eth + 1);
+	m->l2_len = sizeof(*eth);
+	m->l3_len = rte_ipv4_hdr_len(ip);
+	if (unlikely(m->pkt_len > (uint32_t)m->l2_len + wp->netif.mtu)) {
+		/* only a TCP super-segment is larger (ip4_output fragments
+		 * the rest), and only for a netif that segments */
+		if (ip->next_proto_id == IPPROTO_TCP && wp->seg_mode != DPSOCK_SEG_LWIP &&
+		    m->data_len >= m->l2_len + m->l3_len + sizeof(struct rte_tcp_hdr))
+			return tx_tcp_segment(wp, m, ip) == 0 ? ERR_OK : ERR_MEM;
+		rte_pktmbuf_free(m);
+		dpsock_stat_add(&st->tx_drops, 1);
+		return ERR_OK;
+	}
+	tx_cksum(wp, m, ip);
+	tx_queue(wp, m);
 	return ERR_OK;
+}
+
+static const char *const seg_mode_names[] = {
+	[DPSOCK_SEG_LWIP] = "lwIP (one segment per MSS)",
+	[DPSOCK_SEG_TSO] = "the port's TSO",
+	[DPSOCK_SEG_GSO] = "DPDK's GSO library",
+};
+
+void
+dpsock_netif_offload_setup(struct dpsock_worker_port *wp)
+{
+	const struct dpsock_port *port = wp->port;
+	const char *want = wp->w->d->conf.segmentation;
+	enum dpsock_seg_mode mode = DPSOCK_SEG_LWIP;
+
+	if (port->caps.tso && strcmp(want, "lwip") != 0)
+		mode = DPSOCK_SEG_TSO;
+	else if (strcmp(want, "gso") == 0 && port->caps.tx_multi_segs)
+		mode = DPSOCK_SEG_GSO;
+	wp->seg_mode = mode;
+	if (mode != DPSOCK_SEG_LWIP) {
+		/* lwIP builds super-segments and leaves their TCP checksum
+		 * (meaningless before they are cut) to the netif */
+		dpsock_tcp_netif_set_tso(&wp->netif, DPSOCK_TCP_TSO_MAX,
+					 RTE_MIN(DPSOCK_TSO_PBUFS_MAX, port->caps.tx_seg_max - 1));
+		wp->cksum_default &= ~NETIF_CHECKSUM_GEN_TCP;
+		wp->cksum_l4_ok &= ~NETIF_CHECKSUM_GEN_TCP;
+		NETIF_SET_CHECKSUM_CTRL(&wp->netif, wp->cksum_default);
+		wp->tcp_cksum_sw = !port->caps.tx_tcp_cksum;
+		memset(&wp->gso, 0, sizeof(wp->gso));
+		wp->gso.direct_pool = port->pool;
+		wp->gso.indirect_pool = port->pool;
+		wp->gso.gso_types = RTE_ETH_TX_OFFLOAD_TCP_TSO;
+	}
+	if (wp->w->idx == 0)
+		DPSOCK_LOG(INFO, pmd, "port %s: TCP segmentation by %s (tcp.segmentation = %s)",
+			   port->name, seg_mode_names[mode], want);
 }
 
 err_t

@@ -122,11 +122,16 @@ dpsock_port_probe(struct dpsock_port *p, char *err, size_t errlen)
 	c->tx_tcp_cksum = info.tx_offload_capa & RTE_ETH_TX_OFFLOAD_TCP_CKSUM;
 	c->tx_udp_cksum = info.tx_offload_capa & RTE_ETH_TX_OFFLOAD_UDP_CKSUM;
 	c->tx_multi_segs = info.tx_offload_capa & RTE_ETH_TX_OFFLOAD_MULTI_SEGS;
-	c->tso = info.tx_offload_capa & RTE_ETH_TX_OFFLOAD_TCP_TSO;
+	/* TSO is used only with what it implies: the port computes the TCP
+	 * checksums of the segments and takes a frame as an mbuf chain */
+	c->tso = (info.tx_offload_capa & RTE_ETH_TX_OFFLOAD_TCP_TSO) && c->tx_tcp_cksum &&
+		 c->tx_multi_segs;
+	c->tx_seg_max = info.tx_desc_lim.nb_seg_max ? info.tx_desc_lim.nb_seg_max : UINT16_MAX;
 	c->rx_timestamp = info.rx_offload_capa & RTE_ETH_RX_OFFLOAD_TIMESTAMP;
 	c->if_index = info.if_index;
 	/* per-PMD quirks */
 	c->fixed_rx_queues = strcmp(info.driver_name, "net_af_packet") == 0;
+	c->tso_l2_in_mtu = strcmp(info.driver_name, "net_tap") == 0;
 	if (c->fixed_rx_queues)
 		c->rx_frame_size = af_packet_frame_size(&info);
 	return 0;
@@ -179,6 +184,8 @@ dpsock_port_start(struct dpsock_port *p, uint16_t n_queues, uint16_t mtu,
 		p->tx_offloads |= RTE_ETH_TX_OFFLOAD_UDP_CKSUM;
 	if (c->tx_multi_segs)
 		p->tx_offloads |= RTE_ETH_TX_OFFLOAD_MULTI_SEGS;
+	if (c->tso)
+		p->tx_offloads |= RTE_ETH_TX_OFFLOAD_TCP_TSO;
 	if (c->rx_timestamp)
 		p->rx_offloads |= RTE_ETH_RX_OFFLOAD_TIMESTAMP;
 	conf.rxmode.offloads = p->rx_offloads;

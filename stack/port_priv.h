@@ -38,7 +38,11 @@ struct dpsock_port_caps {
 	bool tx_tcp_cksum;
 	bool tx_udp_cksum;
 	bool tx_multi_segs;
-	bool tso;
+	bool tso;                 /* TCP segmentation offload (with TCP checksum and multi-segment mbufs) */
+	uint16_t tx_seg_max;      /* mbuf segments per packet the PMD takes (tx_desc_lim.nb_seg_max) */
+	/* net_tap's TSO counts the Ethernet header against the MTU: the
+	 * segments it cuts carry MTU - l2 - l3 - l4 bytes, not MTU - l3 - l4 */
+	bool tso_l2_in_mtu;
 	/* The PMD spreads received packets over every queue it was created
 	 * with, whatever rte_eth_dev_configure asks for (af_packet's fanout
 	 * over its qpairs sockets): the port must be given exactly that many

@@ -535,8 +535,10 @@ on_tcp_accept(void *arg, struct tcp_pcb *newpcb, err_t err)
 		s->in_cb++;
 		APP_CALL(ls, rc = ls->ops->accepted(ls, s));
 		if (rc != 0 && !s->dead) {
-			/* refused by the app */
+			/* refused by the app; the stats refresh in sock_free
+			 * must not read the pcb tcp_abort frees */
 			tcp_detach(newpcb);
+			s->pcb.tcp = NULL;
 			tcp_abort(newpcb);
 			s->aborted = true;
 			sock_free(s);

@@ -445,6 +445,7 @@ dpsock_init(int argc, char **argv)
 	struct dpsock_stack *d = &stack_state;
 	const char *config_path = NULL;
 	char **eal_argv, err[512], cmd[1024];
+	bool added;
 	int i, n, eal_argc = argc, idx;
 	size_t off = 0;
 
@@ -468,15 +469,18 @@ dpsock_init(int argc, char **argv)
 		off += snprintf(cmd + off, sizeof(cmd) - off, "%s%s", i ? " " : "", eal_argv[i]);
 	dpsock_log_init(RTE_LOG_INFO);
 	n = rte_eal_init(eal_argc, eal_argv);
+	added = eal_argv != argv;
+	if (added)
+		free(eal_argv); /* EAL keeps copies of the arguments, not the array */
 	if (n < 0) {
 		fprintf(stderr, "%s: EAL initialisation failed: %s (see the EAL messages above; "
 			"`%s --help` lists EAL options)\n", prog_name, rte_strerror(rte_errno), argv[0]);
 		return -1;
 	}
 	/* EAL parsed eal_argv[1..n] (the "--" included, where it put the
-	 * program name); eal_argv holds one more argument than argv when it got
+	 * program name); eal_argv held one more argument than argv when it got
 	 * the added default option. */
-	idx = n + 1 - (eal_argv != argv ? 1 : 0);
+	idx = n + 1 - (added ? 1 : 0);
 	if (idx > argc)
 		idx = argc;
 	while (idx < argc) {

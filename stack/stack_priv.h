@@ -20,6 +20,7 @@
 #include <sys/queue.h>
 
 #include <rte_common.h>
+#include <rte_gso.h>
 #include <rte_mbuf.h>
 #include <rte_ring.h>
 #include <rte_spinlock.h>
@@ -44,6 +45,16 @@ struct dpsock_mcast;
 struct dpsock_mc_worker;
 struct rte_flow;
 
+/* Who cuts TCP data into MSS-sized frames on a port (tcp.segmentation). */
+enum dpsock_seg_mode {
+	DPSOCK_SEG_LWIP,  /* lwIP: one segment per MSS */
+	DPSOCK_SEG_TSO,   /* lwIP builds super-segments, the port cuts them */
+	DPSOCK_SEG_GSO,   /* lwIP builds super-segments, DPDK's GSO library cuts them */
+};
+
+/* pbufs (so mbuf segments, and MSS segments) in one super-segment */
+#define DPSOCK_TSO_PBUFS_MAX 64
+
 /* A worker's view of one port: its lwIP netif and its TX batch. */
 struct dpsock_worker_port {
 	struct netif netif;
@@ -53,7 +64,33 @@ struct dpsock_worker_port {
 	uint16_t tx_n;
 	uint16_t cksum_default;   /* lwIP checksum control for the port */
 	uint16_t cksum_l4_ok;     /* the same, minus TCP/UDP checks (NIC verified) */
+	enum dpsock_seg_mode seg_mode;
+	bool tcp_cksum_sw;        /* lwIP leaves TCP checksums to the netif, which computes
+				   * them (segmenting netif, port without the offload) */
+	struct rte_gso_ctx gso;   /* DPSOCK_SEG_GSO */
 	struct rte_mbuf *tx[DPSOCK_TX_BURST];
+};
+
+/* Receive coalescing (gro.c): the segment held for one flow in a burst. */
+#define DPSOCK_GRO_FLOWS 8   /* flows held at once */
+#define DPSOCK_GRO_SEGS 64   /* segments merged into one */
+
+struct dpsock_gro_item {
+	struct rte_mbuf *head;    /* NULL: free slot */
+	struct rte_mbuf *tail;
+	struct dpsock_worker_port *wp;
+	uint32_t saddr, daddr;    /* network order */
+	uint32_t ports;           /* source << 16 | destination, network order */
+	uint32_t next_seq;        /* sequence number the next segment must start at */
+	uint32_t payload;         /* bytes held */
+	uint16_t nseg;
+	uint8_t l4_len;
+	bool psh;                 /* the last segment had PSH: nothing joins it */
+};
+
+struct dpsock_gro {
+	unsigned int n;           /* slots in use or freed within the burst */
+	struct dpsock_gro_item item[DPSOCK_GRO_FLOWS];
 };
 
 struct dpsock_worker {
@@ -75,6 +112,7 @@ struct dpsock_worker {
 	struct dpsock_mc_worker *mc; /* snapshot of the ports' multicast state (mcast.c) */
 	uint64_t yield_until;     /* yield on every idle pass until then (TSC) */
 	uint64_t next_mirror_tsc; /* next copy of lwIP's counters into stats */
+	uint64_t timer_due_tsc;   /* when to ask lwIP for due timers again (worker.c) */
 
 	/* sleeping */
 	int efd;                  /* eventfd other threads write to wake the worker */
@@ -89,6 +127,9 @@ struct dpsock_worker {
 
 	struct dpsock_worker_port ports[DPSOCK_MAX_PORTS];
 
+	/* receive coalescing (gro.c): tcp.gro, and what is held in a burst */
+	bool gro_on;
+	struct dpsock_gro gro;
 	/* zero-copy TX (netif.c): lwIP frames lent to the NIC, and loans the
 	 * NIC returned on another thread (a port stopped by the main lcore),
 	 * to give back to lwIP here */
@@ -242,6 +283,18 @@ err_t dpsock_netif_init(struct netif *netif);
 /* Hand one received frame to lwIP without copying (the mbuf becomes a
  * PBUF_REF custom pbuf freed back to its pool by lwIP). Consumes m. */
 void dpsock_netif_input(struct dpsock_worker_port *wp, struct rte_mbuf *m);
+
+/* After netif_add: the port's segmentation (tcp.segmentation and the
+ * port's TSO) and the checksums lwIP leaves to the netif. */
+void dpsock_netif_offload_setup(struct dpsock_worker_port *wp);
+
+/* gro.c: take a validated IPv4 frame bound for lwIP on this worker: held
+ * to merge with the next segments of its flow, or handed to lwIP now
+ * (consumes m). */
+void dpsock_gro_input(struct dpsock_worker_port *wp, struct rte_mbuf *m);
+
+/* Hand every held segment to lwIP (end of a burst). */
+void dpsock_gro_flush(struct dpsock_worker *w);
 
 /* Send the worker's TX batch for one port; counts what the queue refused. */
 void dpsock_netif_flush(struct dpsock_worker_port *wp);

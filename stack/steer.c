@@ -39,6 +39,8 @@
 #include <rte_random.h>
 #include <rte_thash.h>
 
+#include "dpsock_lwip_pcb_index.h"
+
 #include "stack_priv.h"
 #include "log_priv.h"
 
@@ -62,15 +64,17 @@ port_give(struct dpsock_stack *d, uint16_t p)
 	__atomic_store_n(&d->port_owner[p], 0, __ATOMIC_RELEASE);
 }
 
-/* Walk the ephemeral range from the worker's hint; accept(p) decides. */
+typedef bool (*port_accept_fn)(struct dpsock_worker *w, uint16_t p, const void *ctx);
+
+/* Walk up to max ports of the ephemeral range from the worker's hint;
+ * accept(p) decides. */
 static uint16_t
-port_search(struct dpsock_worker *w, bool (*accept)(struct dpsock_worker *, uint16_t, const void *),
-	    const void *ctx)
+port_scan(struct dpsock_worker *w, port_accept_fn accept, const void *ctx, uint32_t max)
 {
 	struct dpsock_stack *d = w->d;
 	uint32_t span = d->eph_max - d->eph_min + 1u, i;
 
-	for (i = 0; i < span; i++) {
+	for (i = 0; i < span && i < max; i++) {
 		uint16_t p = d->eph_min + (w->port_hint + i) % span;
 
 		if (__atomic_load_n(&d->port_owner[p], __ATOMIC_RELAXED) != 0)
@@ -82,7 +86,57 @@ port_search(struct dpsock_worker *w, bool (*accept)(struct dpsock_worker *, uint
 			return p;
 		}
 	}
+	if (i < span)
+		w->port_hint = (w->port_hint + i) % span;
 	return 0;
+}
+
+struct reuse_ctx {
+	struct dpsock_worker *w;
+	port_accept_fn accept;
+	const void *ctx;
+};
+
+/* A TIME_WAIT pcb of this worker's lwIP instance holds port p: is it ours
+ * (claimed by this worker's active open) and right for the new connection? */
+static bool
+reuse_owned(uint16_t p, void *arg)
+{
+	const struct reuse_ctx *r = arg;
+
+	return __atomic_load_n(&r->w->d->port_owner[p], __ATOMIC_RELAXED) == r->w->idx + 1 &&
+	       (r->accept == NULL || r->accept(r->w, p, r->ctx));
+}
+
+/*
+ * A local port for a new connection. Ports stay taken through TIME_WAIT
+ * (lwIP's 2 MSL, 10 s), so a client opening more than range / 10 s
+ * connections per second runs out, and every search would then walk the
+ * whole range. So: a short scan for a free port; else the port of this
+ * worker's oldest TIME_WAIT connection that is old enough
+ * (TW_REUSE_MIN_MS, timestamps on: Linux's tcp_tw_reuse rule), freed early
+ * (counted in tcp_tw_reused); else the whole range.
+ */
+#define PORT_SCAN_FAST 64
+#define TW_REUSE_MIN_MS 1000
+#define TW_REUSE_SCAN 16
+
+static uint16_t
+port_search(struct dpsock_worker *w, port_accept_fn accept, const void *ctx)
+{
+	struct dpsock_stack *d = w->d;
+	struct reuse_ctx r = { .w = w, .accept = accept, .ctx = ctx };
+	uint16_t p;
+
+	p = port_scan(w, accept, ctx, PORT_SCAN_FAST);
+	if (p != 0)
+		return p;
+	/* the TIME_WAIT pcb's destroy callback gives its port back (release_port) */
+	p = dpsock_tcp_tw_reclaim(d->eph_min, d->eph_max, TW_REUSE_MIN_MS, TW_REUSE_SCAN,
+				  reuse_owned, &r);
+	if (p != 0 && port_take(d, p, w))
+		return p;
+	return port_scan(w, accept, ctx, UINT32_MAX);
 }
 
 /* ---- software ------------------------------------------------------------ */

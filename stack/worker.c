@@ -50,6 +50,8 @@
 #include "netif/ethernet.h"
 
 #include "dpsock_lwip.h"
+#include "dpsock_lwip_pcb_index.h"
+#include "dpsock_lwip_tso.h"
 
 #include "stack_priv.h"
 #include "log_priv.h"
@@ -57,6 +59,7 @@
 
 #define MIRROR_INTERVAL_US 100000 /* lwIP counters → stats block */
 #define SLEEP_MIN_US 16
+#define TIMER_RECHECK_US 1000 /* longest wait before asking lwIP for its next timer again */
 
 static inline void
 drop(struct rte_mbuf *m, uint64_t *counter)
@@ -250,8 +253,17 @@ rx_frame(struct dpsock_worker *w, struct dpsock_worker_port *wp, struct rte_mbuf
 		drop(m, &st->rx_drop_ethertype);
 		return;
 	}
-	dpsock_netif_input(wp, m);
+	if (w->gro_on && eth->ether_type == RTE_BE16(RTE_ETHER_TYPE_IPV4))
+		dpsock_gro_input(wp, m);
+	else
+		dpsock_netif_input(wp, m);
 }
+
+/* One counter of lwIP's pcb index or super-segments (lwip/pcb_index.c,
+ * lwip/tso.c). */
+#define PCB_INDEX_STAT(f) \
+	({ struct dpsock_tcp_index_stats s_; dpsock_tcp_index_stats(&s_); s_.f; })
+#define TSO_STAT(f) ({ struct dpsock_tcp_tso_stats s_; dpsock_tcp_tso_stats(&s_); s_.f; })
 
 /* lwIP's own counters copied into the stats block: X(stats field, lwIP's). */
 #define LWIP_MIRRORS(X)                                                         \
@@ -265,7 +277,12 @@ rx_frame(struct dpsock_worker *w, struct dpsock_worker_port *wp, struct rte_mbuf
 	X(lwip_tcp_chkerr, lwip_stats.tcp.chkerr)                               \
 	X(lwip_etharp_drop, lwip_stats.etharp.drop)                             \
 	X(lwip_tcp_memerr, lwip_stats.tcp.memerr)                               \
-	X(lwip_ipfrag_drop, lwip_stats.ip_frag.drop)
+	X(lwip_ipfrag_drop, lwip_stats.ip_frag.drop)                            \
+	X(tcp_tw_reused, PCB_INDEX_STAT(tw_reused))                             \
+	X(tcp_tw_evicted, PCB_INDEX_STAT(tw_evicted))                           \
+	X(tcp_tso_joined, TSO_STAT(joined))                                     \
+	X(tcp_tso_splits, TSO_STAT(splits))                                     \
+	X(tcp_unsent_acked, TSO_STAT(acked_dropped))
 
 #define MIRROR_ENUM(f, v) MIRROR_##f,
 enum { LWIP_MIRRORS(MIRROR_ENUM) MIRROR_COUNT };
@@ -286,6 +303,7 @@ mirror_lwip_stats(struct dpsock_worker *w)
 	dpsock_lwip_mem_stats(&mem);
 	dpsock_stat_set(&st->lwip_mem_bytes, mem.bytes_in_use);
 	dpsock_stat_set(&st->lwip_mem_objs, mem.objs_in_use);
+	dpsock_stat_set(&st->tcp_time_wait, PCB_INDEX_STAT(tw_now));
 }
 
 /* dpsock-stat -z: this worker is its counters' only writer, so it zeroes
@@ -367,6 +385,7 @@ dpsock_worker_poll(struct dpsock_worker *w)
 		dpsock_stat_add(&st->rx_bytes, bytes);
 		for (k = 0; k < n; k++)
 			rx_frame(w, wp, pkts[k], true);
+		dpsock_gro_flush(w);
 		work += n;
 	}
 
@@ -376,6 +395,7 @@ dpsock_worker_poll(struct dpsock_worker *w)
 		w->rx_tsc = rte_rdtsc();
 	for (k = 0; k < n; k++)
 		rx_frame(w, &w->ports[d->port_idx[pkts[k]->port]], pkts[k], false);
+	dpsock_gro_flush(w);
 	work += n;
 
 	if (d->app != NULL && d->app->worker_poll != NULL && w->app_ready)
@@ -383,11 +403,23 @@ dpsock_worker_poll(struct dpsock_worker *w)
 	if (w->idx == DPSOCK_IGMP_WORKER)
 		work += dpsock_igmp_poll(w);
 
-	if (sys_timeouts_sleeptime() == 0) {
-		sys_check_timeouts();
-		dpsock_stat_add(&st->timer_runs, 1);
-	}
+	/* lwIP's timers: asking lwIP when the next one is due reads the
+	 * clock (sys_now), so the answer is kept as a TSC deadline, looked
+	 * at again within TIMER_RECHECK_US at the latest (a timer armed in
+	 * between, like TCP's 25 ms tick once a first pcb exists, starts at
+	 * most that late). */
 	now = rte_rdtsc();
+	if (now >= w->timer_due_tsc) {
+		uint32_t ms = sys_timeouts_sleeptime();
+
+		if (ms == 0) {
+			sys_check_timeouts();
+			dpsock_stat_add(&st->timer_runs, 1);
+			ms = sys_timeouts_sleeptime();
+		}
+		w->timer_due_tsc = now + RTE_MIN((uint64_t)ms * 1000, (uint64_t)TIMER_RECHECK_US) *
+					 d->tsc_hz / 1000000;
+	}
 	if (now >= w->next_mirror_tsc) {
 		stats_tick(w, now);
 		w->next_mirror_tsc = now + d->tsc_hz / (1000000 / MIRROR_INTERVAL_US);
@@ -562,10 +594,12 @@ dpsock_worker_init(struct dpsock_worker *w)
 			return -ENOMEM;
 		}
 		w->n_ports = i + 1;
+		dpsock_netif_offload_setup(wp);
 		if (i == 0 || (ic->gateway && netif_default->gw.addr == 0))
 			netif_set_default(&wp->netif);
 		netif_set_up(&wp->netif);
 	}
+	w->gro_on = d->conf.gro;
 	w->stats->lcore_id = w->lcore_id;
 	w->last_work_tsc = w->busy_mark_tsc = rte_rdtsc();
 	ret = dpsock_sockstat_worker_init(w);

@@ -33,6 +33,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -73,6 +74,23 @@ static const struct dpsock_stats_segment *seg;
 static size_t seg_len;
 static char seg_shm[300];
 
+/*
+ * What the tool indexes with, checked once against the file when it maps it
+ * and private from then on. The instance writes these at start and never
+ * changes them; anyone else who can write the segment (a hostile or broken
+ * writer, a torn update) may, and must not move a read outside the mapping.
+ * Strings are terminated copies.
+ */
+static struct {
+	uint32_t n_ports;       /* <= DPSOCK_STATS_MAX_PORTS */
+	uint32_t n_workers;     /* <= DPSOCK_STATS_MAX_WORKERS */
+	uint32_t sock_slots;    /* the socket table fits in the file */
+	uint64_t sock_off;
+	char name[sizeof(seg->name) + 1];
+	char app[sizeof(seg->app) + 1];
+	char port_names[DPSOCK_STATS_MAX_PORTS][sizeof(seg->port_names[0]) + 1];
+} geo;
+
 static void
 usage(FILE *f)
 {
@@ -107,14 +125,62 @@ instance_alive(const struct dpsock_stats_segment *s)
 	       !(kill(s->pid, 0) != 0 && errno == ESRCH);
 }
 
-/* Map /dev/shm<shm> (header first, then all of it). Returns NULL with a
- * message in err. */
+/* Why a header that passed the magic and version checks cannot be used,
+ * or NULL. file_size: the bytes the file holds. */
+static const char *
+geometry_why(const struct dpsock_stats_segment *h, uint64_t file_size)
+{
+	uint64_t table;
+
+	if (h->size > file_size)
+		return "its header says it is larger than the file";
+	if (h->n_ports > DPSOCK_STATS_MAX_PORTS)
+		return "more ports than the format has room for";
+	if (h->n_workers > DPSOCK_STATS_MAX_WORKERS)
+		return "more workers than the format has room for";
+	if (h->sock_slots == 0)
+		return NULL;
+	table = (uint64_t)h->n_workers * h->sock_slots * sizeof(struct dpsock_sock_stats);
+	if (h->sock_off < sizeof(*h) || h->sock_off % _Alignof(struct dpsock_sock_stats) != 0 ||
+	    h->sock_off > h->size || table > h->size - h->sock_off)
+		return "its socket table is not inside it";
+	return NULL;
+}
+
+static void
+geometry_take(const struct dpsock_stats_segment *h)
+{
+	unsigned int i;
+
+	geo.n_ports = h->n_ports;
+	geo.n_workers = h->n_workers;
+	geo.sock_slots = h->sock_slots;
+	geo.sock_off = h->sock_off;
+	snprintf(geo.name, sizeof(geo.name), "%.*s", (int)sizeof(h->name), h->name);
+	snprintf(geo.app, sizeof(geo.app), "%.*s", (int)sizeof(h->app), h->app);
+	for (i = 0; i < DPSOCK_STATS_MAX_PORTS; i++)
+		snprintf(geo.port_names[i], sizeof(geo.port_names[i]), "%.*s",
+			 (int)sizeof(h->port_names[i]), h->port_names[i]);
+}
+
+/* Worker w's socket entries (the checked geometry, not the live header). */
+static const struct dpsock_sock_stats *
+socks_of(unsigned int w)
+{
+	return (const struct dpsock_sock_stats *)((const char *)seg + geo.sock_off) +
+	       (size_t)w * geo.sock_slots;
+}
+
+/* Map /dev/shm<shm> (header first, then all of it) and take its geometry.
+ * Returns NULL with a message in err. */
 static const struct dpsock_stats_segment *
 map_segment(const char *shm, bool writable, char *err, size_t errlen)
 {
 	const struct dpsock_stats_segment *s;
 	struct dpsock_stats_segment hdr;
 	int fd = shm_open(shm, writable ? O_RDWR : O_RDONLY, 0);
+	const char *why;
+	struct stat st;
 	size_t len;
 
 	if (fd < 0) {
@@ -130,6 +196,13 @@ map_segment(const char *shm, bool writable, char *err, size_t errlen)
 			 "is dpsock-stat from the same build?", shm, DPSOCK_STATS_VERSION);
 		return NULL;
 	}
+	why = fstat(fd, &st) != 0 ? strerror(errno) : geometry_why(&hdr, (uint64_t)st.st_size);
+	if (why != NULL) {
+		close(fd);
+		snprintf(err, errlen, "/dev/shm%s is not a usable stats segment: %s", shm, why);
+		return NULL;
+	}
+	geometry_take(&hdr);
 	len = hdr.size;
 	s = mmap(NULL, len, writable ? PROT_READ | PROT_WRITE : PROT_READ, MAP_SHARED, fd, 0);
 	close(fd);
@@ -209,20 +282,20 @@ take_sample(struct sample *sm, bool sockets)
 	copy_words(sm->ports, seg->ports, sizeof(sm->ports));
 	copy_words(sm->workers, seg->workers, sizeof(sm->workers));
 	sm->n_socks = 0;
-	if (!sockets || seg->sock_slots == 0)
+	if (!sockets || geo.sock_slots == 0)
 		return;
 	if (sm->socks == NULL) {
-		sm->socks = calloc((size_t)seg->n_workers * seg->sock_slots, sizeof(*sm->socks));
+		sm->socks = calloc((size_t)geo.n_workers * geo.sock_slots, sizeof(*sm->socks));
 		if (sm->socks == NULL) {
 			fprintf(stderr, "dpsock-stat: out of memory\n");
 			exit(1);
 		}
 	}
-	for (w = 0; w < seg->n_workers; w++) {
-		const struct dpsock_sock_stats *tab = dpsock_stats_socks(seg, w);
+	for (w = 0; w < geo.n_workers; w++) {
+		const struct dpsock_sock_stats *tab = socks_of(w);
 		uint32_t i;
 
-		for (i = 0; i < seg->sock_slots; i++) {
+		for (i = 0; i < geo.sock_slots; i++) {
 			struct dpsock_sock_stats *e = &sm->socks[sm->n_socks];
 
 			if (__atomic_load_n(&tab[i].in_use, __ATOMIC_RELAXED) &&
@@ -258,21 +331,24 @@ desc_find(const struct dpsock_stat_desc *desc, unsigned int n, const char *name)
 /* ---- aligned tables --------------------------------------------------------------- */
 
 #define TAB_MAX_COLS 24
-#define TAB_MAX_ROWS 512
 #define CELL 32
 
 struct table {
 	unsigned int ncols, nrows;
+	unsigned int max_rows;
 	const char *title[TAB_MAX_COLS];
 	bool left[TAB_MAX_COLS];
 	char (*cells)[TAB_MAX_COLS][CELL];
 };
 
+/* A table of at most max_rows rows (the caller's count, from the checked
+ * geometry). */
 static void
-tab_init(struct table *t)
+tab_init(struct table *t, unsigned int max_rows)
 {
 	memset(t, 0, sizeof(*t));
-	t->cells = calloc(TAB_MAX_ROWS, sizeof(*t->cells));
+	t->max_rows = max_rows;
+	t->cells = calloc(max_rows ? max_rows : 1, sizeof(*t->cells));
 	if (t->cells == NULL)
 		exit(1);
 }
@@ -288,6 +364,10 @@ tab_col(struct table *t, const char *title, bool left)
 static char *
 tab_cell(struct table *t, unsigned int row, unsigned int col)
 {
+	static char spare[CELL];
+
+	if (row >= t->max_rows || col >= TAB_MAX_COLS)
+		return spare; /* not shown: callers size their tables */
 	if (row >= t->nrows)
 		t->nrows = row + 1;
 	return t->cells[row][col];
@@ -359,11 +439,11 @@ counter_table(const struct col *cols, unsigned int ncols, bool ports, const stru
 {
 	const struct dpsock_stat_desc *desc = ports ? dpsock_port_stat_desc : dpsock_worker_stat_desc;
 	unsigned int ndesc = ports ? dpsock_port_stat_count : dpsock_worker_stat_count;
-	unsigned int n = ports ? seg->n_ports : seg->n_workers, r, c;
+	unsigned int n = ports ? geo.n_ports : geo.n_workers, r, c;
 	static char titles[TAB_MAX_COLS][48];
 	struct table t;
 
-	tab_init(&t);
+	tab_init(&t, n);
 	tab_col(&t, ports ? "Port" : "Worker", true);
 	tab_col(&t, ports ? "Name" : "Lcore", true);
 	for (c = 0; c < ncols; c++) {
@@ -382,7 +462,7 @@ counter_table(const struct col *cols, unsigned int ncols, bool ports, const stru
 
 		snprintf(tab_cell(&t, r, 0), CELL, "%u", r);
 		if (ports)
-			snprintf(tab_cell(&t, r, 1), CELL, "%s", seg->port_names[r]);
+			snprintf(tab_cell(&t, r, 1), CELL, "%s", geo.port_names[r]);
 		else
 			snprintf(tab_cell(&t, r, 1), CELL, "%u", cur->workers[r].lcore_id);
 		for (c = 0; c < ncols; c++) {
@@ -507,14 +587,14 @@ full_table(bool ports, const struct sample *cur, const struct sample *prev, doub
 {
 	const struct dpsock_stat_desc *desc = ports ? dpsock_port_stat_desc : dpsock_worker_stat_desc;
 	unsigned int ndesc = ports ? dpsock_port_stat_count : dpsock_worker_stat_count;
-	unsigned int n = ports ? seg->n_ports : seg->n_workers, r, c;
+	unsigned int n = ports ? geo.n_ports : geo.n_workers, r, c;
 	static char titles[DPSOCK_STATS_MAX_WORKERS][16];
 	struct table t;
 	bool cut = n > TAB_MAX_COLS - 3;
 
 	if (cut)
 		n = TAB_MAX_COLS - 3;
-	tab_init(&t);
+	tab_init(&t, ndesc);
 	tab_col(&t, ports ? "Port counter" : "Worker counter", true);
 	for (c = 0; c < n; c++) {
 		snprintf(titles[c], sizeof(titles[c]), "%s %u", ports ? "port" : "worker", c);
@@ -551,7 +631,7 @@ static void
 owner_name(const struct dpsock_sock_stats *e, char *buf, size_t len)
 {
 	if (e->client < 0 && e->fd < 0)
-		snprintf(buf, len, "%s[%d]", seg->app, (int)e->owner_pid);
+		snprintf(buf, len, "%s[%d]", geo.app, (int)e->owner_pid);
 	else
 		snprintf(buf, len, "pid %d fd %d", (int)e->owner_pid, (int)e->fd);
 }
@@ -613,7 +693,7 @@ unlisted_total(const struct sample *cur)
 	uint64_t n = 0;
 	unsigned int w;
 
-	for (w = 0; w < seg->n_workers; w++)
+	for (w = 0; w < geo.n_workers; w++)
 		n += dpsock_stat_at(&cur->workers[w], d);
 	return n;
 }
@@ -637,11 +717,11 @@ sockets_view(const struct sample *cur, const char *filter)
 		shown++;
 	}
 	printf("%u socket(s)", shown);
-	if (seg->sock_slots == 0)
+	if (geo.sock_slots == 0)
 		printf("; this instance lists no sockets (stats.socket_slots = 0)");
 	else if (unlisted_total(cur))
 		printf("; %" PRIu64 " created while the table was full were never listed "
-		       "(stats.socket_slots = %u)", unlisted_total(cur), seg->sock_slots);
+		       "(stats.socket_slots = %u)", unlisted_total(cur), geo.sock_slots);
 	printf("\n");
 }
 
@@ -654,10 +734,16 @@ json_str(const char *key, const char *v, bool comma)
 
 	printf("%s\"%s\": \"", comma ? ", " : "", key);
 	for (p = v; *p; p++) {
-		if (*p == '"' || *p == '\\')
-			putchar('\\');
-		if ((unsigned char)*p >= 0x20)
-			putchar(*p);
+		unsigned char ch = (unsigned char)*p;
+
+		/* names come from the segment (and from clients): anything
+		 * but printable ASCII is escaped, as a code point of its byte */
+		if (ch < 0x20 || ch >= 0x7f)
+			printf("\\u%04x", ch);
+		else if (ch == '"' || ch == '\\')
+			printf("\\%c", ch);
+		else
+			putchar(ch);
 	}
 	putchar('"');
 }
@@ -676,7 +762,7 @@ json_blocks(bool ports, const struct sample *cur, const struct sample *prev, dou
 {
 	const struct dpsock_stat_desc *desc = ports ? dpsock_port_stat_desc : dpsock_worker_stat_desc;
 	unsigned int ndesc = ports ? dpsock_port_stat_count : dpsock_worker_stat_count;
-	unsigned int n = ports ? seg->n_ports : seg->n_workers, i, k;
+	unsigned int n = ports ? geo.n_ports : geo.n_workers, i, k;
 
 	printf("%s: [", ports ? "\"ports\"" : "\"workers\"");
 	for (i = 0; i < n && i < (ports ? DPSOCK_STATS_MAX_PORTS : DPSOCK_STATS_MAX_WORKERS); i++) {
@@ -686,7 +772,7 @@ json_blocks(bool ports, const struct sample *cur, const struct sample *prev, dou
 
 		printf("%s{\"index\": %u", i ? ", " : "", i);
 		if (ports)
-			json_str("name", seg->port_names[i], true);
+			json_str("name", geo.port_names[i], true);
 		else
 			printf(", \"lcore\": %u", cur->workers[i].lcore_id);
 		for (k = 0; k < ndesc; k++)
@@ -699,8 +785,10 @@ json_blocks(bool ports, const struct sample *cur, const struct sample *prev, dou
 static void
 json_header(const struct sample *prev, double dt, const char *view)
 {
-	printf("{\"name\": \"%s\", \"app\": \"%s\", \"pid\": %d, \"view\": \"%s\", "
-	       "\"details\": \"%s\"", seg->name, seg->app, (int)seg->pid, view,
+	printf("{");
+	json_str("name", geo.name, false);
+	json_str("app", geo.app, true);
+	printf(", \"pid\": %d, \"view\": \"%s\", \"details\": \"%s\"", (int)seg->pid, view,
 	       prev ? "per_second" : "totals");
 	if (prev)
 		printf(", \"interval_s\": %.6f", dt);
@@ -779,8 +867,8 @@ mc_srcs(char *buf, size_t len, const uint32_t *src, unsigned int shown, unsigned
 		inet_ntop(AF_INET, &src[i], a, sizeof(a));
 		off += snprintf(buf + off, len - off, json ? "%s\"%s\"" : "%s%s", i ? ", " : "", a);
 	}
-	if (n > shown && off < len)
-		off += snprintf(buf + off, len - off, json ? "" : ", +%u", n - shown);
+	if (n > shown && off < len && !json)
+		off += snprintf(buf + off, len - off, ", +%u", n - shown);
 	if (off < len)
 		snprintf(buf + off, len - off, json ? "]" : "}");
 }
@@ -823,7 +911,8 @@ mc_subs(const struct dpsock_mc_table *t, const struct sample *cur, struct mc_sub
 
 		for (j = 0; j < n; j++)
 			if (v[j].group == r->group && v[j].port == r->port && v[j].pid == r->pid &&
-			    v[j].fd == r->fd && (r->fd >= 0 || (v[j].workers & (1ull << r->worker)) == 0))
+			    v[j].fd == r->fd &&
+			    (r->fd >= 0 || (v[j].workers & (1ull << (r->worker % 64))) == 0))
 				break;
 		if (j == n || r->fd < 0) {
 			/* native sockets (fd -1) are one per worker: keep them apart */
@@ -872,14 +961,16 @@ mc_view(const struct sample *cur, const struct sample *prev, double dt, bool jso
 	clock_gettime(CLOCK_REALTIME, &now);
 	if (json) {
 		printf(", \"ports\": [");
-		for (i = 0; i < seg->n_ports && i < DPSOCK_STATS_MAX_PORTS; i++) {
+		for (i = 0; i < geo.n_ports; i++) {
 			const struct dpsock_mc_port_row *p = &t.ports[i];
 
 			inet_ntop(AF_INET, &p->querier, q, sizeof(q));
-			printf("%s{\"port\": %u, \"name\": \"%s\", \"igmp_version\": %u, "
+			printf("%s{\"port\": %u", i ? ", " : "", i);
+			json_str("name", geo.port_names[i], true);
+			printf(", \"igmp_version\": %u, "
 			       "\"filter\": \"%s\", \"macs\": %u, \"robustness\": %u, \"querier\": \"%s\", "
 			       "\"query_age_s\": %.1f}",
-			       i ? ", " : "", i, seg->port_names[i], p->version,
+			       p->version,
 			       p->filter == DPSOCK_MC_FILTER_LIST ? "list" :
 			       p->filter == DPSOCK_MC_FILTER_ALLMULTI ? "allmulticast" : "none",
 			       p->n_macs, p->robustness, p->querier ? q : "",
@@ -899,7 +990,8 @@ mc_view(const struct sample *cur, const struct sample *prev, double dt, bool jso
 		printf("], \"subscribers\": [");
 		for (i = 0; i < ns; i++) {
 			inet_ntop(AF_INET, &subs[i].group, a, sizeof(a));
-			mc_srcs(srcs, sizeof(srcs), subs[i].src, subs[i].nsrc, subs[i].nsrc, true);
+			mc_srcs(srcs, sizeof(srcs), subs[i].src,
+				MIN_U(subs[i].nsrc, DPSOCK_STATS_MC_MSRCS), subs[i].nsrc, true);
 			printf("%s{\"group\": \"%s\", \"port\": %u, \"pid\": %d, \"fd\": %d, "
 			       "\"workers\": %u, \"mode\": \"%s\", \"sources\": %s, \"local_port\": %u, "
 			       "\"datagrams\": %" PRIu64 ", \"bytes\": %" PRIu64 ", \"drops\": %" PRIu64 "}",
@@ -910,11 +1002,11 @@ mc_view(const struct sample *cur, const struct sample *prev, double dt, bool jso
 		printf("], \"unlisted\": %u", t.unlisted);
 		return;
 	}
-	for (i = 0; i < seg->n_ports && i < DPSOCK_STATS_MAX_PORTS; i++) {
+	for (i = 0; i < geo.n_ports; i++) {
 		const struct dpsock_mc_port_row *p = &t.ports[i];
 
 		printf("Port %u (%s): IGMPv%u host, robustness %u, multicast filter: %s", i,
-		       seg->port_names[i], p->version, p->robustness,
+		       geo.port_names[i], p->version, p->robustness,
 		       mc_filter_names[p->filter <= DPSOCK_MC_FILTER_ALLMULTI ? p->filter : 0]);
 		if (p->filter == DPSOCK_MC_FILTER_LIST)
 			printf(" (%u MACs)", p->n_macs);
@@ -931,7 +1023,7 @@ mc_view(const struct sample *cur, const struct sample *prev, double dt, bool jso
 		printf("\n");
 	}
 	printf("\nGroups joined (interface state: every socket's filter merged, RFC 3376 3.2)\n");
-	tab_init(&tb);
+	tab_init(&tb, DPSOCK_STATS_MC_GROUPS);
 	tab_col(&tb, "Group", true);
 	tab_col(&tb, "Port", false);
 	tab_col(&tb, "Mode", true);
@@ -952,7 +1044,7 @@ mc_view(const struct sample *cur, const struct sample *prev, double dt, bool jso
 	if (t.n_groups == 0)
 		printf("none\n");
 	printf("\nSubscribers (a preloaded socket's slots on every worker summed; native sockets per worker)\n");
-	tab_init(&tb);
+	tab_init(&tb, ns);
 	tab_col(&tb, "Group", true);
 	tab_col(&tb, "Port", false);
 	tab_col(&tb, "Pid", false);
@@ -1031,16 +1123,19 @@ clients_view(bool json)
 
 	if (json) {
 		printf(", \"clients\": [");
-		for (i = 0; i < n; i++)
-			printf("%s{\"pid\": %d, \"program\": \"%s\", \"group\": %u, \"threads\": %u, "
-			       "\"waiters\": %u, \"sockets\": %" PRIu64 ", \"wakeups\": %" PRIu64 "}",
-			       i ? ", " : "", (int)rows[i].pid, rows[i].name, rows[i].group,
-			       rows[i].threads, rows[i].rings, rows[i].sockets, rows[i].wakeups);
+		for (i = 0; i < n; i++) {
+			/* the program name comes from the client: escaped */
+			printf("%s{\"pid\": %d", i ? ", " : "", (int)rows[i].pid);
+			json_str("program", rows[i].name, true);
+			printf(", \"group\": %u, \"threads\": %u, \"waiters\": %u, \"sockets\": %" PRIu64
+			       ", \"wakeups\": %" PRIu64 "}", rows[i].group, rows[i].threads,
+			       rows[i].rings, rows[i].sockets, rows[i].wakeups);
+		}
 		printf("]");
 		return;
 	}
 	printf("Preload clients (sockets and wake-ups are per group: a process and its forks)\n");
-	tab_init(&t);
+	tab_init(&t, n);
 	tab_col(&t, "Pid", false);
 	tab_col(&t, "Program", true);
 	tab_col(&t, "Group", false);
@@ -1070,8 +1165,8 @@ print_raw(const struct sample *cur, const struct sample *prev, double dt)
 	unsigned int idx, k;
 
 	printf("daemon.0.pid %d\ndaemon.0.ports %u\ndaemon.0.workers %u\n", (int)seg->pid,
-	       seg->n_ports, seg->n_workers);
-	for (idx = 0; idx < seg->n_ports && idx < DPSOCK_STATS_MAX_PORTS; idx++)
+	       geo.n_ports, geo.n_workers);
+	for (idx = 0; idx < geo.n_ports; idx++)
 		for (k = 0; k < dpsock_port_stat_count; k++) {
 			const struct dpsock_stat_desc *d = &dpsock_port_stat_desc[k];
 			double v = value(&cur->ports[idx], prev ? &prev->ports[idx] : NULL, d, dt);
@@ -1079,7 +1174,7 @@ print_raw(const struct sample *cur, const struct sample *prev, double dt)
 			printf(prev && !d->gauge ? "port.%u.%s %.3f\n" : "port.%u.%s %.0f\n", idx,
 			       d->name, v);
 		}
-	for (idx = 0; idx < seg->n_workers && idx < DPSOCK_STATS_MAX_WORKERS; idx++)
+	for (idx = 0; idx < geo.n_workers; idx++)
 		for (k = 0; k < dpsock_worker_stat_count; k++) {
 			const struct dpsock_stat_desc *d = &dpsock_worker_stat_desc[k];
 			double v = value(&cur->workers[idx], prev ? &prev->workers[idx] : NULL, d, dt);
@@ -1100,8 +1195,8 @@ print_title(const struct sample *prev, double dt)
 	localtime_r(&now, &tm);
 	strftime(when, sizeof(when), "%H:%M:%S", &tm);
 	printf("==== %s: %s '%s', pid %d, %u port(s), %u worker(s), up %" PRIu64 ":%02" PRIu64
-	       ":%02" PRIu64 " — %s", when, seg->app, seg->name, (int)seg->pid, seg->n_ports,
-	       seg->n_workers, up / 3600, up / 60 % 60, up % 60,
+	       ":%02" PRIu64 " — %s", when, geo.app, geo.name, (int)seg->pid, geo.n_ports,
+	       geo.n_workers, up / 3600, up / 60 % 60, up % 60,
 	       prev ? "per second" : "totals");
 	if (prev)
 		printf(" over %.2f s", dt);
@@ -1184,11 +1279,11 @@ request_zero(struct dpsock_stats_segment *s)
 	while (now_s() < deadline) {
 		bool done = __atomic_load_n(&s->ctl.zero_ack_ports, __ATOMIC_ACQUIRE) >= req;
 
-		for (w = 0; w < s->n_workers && done; w++)
+		for (w = 0; w < geo.n_workers && done; w++)
 			done = __atomic_load_n(&s->workers[w].zero_ack, __ATOMIC_ACQUIRE) >= req;
 		if (done) {
 			printf("dpsock-stat: counters of '%s' zeroed (%u port(s), %u worker(s))\n",
-			       s->name, s->n_ports, s->n_workers);
+			       geo.name, geo.n_ports, geo.n_workers);
 			return 0;
 		}
 		if (!instance_alive(s))
@@ -1196,7 +1291,7 @@ request_zero(struct dpsock_stats_segment *s)
 		usleep(20000);
 	}
 	fprintf(stderr, "dpsock-stat: '%s' did not acknowledge the zero request within 5 s\n",
-		s->name);
+		geo.name);
 	return 1;
 }
 
@@ -1225,11 +1320,11 @@ request_log(struct dpsock_stats_segment *s, const char *spec)
 		/* acquire: pairs with the instance's release store of log_ack */
 		if (__atomic_load_n(&ctl->log_ack, __ATOMIC_ACQUIRE) >= req) {
 			if (ctl->log_status != 0) {
-				fprintf(stderr, "dpsock-stat: %s: %.*s\n", s->name,
+				fprintf(stderr, "dpsock-stat: %s: %.*s\n", geo.name,
 					(int)sizeof(ctl->log_msg), ctl->log_msg);
 				return 1;
 			}
-			printf("dpsock-stat: %s: %.*s\n", s->name, (int)sizeof(ctl->log_msg),
+			printf("dpsock-stat: %s: %.*s\n", geo.name, (int)sizeof(ctl->log_msg),
 			       ctl->log_msg);
 			return 0;
 		}
@@ -1238,7 +1333,7 @@ request_log(struct dpsock_stats_segment *s, const char *spec)
 		usleep(20000);
 	}
 	fprintf(stderr, "dpsock-stat: '%s' did not answer the log level request within 5 s\n",
-		s->name);
+		geo.name);
 	return 1;
 }
 
@@ -1419,7 +1514,7 @@ main(int argc, char **argv)
 	}
 	if (!instance_alive(seg)) {
 		fprintf(stderr, "dpsock-stat: dpsock instance '%s' (pid %d) is not running "
-			"(starting or stopped)\n", seg->name, (int)seg->pid);
+			"(starting or stopped)\n", geo.name, (int)seg->pid);
 		return 1;
 	}
 	if (o.log_spec != NULL) {
@@ -1440,7 +1535,7 @@ main(int argc, char **argv)
 			sleep_until(next);
 			if (!instance_alive(seg)) {
 				printf("dpsock-stat: dpsock instance '%s' (pid %d) stopped\n",
-				       seg->name, (int)seg->pid);
+				       geo.name, (int)seg->pid);
 				return 0;
 			}
 		}

@@ -8,6 +8,9 @@
 
 #include "lwip/ip_addr.h"
 
+/* called from lwIP's sources by the edits of lwip/transform_perf.py */
+#include "dpsock_lwip_tso.h"
+
 /* RFC 6528 initial sequence number: keyed hash of the 4-tuple + 4 us clock. */
 u32_t dpsock_lwip_tcp_isn(const ip_addr_t *local_ip, u16_t local_port,
                           const ip_addr_t *remote_ip, u16_t remote_port);

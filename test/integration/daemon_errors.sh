@@ -68,6 +68,10 @@ expect_fail "no hugepages" "add --no-huge to the EAL options" \
 
 out=$("$dpsockd" -- --version) || fail "--version failed"
 echo "$out" | grep -q '^dpsockd ' || fail "--version printed '$out'"
-"$dpsockd" -- --help | grep -q 'Usage: ' || fail "--help printed no usage"
-"$dpsockd" -- --help-config | grep -q 'memory.mbufs' || fail "--help-config lacks memory.mbufs"
+# whole outputs first: grep -q stops reading at its match, and a writer with
+# more than one buffer left then dies of SIGPIPE (pipefail: a false failure)
+out=$("$dpsockd" -- --help) || fail "--help failed"
+grep -q 'Usage: ' <<<"$out" || fail "--help printed no usage"
+out=$("$dpsockd" -- --help-config) || fail "--help-config failed"
+grep -q 'memory.mbufs' <<<"$out" || fail "--help-config lacks memory.mbufs"
 pass "--version, --help, --help-config work without EAL"

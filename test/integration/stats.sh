@@ -268,8 +268,13 @@ else
 fi
 
 # ---- 8. -p, mc, not found, stop while cycling --------------------------------------
-"$DPSOCK_STAT" -p "$echo_pid" | grep -qx "daemon.0.pid $echo_pid" || fail "-p $echo_pid did not find the instance"
-stat -v mc | grep -q '^Worker ' || fail "-v mc: no table"
+# whole outputs before grep -q: the raw dump is written in several chunks,
+# and grep -q leaving after the first line made the next write die of
+# SIGPIPE, which pipefail counted as a failure
+out=$("$DPSOCK_STAT" -p "$echo_pid")
+grep -qx "daemon.0.pid $echo_pid" <<<"$out" || fail "-p $echo_pid did not find the instance"
+out=$(stat -v mc)
+grep -q '^Worker ' <<<"$out" || fail "-v mc: no table"
 rc=0
 "$DPSOCK_STAT" -n "$name-nosuch" >/dev/null 2>&1 || rc=$?
 [ "$rc" -eq 1 ] || fail "an unknown instance gave exit status $rc, expected 1"

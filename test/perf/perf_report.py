@@ -384,9 +384,12 @@ plot 'latency.dat' using 2:xtic(1) title "kernel p50", '' using 3 title "kernel 
       "the kernel (veth transmit, AF_PACKET ring copy in both directions), so the UDP rows compare "
       "the kernel with dpsock *plus* a kernel path: expect parity at best there.")
     P("- **No hardware offloads.** memif and af_packet offer no checksum offload, no TSO and no "
-      "LRO: lwIP computes every checksum and segments every 1460-byte MSS itself. The kernel's "
-      "veth side keeps its software offloads (GSO/GRO, checksums skipped on veth), which moves 64 KiB "
-      "super-frames: the bulk row favours the kernel by design (the anchors' target is ≥0.3×).")
+      "LRO: dpsock computes every checksum in software (lwIP's, by 64-bit adds: lwip/chksum.c) and "
+      "lwIP segments every 1448-byte MSS itself (`tcp.segmentation = auto`; DPDK's GSO library in "
+      "the netif, `gso`, measured no faster over memif and 3× slower over af_packet); the segments "
+      "of a receive burst are merged before lwIP (`tcp.gro`). The kernel's veth side keeps its "
+      "software offloads (GSO/GRO, checksums skipped on veth), which moves 64 KiB super-frames: "
+      "the bulk row favours the kernel by design.")
     P("- **Kernel wake-ups in a VM.** The kernel programs block in epoll_wait, as kernel "
       "programs normally do, and every request then costs a cross-vCPU wake-up, which is slow in "
       "a VM (halt exits): this dominates the 1-connection kernel rows (a 64 B echo round trip of "
@@ -401,8 +404,9 @@ plot 'latency.dat' using 2:xtic(1) title "kernel p50", '' using 3 title "kernel 
       "but the kernel paying for real interrupts and its driver. Published single-core figures "
       "on ConnectX-5 (published in the bench-iip README, github.com/yasukata/bench-iip, \"performance numbers of other TCP/IP stacks\"): Linux about "
       "256 k 1-byte req/s per core, lwIP on DPDK about 2.3 M; this VM cannot show those absolute "
-      "numbers, only the ratio on the same hardware. Bulk would need TSO (not in lwIP) to approach "
-      "the kernel.")
+      "numbers, only the ratio on the same hardware. A NIC with TSO gets lwIP's 64 KiB "
+      "super-segments to cut (`tcp.segmentation`, tested on net_tap's TSO), as the kernel's veth "
+      "path does in software here.")
     P("")
     P("## Known gaps (apps and stack)")
     P("")

@@ -11,6 +11,12 @@
  * retransmit are exercised, and checks every byte. Then it closes both ends,
  * tears everything down and asserts its allocator holds nothing.
  *
+ * Then a churn phase exercises the pcb index (lwip/pcb_index.c): CHURN_N
+ * short connections opened and closed by the client, which closes first, so
+ * each ends in TIME_WAIT on its side; every TIME_WAIT pcb must be found by
+ * its 4-tuple, the oldest must be the first one closed, and reclaiming its
+ * port (the tcp_tw_reuse path) must free exactly that one.
+ *
  * Shared state between instances (a global the transform missed, a race)
  * shows up as corrupted streams, lwIP assertions, per-thread statistics that
  * do not add up, an allocator owner mismatch (abort) or, in the
@@ -39,6 +45,7 @@
 #include "netif/ethernet.h"
 
 #include "dpsock_lwip.h"
+#include "dpsock_lwip_pcb_index.h"
 
 #define MAX_THREADS     16
 #define QUEUE_LEN       8192u       /* frames in flight on one thread's wire */
@@ -46,6 +53,8 @@
 #define DROP_EVERY      4999u       /* lose this frame */
 #define TEST_PORT       5001
 #define TIMEOUT_S       120
+#define CHURN_PORT      5002
+#define CHURN_N         600         /* short connections in the churn phase */
 
 struct frame {
     struct pbuf *p;
@@ -71,6 +80,10 @@ struct worker {
     struct netif na, nb;
     struct conn client, server;
     struct tcp_pcb *listener;
+    /* churn phase */
+    struct tcp_pcb *churn_listener;
+    unsigned int churn_connected, churn_closed;
+    u16_t churn_first_port;     /* local port of the first connection */
     char failure[256];
 };
 
@@ -294,6 +307,125 @@ client_connected(void *arg, struct tcp_pcb *pcb, err_t err)
     return ERR_OK;
 }
 
+/* Churn phase: the server closes when the client's FIN arrives; the
+ * client closes as soon as it is connected (so it closes first). */
+static err_t
+churn_server_recv(void *arg, struct tcp_pcb *pcb, struct pbuf *p, err_t err)
+{
+    struct worker *w = arg;
+
+    if (p != NULL) {
+        tcp_recved(pcb, p->tot_len);
+        pbuf_free(p);
+        return ERR_OK;
+    }
+    w->churn_closed++;
+    tcp_arg(pcb, NULL);
+    tcp_recv(pcb, NULL);
+    if (tcp_close(pcb) != ERR_OK)
+        failf("churn: server tcp_close");
+    return ERR_OK;
+}
+
+static err_t
+churn_accept(void *arg, struct tcp_pcb *pcb, err_t err)
+{
+    if (err != ERR_OK || pcb == NULL)
+        return ERR_VAL;
+    tcp_arg(pcb, arg);
+    tcp_recv(pcb, churn_server_recv);
+    return ERR_OK;
+}
+
+static err_t
+churn_connected(void *arg, struct tcp_pcb *pcb, err_t err)
+{
+    struct worker *w = arg;
+
+    if (err != ERR_OK) {
+        failf("churn connect: %d", err);
+        return err;
+    }
+    if (w->churn_connected++ == 0)
+        w->churn_first_port = pcb->local_port;
+    tcp_arg(pcb, NULL);
+    if (tcp_close(pcb) != ERR_OK)
+        failf("churn: client tcp_close");
+    return ERR_OK;
+}
+
+static double now_s(void);
+
+/* CHURN_N connections one after the other, then checks of the TIME_WAIT
+ * pcbs the client kept. */
+static void
+churn(struct worker *w, const ip4_addr_t *ipb)
+{
+    struct dpsock_tcp_index_stats ix0, ix;
+    struct tcp_pcb *l = tcp_new(), *pcb;
+    double deadline = now_s() + TIMEOUT_S;
+    unsigned int i, n_tw = 0;
+    u16_t port;
+
+    dpsock_tcp_index_stats(&ix0);
+    tcp_bind_netif(l, &w->nb);
+    if (tcp_bind(l, ipb, CHURN_PORT) != ERR_OK) {
+        failf("churn: tcp_bind");
+        return;
+    }
+    w->churn_listener = tcp_listen(l);
+    tcp_arg(w->churn_listener, w);
+    tcp_accept(w->churn_listener, churn_accept);
+    for (i = 0; i < CHURN_N && w->failure[0] == '\0'; i++) {
+        struct tcp_pcb *c = tcp_new();
+
+        tcp_bind_netif(c, &w->na);
+        tcp_arg(c, w);
+        if (tcp_connect(c, ipb, CHURN_PORT, churn_connected) != ERR_OK) {
+            failf("churn: tcp_connect %u", i);
+            break;
+        }
+        while (w->churn_closed <= i && w->failure[0] == '\0' && now_s() < deadline)
+            if (wire_deliver(w) == 0)
+                sys_check_timeouts();
+    }
+    /* the last ACKs */
+    while (w->failure[0] == '\0' && tcp_active_pcbs != NULL && now_s() < deadline)
+        if (wire_deliver(w) == 0)
+            sys_check_timeouts();
+    if (w->failure[0] != '\0')
+        return;
+    if (w->churn_connected != CHURN_N || w->churn_closed != CHURN_N || tcp_active_pcbs != NULL) {
+        failf("churn: %u connected, %u closed of %u; active pcbs left: %s", w->churn_connected,
+              w->churn_closed, CHURN_N, tcp_active_pcbs != NULL ? "yes" : "no");
+        return;
+    }
+    /* every TIME_WAIT pcb is in the hash under its 4-tuple */
+    dpsock_tcp_index_stats(&ix);
+    for (pcb = tcp_tw_pcbs; pcb != NULL; pcb = pcb->next, n_tw++)
+        if (dpsock_tcp_lookup(ip4_addr_get_u32(&pcb->local_ip), pcb->local_port,
+                              ip4_addr_get_u32(&pcb->remote_ip), pcb->remote_port) != pcb) {
+            failf("churn: TIME_WAIT pcb of port %u not found by its 4-tuple", pcb->local_port);
+            return;
+        }
+    if (ix.tw_now != ix0.tw_now + CHURN_N || n_tw != ix.tw_now || ix.hashed_now != ix.tw_now)
+        failf("churn: %" PRIu64 " TIME_WAIT pcbs counted (%u listed, %" PRIu64 " hashed), "
+              "expected %" PRIu64, ix.tw_now, n_tw, ix.hashed_now, ix0.tw_now + CHURN_N);
+    /* the oldest of the churn is the first one closed (the bulk
+     * connection's TIME_WAIT, older still, is reclaimed first) */
+    if (ix0.tw_now > 0 && dpsock_tcp_tw_reclaim(0, 65535, 0, 1, NULL, NULL) == 0)
+        failf("churn: the bulk connection's TIME_WAIT pcb could not be reclaimed");
+    pcb = dpsock_tcp_tw_oldest();
+    if (pcb == NULL || pcb->local_port != w->churn_first_port)
+        failf("churn: oldest TIME_WAIT pcb has port %u, the first connection had %u",
+              pcb != NULL ? pcb->local_port : 0, w->churn_first_port);
+    port = dpsock_tcp_tw_reclaim(0, 65535, 0, 1, NULL, NULL);
+    dpsock_tcp_index_stats(&ix);
+    if (port != w->churn_first_port || ix.tw_now != CHURN_N - 1 || ix.tw_reused != 2u - (ix0.tw_now == 0))
+        failf("churn: reclaim gave port %u (first %u), %" PRIu64 " TIME_WAIT left, %" PRIu64
+              " reused", port, w->churn_first_port, ix.tw_now, ix.tw_reused);
+}
+
 static double
 now_s(void)
 {
@@ -394,12 +526,16 @@ run(struct worker *w)
             failf("lwip_stats.tcp.recv %u != %" PRIu64 " TCP frames delivered on this thread",
                   lwip_stats.tcp.recv, w->tcp_delivered);
     }
+    if (w->failure[0] == '\0')
+        churn(w, &ipb);
 
     /* teardown: TIME_WAIT pcbs, listener, netifs, frames still on the wire */
     while (tcp_tw_pcbs != NULL)
         tcp_abort(tcp_tw_pcbs);
     if (w->listener != NULL)
         tcp_close(w->listener);
+    if (w->churn_listener != NULL)
+        tcp_close(w->churn_listener);
     while (tcp_active_pcbs != NULL)
         tcp_abort(tcp_active_pcbs);
     netif_remove(&w->na);
@@ -419,8 +555,9 @@ run(struct worker *w)
         failf("allocator counters: allocs %" PRIu64 " frees %" PRIu64 " fails %" PRIu64,
               ms.allocs, ms.frees, ms.fails);
     printf("thread %d: %" PRIu64 " + %" PRIu64 " bytes verified, %" PRIu64 " frames (%" PRIu64
-           " dropped), %" PRIu64 " allocs\n", w->idx, w->server.rx_got, w->client.rx_got,
-           w->frames, w->dropped, ms.allocs);
+           " dropped), %" PRIu64 " allocs; churn: %u connections, TIME_WAIT indexed\n", w->idx,
+           w->server.rx_got, w->client.rx_got, w->frames, w->dropped, ms.allocs,
+           w->churn_connected);
 }
 
 static void *

@@ -1,0 +1,77 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * dpsock_lwip_tso.h — TCP segments larger than the MSS for netifs that
+ * segment (lwip/tso.c, hooked into tcp_output, tcp_write, the persist timer
+ * and ip4_output by lwip/transform_perf.py).
+ *
+ * lwIP 2.1.3 builds one segment per MSS and walks its unsent and unacked
+ * queues on every tcp_write and tcp_output, so a bulk sender pays per MSS
+ * (segment, header, checksum, IP, ARP, netif) and per queued segment. On a
+ * netif that segments itself (a NIC with TSO, or the netif's software GSO),
+ * tcp_output first joins the unsent segments into super-segments of up to
+ * DPSOCK_TCP_TSO_MAX bytes: the data stays where tcp_write copied it, each
+ * joined segment's pbufs are linked behind the first one's (its TCP header
+ * becomes header room), so a super-segment is a chain of MSS-sized pbufs.
+ * The netif cuts it back into MSS-sized frames (the connection's MSS, found
+ * by the 4-tuple, see dpsock_tcp_lookup).
+ *
+ * What stays as lwIP does it: congestion and flow control count bytes, as
+ * before; a super-segment that does not fit the window is split at a pbuf
+ * boundary (no copy) so that the part that fits goes out; the last unsent
+ * segment is never joined (tcp_write may still fill it); segments with SYN,
+ * FIN or RST, or with different options, are never joined. A super-segment
+ * is acknowledged, retransmitted and freed as one segment (a retransmission
+ * resends it whole, as far as the window allows).
+ */
+#ifndef DPSOCK_LWIP_TSO_H
+#define DPSOCK_LWIP_TSO_H
+
+#include <stdint.h>
+
+struct netif;
+struct tcp_pcb;
+struct tcp_seg;
+
+/* Largest TCP segment (header included) lwIP builds for a segmenting
+ * netif: an IPv4 packet's 64 KiB, less its header. */
+#define DPSOCK_TCP_TSO_MAX (0xffffu - 20u)
+
+/*
+ * Declare that netif segments TCP: lwIP may give it TCP segments of up to
+ * max_bytes (TCP header included, at most DPSOCK_TCP_TSO_MAX) made of at
+ * most max_pbufs pbufs. 0 turns it off (MSS-sized segments, lwIP's
+ * default). Per instance, on its thread.
+ */
+void dpsock_tcp_netif_set_tso(const struct netif *netif, uint32_t max_bytes, uint16_t max_pbufs);
+
+/* The netif's limit in bytes (0: it does not segment). */
+uint32_t dpsock_tcp_netif_tso(const struct netif *netif);
+
+/* tcp_output, before its window check: drop what the peer acknowledged
+ * from the head of the unsent queue, join the unsent segments (netif
+ * permitting) and fit the head to wnd. Returns pcb->unsent. */
+struct tcp_seg *dpsock_tcp_output_prepare(struct tcp_pcb *pcb, const struct netif *netif,
+                                          uint32_t wnd);
+
+/* tcp_output, after each segment sent: drop what is acknowledged from the
+ * new head and fit it to wnd. Returns pcb->unsent. */
+struct tcp_seg *dpsock_tcp_unsent_fit(struct tcp_pcb *pcb, uint32_t wnd);
+
+/* The persist timer is about to cut the unsent head to snd_wnd with
+ * tcp_split_unsent_seg(), which takes segments of at most one MSS: cut a
+ * super-segment down first. Returns 0 (ERR_OK) or ERR_MEM. */
+int dpsock_tcp_unsent_fit_persist(struct tcp_pcb *pcb);
+
+/* ip4_output: may this packet go to netif without IP fragmentation? (a TCP
+ * super-segment for a segmenting netif) */
+int dpsock_tcp_tso_passes(const struct netif *netif, uint8_t proto);
+
+/* Counters of the calling instance. */
+struct dpsock_tcp_tso_stats {
+    uint64_t joined;   /* segments joined into a super-segment */
+    uint64_t splits;   /* super-segments split to fit the window */
+    uint64_t acked_dropped; /* unsent segments freed or trimmed: already acknowledged */
+};
+void dpsock_tcp_tso_stats(struct dpsock_tcp_tso_stats *out);
+
+#endif /* DPSOCK_LWIP_TSO_H */

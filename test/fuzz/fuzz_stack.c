@@ -1,0 +1,583 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The stack under the fuzz harnesses (fuzz_stack.h): dpsock_init, one
+ * worker on the harness's thread, one net_ring port.
+ *
+ * What dpsock_run does before its loop (stack.c: setup_ports, steering,
+ * stats, worker init) is repeated here for the single port, because the
+ * harness, not dpsock_run, owns the loop: libFuzzer calls it once per input.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <sanitizer/lsan_interface.h>
+
+#include <rte_eal.h>
+#include <rte_memory.h>
+#include <rte_eth_ring.h>
+#include <rte_ethdev.h>
+#include <rte_ip.h>
+#include <rte_mbuf.h>
+#include <rte_ring.h>
+#include <rte_tcp.h>
+#include <rte_udp.h>
+
+#include "lwip_compat_priv.h"
+
+#include "lwip/etharp.h"
+#include "lwip/igmp.h"
+#include "lwip/ip4_frag.h"
+#include "lwip/priv/tcp_priv.h"
+#include "lwip/tcp.h"
+#include "lwip/timeouts.h"
+
+#include "dpsock_lwip.h"
+
+#include "stack_priv.h"
+
+#include "fuzz_check.h"
+#include "fuzz_stack.h"
+
+/* rte_eth_from_rings names its port net_ring_<name> */
+#define RING_PORT "fuzz0"
+#define PORT_NAME "net_ring_" RING_PORT
+#define RING_SIZE 1024
+
+struct fuzz_seen fuzz_seen;
+const uint8_t fuzz_peer_mac[6] = { 0x02, 0x00, 0x00, 0x00, 0x00, 0x02 };
+uint8_t fuzz_port_mac[6];
+
+/* lwip_alloc_asan.c */
+void fuzz_lwip_describe_live(void);
+
+static struct dpsock_stack *d;
+static struct dpsock_worker *w;
+static struct rte_ring *rx_ring, *tx_ring;
+static unsigned int pool_size;
+
+struct dpsock_worker *
+fuzz_worker(void)
+{
+	return w;
+}
+
+static void
+die(const char *what, const char *why)
+{
+	fprintf(stderr, "fuzz stack: %s: %s\n", what, why);
+	abort();
+}
+
+static void
+stats_destroy(void)
+{
+	dpsock_stats_destroy(d);
+}
+
+/* The config file dpsock_init reads: the harness's port and small pools,
+ * then the harness's own keys. */
+static void
+write_config(const char *path, const char *extra)
+{
+	FILE *f = fopen(path, "w");
+
+	if (f == NULL)
+		die(path, strerror(errno));
+	fprintf(f,
+		"name = \"fuzz%d\";\n"
+		"runtime_dir = \"/tmp/dpsock-fuzz-%d\";\n"
+		"log = { level = \"error\"; };\n"
+		"memory = { mbufs = 4095; mbuf_cache = 32; rx_desc = 1024; tx_desc = 1024;\n"
+		"           steer_ring = 64; lwip_mb = 64; };\n"
+		"stats = { socket_slots = 64; };\n"
+		"tcp = { max_connections = 64; };\n"
+		"interfaces = ( { port = \"" PORT_NAME "\"; address = \"198.18.0.1/24\";\n"
+		"                 gateway = \"198.18.0.254\"; mtu = 1500; } );\n"
+		"%s\n", (int)getpid(), (int)getpid(), extra ? extra : "");
+	if (fclose(f) != 0)
+		die(path, strerror(errno));
+}
+
+static void
+setup_port(void)
+{
+	const struct dpsock_config *c = &d->conf;
+	struct dpsock_port *p = &d->ports[0];
+	char err[512];
+	int id;
+
+	rx_ring = rte_ring_create("fuzz_rx", RING_SIZE, 0, RING_F_SP_ENQ | RING_F_SC_DEQ);
+	tx_ring = rte_ring_create("fuzz_tx", RING_SIZE, 0, RING_F_SP_ENQ | RING_F_SC_DEQ);
+	if (rx_ring == NULL || tx_ring == NULL)
+		die("rings", rte_strerror(rte_errno));
+	id = rte_eth_from_rings(RING_PORT, &rx_ring, 1, &tx_ring, 1, 0);
+	if (id < 0)
+		die("rte_eth_from_rings", rte_strerror(rte_errno));
+	if (dpsock_port_lookup(c->ifaces[0].port, &p->port_id, err, sizeof(err)) != 0 ||
+	    dpsock_port_probe(p, err, sizeof(err)) != 0)
+		die("port", err);
+	d->n_ports = 1;
+	d->port_idx[p->port_id] = 0;
+	p->pool = rte_pktmbuf_pool_create("fuzz_mbufs", c->mbufs, c->mbuf_cache,
+					  dpsock_netif_mbuf_priv_size(), RTE_MBUF_DEFAULT_BUF_SIZE, 0);
+	if (p->pool == NULL)
+		die("mbuf pool", rte_strerror(rte_errno));
+	pool_size = p->pool->size;
+	if (dpsock_port_start(p, 1, c->ifaces[0].mtu, c->rx_desc, c->tx_desc, p->pool, err,
+			      sizeof(err)) != 0)
+		die("port start", err);
+	memcpy(fuzz_port_mac, p->mac.addr_bytes, 6);
+}
+
+/* LeakSanitizer scans malloc'd memory, globals, stacks and TLS for pointers,
+ * not DPDK's memory: the workers array, the netifs inside it and everything
+ * they point to would look leaked. Scan DPDK's segments too. */
+static int
+lsan_root(const struct rte_memseg_list *msl, const struct rte_memseg *ms, size_t len, void *arg)
+{
+#ifdef FUZZ_ASAN
+	__lsan_register_root_region(ms->addr, len);
+#endif
+	return 0;
+}
+
+void
+fuzz_stack_init(const char *extra_conf, const struct dpsock_app *app)
+{
+	char conf_path[64], err[512];
+	/* EAL without hugepages, PCI, telemetry; IOVA as VA so that lwIP's
+	 * frames are lent to the port (netif.c's zero-copy TX) */
+	char *argv[] = {
+		"fuzz", "-l", "0", "--no-huge", "-m", "64", "--no-pci", "--no-telemetry",
+		"--iova-mode=va", "--log-level=*:error", "--", "-f", conf_path, NULL,
+	};
+	int ret;
+
+	snprintf(conf_path, sizeof(conf_path), "/tmp/dpsock-fuzz-%d.conf", (int)getpid());
+	write_config(conf_path, extra_conf);
+	ret = dpsock_init((int)RTE_DIM(argv) - 1, argv);
+	unlink(conf_path);
+	if (ret < 0)
+		die("dpsock_init", "failed (messages above)");
+	/* dpsock_init's SIGINT/SIGTERM handlers ask the stack to stop (the
+	 * preload server then stops releasing groups): here they end the
+	 * fuzzer, as usual */
+	signal(SIGINT, SIG_DFL);
+	signal(SIGTERM, SIG_DFL);
+	rte_memseg_contig_walk(lsan_root, NULL);
+	d = dpsock_stack_get();
+	if (d->n_workers != 1 || d->main_worker != 0)
+		die("workers", "expected the main lcore alone");
+	w = &d->workers[0];
+	setup_port();
+	if (dpsock_steer_setup(d) != 0)
+		die("steering", "set-up failed");
+	ret = dpsock_stats_create(d, err, sizeof(err));
+	if (ret != 0)
+		die("stats segment", err);
+	atexit(stats_destroy);
+	w->stats = &d->stats->workers[0];
+	d->app = app;
+	d->app_arg = NULL;
+	/* as dpsock_run: the app's set-up before its workers' */
+	if (app->main_init != NULL) {
+		ret = app->main_init(NULL);
+		if (ret != 0)
+			die("app set-up", strerror(ret < 0 ? -ret : ret));
+	}
+	ret = dpsock_worker_init(w);
+	if (ret != 0)
+		die("worker init", strerror(-ret));
+	w->init_done = 1;
+	__atomic_store_n(&d->stats->running, 1, __ATOMIC_RELEASE);
+}
+
+/* ---- frames in --------------------------------------------------------- */
+
+static void
+ext_free(void *addr, void *opaque)
+{
+	free(addr);
+	free(opaque);
+}
+
+bool
+fuzz_stack_rx(const uint8_t *frame, size_t len, uint64_t ol_flags, unsigned int segs)
+{
+	struct rte_mbuf *head = NULL, *tail = NULL;
+	size_t off = 0, piece;
+	unsigned int i;
+
+	if (len == 0 || len > UINT16_MAX)
+		return false;
+	if (segs < 1)
+		segs = 1;
+	if (segs > 4)
+		segs = 4;
+	if (segs > len)
+		segs = (unsigned int)len;
+	piece = len / segs;
+	for (i = 0; i < segs; i++) {
+		size_t n = i + 1 == segs ? len - off : piece;
+		struct rte_mbuf_ext_shared_info *sh = malloc(sizeof(*sh));
+		void *buf = malloc(n);
+		struct rte_mbuf *m = rte_pktmbuf_alloc(d->ports[0].pool);
+
+		if (sh == NULL || buf == NULL || m == NULL) {
+			free(sh);
+			free(buf);
+			rte_pktmbuf_free(m);
+			rte_pktmbuf_free(head);
+			return false;
+		}
+		memcpy(buf, frame + off, n);
+		sh->free_cb = ext_free;
+		sh->fcb_opaque = sh;
+		rte_mbuf_ext_refcnt_set(sh, 1);
+		rte_pktmbuf_attach_extbuf(m, buf, (rte_iova_t)(uintptr_t)buf, (uint16_t)n, sh);
+		m->data_len = (uint16_t)n;
+		m->pkt_len = (uint32_t)n;
+		if (head == NULL) {
+			head = m;
+		} else {
+			tail->next = m;
+			head->nb_segs++;
+			head->pkt_len += (uint32_t)n;
+		}
+		tail = m;
+		off += n;
+	}
+	head->ol_flags |= ol_flags;
+	head->port = d->ports[0].port_id;
+	if (rte_ring_enqueue(rx_ring, head) != 0) {
+		rte_pktmbuf_free(head);
+		return false;
+	}
+	return true;
+}
+
+/* ---- frames out ---------------------------------------------------------- */
+
+static uint16_t
+cksum(const void *p, size_t len, uint32_t sum)
+{
+	const uint8_t *b = p;
+	size_t i;
+
+	for (i = 0; i + 1 < len; i += 2)
+		sum += (uint32_t)b[i] << 8 | b[i + 1];
+	if (len & 1)
+		sum += (uint32_t)b[len - 1] << 8;
+	while (sum >> 16)
+		sum = (sum & 0xffff) + (sum >> 16);
+	return (uint16_t)sum;
+}
+
+/* What every frame the stack sends must be. */
+static void
+check_tx(const uint8_t *f, uint32_t len)
+{
+	const struct dpsock_port_caps *caps = &d->ports[0].caps;
+	uint32_t ihl, tot, l4len, sum;
+	const uint8_t *ip, *l4;
+	uint16_t type;
+
+	FUZZ_CHECK(len >= 14 && len <= 14u + d->ports[0].mtu, "TX frame of %u bytes", len);
+	FUZZ_CHECK(memcmp(f + 6, fuzz_port_mac, 6) == 0, "TX frame from another MAC");
+	type = (uint16_t)(f[12] << 8 | f[13]);
+	if (type == RTE_ETHER_TYPE_ARP) {
+		FUZZ_CHECK(len >= 42, "ARP frame of %u bytes", len);
+		return;
+	}
+	FUZZ_CHECK(type == RTE_ETHER_TYPE_IPV4, "TX ethertype %#x", type);
+	ip = f + 14;
+	FUZZ_CHECK(len >= 34 && ip[0] >> 4 == 4 && (ip[0] & 0xf) >= 5, "TX IPv4 header");
+	ihl = (ip[0] & 0xfu) * 4;
+	tot = (uint32_t)ip[2] << 8 | ip[3];
+	FUZZ_CHECK(tot >= ihl && 14 + tot <= len, "TX IPv4 total length %u in a %u-byte frame",
+		   tot, len);
+	if (!caps->tx_ip_cksum)
+		FUZZ_CHECK(cksum(ip, ihl, 0) == 0xffff, "TX IPv4 header checksum");
+	if ((ip[6] & 0x3f) != 0 || ip[7] != 0)
+		return; /* a fragment: its L4 checksum covers the whole datagram */
+	l4 = ip + ihl;
+	l4len = tot - ihl;
+	sum = (uint32_t)(ip[12] << 8 | ip[13]) + (uint32_t)(ip[14] << 8 | ip[15]) +
+	      (uint32_t)(ip[16] << 8 | ip[17]) + (uint32_t)(ip[18] << 8 | ip[19]) + ip[9] + l4len;
+	if (ip[9] == IPPROTO_TCP) {
+		uint32_t doff, seq, next;
+
+		FUZZ_CHECK(l4len >= 20, "TX TCP segment of %u bytes", l4len);
+		doff = (uint32_t)(l4[12] >> 4) * 4;
+		FUZZ_CHECK(doff >= 20 && doff <= l4len, "TX TCP data offset %u", doff);
+		if (!caps->tx_tcp_cksum)
+			FUZZ_CHECK(cksum(l4, l4len, sum) == 0xffff, "TX TCP checksum");
+		seq = (uint32_t)l4[4] << 24 | (uint32_t)l4[5] << 16 | (uint32_t)l4[6] << 8 | l4[7];
+		next = seq + (l4len - doff) + !!(l4[13] & RTE_TCP_SYN_FLAG) +
+		       !!(l4[13] & RTE_TCP_FIN_FLAG);
+		if (!(l4[13] & RTE_TCP_RST_FLAG)) {
+			fuzz_seen.tcp_next = next;
+			fuzz_seen.tcp_sport = (uint16_t)(l4[0] << 8 | l4[1]);
+			fuzz_seen.tcp_dport = (uint16_t)(l4[2] << 8 | l4[3]);
+		}
+	} else if (ip[9] == IPPROTO_UDP) {
+		FUZZ_CHECK(l4len >= 8 && ((uint32_t)l4[4] << 8 | l4[5]) == l4len,
+			   "TX UDP length");
+		if (!caps->tx_udp_cksum && (l4[6] | l4[7]) != 0)
+			FUZZ_CHECK(cksum(l4, l4len, sum) == 0xffff, "TX UDP checksum");
+	} else if (ip[9] == IPPROTO_ICMP) {
+		FUZZ_CHECK(cksum(l4, l4len, 0) == 0xffff, "TX ICMP checksum");
+	}
+}
+
+static void
+tx_drain(void)
+{
+	static uint8_t buf[UINT16_MAX + 1];
+	struct rte_mbuf *m[64];
+	unsigned int n, i;
+
+	while ((n = rte_ring_dequeue_burst(tx_ring, (void **)m, RTE_DIM(m), NULL)) > 0) {
+		for (i = 0; i < n; i++) {
+			const uint8_t *f = rte_pktmbuf_read(m[i], 0, m[i]->pkt_len, buf);
+
+			FUZZ_CHECK(f != NULL && m[i]->pkt_len <= sizeof(buf), "TX mbuf chain");
+			check_tx(f, m[i]->pkt_len);
+			fuzz_seen.frames++;
+			rte_pktmbuf_free(m[i]);
+		}
+	}
+}
+
+void
+fuzz_stack_poll(unsigned int n)
+{
+	while (n-- > 0) {
+		dpsock_worker_poll(w);
+		tx_drain();
+	}
+}
+
+/* lwIP's clock (sys_now, linked with --wrap): virtual, so that its timers
+ * fire when an input says so, the same way every time the input runs. An
+ * input may move it by at most STEP_BUDGET timer periods (about 100 s of
+ * lwIP time: SYN retries, RTO back-off, keepalive, TIME_WAIT all run out);
+ * beyond, a long input costs the fuzzer time and finds nothing new. */
+#define STEP_BUDGET 4096
+static uint32_t now_ms = 1000;
+static unsigned int steps_left = STEP_BUDGET;
+
+uint32_t __wrap_sys_now(void);
+
+uint32_t
+__wrap_sys_now(void)
+{
+	return now_ms;
+}
+
+void
+fuzz_stack_timers(unsigned int n)
+{
+	while (n-- > 0 && steps_left > 0) {
+		steps_left--;
+		now_ms += TCP_TMR_INTERVAL;
+		sys_check_timeouts();
+	}
+	fuzz_stack_poll(1);
+}
+
+/* ---- frame records (the harnesses' input format) ------------------------ */
+
+static void
+put16(uint8_t *p, uint16_t v)
+{
+	p[0] = (uint8_t)(v >> 8);
+	p[1] = (uint8_t)v;
+}
+
+static uint32_t
+get32(const uint8_t *p)
+{
+	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+static void
+put32(uint8_t *p, uint32_t v)
+{
+	put16(p, (uint16_t)(v >> 16));
+	put16(p + 2, (uint16_t)v);
+}
+
+/* The fix-ups an input asks for, on a private copy of its frame. */
+static void
+fix_frame(uint8_t *f, size_t len, uint8_t flags, uint8_t mode)
+{
+	uint8_t *ip = f + 14, *l4;
+	uint32_t ihl, tot, l4len, ph;
+	bool frag;
+
+	if (mode & 8 && len >= 12) {
+		memcpy(f, fuzz_port_mac, 6);
+		memcpy(f + 6, fuzz_peer_mac, 6);
+	}
+	if (len < 34 || f[12] != 0x08 || f[13] != 0x00)
+		return;
+	ihl = (ip[0] & 0xfu) * 4;
+	if (ihl < 20 || 14 + ihl > len)
+		return;
+	if (mode & 16) {
+		put32(ip + 12, FUZZ_PEER_IP);
+		put32(ip + 16, FUZZ_LOCAL_IP);
+	}
+	if (flags & 1)
+		put16(ip + 2, (uint16_t)(len - 14));
+	tot = (uint32_t)ip[2] << 8 | ip[3];
+	frag = (ip[6] & 0x3f) != 0 || ip[7] != 0;
+	l4 = ip + ihl;
+	l4len = tot >= ihl && 14 + tot <= len ? tot - ihl : 0;
+	if (!frag && mode & 32 && l4len >= 4 && (ip[9] == 6 || ip[9] == 17)) {
+		put16(l4, fuzz_seen.tcp_dport);
+		put16(l4 + 2, fuzz_seen.tcp_sport);
+	}
+	if (!frag && flags & 8 && ip[9] == 6 && l4len >= 12)
+		put32(l4 + 8, get32(l4 + 8) + fuzz_seen.tcp_next);
+	if (!frag && flags & 4 && l4len > 0) {
+		ph = (uint32_t)(ip[12] << 8 | ip[13]) + (uint32_t)(ip[14] << 8 | ip[15]) +
+		     (uint32_t)(ip[16] << 8 | ip[17]) + (uint32_t)(ip[18] << 8 | ip[19]) + ip[9];
+		if (ip[9] == 6 && l4len >= 20) {
+			put16(l4 + 16, 0);
+			put16(l4 + 16, (uint16_t)~cksum(l4, l4len, ph + l4len));
+		} else if (ip[9] == 17 && l4len >= 8) {
+			uint32_t ulen = (uint32_t)l4[4] << 8 | l4[5];
+
+			if (ulen < 8 || ulen > l4len)
+				ulen = l4len;
+			put16(l4 + 6, 0);
+			put16(l4 + 6, (uint16_t)~cksum(l4, ulen, ph + ulen));
+		} else if ((ip[9] == 1 && l4len >= 4) || (ip[9] == 2 && l4len >= 4)) {
+			put16(l4 + 2, 0);
+			put16(l4 + 2, (uint16_t)~cksum(l4, l4len, 0));
+		}
+	}
+	if (flags & 2) {
+		put16(ip + 10, 0);
+		put16(ip + 10, (uint16_t)~cksum(ip, ihl, 0));
+	}
+}
+
+static const uint64_t ip_verdicts[4] = {
+	RTE_MBUF_F_RX_IP_CKSUM_UNKNOWN, RTE_MBUF_F_RX_IP_CKSUM_GOOD,
+	RTE_MBUF_F_RX_IP_CKSUM_BAD, RTE_MBUF_F_RX_IP_CKSUM_NONE,
+};
+static const uint64_t l4_verdicts[4] = {
+	RTE_MBUF_F_RX_L4_CKSUM_UNKNOWN, RTE_MBUF_F_RX_L4_CKSUM_GOOD,
+	RTE_MBUF_F_RX_L4_CKSUM_BAD, RTE_MBUF_F_RX_L4_CKSUM_NONE,
+};
+
+size_t
+fuzz_stack_frame_record(const uint8_t *p, size_t n)
+{
+	static uint8_t f[UINT16_MAX];
+	uint8_t flags, mode;
+	size_t len;
+
+	if (n < 4)
+		return n;
+	flags = p[0];
+	mode = p[1];
+	len = (size_t)p[2] | (size_t)p[3] << 8;
+	p += 4;
+	n -= 4;
+	if (len > n)
+		len = n;
+	if (len == 0)
+		return 4;
+	memcpy(f, p, len);
+	fix_frame(f, len, flags, mode);
+	fuzz_stack_rx(f, len, ip_verdicts[(flags >> 4) & 3] | l4_verdicts[flags >> 6],
+		      (mode & 3) + 1u);
+	if (!(mode & 4))
+		fuzz_stack_poll(1);
+	return 4 + len;
+}
+
+/* An ARP reply from the peer: 198.18.0.2 is at fuzz_peer_mac. */
+static void
+peer_arp(void)
+{
+	uint8_t f[42] = { 0 };
+
+	memcpy(f, fuzz_port_mac, 6);
+	memcpy(f + 6, fuzz_peer_mac, 6);
+	f[12] = 0x08, f[13] = 0x06;             /* ARP */
+	f[14] = 0, f[15] = 1, f[16] = 8, f[17] = 0, f[18] = 6, f[19] = 4;
+	f[20] = 0, f[21] = 2;                   /* reply */
+	memcpy(f + 22, fuzz_peer_mac, 6);
+	f[28] = 198, f[29] = 18, f[30] = 0, f[31] = 2;
+	memcpy(f + 32, fuzz_port_mac, 6);
+	f[38] = 198, f[39] = 18, f[40] = 0, f[41] = 1;
+	fuzz_stack_rx(f, sizeof(f), 0, 1);
+	fuzz_stack_poll(1);
+}
+
+void
+fuzz_stack_reset(void)
+{
+	static uint64_t objs_base;
+	static bool have_base;
+	struct dpsock_lwip_mem_stats mem;
+	unsigned int i;
+
+	/* frames an input left in the RX ring first */
+	while (rte_ring_count(rx_ring) > 0)
+		fuzz_stack_poll(1);
+	while (tcp_active_pcbs != NULL)
+		tcp_abort(tcp_active_pcbs);
+	while (tcp_tw_pcbs != NULL)
+		tcp_abort(tcp_tw_pcbs);
+	for (i = 0; i <= IP_REASS_MAXAGE; i++)
+		ip_reass_tmr();
+	/* the TCP timer runs while there are connections: let it run out, so
+	 * that every input starts with the same timers */
+	steps_left = 2;
+	fuzz_stack_timers(2);
+	steps_left = STEP_BUDGET;
+	/* last: what the steps above sent may wait for an ARP answer */
+	etharp_cleanup_netif(&w->ports[0].netif);
+	/* every received frame came back: lwIP holds none (no connection,
+	 * nothing in reassembly or ARP queues), the rings are empty */
+	FUZZ_CHECK(rte_mempool_avail_count(d->ports[0].pool) == pool_size,
+		   "%u mbufs not back in the pool after reset",
+		   pool_size - rte_mempool_avail_count(d->ports[0].pool));
+	FUZZ_CHECK(w->n_conns == 0 && w->n_half_open == 0, "connections counted after reset: "
+		   "%u established, %u half open", w->n_conns, w->n_half_open);
+	FUZZ_CHECK(w->tx_loans == 0, "%u frames still lent after reset", w->tx_loans);
+	/* lwIP holds what it held after the first reset (listeners, bound
+	 * UDP pcbs, its cyclic timers): anything more is a leak LeakSanitizer
+	 * cannot see (still reachable from lwIP's lists) */
+	dpsock_lwip_mem_stats(&mem);
+	if (!have_base) {
+		objs_base = mem.objs_in_use;
+		have_base = true;
+	}
+	if (mem.objs_in_use != objs_base)
+		fuzz_lwip_describe_live();
+	FUZZ_CHECK(mem.objs_in_use == objs_base, "lwIP holds %llu objects after reset, %llu at "
+		   "start (their allocation stacks above)", (unsigned long long)mem.objs_in_use,
+		   (unsigned long long)objs_base);
+	/* every local port an active open claimed came back (steer.c) */
+	for (i = 0; i < 65536 / 8; i++) {
+		uint64_t word;
+
+		memcpy(&word, d->port_owner + i * 8, 8);
+		FUZZ_CHECK(word == 0, "a local port in %u..%u is still owned after reset",
+			   i * 8, i * 8 + 7);
+	}
+	fuzz_seen.tcp_next = 0;
+	fuzz_seen.tcp_sport = fuzz_seen.tcp_dport = 0;
+	peer_arp();
+}

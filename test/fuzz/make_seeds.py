@@ -1,0 +1,317 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
+"""Write the seed corpora of the structured harnesses (frames, preload) into
+test/fuzz/corpus/: conversations a real peer or client would have, in each
+harness's input format (see the comment at the top of fuzz_frames.c and
+fuzz_preload.c). Rerun after changing a format:
+
+    test/fuzz/make_seeds.py            # rewrites the gen-* seeds
+"""
+import os
+import struct
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+LOCAL = bytes([198, 18, 0, 1])
+PEER = bytes([198, 18, 0, 2])
+PEER_MAC = bytes([2, 0, 0, 0, 0, 2])
+BCAST = b'\xff' * 6
+
+
+def csum(b):
+    if len(b) % 2:
+        b += b'\0'
+    s = sum(struct.unpack(f'!{len(b) // 2}H', b))
+    while s >> 16:
+        s = (s & 0xffff) + (s >> 16)
+    return (~s) & 0xffff
+
+
+def eth(payload, ethertype=0x0800, dst=BCAST, src=PEER_MAC):
+    return dst + src + struct.pack('!H', ethertype) + payload
+
+
+def ipv4(proto, payload, src=PEER, dst=LOCAL, ident=1, frag=0, ttl=64, options=b''):
+    ihl = 5 + len(options) // 4
+    hdr = struct.pack('!BBHHHBBH4s4s', 0x40 | ihl, 0, 4 * ihl + len(payload), ident, frag,
+                      ttl, proto, 0, src, dst) + options
+    hdr = hdr[:10] + struct.pack('!H', csum(hdr)) + hdr[12:]
+    return hdr + payload
+
+
+def tcp(sport, dport, seq, ack, flags, data=b'', window=65535, options=b'', src=PEER, dst=LOCAL):
+    off = (20 + len(options)) // 4
+    hdr = struct.pack('!HHIIBBHHH', sport, dport, seq, ack, off << 4, flags, window, 0, 0)
+    seg = hdr + options + data
+    ph = src + dst + struct.pack('!BBH', 0, 6, len(seg))
+    c = csum(ph + seg)
+    return seg[:16] + struct.pack('!H', c) + seg[18:]
+
+
+def udp(sport, dport, data, src=PEER, dst=LOCAL):
+    seg = struct.pack('!HHHH', sport, dport, 8 + len(data), 0) + data
+    ph = src + dst + struct.pack('!BBH', 0, 17, len(seg))
+    c = csum(ph + seg) or 0xffff
+    return seg[:6] + struct.pack('!H', c) + seg[8:]
+
+
+def icmp_echo(ident, seq, data=b'ping'):
+    m = struct.pack('!BBHHH', 8, 0, 0, ident, seq) + data
+    return m[:2] + struct.pack('!H', csum(m)) + m[4:]
+
+
+def arp(op, sha, spa, tha, tpa):
+    return struct.pack('!HHBBH', 1, 0x0800, 6, 4, op) + sha + spa + tha + tpa
+
+
+FIN, SYN, RST, PSH, ACK, URG = 1, 2, 4, 8, 16, 32
+MSS = b'\x02\x04\x05\xb4'
+WS = b'\x03\x03\x07\x01'
+SACKOK = b'\x04\x02'
+TS = b'\x08\x0a\x00\x00\x00\x01\x00\x00\x00\x00'
+NOP = b'\x01'
+
+
+# ---- fuzz_frames records ----------------------------------------------------
+
+def frame(f, flags=0, mode=0):
+    return bytes([0, flags, mode]) + struct.pack('<H', len(f)) + f
+
+
+def rel_ack(f):
+    """A TCP frame whose ack is relative to what the stack sent last:
+    checksums fixed by the harness after the ack is set."""
+    return frame(f, flags=8 | 4 | 2)
+
+
+def timers(n):
+    return bytes([1, n])
+
+
+def connect(port):
+    return bytes([2]) + struct.pack('!H', port)
+
+
+def app(op, arg):
+    return bytes([3, op, arg])
+
+
+def udp_send(port, n):
+    return bytes([4]) + struct.pack('!HH', port, n)
+
+
+def poll(n):
+    return bytes([5, n])
+
+
+def handshake(port, isn=1000, options=MSS):
+    syn = eth(ipv4(6, tcp(40000, port, isn, 0, SYN, options=options)))
+    ack = eth(ipv4(6, tcp(40000, port, isn + 1, 0, ACK)))
+    return frame(syn) + rel_ack(ack)
+
+
+def frames_seeds():
+    s = {}
+    s['arp_request'] = frame(eth(arp(1, PEER_MAC, PEER, b'\0' * 6, LOCAL), 0x0806))
+    s['arp_reply'] = frame(eth(arp(2, PEER_MAC, PEER, b'\0' * 6, LOCAL), 0x0806))
+    s['arp_gratuitous'] = frame(eth(arp(1, PEER_MAC, bytes([198, 18, 0, 9]), b'\0' * 6,
+                                        bytes([198, 18, 0, 9])), 0x0806))
+    s['ping'] = frame(eth(ipv4(1, icmp_echo(1, 1))))
+    s['ping_big'] = frame(eth(ipv4(1, icmp_echo(1, 2, bytes(range(256)) * 5))))
+    s['ping_options'] = frame(eth(ipv4(1, icmp_echo(2, 1), options=b'\x07\x07\x04\0\0\0\0\x00')))
+    s['ping_broadcast'] = frame(eth(ipv4(1, icmp_echo(3, 1), dst=bytes([198, 18, 0, 255]))))
+    # a datagram in three fragments, out of order, one overlapping
+    payload = udp(5000, 7, bytes(range(200)) * 12)
+    p1, p2, p3 = payload[:800], payload[800:1600], payload[1600:]
+    s['udp_fragments'] = (frame(eth(ipv4(17, p2, ident=7, frag=0x2000 | 100)))
+                          + frame(eth(ipv4(17, p3, ident=7, frag=200)))
+                          + frame(eth(ipv4(17, p1, ident=7, frag=0x2000))))
+    s['udp_fragment_overlap'] = (frame(eth(ipv4(17, payload[:808], ident=8, frag=0x2000)))
+                                 + frame(eth(ipv4(17, payload[800:], ident=8, frag=100)))
+                                 + timers(3))
+    s['udp_echo'] = frame(eth(ipv4(17, udp(5000, 7, b'hello'))))
+    s['udp_discard'] = frame(eth(ipv4(17, udp(5000, 9, b'x' * 100))))
+    s['udp_closed_port'] = frame(eth(ipv4(17, udp(5000, 1234, b'?'))))
+    s['udp_short_len'] = frame(eth(ipv4(17, udp(5000, 7, b'abcdef')[:4] + b'\x00\x09\0\0abcdef')))
+    s['udp_send_frag'] = udp_send(5000, 4000) + poll(2)
+    s['igmp_query'] = frame(eth(ipv4(2, b'\x11\x64\x00\x00\x00\x00\x00\x00',
+                                     dst=bytes([224, 0, 0, 1]), options=b'\x94\x04\x00\x00')),
+                            flags=4)
+    s['tcp_syn'] = frame(eth(ipv4(6, tcp(40000, 80, 1000, 0, SYN, options=MSS + WS + SACKOK + TS + NOP + NOP))))
+    s['tcp_syn_closed'] = frame(eth(ipv4(6, tcp(40000, 81, 1000, 0, SYN))))
+    s['tcp_http'] = (handshake(80)
+                     + rel_ack(eth(ipv4(6, tcp(40000, 80, 1001, 0, PSH | ACK, b'GET / HTTP/1.1\r\n\r\n'))))
+                     + rel_ack(eth(ipv4(6, tcp(40000, 80, 1020, 0, FIN | ACK))))
+                     + poll(2))
+    s['tcp_echo_window'] = (handshake(7)
+                            + rel_ack(eth(ipv4(6, tcp(40000, 7, 1001, 0, ACK, b'a' * 1000, window=100))))
+                            + timers(8)
+                            + rel_ack(eth(ipv4(6, tcp(40000, 7, 2001, 0, ACK, window=0))))
+                            + timers(0xff) + timers(0xff))
+    s['tcp_out_of_order'] = (handshake(7)
+                             + rel_ack(eth(ipv4(6, tcp(40000, 7, 1501, 0, ACK, b'b' * 500))))
+                             + rel_ack(eth(ipv4(6, tcp(40000, 7, 2501, 0, ACK, b'c' * 500))))
+                             + rel_ack(eth(ipv4(6, tcp(40000, 7, 1001, 0, ACK, b'a' * 500)))))
+    s['tcp_rst'] = handshake(7) + frame(eth(ipv4(6, tcp(40000, 7, 1001, 0, RST))))
+    s['tcp_urgent'] = (handshake(7)
+                       + rel_ack(eth(ipv4(6, tcp(40000, 7, 1001, 0, ACK | URG | PSH, b'urgent')[:18] + b'\x00\x03' + b'urgent'))))
+    s['tcp_app_close'] = handshake(80) + app(2, 0) + timers(4) + rel_ack(eth(ipv4(6, tcp(40000, 80, 1001, 0, FIN | ACK)))) + timers(2)
+    s['tcp_app_send'] = handshake(7) + app(0, 200) + app(4, 1) + app(5, 1) + timers(10) + app(1, 0) + app(3, 0)
+    s['tcp_connect'] = (connect(8080)
+                        + frame(eth(ipv4(6, tcp(8080, 0, 5000, 0, SYN | ACK, options=MSS))), flags=8 | 4 | 2, mode=32)
+                        + app(0, 10)
+                        + frame(eth(ipv4(6, tcp(8080, 0, 5001, 0, ACK | FIN))), flags=8 | 4 | 2, mode=32))
+    s['tcp_connect_refused'] = connect(8081) + frame(eth(ipv4(6, tcp(8081, 0, 0, 1, RST | ACK))), flags=8 | 4 | 2, mode=32)
+    s['tcp_connect_timeout'] = connect(8082) + timers(0xff) * 6
+    s['tcp_chained_mbufs'] = frame(eth(ipv4(6, tcp(40000, 80, 1000, 0, SYN, options=MSS))), mode=3)
+    s['tcp_nic_checksums'] = frame(eth(ipv4(6, tcp(40000, 80, 1000, 0, SYN))), flags=0x10 | 0x40)
+    s['tcp_syn_fin'] = frame(eth(ipv4(6, tcp(40000, 80, 1000, 0, SYN | FIN))))
+    s['burst'] = b''.join(frame(eth(ipv4(1, icmp_echo(9, i))), mode=4) for i in range(8)) + poll(1)
+    return s
+
+
+# ---- fuzz_preload records ---------------------------------------------------
+
+HELLO, WELCOME, WAITER_ADD, WAITER_DEL, CHANNEL_ADD, CHANNEL_DEL, REPLY, EXEC = range(1, 9)
+OP_LISTEN, OP_UDP_BIND, OP_CONNECT, OP_TX_KICK, OP_RX_KICK, OP_SHUTDOWN, OP_CLOSE, OP_SETOPT = range(1, 9)
+
+
+def ctl(mtype, mode=1 | 2, fds=0, body=b''):
+    """A control message: body overlays the message from offset 8 (after
+    magic, version, type) when mode has 1."""
+    return bytes([2, mode, mtype, fds, len(body)]) + body
+
+
+def hello_body(name=b'fuzzprog', token=0):
+    # status id arg n_fds token seg_size wake_size n_workers pad text
+    return struct.pack('<iIIIQQQII', 0, 0, 0, 0, token, 0, 0, 0, 0) + name.ljust(64, b'\0')
+
+
+def attach():
+    """HELLO, a waiter (eventfd), a channel replying to it."""
+    return (ctl(HELLO, body=hello_body()) + ctl(WAITER_ADD, fds=1)
+            + ctl(CHANNEL_ADD, mode=1 | 2 | 4))
+
+
+def cmd(op, slot=0, gen=0, addr=0, port=0, args=(), chan=0, flags=0):
+    a = list(args) + [0] * (8 - len(args))
+    c = struct.pack('<HHIIIIHH8i2I', op, 0, 0, slot, gen, addr, port, 0, *a, 0, 0)
+    assert len(c) == 64
+    return bytes([3, chan, flags]) + c
+
+
+def be16(v):
+    return struct.unpack('<H', struct.pack('!H', v))[0]
+
+
+def be32(b):
+    return struct.unpack('<I', b)[0]
+
+
+def ring_index(what, which, value):
+    return bytes([4, which * 5 + what]) + struct.pack('<I', value)
+
+
+def slot_word(slot, field, value):
+    return bytes([5, slot, field]) + struct.pack('<I', value)
+
+
+def tx(slot, data, mode=2):
+    return bytes([6, slot, mode, len(data)]) + data
+
+
+def rx(slot, n=16):
+    return bytes([7, slot, n])
+
+
+def ppoll(n):
+    return bytes([8, n])
+
+
+def preload_seeds():
+    """Each input starts attached (a HELLO, waiter 0, a channel): most seeds
+    go straight to commands; the attach* ones send their own."""
+    s = {}
+    s['attach'] = attach()
+    s['attach_exec'] = attach() + ctl(EXEC, body=hello_body(b'newimage')) + attach()[len(ctl(HELLO, body=hello_body())):]
+    s['join_token'] = ctl(HELLO, body=hello_body()) + bytes([9]) + ctl(HELLO, mode=1 | 2 | 8, body=hello_body(b'child'))
+    s['tcp_listen_accept'] = (cmd(OP_LISTEN, port=be16(80), args=[16])
+                              + frame(eth(ipv4(6, tcp(40000, 80, 1000, 0, SYN, options=MSS))))
+                              + rel_ack(eth(ipv4(6, tcp(40000, 80, 1001, 0, ACK))))
+                              + rel_ack(eth(ipv4(6, tcp(40000, 80, 1001, 0, PSH | ACK, b'hello dpsockd'))))
+                              + rx(0) + rx(1) + tx(1, b'reply from the client')
+                              + cmd(OP_SETOPT, args=[6, 1, 1], flags=1)
+                              + cmd(OP_SHUTDOWN, args=[1], flags=1)
+                              + rel_ack(eth(ipv4(6, tcp(40000, 80, 1014, 0, FIN | ACK))))
+                              + cmd(OP_CLOSE, flags=1) + ppoll(3))
+    s['udp_bind_echo'] = (cmd(OP_UDP_BIND, port=be16(7))
+                          + frame(eth(ipv4(17, udp(5000, 7, b'datagram in'))))
+                          + rx(0) + tx(0, b'datagram out', mode=1 | 2)
+                          + cmd(OP_CLOSE, flags=1))
+    s['tcp_connect'] = (cmd(OP_CONNECT, addr=be32(PEER), port=be16(8080))
+                        + frame(eth(ipv4(6, tcp(8080, 0, 5000, 0, SYN | ACK, options=MSS))), flags=8 | 4 | 2, mode=32)
+                        + tx(0, b'GET / HTTP/1.0\r\n\r\n')
+                        + frame(eth(ipv4(6, tcp(8080, 0, 5001, 0, ACK | PSH, b'HTTP/1.0 200 OK\r\n\r\n'))), flags=8 | 4 | 2, mode=32)
+                        + rx(0) + cmd(OP_CLOSE, args=[1], flags=1))
+    s['hostile_messages'] = (ctl(WAITER_ADD, fds=1) + ctl(HELLO, mode=0, body=b'junk')
+                             + ctl(HELLO, mode=1, body=hello_body()[:20])
+                             + ctl(HELLO, body=hello_body(token=0x1234))
+                             + ctl(HELLO, body=hello_body()) + ctl(HELLO, body=hello_body())
+                             + ctl(WAITER_ADD, fds=2) + ctl(WAITER_ADD, fds=5) + ctl(WAITER_ADD, fds=0)
+                             + ctl(CHANNEL_ADD, body=struct.pack('<iII', 0, 0, 99))
+                             + ctl(CHANNEL_DEL, body=struct.pack('<iI', 0, 7))
+                             + ctl(WAITER_DEL, body=struct.pack('<iI', 0, 99))
+                             + ctl(42) + ctl(REPLY))
+    s['wrong_version'] = bytes([2, 2, 0, 0, 8]) + struct.pack('<IHH', 0x4b535044, 99, HELLO)
+    s['hostile_commands'] = (cmd(OP_LISTEN, port=be16(80))
+                             + cmd(0) + cmd(99) + cmd(OP_CLOSE, slot=999, gen=1)
+                             + cmd(OP_TX_KICK, slot=0, gen=77) + cmd(OP_LISTEN, port=0)
+                             + cmd(OP_LISTEN, addr=be32(bytes([10, 0, 0, 1])), port=be16(81))
+                             + cmd(OP_CONNECT, addr=be32(PEER), port=be16(1), args=[5])
+                             + cmd(OP_SETOPT, args=[6, 4, 0], flags=1)
+                             + slot_word(0, 0, 0xffffffff) + slot_word(0, 1, 1) + slot_word(0, 4, 1)
+                             + slot_word(0, 11, 0x02000007)
+                             + frame(eth(ipv4(6, tcp(40000, 80, 1000, 0, SYN))))
+                             + ring_index(0, 0, 0x7fffffff))
+    s['lying_datagram'] = (cmd(OP_UDP_BIND, port=be16(7))
+                           + tx(0, struct.pack('<IIHHI', 60000, be32(PEER), be16(9), 0, 0) + b'x' * 8)
+                           + ppoll(2))
+    s['fifo_indices'] = (cmd(OP_UDP_BIND, port=be16(7))
+                         + ring_index(2, 0, 0xfffffff0) + cmd(OP_TX_KICK, flags=1)
+                         + frame(eth(ipv4(17, udp(5000, 7, b'y' * 600))))
+                         + ring_index(3, 0, 0x80000000) + frame(eth(ipv4(17, udp(5000, 7, b'z'))))
+                         + ring_index(1, 0, 12345) + cmd(OP_SETOPT, args=[1, 9, 1], flags=1)
+                         + slot_word(0, 0, 1) + slot_word(0, 12, 1) + ring_index(4, 0, 0xdead)
+                         + frame(eth(ipv4(17, udp(5000, 7, b'w')))))
+    s['rx_full'] = (cmd(OP_LISTEN, port=be16(7), args=[4])
+                    + frame(eth(ipv4(6, tcp(40000, 7, 1000, 0, SYN, options=MSS))))
+                    + rel_ack(eth(ipv4(6, tcp(40000, 7, 1001, 0, ACK))))
+                    + rx(0)
+                    + b''.join(rel_ack(eth(ipv4(6, tcp(40000, 7, 1001 + i * 1400, 0, ACK, bytes([i]) * 1400))))
+                               for i in range(5))
+                    + rx(1, 255) + rx(1, 255) + ppoll(2) + timers(40))
+    return s
+
+
+def write_seeds(name, seeds):
+    """Replace the gen-* seeds of corpus/<name>/ (crash-* seeds stay)."""
+    out = os.path.join(HERE, 'corpus', name)
+    os.makedirs(out, exist_ok=True)
+    for f in os.listdir(out):
+        if f.startswith('gen-'):
+            os.unlink(os.path.join(out, f))
+    for seed, data in seeds.items():
+        with open(os.path.join(out, 'gen-' + seed), 'wb') as f:
+            f.write(data)
+    print(f'{len(seeds)} {name} seeds in {out}')
+
+
+def main():
+    write_seeds('frames', frames_seeds())
+    write_seeds('preload', preload_seeds())
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
