@@ -45,8 +45,12 @@
 #define PL_KA_CNT 9
 
 /* Per worker, private. */
+struct pl_orphan;
+
 struct pl_worker {
 	uint32_t cpu1;            /* the CPU this worker runs on, plus one */
+	struct pl_orphan *orphans; /* connections still sending after their group ended */
+	size_t orphan_bytes;      /* what they hold */
 	struct dpsock_pl_cmd cmds[PL_BATCH_MAX];
 	/* a datagram record whole: header, data, padding to 8 */
 	unsigned char dgram[sizeof(struct dpsock_pl_dgram) + DPSOCK_PL_DGRAM_MAX + 8];
@@ -367,6 +371,120 @@ slot_close_now(struct pl_wslot *ws, bool abortive)
 			dpsock_close(s);
 	}
 	slot_free(ws);
+}
+
+/*
+ * A connection the program closed (CLOSE, orderly) with data still in its tx
+ * FIFO when the group ended: the program exited right after its close(), as
+ * a sender that writes, closes and exits does. The kernel sends such data
+ * before its FIN; so does this. The rest of the FIFO is copied out of the
+ * segment (which goes with the group) and fed to lwIP as it takes it; then
+ * the socket closes. At most PL_ORPHAN_BYTES per worker: beyond, the
+ * connection is reset, as before. A connection the program did not close
+ * (killed, or exited without closing) is reset with the group.
+ */
+#define PL_ORPHAN_BYTES (64u << 20)
+
+struct pl_orphan {
+	struct dpsock_sock *s;
+	struct pl_worker *pw;
+	struct pl_orphan *next, **pprev; /* on pw->orphans */
+	size_t off, len;
+	unsigned char data[];
+};
+
+static const struct dpsock_sock_ops orphan_ops;
+
+static void
+orphan_free(struct pl_orphan *o)
+{
+	*o->pprev = o->next;
+	if (o->next != NULL)
+		o->next->pprev = o->pprev;
+	o->pw->orphan_bytes -= o->len;
+	free(o);
+}
+
+/* Send what lwIP takes; close once all went (or the connection failed). */
+static void
+orphan_pump(struct pl_orphan *o)
+{
+	while (o->off < o->len) {
+		ssize_t r = dpsock_send(o->s, o->data + o->off, o->len - o->off, 0);
+
+		if (r == -EAGAIN)
+			return; /* writable resumes */
+		if (r < 0)
+			break;  /* reset or shut: nothing more can go */
+		o->off += (size_t)r;
+		if (o->off < o->len)
+			return; /* a short count: writable follows */
+	}
+	dpsock_close(o->s);
+	orphan_free(o);
+}
+
+static void
+orphan_writable(struct dpsock_sock *s, size_t space)
+{
+	RTE_SET_USED(space);
+	orphan_pump(dpsock_sock_user(s));
+}
+
+static void
+orphan_closed(struct dpsock_sock *s, int reason)
+{
+	/* 0: the peer's FIN; it may still read what we send */
+	if (reason != 0)
+		orphan_free(dpsock_sock_user(s)); /* the socket is gone */
+}
+
+static const struct dpsock_sock_ops orphan_ops = {
+	.writable = orphan_writable,
+	.closed = orphan_closed,
+};
+
+/* ws: a TCP connection closing (CLOSE taken, tx FIFO not yet empty) in a
+ * group that ends. Hand its socket and what the FIFO holds to an orphan,
+ * or reset it when that cannot be. The slot is freed. */
+static void
+slot_orphan(struct pl_wslot *ws)
+{
+	struct pl_worker *pw = &pl_workers[ws->wg->k];
+	struct dpsock_sock *s = ws->s;
+	struct pl_orphan *o = NULL;
+	struct iovec iov[2];
+	uint32_t n;
+
+	n = dpsock_fifo_read_peek(&ws->tx, UINT32_MAX, iov);
+	if (n <= PL_ORPHAN_BYTES - pw->orphan_bytes)
+		o = malloc(sizeof(*o) + n);
+	if (o == NULL) {
+		DPSOCK_LOG(WARNING, preload, "slot %u: %u bytes a closed connection still had "
+			   "to send when its program exited: over the %u MiB the worker keeps "
+			   "for such connections, reset", ws->num, n, PL_ORPHAN_BYTES >> 20);
+		slot_close_now(ws, true);
+		return;
+	}
+	memcpy(o->data, iov[0].iov_base, iov[0].iov_len);
+	if (iov[1].iov_len)
+		memcpy(o->data + iov[0].iov_len, iov[1].iov_base, iov[1].iov_len);
+	dpsock_fifo_read_consume(&ws->tx, n);
+	o->s = s;
+	o->pw = pw;
+	o->off = 0;
+	o->len = n;
+	o->next = pw->orphans;
+	o->pprev = &pw->orphans;
+	if (pw->orphans != NULL)
+		pw->orphans->pprev = &o->next;
+	pw->orphans = o;
+	pw->orphan_bytes += n;
+	ws->s = NULL;
+	slot_free(ws);
+	dpsock_sock_set_ops(s, &orphan_ops);
+	dpsock_sock_set_user(s, o);
+	orphan_pump(o);
 }
 
 /* ---------------------------------------------------------------------- */
@@ -1158,16 +1276,23 @@ chan_drain(struct pl_wgroup *wg, uint32_t ch, struct pl_worker *pw, unsigned int
 /* group life on a worker */
 
 /* The group died (its last process left, or it broke the protocol): reset
- * its connections, close its listeners, free its held data. */
+ * its connections, close its listeners, free its held data. Connections
+ * the program closed that still had data to send keep sending it
+ * (slot_orphan) unless the group broke the protocol or the daemon stops. */
 static void
-group_release(struct pl_wgroup *wg)
+group_release(struct pl_wgroup *wg, bool stopping)
 {
 	uint32_t i, spw = wg->g->geo.slots_per_worker;
 
 	for (i = 0; i < spw; i++) {
 		struct pl_wslot *ws = &wg->slots[i];
 
-		if (ws->in_use)
+		if (!ws->in_use)
+			continue;
+		if (ws->closing && ws->kind == DPSOCK_PL_TCP_CONN && ws->s != NULL &&
+		    !wg->bad && !stopping)
+			slot_orphan(ws);
+		else
 			slot_close_now(ws, true);
 	}
 	wg->wake_pending = false;
@@ -1238,7 +1363,7 @@ dpsock_pl_worker_poll(struct dpsock_worker *w, void *arg)
 
 		/* acquire: pairs with the release store in group_destroy */
 		if (__atomic_load_n(&g->dying, __ATOMIC_ACQUIRE)) {
-			group_release(wg);
+			group_release(wg, false);
 			work++;
 			continue;
 		}
@@ -1348,7 +1473,14 @@ dpsock_pl_worker_fini(struct dpsock_worker *w, void *arg)
 			if (__atomic_load_n(&g->waiter_live[j], __ATOMIC_ACQUIRE) &&
 			    write(g->waiter_fd[j], &one, sizeof(one)) == sizeof(one))
 				dpsock_stat_add(&w->stats->pl_wakeups, 1);
-		group_release(wg);
+		group_release(wg, true);
+	}
+	/* the stack stops: what orphans still had to send goes nowhere */
+	while (pl_workers[k].orphans != NULL) {
+		struct pl_orphan *o = pl_workers[k].orphans;
+
+		dpsock_abort(o->s);
+		orphan_free(o);
 	}
 }
 

@@ -16,6 +16,7 @@
 #   . scripts/topo.sh
 #   topo_up NAME [IDX]       create; sets TOPO_* (below); returns non-zero on error
 #   topo_add_peer_addr N     add 198.18.IDX.(10+N)/24 on B (N = 1..200)
+#   topo_queues N            use N queues on both veth ends (1..TOPO_MAX_QUEUES)
 #   topo_peer_addr N         print that address (no side effect)
 #   topo_down NAME           remove both namespaces; idempotent and quiet
 #   topo_vars                print the TOPO_* variables as shell assignments
@@ -30,8 +31,11 @@
 #   TOPO_MAC_A TOPO_MAC_B TOPO_ADDR_A (198.18.IDX.1, not configured: dpsockd's)
 #   TOPO_ADDR_B (198.18.IDX.2) TOPO_PLEN (24) TOPO_NET (198.18.IDX.0/24)
 #   TOPO_MTU TOPO_PEER_ADDRS (array, grows with topo_add_peer_addr)
+#   TOPO_QUEUES (queues in use on each end, see topo_queues)
 #
-# Knobs (environment): TOPO_MTU (default 1500) for both veth ends.
+# Knobs (environment): TOPO_MTU (default 1500) for both veth ends;
+# TOPO_MAX_QUEUES (default 8) queues each veth end is created with, of which
+# TOPO_QUEUES (default 1) are in use at first.
 #
 # NAME: 1-40 characters from [A-Za-z0-9_.-], unique per test run (use $$).
 # IDX: 0-255, the third octet. Namespaces isolate topologies, so two tests may
@@ -65,6 +69,15 @@
 #   - rp_filter off in both namespaces (B may own several addresses on the
 #     same subnet); arp_announce=2 on B so its ARP requests carry the source
 #     address the IP packet will use.
+#   - queues: a veth hands each frame to the peer's RX queue numbered like
+#     the TX queue the sender picked, and B picks one by a hash of the flow
+#     (no XPS on a veth): several queues in use on both ends make the veth
+#     spread flows like a NIC's RSS, which an AF_XDP port (one socket per
+#     queue) needs to feed several workers; af_packet sees every queue
+#     anyway. B's net.core.txrehash is 0: Linux otherwise draws a new flow
+#     hash after a retransmission timeout, which moves the flow to another
+#     queue (a NIC's RSS hash of the 4-tuple never changes). The counts are
+#     set with topo_queues; the XDP program needs A's RX queues >= B's TX.
 
 # Functions return non-zero with a "topo: ..." message on stderr; they
 # never exit and never change the caller's shell options (tests that source
@@ -111,6 +124,26 @@ _topo_names() {
 	TOPO_ADDR_A=198.18.$idx.1
 	TOPO_ADDR_B=198.18.$idx.2
 	TOPO_MTU=${TOPO_MTU:-1500}
+	TOPO_MAX_QUEUES=${TOPO_MAX_QUEUES:-8}
+	TOPO_QUEUES=${TOPO_QUEUES:-1}
+}
+
+# topo_queues N: N RX and N TX queues in use on both veth ends (ethtool -L).
+topo_queues() {
+	local n=${1:-} ns dev
+	if [[ ! $n =~ ^[0-9]+$ ]] || [ "$n" -lt 1 ] || [ "$n" -gt "${TOPO_MAX_QUEUES:-8}" ]; then
+		_topo_msg "topo_queues: N must be 1-${TOPO_MAX_QUEUES:-8}, got '$n'"
+		return 2
+	fi
+	for ns in "$TOPO_NS_A" "$TOPO_NS_B"; do
+		dev=$TOPO_IF_A
+		[ "$ns" = "$TOPO_NS_B" ] && dev=$TOPO_IF_B
+		ip netns exec "$ns" ethtool -L "$dev" rx "$n" tx "$n" >/dev/null 2>&1 || {
+			_topo_msg "could not set $n queues on $dev in $ns (ethtool -L $dev rx $n tx $n)"
+			return 1
+		}
+	done
+	TOPO_QUEUES=$n
 }
 
 # topo_peer_addr N: the Nth extra peer address on B (198.18.IDX.(10+N)).
@@ -206,9 +239,12 @@ _topo_up_steps() {
 		ip -n "$ns" link set dev lo up || return
 	done
 	_topo_sysctl "$TOPO_NS_B" net.ipv4.conf.all.arp_announce 2 || return
+	_topo_sysctl "$TOPO_NS_B" net.core.txrehash 0 || return
 
-	ip -n "$TOPO_NS_A" link add "$TOPO_IF_A" mtu "$TOPO_MTU" type veth \
-		peer name "$TOPO_IF_B" netns "$TOPO_NS_B" mtu "$TOPO_MTU" || return
+	ip -n "$TOPO_NS_A" link add "$TOPO_IF_A" mtu "$TOPO_MTU" \
+		numtxqueues "$TOPO_MAX_QUEUES" numrxqueues "$TOPO_MAX_QUEUES" type veth \
+		peer name "$TOPO_IF_B" netns "$TOPO_NS_B" mtu "$TOPO_MTU" \
+		numtxqueues "$TOPO_MAX_QUEUES" numrxqueues "$TOPO_MAX_QUEUES" || return
 
 	for ns in "$TOPO_NS_A" "$TOPO_NS_B"; do
 		local dev=$TOPO_IF_A
@@ -226,6 +262,7 @@ _topo_up_steps() {
 		return 1
 	fi
 
+	topo_queues "$TOPO_QUEUES" || return
 	ip -n "$TOPO_NS_B" addr add "$TOPO_ADDR_B/$TOPO_PLEN" dev "$TOPO_IF_B" || return
 	ip -n "$TOPO_NS_A" link set dev "$TOPO_IF_A" up || return
 	ip -n "$TOPO_NS_B" link set dev "$TOPO_IF_B" up || return
@@ -279,7 +316,7 @@ topo_vars() {
 	local v
 	for v in TOPO_NAME TOPO_IDX TOPO_NS_A TOPO_NS_B TOPO_IF_A TOPO_IF_B \
 		TOPO_MAC_A TOPO_MAC_B TOPO_ADDR_A TOPO_ADDR_B TOPO_PLEN TOPO_NET \
-		TOPO_MTU; do
+		TOPO_MTU TOPO_MAX_QUEUES TOPO_QUEUES; do
 		printf '%s=%q\n' "$v" "${!v:-}"
 	done
 }

@@ -306,7 +306,7 @@ dpsock_netif_flush(struct dpsock_worker_port *wp)
 	/* Sum first: the PMD may free what it sent before tx_burst returns. */
 	for (i = 0; i < n; i++)
 		bytes += wp->tx[i]->pkt_len;
-	sent = rte_eth_tx_burst(wp->port->port_id, wp->w->queue, wp->tx, n);
+	sent = rte_eth_tx_burst(wp->dev_port, wp->dev_queue, wp->tx, n);
 	if (unlikely(sent < n)) {
 		for (i = sent; i < n; i++)
 			bytes -= wp->tx[i]->pkt_len;
@@ -536,8 +536,8 @@ pbuf_lend(struct dpsock_worker_port *wp, struct pbuf *p)
 	uint16_t nseg = 0, nlent;
 	bool copy_head;
 
-	if (p->tot_len < TX_LOAN_MIN)
-		return NULL; /* small */
+	if (p->tot_len < TX_LOAN_MIN || !wp->port->caps.tx_extbuf)
+		return NULL; /* small, or a port that cannot send external buffers */
 	for (q = p; q != NULL; q = q->next) {
 		if (q->type_internal != (u8_t)PBUF_RAM || (q->flags & PBUF_FLAG_IS_CUSTOM))
 			return NULL; /* points at memory lwIP does not own */

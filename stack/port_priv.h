@@ -4,6 +4,13 @@
  * one RX/TX queue pair per worker. Capabilities are probed, never assumed;
  * the rest of dpsock reads them from struct dpsock_port_caps.
  *
+ * A port's queues usually are the DPDK port's own. An AF_XDP interface may
+ * also come as several net_af_xdp vdevs, one per interface queue (a veth,
+ * whose queues DPDK 22.11's PMD cannot count): the named vdev's siblings on
+ * the same interface join it, and queue k of the port is then queue 0 of
+ * the k-th vdev (struct dpsock_port_queue). Workers read and write through
+ * that table, never through port_id directly.
+ *
  * Errors: 0 or -errno; a human-readable reason in the caller's buffer.
  */
 #ifndef DPSOCK_PORT_PRIV_H
@@ -13,11 +20,16 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <net/if.h>
+
+#include <rte_ethdev.h>
 #include <rte_ether.h>
 #include <rte_mempool.h>
 
 #define DPSOCK_RSS_KEY_MAX 64
 #define DPSOCK_RETA_MAX 512
+#define DPSOCK_PORT_QUEUES_MAX 64  /* = DPSOCK_MAX_WORKERS (checked in port.c) */
+#define DPSOCK_PORT_MEMBERS_MAX 16 /* DPDK ports one port's queues may come from */
 
 struct dpsock_port_caps {
 	char driver[32];
@@ -53,12 +65,45 @@ struct dpsock_port_caps {
 				   * af_xdp, mlx5), 0: none; the preload's interface index */
 	uint32_t rx_frame_size;   /* largest frame the PMD hands over whole (af_packet's
 				   * framesz), 0: unknown; the mbufs are sized for it */
+	/* The PMD transmits mbufs whose data lives outside their own buffer
+	 * (external buffers, lent lwIP memory). Not af_xdp: its zero-copy TX
+	 * hands the kernel the mbuf's own buffer as a UMEM address. */
+	bool tx_extbuf;
+	/* The PMD reads its TX completions only when it sends again (af_xdp):
+	 * an idle worker sends an empty burst to get the sent mbufs back. */
+	bool tx_lazy_completion;
+	/* mbufs the PMD keeps per RX queue whatever rx_desc says (af_xdp: its
+	 * fill ring, DPDK's default RX ring size); 0 = rx_desc */
+	uint16_t rx_pool_hold;
+};
+
+/* What the kernel gives an AF_XDP port (net_af_xdp); probed, logged. */
+struct dpsock_xdp_info {
+	char ifname[IF_NAMESIZE];
+	uint32_t ifindex;
+	uint32_t if_rx_queues;    /* the interface's RX queues (channels) */
+	uint16_t start_queue;     /* interface queue of the port's queue 0 */
+	/* after start */
+	uint8_t attach_mode;      /* XDP_ATTACHED_DRV (native), _SKB (generic), _HW, _MULTI */
+	uint16_t n_sockets;       /* AF_XDP sockets found for the port's queues */
+	uint16_t n_zerocopy;      /* of those, bound in zero-copy mode */
+	uint16_t n_busy_poll;     /* of those, with preferred busy polling */
+	int busy_poll_us;         /* their SO_BUSY_POLL */
+	char prog_name[16];       /* the XDP program attached (xdp_dispatcher: libxdp's) */
+};
+
+/* Where queue k of a port lives: a DPDK port and a queue on it. */
+struct dpsock_port_queue {
+	uint16_t port_id;
+	uint16_t queue_id;
+	int xsk_fd;               /* af_xdp: the queue's socket (for the probe), else -1 */
 };
 
 struct dpsock_port {
 	uint16_t port_id;
 	uint16_t n_queues;
 	uint16_t mtu;
+	uint16_t n_started;       /* queues [0, n_started) have their DPDK port started */
 	bool started;
 	char name[64];
 	struct rte_ether_addr mac;
@@ -69,6 +114,18 @@ struct dpsock_port {
 	uint8_t rss_key[DPSOCK_RSS_KEY_MAX];
 	uint16_t reta[DPSOCK_RETA_MAX];
 	struct rte_mempool *pool;
+
+	/* The DPDK ports the queues come from: port_id alone, or AF_XDP
+	 * vdevs sharing one interface, port_id among them, ordered by their
+	 * first interface queue (see the top). */
+	uint16_t n_members;
+	uint16_t members[DPSOCK_PORT_MEMBERS_MAX];
+	struct dpsock_port_queue queues[DPSOCK_PORT_QUEUES_MAX];
+	/* mbufs the PMD took from the pool when its queues were set up and
+	 * keeps for itself (af_xdp: its fill rings); see dpsock_port_stop */
+	uint32_t pmd_rx_held;
+	bool is_xdp;              /* net_af_xdp: xdp below is valid */
+	struct dpsock_xdp_info xdp;
 };
 
 /*
@@ -79,8 +136,14 @@ struct dpsock_port {
 int dpsock_port_lookup(const char *name, uint16_t *port_id, char *err, size_t errlen);
 
 /*
- * Read device info and probe offloads and rte_flow support into p->caps.
- * p->port_id must be set. Returns 0 or -errno (device info unreadable).
+ * Read device info and probe offloads and rte_flow support into p->caps;
+ * for net_af_xdp, also the kernel's side (bpffs, AF_XDP sockets, the
+ * interface's queues) and the sibling vdevs whose queues join the port.
+ * p->port_id must be set. Returns 0, or:
+ *   -ENOTSUP  net_af_xdp, but the kernel has no AF_XDP sockets or no bpffs
+ *             is mounted where libxdp looks (what to run is in err)
+ *   -EBUSY    the port is already a queue of another configured port
+ *   other     -errno (device info unreadable)
  */
 int dpsock_port_probe(struct dpsock_port *p, char *err, size_t errlen);
 
@@ -96,10 +159,19 @@ int dpsock_port_start(struct dpsock_port *p, uint16_t n_queues, uint16_t mtu,
 		      uint16_t rx_desc, uint16_t tx_desc, struct rte_mempool *pool,
 		      char *err, size_t errlen);
 
-/* Stop and close the port (idempotent). Frees the mbufs held by its queues. */
+/* Stop and close the port (idempotent). Frees the mbufs held by its queues;
+ * for af_xdp, also those its fill rings kept (DPDK 22.11 does not). */
 void dpsock_port_stop(struct dpsock_port *p);
+
+/* The port's counters: the sum over its member DPDK ports. Returns 0 or
+ * -errno from rte_eth_stats_get. */
+int dpsock_port_stats_get(const struct dpsock_port *p, struct rte_eth_stats *es);
 
 /* One line describing the capabilities, for the start-up log. */
 void dpsock_port_caps_describe(const struct dpsock_port *p, char *buf, size_t len);
+
+/* af_xdp ports: one line on what the kernel gave (queues, copy or zero-copy,
+ * native or generic XDP, busy polling); "" for other ports. After start. */
+void dpsock_port_xdp_describe(const struct dpsock_port *p, char *buf, size_t len);
 
 #endif /* DPSOCK_PORT_PRIV_H */

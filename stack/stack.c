@@ -294,13 +294,13 @@ setup_ports(struct dpsock_stack *d)
 {
 	const struct dpsock_config *c = &d->conf;
 	char err[512], caps[512];
-	unsigned int i;
+	unsigned int i, k;
 	int ret;
 
 	for (i = 0; i < c->n_ifaces; i++) {
 		const struct dpsock_iface_conf *ic = &c->ifaces[i];
 		struct dpsock_port *p = &d->ports[i];
-		uint32_t need, data_room;
+		uint32_t need, data_room, rx_hold;
 		char pool_name[RTE_MEMPOOL_NAMESIZE];
 
 		ret = dpsock_port_lookup(ic->port, &p->port_id, err, sizeof(err));
@@ -312,17 +312,25 @@ setup_ports(struct dpsock_stack *d)
 			return ret;
 		}
 		d->n_ports = i + 1;
-		d->port_idx[p->port_id] = i;
-		/* Each queue's ring, a full TX batch, the steering ring and the
-		 * per-lcore caches must fit, with room left for lwIP to hold. */
-		need = d->n_workers * (c->rx_desc + c->tx_desc + DPSOCK_TX_BURST + c->steer_ring) +
+		for (k = 0; k < p->n_members; k++)
+			d->port_idx[p->members[k]] = i;
+		/* Each queue's ring (or what the PMD keeps per RX queue), a full
+		 * TX batch, the steering ring and the per-lcore caches must fit,
+		 * with room left for lwIP to hold. */
+		rx_hold = RTE_MAX(c->rx_desc, p->caps.rx_pool_hold);
+		need = d->n_workers * (rx_hold + c->tx_desc + DPSOCK_TX_BURST + c->steer_ring) +
 		       (d->n_workers + 1) * c->mbuf_cache + 1024;
 		if (c->mbufs < need) {
+			char held[64] = "";
+
+			if (rx_hold > c->rx_desc)
+				snprintf(held, sizeof(held), " (%s keeps %u per RX queue)",
+					 p->caps.driver, rx_hold);
 			fprintf(stderr,
 				"%s: %s: memory.mbufs = %u is too small for %u workers with "
-				"rx_desc %u, tx_desc %u, steer_ring %u: need at least %u\n",
+				"rx_desc %u%s, tx_desc %u, steer_ring %u: need at least %u\n",
 				prog_name, c->path[0] ? c->path : "config", c->mbufs, d->n_workers,
-				c->rx_desc, c->tx_desc, c->steer_ring, need);
+				c->rx_desc, held, c->tx_desc, c->steer_ring, need);
 			return -EINVAL;
 		}
 		data_room = RTE_MAX((uint32_t)RTE_MBUF_DEFAULT_BUF_SIZE,
@@ -361,6 +369,9 @@ setup_ports(struct dpsock_stack *d)
 		DPSOCK_LOG(INFO, pmd, "port %s (id %u), mac " RTE_ETHER_ADDR_PRT_FMT ", mtu %u, "
 			   "%u queue pair(s): %s", p->name, p->port_id,
 			   RTE_ETHER_ADDR_BYTES(&p->mac), p->mtu, p->n_queues, caps);
+		dpsock_port_xdp_describe(p, caps, sizeof(caps));
+		if (caps[0] != '\0')
+			DPSOCK_LOG(NOTICE, pmd, "port %s: %s", p->name, caps);
 		DPSOCK_LOG(INFO, pmd, "port %s: active-open steering will use %s", p->name,
 			   p->n_queues == 1 ? "nothing (one queue)" :
 			   p->caps.flow_5tuple ? "rte_flow 5-tuple rules" :

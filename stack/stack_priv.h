@@ -61,6 +61,8 @@ struct dpsock_worker_port {
 	struct dpsock_worker *w;
 	struct dpsock_port *port;
 	uint16_t port_idx;
+	uint16_t dev_port;        /* the DPDK port and queue this worker uses for */
+	uint16_t dev_queue;       /* the port: port->queues[w->queue] */
 	uint16_t tx_n;
 	uint16_t cksum_default;   /* lwIP checksum control for the port */
 	uint16_t cksum_l4_ok;     /* the same, minus TCP/UDP checks (NIC verified) */

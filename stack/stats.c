@@ -185,7 +185,7 @@ dpsock_stats_update_ports(struct dpsock_stack *d)
 						link.link_speed);
 			}
 		}
-		if (p->started && rte_eth_stats_get(p->port_id, &es) == 0) {
+		if (p->started && dpsock_port_stats_get(p, &es) == 0) {
 #define PORT_SET(f, e) dpsock_stat_set(&ps->f, es.e - base->f);
 			PORT_FROM_ETH(PORT_SET)
 #undef PORT_SET
@@ -295,7 +295,7 @@ dpsock_stats_control(struct dpsock_stack *d)
 		for (i = 0; i < d->n_ports; i++) {
 			struct rte_eth_stats es;
 
-			if (d->ports[i].started && rte_eth_stats_get(d->ports[i].port_id, &es) == 0) {
+			if (d->ports[i].started && dpsock_port_stats_get(&d->ports[i], &es) == 0) {
 #define PORT_BASE(f, e) d->port_base[i].f = es.e;
 				PORT_FROM_ETH(PORT_BASE)
 #undef PORT_BASE

@@ -372,7 +372,7 @@ dpsock_worker_poll(struct dpsock_worker *w)
 		struct dpsock_worker_port *wp = &w->ports[i];
 		uint64_t bytes = 0;
 
-		n = rte_eth_rx_burst(wp->port->port_id, w->queue, pkts, w->rx_burst);
+		n = rte_eth_rx_burst(wp->dev_port, wp->dev_queue, pkts, w->rx_burst);
 		if (n == 0)
 			continue;
 		w->rx_tsc = rte_rdtsc(); /* receive timestamps (SO_TIMESTAMP*) */
@@ -488,6 +488,14 @@ dpsock_worker_idle(struct dpsock_worker *w, unsigned int work, uint32_t max_us)
 		us = timer_ms * 1000;
 	if (us == 0)
 		return;
+	if (w->sleep_us == 0) {
+		unsigned int i;
+
+		/* before the first sleep of an idle period: see tx_lazy_completion */
+		for (i = 0; i < w->n_ports; i++)
+			if (w->ports[i].port->caps.tx_lazy_completion)
+				rte_eth_tx_burst(w->ports[i].dev_port, w->ports[i].dev_queue, NULL, 0);
+	}
 	w->sleep_us = us;
 
 	/* Announce the sleep, then look at the steering ring once more.
@@ -584,6 +592,8 @@ dpsock_worker_init(struct dpsock_worker *w)
 		wp->w = w;
 		wp->port = &d->ports[i];
 		wp->port_idx = i;
+		wp->dev_port = wp->port->queues[w->queue].port_id;
+		wp->dev_queue = wp->port->queues[w->queue].queue_id;
 		ip4_addr_set_u32(&addr, ic->addr);
 		ip4_addr_set_u32(&mask, ic->prefix_len ? rte_cpu_to_be_32(~0u << (32 - ic->prefix_len)) : 0);
 		ip4_addr_set_u32(&gw, ic->gateway);
@@ -673,7 +683,7 @@ dpsock_worker_fini(struct dpsock_worker *w)
 		unsigned int k;
 
 		for (k = 0; k < w->n_ports; k++)
-			rte_eth_tx_done_cleanup(w->ports[k].port->port_id, w->queue, 0);
+			rte_eth_tx_done_cleanup(w->ports[k].dev_port, w->ports[k].dev_queue, 0);
 		dpsock_netif_reclaim(w);
 		if (w->tx_loans > 0)
 			rte_delay_us_sleep(100);

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Bulk TCP through dpsock-echo --raw (one worker on net_af_packet): one
+# Bulk TCP through dpsock-echo --raw (one worker on the test port): one
 # connection from the Linux peer streams pseudo-random data in and reads
 # the echo back at the same time; what comes back must be what went out.
 #
@@ -269,11 +269,15 @@ stop_echo "$n2"
 # = gso: lwIP joins segments of up to 64 KiB, DPDK's GSO library cuts them):
 # a lost frame is part of a super-segment, retransmissions move them back to
 # the unsent queue, split them to fit the window, and the peer acknowledges
-# parts of them; the echo must stay exact, with no stall.
+# parts of them; the echo must stay exact, with no stall. GSO hands the port
+# mbuf chains: on af_packet whatever the test's port (AF_XDP takes one
+# segment per frame, and dpsock then segments in lwIP).
 n3=${n2}g
-conf3=$(dpsock_conf "$n3" 'workers = [ 0 ];' 'tcp = { segmentation = "gso"; };')
+conf3=$(TEST_PORT=net_af_packet0 dpsock_conf "$n3" 'workers = [ 0 ];' 'tcp = { segmentation = "gso"; };')
 # shellcheck disable=SC2046
-app_start "$n3" "$conf3" dpsock-echo $(one_worker_eal "$n3") -- --raw --tcp-only -p 7
+app_start "$n3" "$conf3" dpsock-echo $(TEST_PMD=af_packet one_worker_eal "$n3") -- --raw --tcp-only -p 7
+grep -q "TCP segmentation by DPDK's GSO library" "$APP_LOG" ||
+	fail "gso-impaired: the port does not segment by GSO: $(grep -m1 'TCP segmentation by' "$APP_LOG")"
 make_stream "$gso_mb"
 j0=$(stat_sum "$n3" tcp_tso_joined)
 run_bulk gso-impaired "$n3" 1 "${BULK_IMPAIRED_LIMIT:-240}"

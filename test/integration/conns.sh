@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Many connections, no leaks. dpsock-echo --raw (2 workers, af_packet
-# qpairs=2) against Linux clients in namespace B, then dpsock-loadgen churning
-# against a Linux echo server.
+# Many connections, no leaks. dpsock-echo --raw (2 workers, the test port
+# with 2 queues) against Linux clients in namespace B, then dpsock-loadgen
+# churning against a Linux echo server.
 #
 #   a) 1000 concurrent connections from Linux: each echoes its own message
 #      while all 1000 are open; dpsock-stat tcp_conns == 1000 at the peak;

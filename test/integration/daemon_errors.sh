@@ -2,7 +2,9 @@
 # dpsockd refuses bad start-up conditions with a clear message and a
 # non-zero exit, and leaves nothing behind: a bad config (file:line:key), an
 # unknown port (the ports that exist are listed), a worker lcore EAL does not
-# have, more workers than the port has queues, no hugepages (what to run).
+# have, more workers than the port has queues, no hugepages (what to run);
+# on AF_XDP (where it can run): no BPF filesystem, more workers than AF_XDP
+# queues, a vdev on a queue the interface lacks, two vdevs on one queue.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
@@ -65,6 +67,32 @@ expect_fail "fewer workers than af_packet queues" "would leave some unread" \
 expect_fail "no hugepages" "add --no-huge to the EAL options" \
 	unshare -m sh -c "umount -l /dev/hugepages 2>/dev/null; \
 		exec ip netns exec $TOPO_NS_A $dpsockd -l 0 --no-pci --file-prefix $name $vdev -- -f $dir/queues.conf"
+
+# AF_XDP: what the kernel side lacks is said before any queue exists.
+if [ -n "$TEST_PMD_WHY" ]; then
+	note "AF_XDP cases not run: $TEST_PMD_WHY"
+else
+	xdp0="--vdev=net_af_xdp0,iface=$TOPO_IF_A,start_queue=0,queue_count=1"
+	xdp1="--vdev=net_af_xdp1,iface=$TOPO_IF_A,start_queue=1,queue_count=1"
+	printf 'name = "%s";\ninterfaces = ( { port = "net_af_xdp0"; address = "%s/24"; } );\n' \
+		"$name" "$TOPO_ADDR_A" >"$dir/xdp.conf"
+	printf 'name = "%s";\nworkers = [ 0, 1 ];\ninterfaces = ( { port = "net_af_xdp0"; address = "%s/24"; } );\n' \
+		"$name" "$TOPO_ADDR_A" >"$dir/xdp2.conf"
+	# `ip netns exec` mounts a fresh /sys: no bpffs at /sys/fs/bpf there
+	expect_fail "AF_XDP without a BPF filesystem" "no BPF filesystem at /sys/fs/bpf" \
+		ip netns exec "$TOPO_NS_A" "$dpsockd" -l 0 "${eal[@]}" "$xdp0" -- -f "$dir/xdp.conf"
+	# in namespace A with a bpffs mounted (as app_start does)
+	# shellcheck disable=SC2016 # expanded by the inner sh
+	in_bpffs=(ip netns exec "$TOPO_NS_A" sh -c 'mount -t bpf bpf /sys/fs/bpf && exec "$0" "$@"')
+	expect_fail "AF_XDP: more workers than queues" "2 workers need one pair each (AF_XDP" \
+		"${in_bpffs[@]}" "$dpsockd" -l 0-1 "${eal[@]}" "$xdp0" -- -f "$dir/xdp2.conf"
+	topo_queues 1
+	expect_fail "AF_XDP: a vdev on a queue the interface lacks" "net_af_xdp1 reads queues 1-1 of $TOPO_IF_A, which has 1 RX queue(s)" \
+		"${in_bpffs[@]}" "$dpsockd" -l 0-1 "${eal[@]}" "$xdp0" "$xdp1" -- -f "$dir/xdp2.conf"
+	topo_queues 2
+	expect_fail "AF_XDP: two vdevs on one queue" "starts at queue 0 of $TOPO_IF_A, which the vdev before it already reads" \
+		"${in_bpffs[@]}" "$dpsockd" -l 0-1 "${eal[@]}" "$xdp0" "${xdp1/start_queue=1/start_queue=0}" -- -f "$dir/xdp2.conf"
+fi
 
 out=$("$dpsockd" -- --version) || fail "--version failed"
 echo "$out" | grep -q '^dpsockd ' || fail "--version printed '$out'"

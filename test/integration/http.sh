@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# dpsock-http (native app, two workers) on net_af_packet over a veth in
+# dpsock-http (native app, two workers) on the test port over a veth in
 # namespace A; curl, wrk and raw sockets in namespace B are the clients.
 #
 # Shows, for a 64-byte body (the default) and then a 1000-byte and a
@@ -16,7 +16,7 @@
 #   - a malformed request gets 400 and the server closes; DELETE gets 405;
 #   - wrk -t1 -c32 -d3s: requests done, no non-2xx response, no socket
 #     error; afterwards both workers have accepted connections (dpsock-stat
-#     tcp_accepted: af_packet's fanout spreads the passive opens);
+#     tcp_accepted: the flow hash spreads the passive opens over the queues);
 #   - SIGTERM: exit 0, every mbuf back in the pool, and the app's own
 #     counters agree (ok >= the 200s seen, errors = the error responses
 #     provoked, aborts = 0).

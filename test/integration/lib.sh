@@ -26,7 +26,12 @@
 #   DPSOCK_EAL_MEM         EAL memory arguments, overriding eal_mem_args
 #   DPSOCK_MIN_HUGE_MB     free hugepage memory needed to use hugepages (256)
 #   DPSOCK_TEST_LCORES     EAL -l for dpsockd_eal_args (0-1)
-#   DPSOCK_TEST_QPAIRS     af_packet qpairs for dpsockd_eal_args (2)
+#   DPSOCK_TEST_QPAIRS     queue pairs for dpsockd_eal_args (2): af_packet
+#                          qpairs, or AF_XDP vdevs (one per veth queue)
+#   DPSOCK_TEST_PMD        the port dpsockd_eal_args and dpsock_conf give:
+#                          af_xdp, af_packet, or auto (default: af_xdp when
+#                          this machine can run it, else af_packet; see
+#                          test_pmd)
 #   DPSOCKD_START_TIMEOUT  seconds app_start/dpsockd_start wait (30)
 #   DPSOCKD_STOP_TIMEOUT   seconds app_stop/dpsockd_stop wait after the signal (10)
 #   DPSOCK_KEEP_TMP=1      keep the test's temp dir even when it passes
@@ -39,9 +44,10 @@
 #   waiting   wait_until TIMEOUT_S CMD..., poll_until TIMEOUT_S CMD...
 #   stats     stat_get NAME SCOPE.IDX.COUNTER, stat_sum NAME COUNTER,
 #             stat_read NAME COUNTER|KEY, wait_counter_ge NAME COUNTER VALUE [T]
-#   topology  test_topo_up [IDX] [NAME], in_a CMD..., in_b CMD...
+#   topology  test_topo_up [IDX] [NAME], in_a CMD..., in_b CMD...,
+#             in_a_bpffs (sets IN_A_BPFFS)
 #             (and everything in scripts/topo.sh)
-#   daemon    eal_mem_args, dpsockd_eal_args NAME, dpsock_conf NAME [LINE...],
+#   daemon    test_pmd, eal_mem_args, dpsockd_eal_args NAME, dpsock_conf NAME [LINE...],
 #             dpsockd_start NAME CONF [EAL_ARGS...], dpsockd_stop [NAME] [SIGNAL]
 #   apps      app_start NAME CONF PROGRAM [EAL_ARGS...] [-- APP_ARGS...],
 #             app_stop [NAME] [SIGNAL] (dpsock-echo, dpsock-http, dpsock-loadgen...)
@@ -136,6 +142,7 @@ dpsock_tool() {
 }
 
 DPSOCKD=$(dpsock_tool dpsockd) || DPSOCKD=
+PINGN=$DPSOCK_SRC/test/tools/pingn.py
 DPSOCK_STAT=$(dpsock_tool dpsock-stat) || DPSOCK_STAT=
 BADFRAMES=$(dpsock_tool badframes) || BADFRAMES=
 
@@ -327,8 +334,28 @@ test_topo_up() {
 }
 
 # in_a CMD... / in_b CMD...: run in namespace A / B of the last topology.
+#
+# Counting echo replies: `in_b "$PINGN" -c N [-i S] [-W S] [-I SRC] DST`
+# (test/tools/pingn.py) sends exactly N requests and waits for every reply,
+# -W seconds at most after the last; exit 0 only when all N came back.
+# iputils' ping -c stops waiting two round trips after the last request
+# whatever -W says, so on a loaded machine a worker kept off its CPU for
+# 60 ms "loses" echoes it answered late; with -w it sends more than -c.
 in_a() { ip netns exec "$TOPO_NS_A" "$@"; }
 in_b() { ip netns exec "$TOPO_NS_B" "$@"; }
+
+# in_a_bpffs: set IN_A_BPFFS, the command words that run what follows them
+# in namespace A with a BPF filesystem at /sys/fs/bpf, which AF_XDP wants
+# (libxdp's dispatcher): `ip netns exec` mounts a fresh /sys without one, so
+# one is mounted in that view (private to the program, gone with it;
+# dpsockd says what is missing when that fails). The program is exec'ed, so
+# `"${IN_A_BPFFS[@]}" PROG ARGS &` leaves PROG's own pid in $! (a shell
+# function run with & would leave its subshell's).
+in_a_bpffs() {
+	# shellcheck disable=SC2016 # expanded by the inner sh
+	IN_A_BPFFS=(ip netns exec "$TOPO_NS_A" sh -c
+		'mountpoint -q /sys/fs/bpf || mount -t bpf bpf /sys/fs/bpf 2>/dev/null; exec "$0" "$@"')
+}
 
 # ---- dpsockd ---------------------------------------------------------------
 
@@ -352,19 +379,82 @@ eal_mem_args() {
 	fi
 }
 
+# ---- the port: AF_XDP, or af_packet -----------------------------------------
+
+# _lib_af_xdp_why: why net_af_xdp cannot run here ("" when it can): DPDK's
+# PMD (librte-net-af-xdp), the kernel's AF_XDP sockets, a BPF filesystem.
+_lib_af_xdp_why() {
+	# (no pipe into grep -q: with pipefail, ldconfig's SIGPIPE fails it)
+	if ! grep -q 'librte_net_af_xdp\.so' <<<"$(ldconfig -p 2>/dev/null)"; then
+		echo "DPDK's net_af_xdp PMD is not installed (apt-get install librte-net-af-xdp23)"
+	elif ! python3 -c 'import socket; socket.socket(44, socket.SOCK_RAW).close()' 2>/dev/null; then
+		echo "the kernel has no AF_XDP sockets (CONFIG_XDP_SOCKETS)"
+	elif ! grep -qw bpf /proc/filesystems; then
+		echo "the kernel has no BPF filesystem (CONFIG_BPF_SYSCALL)"
+	fi
+}
+
+# test_pmd: set TEST_PMD, the PMD the tests use (af_xdp or af_packet), and
+# TEST_PORT, its first port's name, from DPSOCK_TEST_PMD: af_xdp (fails the
+# test when it cannot run here), af_packet, or auto/unset (af_xdp when it
+# can run here, else af_packet). TEST_PMD_WHY says why AF_XDP cannot run.
+test_pmd() {
+	TEST_PMD_WHY=$(_lib_af_xdp_why)
+	case "${DPSOCK_TEST_PMD:-auto}" in
+	af_packet) TEST_PMD=af_packet ;;
+	af_xdp)
+		[ -z "$TEST_PMD_WHY" ] || fail "DPSOCK_TEST_PMD=af_xdp, but $TEST_PMD_WHY"
+		TEST_PMD=af_xdp
+		;;
+	auto) TEST_PMD=af_xdp && [ -z "$TEST_PMD_WHY" ] || TEST_PMD=af_packet ;;
+	*) fail "DPSOCK_TEST_PMD=$DPSOCK_TEST_PMD: use af_xdp, af_packet or auto" ;;
+	esac
+	TEST_PORT=net_${TEST_PMD}0
+}
+test_pmd
+
+# test_pmd_note: one line saying which port dpsockd runs on, and why.
+test_pmd_note() {
+	case "$TEST_PMD" in
+	af_xdp) note "port: net_af_xdp (AF_XDP, one socket per queue on $TOPO_IF_A); DPSOCK_TEST_PMD=af_packet for the fallback" ;;
+	*) note "port: net_af_packet (AF_PACKET on $TOPO_IF_A)${TEST_PMD_WHY:+: AF_XDP cannot run here, $TEST_PMD_WHY}" ;;
+	esac
+}
+
+# test_vdevs QUEUES: the EAL --vdev options for TEST_PMD on TOPO_IF_A with
+# QUEUES queue pairs. af_xdp: one vdev per veth queue (DPDK 22.11's PMD
+# refuses queue_count > 1 on a veth, which counts no combined channels;
+# dpsockd joins them into one port), and the veth gets exactly QUEUES
+# queues on both ends (topo_queues), so that no flow reaches a queue
+# without a socket (it would go to A's kernel).
+test_vdevs() {
+	local q=$1 k
+	case "$TEST_PMD" in
+	af_xdp)
+		topo_queues "$q" >&2 || fail "could not give $TOPO_IF_A $q queues"
+		for ((k = 0; k < q; k++)); do
+			printf -- '--vdev=net_af_xdp%u,iface=%s,start_queue=%u,queue_count=1 ' \
+				"$k" "$TOPO_IF_A" "$k"
+		done
+		echo
+		;;
+	*) echo "--vdev=net_af_packet0,iface=$TOPO_IF_A,qpairs=$q,framecnt=${DPSOCK_TEST_FRAMECNT:-4096}" ;;
+	esac
+}
+
 # dpsockd_eal_args NAME: print the standard EAL options for the current
 # topology, space-separated (no word contains a space): lcores, no PCI, a
-# file prefix named after the daemon, af_packet on TOPO_IF_A, eal_mem_args.
+# file prefix named after the daemon, the port on TOPO_IF_A (test_vdevs,
+# DPSOCK_TEST_QPAIRS queue pairs), eal_mem_args.
 dpsockd_eal_args() {
 	local name=$1
 	# shellcheck disable=SC2046
 	echo -l "${DPSOCK_TEST_LCORES:-0-1}" --no-pci --file-prefix "$name" \
-		"--vdev=net_af_packet0,iface=$TOPO_IF_A,qpairs=${DPSOCK_TEST_QPAIRS:-2},framecnt=${DPSOCK_TEST_FRAMECNT:-4096}" \
-		$(eal_mem_args)
+		$(test_vdevs "${DPSOCK_TEST_QPAIRS:-2}") $(eal_mem_args)
 }
 
 # dpsock_conf NAME [LINE...]: write a dpsock.conf for the current topology
-# (name, one af_packet port owning TOPO_ADDR_A) plus any extra LINEs into
+# (name, one port, TEST_PORT, owning TOPO_ADDR_A) plus any extra LINEs into
 # TEST_TMP and print its path.
 dpsock_conf() {
 	local name=$1 f
@@ -372,8 +462,8 @@ dpsock_conf() {
 	f=$TEST_TMP/$name.conf
 	{
 		printf 'name = "%s";\n' "$name"
-		printf 'interfaces = ( { port = "net_af_packet0"; address = "%s/%s"; } );\n' \
-			"$TOPO_ADDR_A" "$TOPO_PLEN"
+		printf 'interfaces = ( { port = "%s"; address = "%s/%s"; } );\n' \
+			"$TEST_PORT" "$TOPO_ADDR_A" "$TOPO_PLEN"
 		[ $# -eq 0 ] || printf '%s\n' "$@"
 	} >"$f"
 	echo "$f"
@@ -494,10 +584,12 @@ app_start() {
 	fi
 
 	log=$TEST_TMP/$prog-$name.log
+	case " ${eal[*]}" in
+	*" --vdev=net_af_xdp"* | *" --vdev=net_af_packet"*) test_pmd_note ;;
+	esac
 	echo "+ ip netns exec $TOPO_NS_A $path ${eal[*]} -- -f $conf ${args[*]}" >"$log"
-	# `ip netns exec` execs the program: $! is the program's own pid.
-	ip netns exec "$TOPO_NS_A" "$path" "${eal[@]}" -- -f "$conf" "${args[@]}" \
-		>>"$log" 2>&1 </dev/null &
+	in_a_bpffs
+	"${IN_A_BPFFS[@]}" "$path" "${eal[@]}" -- -f "$conf" "${args[@]}" >>"$log" 2>&1 </dev/null &
 	pid=$!
 	_LIB_DAEMON_PID[$name]=$pid
 	_LIB_DAEMON_LOG[$name]=$log
@@ -717,7 +809,7 @@ require_preload() {
 }
 
 # preload_daemon_start NAME [LINE...]: start dpsockd NAME on the current
-# topology with two workers (lcores 0-1, af_packet with 2 queue pairs) and
+# topology with two workers (lcores 0-1, the test port with 2 queue pairs) and
 # runtime_dir = TEST_TMP, for preloaded programs (sets PRELOAD_NAME).
 preload_daemon_start() {
 	local name=$1 conf

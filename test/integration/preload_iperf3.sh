@@ -65,6 +65,12 @@ ip3 srv-fwd b -c "$TOPO_ADDR_A" -p 5201
 preload_offload_ge "$name" tcp_rx_bytes $((before + IP3_RCVD)) 10
 ok "server under the shim, peer sends: $IP3_RCVD bytes; tcp_rx_bytes +$((STAT_VALUE - before))"
 
+# iperf3's server closes its listening socket after a test and opens a new
+# one, saying "Server listening" again: a client that comes in between is
+# refused. Wait for the second listener.
+# listening LOG N: the server has said it listens N times.
+listening() { [ "$(grep -c 'Server listening' "$TEST_TMP/$1.log")" -ge "$2" ]; }
+wait_until 20 listening srv 2
 before=$(preload_stat tcp_tx_bytes)
 ip3 srv-rev b -c "$TOPO_ADDR_A" -p 5201 -R
 preload_offload_ge "$name" tcp_tx_bytes $((before + IP3_RCVD)) 10
@@ -87,6 +93,7 @@ ip3 cli-fwd preload -c "$TOPO_ADDR_B" -p 5202
 preload_offload_ge "$name" tcp_tx_bytes $((before + IP3_RCVD)) 10
 ok "client under the shim sends: $IP3_RCVD bytes; tcp_tx_bytes +$((STAT_VALUE - before))"
 
+wait_until 20 listening ksrv 2
 before=$(preload_stat tcp_rx_bytes)
 ip3 cli-rev preload -c "$TOPO_ADDR_B" -p 5202 -R
 preload_offload_ge "$name" tcp_rx_bytes $((before + IP3_RCVD)) 10

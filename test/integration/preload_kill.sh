@@ -11,6 +11,9 @@
 #     0) and its listener: the same port can be listened on again at once,
 #     and the next preloaded server serves the next client (echo, then a
 #     clean close: the peer reads EOF).
+# Part 1b, a preloaded sender that writes 8 MiB, close()s and exits at once
+# (its tx FIFO still holding data), to a Linux peer that pauses after 7 MiB:
+# the peer reads all of it (sha256), then EOF, not RST.
 # Part 2, dpsockd stopped under blocked preloaded calls, once with SIGTERM
 # (clean stop: dpsockd exits 0) and once with SIGKILL:
 #   - a preloaded process blocked in accept() gets ECONNABORTED, one blocked
@@ -138,6 +141,59 @@ preload_wait srv2 10 || rc=$?
 [ "$rc" -eq 0 ] || fail "the next preloaded server exited with $rc: $(tail -n 3 "$TEST_TMP/srv2.log" | tr '\n' ' ')"
 preload_offload_ge "$name" tcp_accepted $((acc0 + 1)) 5
 ok "the same port listened on again; the next preloaded server served the next client ($out)"
+
+# A preloaded sender that writes 8 MiB, closes and exits at once, to a peer
+# that pauses for 1.5 s after 7 MiB: what its tx FIFO still held when it
+# exited must reach the peer, then a FIN (the kernel sends what a program
+# wrote before close() and exit; its sockets closing at exit are orderly).
+cat >"$TEST_TMP/sink.py" <<'PY'
+import hashlib, socket, sys, time
+l = socket.socket()
+l.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+# a small window: while this peer pauses, the sender's last MiB waits in
+# dpsockd (its tx FIFO), not in this kernel's buffer
+l.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 32768)
+l.bind((sys.argv[1], int(sys.argv[2])))
+l.listen(1)
+print("listening", flush=True)
+c, _ = l.accept()
+h, n = hashlib.sha256(), 0
+try:
+    while True:
+        if n == 7 << 20:
+            time.sleep(1.5) # the sender closes and exits meanwhile
+        d = c.recv(min(65536, (7 << 20) - n) if n < 7 << 20 else 65536)
+        if not d:
+            break
+        h.update(d)
+        n += len(d)
+    print("eof %d %s" % (n, h.hexdigest()), flush=True)
+except ConnectionResetError:
+    print("reset after %d" % n, flush=True)
+PY
+cat >"$TEST_TMP/send.py" <<'PY'
+import socket, sys
+c = socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=30)
+chunk = bytes(range(256)) * 4096
+for _ in range(8):
+    c.sendall(chunk)
+c.close()
+print("sent", flush=True)
+PY
+want=$(python3 -c 'import hashlib; print("eof %d %s" % (8 << 20, hashlib.sha256(bytes(range(256)) * 4096 * 8).hexdigest()))')
+peer_start sink python3 "$TEST_TMP/sink.py" "$TOPO_ADDR_B" 9101
+wait_until 10 grep -q listening "$TEST_TMP/sink.log"
+preload_start send python3 "$TEST_TMP/send.py" "$TOPO_ADDR_B" 9101
+rc=0
+preload_wait send 30 || rc=$?
+[ "$rc" -eq 0 ] || fail "the preloaded sender exited with $rc: $(tail -n 3 "$TEST_TMP/send.log" | tr '\n' ' ')"
+preload_wait sink 30 || fail "the peer: $(tail -n 2 "$TEST_TMP/sink.log" | tr '\n' ' ')"
+got=$(grep -E '^(eof|reset)' "$TEST_TMP/sink.log") || fail "the peer printed no outcome"
+[ "$got" = "$want" ] || fail "close() then exit: the peer got '$got', want '$want'"
+if [ "$PRELOAD_KERNEL" != 1 ]; then
+	wait_until 10 test "$(preload_stat tcp_conns)" -eq 0
+fi
+ok "a preloaded sender that closed and exited at once: the peer read all 8 MiB (sha256 equal), then EOF"
 
 if [ "$PRELOAD_KERNEL" = 1 ]; then
 	pass "kernel self-check of part 1 (part 2 needs dpsockd)"

@@ -2,13 +2,16 @@
 # dpsock-echo (native app, two workers) as a sockperf server; sockperf in the
 # Linux peer's namespace is the client.
 #
-# Part 1, net_af_packet over a veth (two queue pairs):
+# Part 1, the test port (lib.sh: net_af_xdp, or net_af_packet) over a veth
+# (two queue pairs):
 #   - ping-pong UDP 64 B, TCP 64 B and TCP 8000 B (-t 2 each): sockperf
 #     reports a latency summary and observations > 0, no ERROR, exit 0; the
 #     stack counted the replies (udp_tx, resp. tcp_tx_bytes, rose by at least
 #     what sockperf received);
 #   - throughput UDP and TCP, 1400 B (-t 2): a message rate > 0, no ERROR;
 #     for TCP every byte sockperf sent reached the app (tcp_rx_bytes);
+#   - on AF_XDP, which hands over frames as they were sent, UDP ping-pong
+#     with 8000-byte messages, fragmented both ways, checked as in part 2;
 #   - SIGTERM: exit 0, every mbuf back.
 # Part 2, UDP ping-pong with 8000-byte messages, fragmented both ways (the
 # request by Linux, the echo by dpsock), over net_tap with two queue pairs:
@@ -17,12 +20,13 @@
 #     count);
 #     the port carried at least 6 frames per datagram each way (8028-byte IP
 #     datagrams in 1500-byte fragments).
-#   Why tap: DPDK's af_packet PMD (22.11) joins its fanout group with
+#   Why tap (and AF_XDP): DPDK's af_packet PMD (22.11) joins its fanout group with
 #   PACKET_FANOUT_FLAG_DEFRAG, so the kernel reassembles incoming fragments
 #   before af_packet sees them and hands over one 8042-byte frame, which its
 #   2048-byte ring slots (bounded by the mbuf size) truncate: dpsock rightly
 #   drops it (rx_drop_ip_len) and no fragmented datagram ever reaches lwIP.
-#   The tap PMD reads frames as the kernel sends them.
+#   The tap PMD reads frames as the kernel sends them, and so does AF_XDP
+#   (its XDP program runs before the kernel's IP layer).
 # Latencies are printed (avg, p50, p99), never asserted.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
@@ -51,7 +55,27 @@ sp_on_fail() {
 	fi
 }
 
-# ---- part 1: af_packet ------------------------------------------------------
+# udp_frag NAME NS ADDR: UDP ping-pong with 8000-byte messages against the
+# dpsock-echo called NAME at ADDR, from namespace NS; one reply per request,
+# at least 6 frames per datagram each way on the port.
+udp_frag() {
+	local n=$1 where=$2 addr=$3 tx0 tx1 prx0 ptx0 prx ptx
+	tx0=$(stat_sum "$n" udp_tx)
+	prx0=$(stat_get "$n" port.0.rx_packets)
+	ptx0=$(stat_get "$n" port.0.tx_packets)
+	pingpong "udp-pp-8000-$n" "$where" -i "$addr" -p 11111 -t 2 -m 8000
+	wait_counter_ge "$n" udp_tx $((tx0 + PP_RECV)) 5
+	sleep 0.2
+	tx1=$(stat_sum "$n" udp_tx)
+	[ $((tx1 - tx0)) -le "$PP_SENT" ] || fail "udp_tx rose by $((tx1 - tx0)), more than the $PP_SENT requests"
+	prx=$(($(stat_get "$n" port.0.rx_packets) - prx0))
+	ptx=$(($(stat_get "$n" port.0.tx_packets) - ptx0))
+	[ "$prx" -ge $((6 * PP_SENT)) ] || fail "port received $prx frames for $PP_SENT 8000-byte datagrams: not fragmented?"
+	[ "$ptx" -ge $((6 * PP_RECV)) ] || fail "port sent $ptx frames for $PP_RECV 8000-byte replies: not fragmented?"
+	ok "UDP ping-pong 8000 B (fragmented both ways): $PP_OBS observations; udp_tx rose by $((tx1 - tx0)) (between $PP_RECV received and $PP_SENT sent); frames in $prx, out $ptx"
+}
+
+# ---- part 1: the test port ----------------------------------------------------
 app_start "$name" "$conf" dpsock-echo "${eal[@]}"
 log=$APP_LOG
 nw=$(stat_get "$name" daemon.0.workers)
@@ -80,13 +104,15 @@ throughput tcp-tp-1400 "$TOPO_NS_B" "${sp[@]}" -m 1400 --tcp
 wait_counter_ge "$name" tcp_rx_bytes $((before + TP_SENT * 1400)) 10
 ok "TCP throughput 1400 B: rate > 0; all $TP_SENT messages reached the app ($((STAT_VALUE - before)) bytes)"
 
+[ "$TEST_PMD" != af_xdp ] || udp_frag "$name" "$TOPO_NS_B" "$TOPO_ADDR_A"
+
 rc=0
 app_stop "$name" || rc=$?
 [ "$rc" -eq 0 ] || fail "dpsock-echo exited with status $rc (3 = mbuf leak)"
 grep -q 'all [0-9]* mbufs back in the pool' "$log" || fail "no 'mbufs back' line in the log"
 total=$(grep '^echo: total' "$log") || fail "no 'echo: total' line in the log"
 note "$total"
-ok "af_packet: clean stop, all mbufs back"
+ok "$TEST_PMD: clean stop, all mbufs back"
 
 # ---- part 2: 8000-byte UDP over net_tap (fragmented both ways) --------------
 if [ ! -c /dev/net/tun ]; then
@@ -111,23 +137,11 @@ log2=$APP_LOG
 ip -n "$ns" link set "$tap" up
 ip -n "$ns" addr add 198.18.64.102/24 dev "$tap"
 
-tx0=$(stat_sum "$n2" udp_tx)
-prx0=$(stat_get "$n2" port.0.rx_packets)
-ptx0=$(stat_get "$n2" port.0.tx_packets)
-pingpong udp-pp-8000 "$ns" -i 198.18.64.101 -p 11111 -t 2 -m 8000
-wait_counter_ge "$n2" udp_tx $((tx0 + PP_RECV)) 5
-sleep 0.2
-tx1=$(stat_sum "$n2" udp_tx)
-[ $((tx1 - tx0)) -le "$PP_SENT" ] || fail "udp_tx rose by $((tx1 - tx0)), more than the $PP_SENT requests"
-prx=$(($(stat_get "$n2" port.0.rx_packets) - prx0))
-ptx=$(($(stat_get "$n2" port.0.tx_packets) - ptx0))
-[ "$prx" -ge $((6 * PP_SENT)) ] || fail "port received $prx frames for $PP_SENT 8000-byte datagrams: not fragmented?"
-[ "$ptx" -ge $((6 * PP_RECV)) ] || fail "port sent $ptx frames for $PP_RECV 8000-byte replies: not fragmented?"
-ok "UDP ping-pong 8000 B (fragmented both ways): $PP_OBS observations; udp_tx rose by $((tx1 - tx0)) (between $PP_RECV received and $PP_SENT sent); frames in $prx, out $ptx"
+udp_frag "$n2" "$ns" 198.18.64.101
 
 rc=0
 app_stop "$n2" || rc=$?
 [ "$rc" -eq 0 ] || fail "dpsock-echo (tap) exited with status $rc (3 = mbuf leak)"
 grep -q 'all [0-9]* mbufs back in the pool' "$log2" || fail "tap: no 'mbufs back' line in the log"
 note "$(grep '^echo: total' "$log2")"
-pass "sockperf: ping-pong UDP/TCP, TCP 8000 B, throughput UDP/TCP on af_packet; UDP 8000 B fragmented both ways on tap; clean stops"
+pass "sockperf: ping-pong UDP/TCP, TCP 8000 B, throughput UDP/TCP$([ "$TEST_PMD" != af_xdp ] || echo ", UDP 8000 B fragmented both ways") on $TEST_PMD; UDP 8000 B fragmented both ways on tap; clean stops"

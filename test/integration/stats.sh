@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # dpsock-stat and the stats segment against a known exchange with the Linux
-# stack: dpsock-echo --raw (two workers) on net_af_packet in namespace A,
+# stack: dpsock-echo --raw (two workers) on the test port in namespace A,
 # ping / python sockets in namespace B.
 #
 #   1. N pings: icmp_echo and lwip_icmp_xmit rise by exactly N; the port's
@@ -81,7 +81,7 @@ pt0=$(stat_get "$name" port.0.tx_packets)
 arp0=$(stat_sum "$name" arp_in)
 # Every request that reaches dpsock is counted once and answered once.
 # When the machine is loaded a ping may still be lost on the way (the
-# kernel's veth/af_packet side): then the counts must lie between what came
+# kernel's veth side): then the counts must lie between what came
 # back and what was sent, and equal each other.
 N=50
 out=$(in_b ping -q -c $N -i 0.02 -W 2 "$TOPO_ADDR_A") || true
@@ -133,12 +133,19 @@ ok "tables, plain lines and --json agree (icmp_echo $e1)"
 # ---- 3. per-second deltas ------------------------------------------------------
 K=20 # the counts, not the pings answered: a ping lost on the way is not counted
 e_before=$(stat_sum "$name" icmp_echo)
-stat -d 2 -i 2 -c 2 --json >"$TEST_TMP/d2.json" &
+"$DPSOCK_STAT" -n "$name" -d 2 -i 2 -c 2 --json >"$TEST_TMP/d2.json" &
 d2=$!
-stat -d 2 -i 2 -c 2 >"$TEST_TMP/d2.txt" &
+"$DPSOCK_STAT" -n "$name" -d 2 -i 2 -c 2 >"$TEST_TMP/d2.txt" &
 d2t=$!
-sleep 0.5
-out=$(in_b ping -q -c $K -i 0.02 -W 1 "$TOPO_ADDR_A") || true
+# Ping once both took their first sample, i.e. sleep until the second (a
+# fixed pause lost the race on a loaded machine: one echo was counted
+# before the second sampler's first sample).
+sleeping() { [ "$(cat "/proc/$1/wchan" 2>/dev/null)" = hrtimer_nanosleep ]; }
+wait_until 10 sleeping "$d2"
+wait_until 10 sleeping "$d2t"
+# (pingn waits for the replies: ping -c may end before the stack counted
+# the last requests, see lib.sh)
+out=$(in_b "$PINGN" -c $K -i 0.02 -W 1 "$TOPO_ADDR_A") || true
 K=$(($(stat_sum "$name" icmp_echo) - e_before))
 wait "$d2" || fail "dpsock-stat -d 2 --json failed"
 wait "$d2t" || fail "dpsock-stat -d 2 failed"
@@ -209,7 +216,7 @@ n_all=$(stat -v sockets | awk '$1 == "tcp"' | wc -l)
 ok "connection listed: ESTABLISHED $TOPO_ADDR_A:7 <- $peer, 11 B each way"
 
 touch "$go"
-gone() { ! stat -v sockets -s "port=$cport" | grep -qF " $peer "; }
+gone() { ! grep -qF " $peer " <<<"$(stat -v sockets -s "port=$cport")"; }
 wait_until 5 gone
 wait "$client" || true
 grep -F " $peer " "$sockfile" | grep -q '11 B' ||
@@ -268,13 +275,10 @@ else
 fi
 
 # ---- 8. -p, mc, not found, stop while cycling --------------------------------------
-# whole outputs before grep -q: the raw dump is written in several chunks,
-# and grep -q leaving after the first line made the next write die of
-# SIGPIPE, which pipefail counted as a failure
-out=$("$DPSOCK_STAT" -p "$echo_pid")
-grep -qx "daemon.0.pid $echo_pid" <<<"$out" || fail "-p $echo_pid did not find the instance"
-out=$(stat -v mc)
-grep -q '^Worker ' <<<"$out" || fail "-v mc: no table"
+# (no pipe into grep -q: it exits at the match, and with pipefail the
+# writer's SIGPIPE on its next write failed the check)
+grep -qx "daemon.0.pid $echo_pid" <<<"$("$DPSOCK_STAT" -p "$echo_pid")" || fail "-p $echo_pid did not find the instance"
+grep -q '^Worker ' <<<"$(stat -v mc)" || fail "-v mc: no table"
 rc=0
 "$DPSOCK_STAT" -n "$name-nosuch" >/dev/null 2>&1 || rc=$?
 [ "$rc" -eq 1 ] || fail "an unknown instance gave exit status $rc, expected 1"

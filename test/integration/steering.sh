@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Flow steering with two workers.
 #
-#   a) active opens, software backend (af_packet qpairs=2 has neither a RETA
-#      nor rte_flow): dpsock-loadgen -m rr -c 16 against a Linux echo server
-#      in namespace B. Every worker connects its share (8), err_steer=0,
-#      errors=0, transactions on both workers; dpsock-stat shows segments
+#   a) active opens, software backend (the test port, AF_XDP or af_packet
+#      with 2 queues, has neither a RETA nor rte_flow): dpsock-loadgen -m rr
+#      -c 16 against a Linux echo server in namespace B. Every worker
+#      connects its share (8), err_steer=0, errors=0, transactions on
+#      both workers; dpsock-stat shows segments
 #      handed between workers (steer_out > 0: the software backend ran) and
 #      tcp_connected on both workers.
 #   b) passive opens: 16 Linux connections to dpsock-echo --raw; both
@@ -14,7 +15,7 @@
 #      Linux echo server: every connection works, errors=0; the log says
 #      which backend ran and whether rules were installed (printed).
 #   The toeplitz backend needs a PMD that exposes its RSS key and RETA; none
-#   that runs here does (af_packet, tap, memif): it is covered by unit tests.
+#   that runs here does (AF_XDP, af_packet, tap, memif): it is covered by unit tests.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
@@ -75,7 +76,7 @@ watch_stats "$APP_PID"
 rc=0
 app_stop || rc=$?
 grep -q 'active-open steering: software' "$lg_log" ||
-	fail "expected the software backend on af_packet: $(grep 'active-open steering' "$lg_log")"
+	fail "expected the software backend on $TEST_PMD: $(grep 'active-open steering' "$lg_log")"
 check_loadgen "$lg_log" "$rc"
 so=$(( $(from_last worker.0.steer_out) + $(from_last worker.1.steer_out) ))
 si=$(( $(from_last worker.0.steer_in) + $(from_last worker.1.steer_in) ))
@@ -113,12 +114,12 @@ else
 	tconf=$TEST_TMP/tap.conf
 	printf 'name = "%s";\nworkers = [ 0, 1 ];\ntcp = { steering = "rte_flow"; };\ninterfaces = ( { port = "net_tap0"; address = "198.18.74.1/24"; } );\n' \
 		"$name" >"$tconf"
-	# The kernel side of the tap exists only once the PMD created it, so
-	# the server listens on its address before the address exists
-	# (ip_nonlocal_bind): a SYN that finds the tap up always finds the
-	# listener (starting it afterwards raced loadgen's first SYN into a
-	# RST). loadgen's ARP before the tap is up is retried after 1 s.
-	# app_start runs in TOPO_NS_A: the tap's namespace.
+	# The kernel side of the tap, which owns the server's address, exists
+	# only once the PMD created it, but loadgen connects at once (a refused
+	# SYN is an error, not retried): the server listens first, on an
+	# address not yet local (ip_nonlocal_bind), and the address goes on the
+	# tap as soon as it appears. app_start runs in TOPO_NS_A: the tap's
+	# namespace.
 	ip netns exec "$ns" sysctl -qw net.ipv4.ip_nonlocal_bind=1
 	ip netns exec "$ns" python3 "$TCPPEER" echo-server -a 198.18.74.2 -p 7001 \
 		--ready "$TEST_TMP/tsrv.ready" >"$TEST_TMP/tserver.out" 2>&1 &

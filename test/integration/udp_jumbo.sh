@@ -11,6 +11,8 @@
 #   - no frame cut short (rx_drop_ip_len stays 0), at least 6 frames per
 #     echo on the port (8028-byte datagrams in 1500-byte fragments).
 set -euo pipefail
+# af_packet's own limit (its ring slot) is what this tests
+DPSOCK_TEST_PMD=af_packet
 . "$(dirname "$0")/lib.sh"
 
 require_root

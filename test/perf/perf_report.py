@@ -79,7 +79,10 @@ def pct_median(res, metric, side, key):
     return statistics.median(vals) if vals else None
 
 
-ADD_PROGRAMS_NOTE = (" What the ratios say: on this machine the preloaded path is at parity with the kernel for throughput (sockperf tp, redis-benchmark) and slower for single-message latency. Each request crosses af_packet into dpsockd, a worker, the shim's FIFO and an eventfd or spin hand-off to the program, and the same way back, on top of the veth the kernel run also uses; with the server program on CPU 0 the kernel run has client, veth and server on one CPU with no cross-CPU wake-up at all, while the dpsock run crosses to dpsockd's CPU and back twice per round trip. A NIC PMD (mlx5) removes the af_packet crossings; the hand-off itself is the ring measured in section 1.")
+ADD_PROGRAMS_NOTE = (" Each request crosses the port (AF_XDP or af_packet, see *What each path costs per packet*) into dpsockd, a worker, the shim's FIFO and an eventfd or spin hand-off to the program, and the same way back, on top of the veth the kernel run also uses; with the server program on CPU 0 the kernel run has client, veth and server on one CPU with no cross-CPU wake-up at all, while the dpsock run crosses to dpsockd's CPU and back twice per round trip. A NIC PMD (mlx5) removes the kernel crossings; the hand-off itself is the ring measured in section 1.")
+
+PATHS = ("af_xdp", "af_packet")
+PATH_NAME = {"af_xdp": "AF_XDP", "af_packet": "af_packet"}
 
 
 def main():
@@ -104,10 +107,15 @@ def main():
              "⇄ dpsock-loadgen on net_memif (role=client), `taskset -c 0`, EAL `-l 0`")
     veth = ("kernel: kernel_echo in netns A `taskset -c 1` ⇄ veth (MTU 1500, default offloads) "
             "⇄ kernel_load in netns B `taskset -c 0`")
-    afp = ("client: kernel_load -m udp in netns B `taskset -c 0`; server on CPU 1: "
-           "dpsock-echo --raw on net_af_packet (qpairs=1, EAL `-l 1`) or kernel_echo, same veth")
+    afp = ("client: kernel_load -m udp in netns B `taskset -c 0`; server on CPU 1 in netns A: "
+           "dpsock-echo --raw (EAL `-l 1`) on net_af_xdp (one queue) or net_af_packet "
+           "(qpairs=1), or kernel_echo; same veth")
+    spn = ("client: sockperf in netns B `taskset -c 0`; server on CPU 1 in netns A: "
+           "dpsock-echo (sockperf framing, EAL `-l 1`) on net_af_xdp (one queue) or "
+           "net_af_packet (qpairs=1), or `sockperf sr` on the kernel; same veth")
 
     rows = []  # (metric, kernel, dpsock, ratio, how)
+    rows3 = []  # (metric, kernel, af_xdp, af_packet, ratio af_xdp, ratio af_packet, how)
 
     def add(metric_key, label, unit, how, lower_better=False):
         km, ks = summary(res, metric_key, "kernel", unit)
@@ -118,6 +126,20 @@ def main():
             if lower_better:
                 ratio += " (lower is better)"
         rows.append((label, ks, ds, ratio, how))
+
+    def add3(metric_key, label, unit, how, lower_better=False):
+        km, ks = summary(res, metric_key, "kernel", unit)
+        cells, ratios = [], []
+        for side in PATHS:
+            m, txt = summary(res, metric_key, side, unit)
+            cells.append(txt)
+            r = "—"
+            if km and m:
+                r = "%.2f×" % (m / km)
+            ratios.append(r)
+        if lower_better:
+            label += " (lower is better)"
+        rows3.append((label, ks, cells[0], cells[1], ratios[0], ratios[1], how))
 
     rows.append(("hand-off ring, ns per item (dpsock_spsc vs rte_ring SP/SC)", "— (no kernel counterpart)",
                  "see [Hand-off ring](#hand-off-ring)", "see there",
@@ -131,23 +153,35 @@ def main():
         "`-m churn -c 16 -s 64 -t %s`; same pinning as above" % secs)
     add("bulk", "TCP single-stream bulk, Gbit/s sent (echoed back by the server)", "Gbit/s",
         "`-m bulk -c 1 -t %s`; same pinning as above" % secs)
-    add("udp_c1", "UDP echo, 64 B, 1 socket, datagrams/s (server only: kernel client)", "/s",
-        "`kernel_load -m udp -c 1 -s 64 -t %s`; %s" % (secs, afp))
-    add("udp_c16", "UDP echo, 64 B, 16 sockets, datagrams/s (server only: kernel client)", "/s",
-        "`kernel_load -m udp -c 16 -s 64 -t %s`; same" % secs)
     rows.append(("UDP echo, dpsock client and server (memif)", "—", "not measured: dpsock-loadgen has no UDP mode",
                  "—", "needs a UDP mode in apps/loadgen.c"))
+    mem_pmd = next((e.get("pmd") for _, e in res.get(("mem_per_conn", "dpsock"), []) if e.get("pmd")),
+                   "net_af_packet")
     add("mem_per_conn", "memory per idle established connection, bytes (server side)", "B",
-        "kernel_load -m idle -c N from netns B (CPU 0) to the server on CPU 1 (net_af_packet / veth); "
-        "dpsock: Δ lwip_mem_bytes / N (+ Δ mbufs_held); kernel: Δ Slab / 2N", lower_better=True)
-    add("idle_cpu", "CPU use while idle, % of one CPU", "%",
-        "dpsockd (default idle settings, 1 worker, `taskset -c 1`, net_af_packet) vs kernel_echo; "
-        "utime+stime from /proc/PID/stat", lower_better=True)
+        "kernel_load -m idle -c N from netns B (CPU 0) to the server on CPU 1 (dpsock-echo on %s / "
+        "veth); dpsock: Δ lwip_mem_bytes / N (+ Δ mbufs_held); kernel: Δ Slab / 2N" % mem_pmd,
+        lower_better=True)
+
+    add3("udp_c1", "UDP echo, 64 B, 1 socket, datagrams/s (kernel client)", "/s",
+         "`kernel_load -m udp -c 1 -s 64 -t %s`; %s" % (secs, afp))
+    add3("udp_c16", "UDP echo, 64 B, 16 sockets, datagrams/s (kernel client)", "/s",
+         "`kernel_load -m udp -c 16 -s 64 -t %s`; same" % secs)
+    add3("sp_udp_lat", "sockperf ping-pong UDP 64 B against the native dpsock-echo, p50 µs", "µs",
+         "`sockperf pp -m 64 -t %s`; %s" % (secs, spn), lower_better=True)
+    add3("sp_tcp_lat", "sockperf ping-pong TCP 64 B, native dpsock-echo, p50 µs", "µs",
+         "`sockperf pp --tcp -m 64 -t %s`; same" % secs, lower_better=True)
+    add3("sp_udp_tp", "sockperf throughput UDP 64 B, native dpsock-echo, messages/s sent", "/s",
+         "`sockperf tp -m 64 -t %s`; same" % secs)
+    add3("sp_tcp_tp", "sockperf throughput TCP 64 B, native dpsock-echo, messages/s sent", "/s",
+         "`sockperf tp --tcp -m 64 -t %s`; same" % secs)
+    add3("idle_cpu", "CPU use while idle, % of one CPU", "%",
+         "dpsockd (default idle settings, 1 worker, `taskset -c 1`) on each port vs kernel_echo; "
+         "utime+stime from /proc/PID/stat", lower_better=True)
     prog = ("server in netns A `taskset -c 1`: preloaded (`LD_PRELOAD=libdpsock_preload.so`) with "
-            "dpsockd on net_af_packet (qpairs=1, EAL `-l 1`, `taskset -c 1`: both on CPU 1), or on the "
-            "kernel; client in netns B `taskset -c 0`")
+            "dpsockd on net_af_xdp (one queue) or net_af_packet (qpairs=1), EAL `-l 1`, "
+            "`taskset -c 1`: both on CPU 1; or on the kernel; client in netns B `taskset -c 0`")
     prog_rows = [
-        ("pl_sockperf_udp_lat", "sockperf ping-pong UDP 64 B, p50 latency µs (unmodified sockperf sr)", "µs",
+        ("pl_sockperf_udp_lat", "sockperf ping-pong UDP 64 B, p50 latency µs (unmodified sockperf sr under the preload)", "µs",
          "`sockperf pp -m 64 -t %s`; %s" % (secs, prog), True),
         ("pl_sockperf_tcp_lat", "sockperf ping-pong TCP 64 B, p50 latency µs", "µs",
          "`sockperf pp --tcp -m 64 -t %s`; same" % secs, True),
@@ -169,9 +203,9 @@ def main():
     skip_why = meta.get("programs_skip")
     for key, label, unit, how, lower in prog_rows:
         if skip_why:
-            rows.append((label, "—", "not measured: %s" % skip_why, "—", how))
+            rows3.append((label, "—", "not measured: %s" % skip_why, "not measured", "—", "—", how))
         else:
-            add(key, label, unit, how, lower_better=lower)
+            add3(key, label, unit, how, lower_better=lower)
 
     L = []
     P = L.append
@@ -184,8 +218,10 @@ def main():
         P("")
     P("Generated by `test/perf/run-all` (%s, %s). dpsock and the Linux kernel run on the same "
       "machine in the same run; every figure is the **median of %s rounds (min–max)**, the ratio is "
-      "dpsock's median over the kernel's. Speeds are reported, never asserted." % (
-          meta.get("mode", "?"), meta.get("date", "?"), rounds))
+      "dpsock's median over the kernel's. Speeds are reported, never asserted. The first table "
+      "compares the stacks (dpsock over memif against the kernel over a veth); the second puts "
+      "dpsock's two kernel ports, AF_XDP and af_packet, side by side with the kernel on one "
+      "veth." % (meta.get("mode", "?"), meta.get("date", "?"), rounds))
     P("")
     P("- Machine: %s" % meta.get("host", "?"))
     P("- dpsock: %s; EAL memory: %s" % (meta.get("dpsock_version", "?"), meta.get("eal_mem", "?")))
@@ -207,6 +243,18 @@ def main():
     for r in rows:
         P("| %s |" % " | ".join(r))
     P("")
+    P("## AF_XDP, af_packet and the kernel, side by side")
+    P("")
+    P("The same veth, the same client in netns B on CPU 0, the server on CPU 1: dpsock on "
+      "DPDK's AF_XDP PMD (net_af_xdp, the default where the machine has it), on its af_packet "
+      "PMD (net_af_packet, the fallback), and the Linux kernel. Ports measured in this run: %s."
+      % (", ".join(PATH_NAME.get(x, x) for x in meta.get("pmds", "af_packet").split()) or "none"))
+    P("")
+    P("| metric | kernel | dpsock on AF_XDP | dpsock on af_packet | AF_XDP ÷ kernel | af_packet ÷ kernel | command, vdev and pinning |")
+    P("|---|---|---|---|---|---|---|")
+    for r in rows3:
+        P("| %s |" % " | ".join(r))
+    P("")
 
     # latency
     P("## Latency percentiles (µs, medians over the rounds)")
@@ -217,14 +265,19 @@ def main():
     P("| metric | side | p50 | p99 | p99.9 |")
     P("|---|---|---:|---:|---:|")
     lat_rows = []
-    for m in ["rr_c%d" % c for c in rr_conns] + ["churn", "udp_c1", "udp_c16",
-                                                  "pl_sockperf_udp_lat", "pl_sockperf_tcp_lat",
-                                                  "pl_sockperf_udp_lat_split", "pl_sockperf_tcp_lat_split"]:
-        for side in ("kernel", "dpsock"):
+    lat_sides = set()
+    LAT_METRICS = ["rr_c%d" % c for c in rr_conns] + [
+        "churn", "udp_c1", "udp_c16", "sp_udp_lat", "sp_tcp_lat",
+        "pl_sockperf_udp_lat", "pl_sockperf_tcp_lat",
+        "pl_sockperf_udp_lat_split", "pl_sockperf_tcp_lat_split"]
+    SIDES = ("kernel", "dpsock") + PATHS
+    for m in LAT_METRICS:
+        for side in SIDES:
             p = [pct_median(res, m, side, k) for k in ("p50", "p99", "p999")]
             if p[0] is None:
                 continue
             lat_rows.append((m, side, p))
+            lat_sides.add(side)
             P("| %s | %s | %.1f | %.1f | %.1f |" % (m, side, p[0], p[1], p[2]))
     P("")
 
@@ -241,13 +294,11 @@ def main():
                     out += ["%.1f %.1f %.1f" % (statistics.median(v), min(v), max(v))] if v else ["NaN NaN NaN"]
                 f.write(" ".join(out) + "\n")
         with open(os.path.join(a.plots, "latency.dat"), "w") as f:
-            f.write("# label kernel_p50 kernel_p99 kernel_p999 dpsock_p50 dpsock_p99 dpsock_p999\n")
-            for m in ["rr_c%d" % c for c in rr_conns] + ["churn", "udp_c1", "udp_c16",
-                                                          "pl_sockperf_udp_lat", "pl_sockperf_tcp_lat",
-                                                  "pl_sockperf_udp_lat_split", "pl_sockperf_tcp_lat_split"]:
+            f.write("# label %s\n" % " ".join("%s_%s" % (sd, k) for sd in SIDES for k in ("p50", "p99")))
+            for m in LAT_METRICS:
                 vals = []
-                for side in ("kernel", "dpsock"):
-                    for k in ("p50", "p99", "p999"):
+                for side in SIDES:
+                    for k in ("p50", "p99"):
                         v = pct_median(res, m, side, k)
                         vals.append("NaN" if v is None else "%.2f" % v)
                 if any(v != "NaN" for v in vals):
@@ -265,13 +316,13 @@ plot 'rate_vs_conns.dat' using 1:2:3:4 with yerrorlines lw 2 title "Linux kernel
      '' using 1:5:6:7 with yerrorlines lw 2 title "dpsock"
 """
         gp = """
-set terminal pngcairo size 900,560 font ",10" noenhanced
+set terminal pngcairo size 1100,560 font ",10" noenhanced
 """
         if rr_conns:
             gp += gp_rate
         gp += """
 set output 'latency.png'
-set title "Latency percentiles (µs, log scale; medians over rounds)"
+set title "Latency percentiles p50 and p99 (µs, log scale; medians over rounds)"
 unset logscale x
 set logscale y
 set yrange [*:*]
@@ -281,11 +332,21 @@ set style fill solid 0.8 border -1
 set xtics rotate by -30
 set ylabel "µs"
 set xlabel ""
-set key top left
-plot 'latency.dat' using 2:xtic(1) title "kernel p50", '' using 3 title "kernel p99", \\
-     '' using 4 title "kernel p99.9", '' using 5 title "dpsock p50", '' using 6 title "dpsock p99", \\
-     '' using 7 title "dpsock p99.9"
+set key outside right top vertical
 """
+        # one pair of bars per side that has figures (an all-NaN column
+        # stops gnuplot's histogram)
+        titles = {"kernel": "kernel", "dpsock": "dpsock (memif)", "af_xdp": "dpsock on AF_XDP",
+                  "af_packet": "dpsock on af_packet"}
+        plots = []
+        for i, side in enumerate(SIDES):
+            if side not in lat_sides:
+                continue
+            for j, k in enumerate(("p50", "p99")):
+                col = 2 + 2 * i + j
+                plots.append("'latency.dat' using %d%s title \"%s %s\"" % (
+                    col, "" if plots else ":xtic(1)", titles[side], k))
+        gp += "plot " + ", ".join(plots) + "\n"
         with open(os.path.join(a.plots, "plots.gp"), "w") as f:
             f.write(gp)
         r = subprocess.run(["gnuplot", "plots.gp"], cwd=a.plots, capture_output=True, text=True)
@@ -333,9 +394,14 @@ plot 'latency.dat' using 2:xtic(1) title "kernel p50", '' using 3 title "kernel 
     P("- **UDP echo.** dpsock-loadgen has no UDP mode, so only the server can be dpsock: "
       "kernel_load -m udp (N connected UDP sockets, one 64 B datagram outstanding each, 200 ms "
       "loss timeout counted as err_lost) in netns B on CPU 0, against dpsock-echo --raw on "
-      "net_af_packet or kernel_echo on CPU 1 in netns A, over the same veth (scripts/topo.sh: "
-      "the client's tx checksum offload is off on that veth, for af_packet's sake, on both runs). "
-      "This path still crosses the kernel (veth, AF_PACKET rings) on the dpsock side.")
+      "net_af_xdp or net_af_packet, or kernel_echo, on CPU 1 in netns A, over the same veth "
+      "(scripts/topo.sh: the client's tx checksum offload is off on that veth, on every run). "
+      "The dpsock side still crosses the kernel (the veth, then XDP and an AF_XDP ring, or an "
+      "AF_PACKET ring).")
+    P("- **sockperf against the native echo.** The same veth and pinning; dpsock-echo without "
+      "--raw speaks sockperf's framing and answers ping-pong and throughput, UDP and TCP; the "
+      "kernel side is `sockperf sr` (one for UDP, one for TCP). p50 is sockperf's own "
+      "percentile of the ½ round trip; throughput is the rate sockperf sent at (64 B).")
     mem_d = extras("mem_per_conn", "dpsock")
     mem_k = extras("mem_per_conn", "kernel")
     P("- **Memory per idle connection.** kernel_load -m idle opens N connections, holds them "
@@ -350,20 +416,20 @@ plot 'latency.dat' using 2:xtic(1) title "kernel p50", '' using 3 title "kernel 
                                                                 e.get("tcp_slab_objsize")) for e in mem_k)
           or "not measured"))
     P("- **Idle CPU.** dpsockd with the default worker settings (idle_poll_us = 200, sleeps up to "
-      "1 ms) and one worker on CPU 1, no traffic: utime + stime over the window, as % of one CPU. "
-      "The kernel has no process to run: kernel_echo, blocked in epoll_wait, is measured the same "
-      "way for reference.")
+      "1 ms) and one worker on CPU 1, no traffic, on each port: utime + stime over the window, "
+      "as % of one CPU. The kernel has no process to run: kernel_echo, blocked in epoll_wait, is "
+      "measured the same way for reference.")
     P("- **Unmodified programs (section 5).** The same Debian binaries run as servers in netns A, "
       "first under `LD_PRELOAD=libdpsock_preload.so` with dpsockd serving the address on "
-      "net_af_packet (all dpsock rounds), then on the kernel with the address on A's veth (all "
-      "kernel rounds; an af_packet port sees every frame of its veth, so the two never run "
-      "together). dpsockd and the preloaded program share CPU 1, as a 1-core server would (the "
+      "net_af_xdp, then on net_af_packet (all rounds of one port, then the other), then on the "
+      "kernel with the address on A's veth (all kernel rounds; AF_XDP's program takes every "
+      "frame of its queue and af_packet sees every frame of its veth, so neither runs while the "
+      "kernel has the address). dpsockd and the preloaded program share CPU 1, as a 1-core server would (the "
       "*server program on CPU 0* rows move the program, on both sides, to the client's CPU and "
       "leave CPU 1 to dpsockd alone: a polling stack wants a core of its own); the "
       "program's blocking calls spin for DPSOCK_RX_POLL / DPSOCK_SELECT_POLL (shim defaults) and "
       "then sleep. sockperf's figures are its own percentiles; wrk's Requests/sec; "
-      "redis-benchmark's requests per second. The dpsock side still crosses the kernel twice per "
-      "packet (veth and AF_PACKET); see below.%s%s" % (ADD_PROGRAMS_NOTE,
+      "redis-benchmark's requests per second.%s%s" % (ADD_PROGRAMS_NOTE,
           (" Not measured in this run: %s." % meta["programs_skip"]) if meta.get("programs_skip") else ""))
     P("- **Servers poll while loaded.** The dpsock servers in sections 2 and 3 run with "
       "`worker.idle_poll_us = 100000` (poll for 100 ms after the last packet before sleeping), so "
@@ -372,6 +438,47 @@ plot 'latency.dat' using 2:xtic(1) title "kernel p50", '' using 3 title "kernel 
       "the kernel runs of each round and stopped before the next, so it never competes with them.")
     P("")
 
+    P("## What each path costs per packet")
+    P("")
+    P("All three cross the same veth: the client's send in netns B runs B's stack and the "
+      "veth's transmit on CPU 0, and hands the frame to A's side of the veth. From there:")
+    P("")
+    P("- **The kernel** allocates an skb (A's GRO off), runs IP, UDP or TCP and the socket "
+      "lookup, queues the data on the socket and wakes the server thread, which is asleep in "
+      "epoll_wait on CPU 1 (a cross-CPU wake-up: an IPI, and in a VM a halt exit), then pays a "
+      "recvmsg and a sendmsg system call per message, the reply running the whole stack back "
+      "down to the veth. Per message: two system calls, one wake-up, the full stack twice.")
+    P("- **af_packet** (net_af_packet, TPACKET_V2 rings): the kernel still allocates the skb "
+      "and runs its receive path far enough to hand the frame to the packet socket, which "
+      "copies it into a slot of the mmapped RX ring; the fanout hash picks the socket (queue). "
+      "The kernel's IP layer then sees the frame too and drops it (no address in A). dpsock "
+      "reads the ring without a system call; each TX burst is copied into the TX ring and "
+      "needs a sendto() to make the kernel build an skb per frame and transmit it. Per "
+      "packet: an skb, one copy each way, the kernel's RX path up to the packet tap, and a "
+      "system call per TX burst.")
+    P("- **AF_XDP** (net_af_xdp): the frame meets the XDP program in the veth's NAPI poll, "
+      "before any skb exists; it is redirected to the AF_XDP socket of that queue. A veth has "
+      "no zero-copy mode, so the kernel copies the frame into a UMEM buffer (an mbuf of "
+      "dpsock's pool) and posts it on the RX ring: no skb, no IP layer, no socket lookup. "
+      "dpsock reads the ring without a system call while there is traffic (on an empty poll "
+      "the PMD makes one recvfrom() for preferred busy polling); TX puts the mbuf itself on "
+      "the TX ring and one sendto() per burst makes the kernel copy each frame into an skb "
+      "for the veth. Per packet: one copy each way and no skb on receive. On a NIC with "
+      "zero-copy AF_XDP (i40e, ice, mlx5...) the copies go as well: the NIC writes into "
+      "the UMEM and reads from it.")
+    P("")
+    sat = []
+    for key, what in (("sp_udp_tp", "UDP"), ("sp_tcp_tp", "TCP")):
+        cells = []
+        for side in ("kernel",) + PATHS:
+            m, _ = summary(res, key, side, "/s")
+            cells.append("%s %s" % ("kernel" if side == "kernel" else PATH_NAME[side],
+                                    "%.2f µs" % (1e6 / m) if m else "not measured"))
+        sat.append("%s: %s" % (what, ", ".join(cells)))
+    P("Measured here, time per 64 B message at the rate sockperf throughput sustained (1 / "
+      "rate; the sender, not only the server, may be the limit): %s. The ping-pong rows give "
+      "the latency side: the ½ round trip of each path over the same veth." % "; ".join(sat))
+    P("")
     P("## Where this machine limits the result")
     P("")
     P("- **2 vCPUs, shared.** Client and server each own one vCPU; there is no spare core for "
@@ -380,11 +487,13 @@ plot 'latency.dat' using 2:xtic(1) title "kernel p50", '' using 3 title "kernel 
       "runs on the client's CPU (and the other way round): the kernel is not confined to one core "
       "per side the way dpsock is. Noise from a shared host shows as the min–max spread.")
     P("- **No NIC.** memif between two processes is a copy through shared memory on each side "
-      "(the PMD copies mbufs into its rings; no zero-copy mode is used); net_af_packet crosses "
-      "the kernel (veth transmit, AF_PACKET ring copy in both directions), so the UDP rows compare "
-      "the kernel with dpsock *plus* a kernel path: expect parity at best there.")
-    P("- **No hardware offloads.** memif and af_packet offer no checksum offload, no TSO and no "
-      "LRO: dpsock computes every checksum in software (lwIP's, by 64-bit adds: lwip/chksum.c) and "
+      "(the PMD copies mbufs into its rings; no zero-copy mode is used); net_af_xdp and "
+      "net_af_packet cross the kernel (veth transmit, a copy into the AF_XDP or AF_PACKET ring "
+      "in both directions), so the rows of the second table compare the kernel with dpsock "
+      "*plus* a kernel path. AF_XDP on a veth runs in copy mode (no zero-copy driver), with "
+      "the XDP program in the veth's native mode.")
+    P("- **No hardware offloads.** memif, AF_XDP and af_packet offer no checksum offload, no TSO and "
+      "no LRO: dpsock computes every checksum in software (lwIP's, by 64-bit adds: lwip/chksum.c) and "
       "lwIP segments every 1448-byte MSS itself (`tcp.segmentation = auto`; DPDK's GSO library in "
       "the netif, `gso`, measured no faster over memif and 3× slower over af_packet); the segments "
       "of a receive burst are merged before lwIP (`tcp.gro`). The kernel's veth side keeps its "
@@ -396,7 +505,8 @@ plot 'latency.dat' using 2:xtic(1) title "kernel p50", '' using 3 title "kernel 
       "tens of µs). The dpsock processes never sleep while loaded. `kernel_load --busy-poll` (a "
       "spinning client) is there for a closer look; the report does not use it.")
     P("- **MTU 1500 on both sides**, one queue pair, one worker; RSS and rte_flow steering are "
-      "not exercised here (one queue).")
+      "not exercised here (one queue). The integration tests run two workers on two AF_XDP "
+      "queues of the veth.")
     P("- **What a real mlx5 host would change.** One NIC port (or a VF per side, or two hosts): "
       "mlx5's zero-copy RX/TX instead of memif's copies, hardware IP/TCP/UDP checksums (dpsock "
       "sets them when the port offers them), RSS across several workers, rte_flow steering, "
@@ -421,14 +531,13 @@ plot 'latency.dat' using 2:xtic(1) title "kernel p50", '' using 3 title "kernel 
       "remove it." % (", ".join(x for x in stall if x) or "n/a"))
     P("- dpsock-loadgen has **no warm-up / measurement window option** and dpsock-echo **no sink "
       "mode** for bulk (both sides echo here).")
-    P("- **LD_PRELOAD rows** (unmodified programs: redis-benchmark, memcached, wrk, sockperf): "
-      "not yet — they need libdpsock_preload.so (issue 4).")
     P("")
     P("## Reproduce")
     P("")
     P("```sh")
-    P("ninja -C build && test/perf/run-all          # ~5 min, root, a quiet 2-CPU machine")
-    P("test/perf/run-all --quick                    # ~1.5 min smoke run, report in build/perf-quick/")
+    P("ninja -C build && test/perf/run-all          # ~20 min, root, a quiet 2-CPU machine")
+    P("test/perf/run-all --quick                    # ~5 min smoke run, report in build/perf-quick/")
+    P("test/perf/run-all --only udp,programs --pmds af_xdp,af_packet   # the second table only")
     P("meson test -C build --suite perf run-all --verbose")
     P("```")
     P("")

@@ -5,13 +5,15 @@
 # helpers): unmodified Debian programs as servers, under LD_PRELOAD with
 # dpsockd and on the kernel, driven by their usual clients from netns B.
 #
-#   server side, netns A, CPU 1: dpsockd (net_af_packet qpairs=1, EAL -l 1)
-#       and the preloaded program, or the program alone on the kernel
+#   server side, netns A, CPU 1: dpsockd (one queue on each port of PMDS in
+#       turn: net_af_xdp, net_af_packet; EAL -l 1) and the preloaded
+#       program, or the program alone on the kernel
 #   client side, netns B, CPU 0: sockperf pp/tp, wrk, redis-benchmark
 #
-# All dpsock rounds run first, then dpsockd stops and A's kernel takes the
-# address for the kernel rounds: an af_packet port sees every frame on its
-# veth, so the two must not be up together.
+# All dpsock rounds run first, port by port, then dpsockd stops and A's
+# kernel takes the address for the kernel rounds: an af_packet port sees
+# every frame on its veth and AF_XDP's program takes them all, so neither
+# may be up while the kernel serves the address.
 
 PL_LIB=$(find "$build" -maxdepth 1 -name libdpsock_preload.so 2>/dev/null | head -n 1)
 PL_NAME=${TEST_NAME}p
@@ -28,7 +30,7 @@ pl_skip() {
 pl_server() {
 	local side=$1 label=$2 log=$TEST_TMP/pl-$2-$1.log
 	shift 2
-	if [ "$side" = dpsock ]; then
+	if [ "$side" != kernel ]; then
 		ip netns exec "$TOPO_NS_A" taskset -c "${PL_APP_CPU:-1}" env LD_PRELOAD="$PL_LIB" \
 			DPSOCK_RUNTIME_DIR="$TEST_TMP" DPSOCK_NAME="$PL_NAME" "$@" >"$log" 2>&1 </dev/null &
 	else
@@ -163,20 +165,15 @@ else
 	meta programs_missing "${missing# }"
 	test_topo_up 203 "${TEST_NAME}q"
 	chmod 755 "$TEST_TMP" # nginx's workers (nobody) reach the control socket here
-	printf 'name = "%s";\nruntime_dir = "%s";\ninterfaces = ( { port = "net_af_packet0"; address = "%s/24"; } );\n' \
-		"$PL_NAME" "$TEST_TMP" "$TOPO_ADDR_A" >"$TEST_TMP/pl.conf"
-	log=$TEST_TMP/dpsockd-pl.log
-	ip netns exec "$TOPO_NS_A" taskset -c 1 "$DPSOCKD" -l 1 --file-prefix "$PL_NAME" "${EAL_COMMON[@]}" \
-		"--vdev=net_af_packet0,iface=$TOPO_IF_A,qpairs=1,framecnt=4096" -- -f "$TEST_TMP/pl.conf" >"$log" 2>&1 </dev/null &
-	BG_PID[$PL_NAME]=$!
-	if poll_until 30 dp_up "$PL_NAME" "${BG_PID[$PL_NAME]}" && [ "$POLL_OUTPUT" != exited ]; then
-		for r in $(seq 1 "$rounds"); do pl_round_all dpsock "$r"; done
+	for pmd in "${PMDS[@]}"; do
+		printf 'name = "%s";\nruntime_dir = "%s";\ninterfaces = ( { port = "net_%s0"; address = "%s/24"; } );\n' \
+			"$PL_NAME" "$TEST_TMP" "$pmd" "$TOPO_ADDR_A" >"$TEST_TMP/pl.conf"
+		pmd_start "$PL_NAME" "$pmd" "$TEST_TMP/dpsockd-pl-$pmd.log" "$DPSOCKD" -- -f "$TEST_TMP/pl.conf" ||
+			continue
+		for r in $(seq 1 "$rounds"); do pl_round_all "$pmd" "$r"; done
 		rc=0; bg_stop "$PL_NAME" || rc=$?
-		[ "$rc" = 0 ] || failed "dpsockd (programs) exited with status $rc"
-	else
-		failed "dpsockd for the programs did not start: $(tail -n 3 "$log" | tr '\n' ' ')"
-		bg_stop "$PL_NAME"
-	fi
+		[ "$rc" = 0 ] || failed "dpsockd (programs, $pmd) exited with status $rc (3 = mbuf leak)"
+	done
 	ip -n "$TOPO_NS_A" addr add "$TOPO_ADDR_A/24" dev "$TOPO_IF_A"
 	ip -n "$TOPO_NS_B" neigh flush dev "$TOPO_IF_B" 2>/dev/null
 	for r in $(seq 1 "$rounds"); do pl_round_all kernel "$r"; done
