@@ -45,11 +45,14 @@
 
 /* 2: the wake page and the waiter header say which CPU a worker and a
  *    sleeping thread run on (co-located waits neither spin nor delay).
- * 3: UDP multicast and options: OP_MCAST, UDP_BIND's reuse flags and owner,
+ * 3: TCP_INFO (DPSOCK_PL_OP_TCP_INFO, the slot's tcpi block: slot header
+ *    448 bytes), TCP_CONGESTION through DPSOCK_PL_OP_SETOPT, the segment's
+ *    tcp_congestion.
+ * 4: UDP multicast and options: OP_MCAST, UDP_BIND's reuse flags and owner,
  *    SETOPT of IP_TTL / IP_TOS / IP_MULTICAST_* / SO_RCVBUF, datagram
  *    headers with destination, interface and receive time, interfaces'
  *    kernel ifindex. */
-#define DPSOCK_PL_VERSION 3
+#define DPSOCK_PL_VERSION 4
 
 /* ======================================================================== */
 /* Control socket (SOCK_SEQPACKET, one message = one struct)                */
@@ -230,6 +233,9 @@ struct dpsock_pl_seg {
 	struct dpsock_pl_iface ifaces[DPSOCK_PL_MAX_IFACES];
 	struct dpsock_pl_rule rules[DPSOCK_PL_MAX_RULES];
 	char daemon_name[32];
+	/* congestion control of connections that set none (tcp.congestion):
+	 * getsockopt(TCP_CONGESTION) before a connection exists */
+	char tcp_congestion[16];
 };
 
 #define DPSOCK_PL_SEG_HDR 16384u
@@ -274,13 +280,19 @@ enum dpsock_pl_op {
 	DPSOCK_PL_OP_CLOSE,
 	/* Socket option on the worker's socket: arg0 = level, arg1 = name,
 	 * arg2.. = value (TCP_NODELAY; SO_KEEPALIVE; TCP_KEEPIDLE/INTVL/CNT;
-	 * IP_TOS and IP_TTL on any socket; on UDP: IP_MULTICAST_TTL,
+	 * IP_TOS and IP_TTL on any socket; TCP_CONGESTION (arg2..arg5 hold
+	 * the name, 16 bytes, NUL padded); on UDP: IP_MULTICAST_TTL,
 	 * IP_MULTICAST_LOOP, IP_MULTICAST_ALL, IP_MULTICAST_IF (arg2 = the
 	 * interface's index in the segment, -1 = the default one) and SO_RCVBUF
 	 * (arg2 = bytes the rx FIFO may hold: the shim passes what the kernel
 	 * socket reports, at most the FIFO's size). Values as the kernel
-	 * accepted them. Reply: result 0 / -ENOPROTOOPT / -EINVAL. */
+	 * accepted them. Reply: result 0 / -ENOPROTOOPT / -EINVAL / -ENOENT (no
+	 * such congestion control). */
 	DPSOCK_PL_OP_SETOPT,
+	/* TCP_INFO of a TCP slot: the worker writes the slot's tcpi block,
+	 * then replies 0 (the reply's release publishes the block), or
+	 * -ENOTCONN (no connection). */
+	DPSOCK_PL_OP_TCP_INFO,
 	/* Multicast membership of a UDP socket (abi/mcast_filter.h): arg0 =
 	 * enum dpsock_mc_op, addr = group, arg1 = interface index (segment's
 	 * ifaces[]), arg2 = source (network order, for the source operations).
@@ -380,6 +392,34 @@ enum dpsock_pl_state {
 
 #define DPSOCK_PL_WATCH 4 /* waiters one slot can notify */
 
+/* A connection's TCP_INFO (DPSOCK_PL_OP_TCP_INFO), fields named and meant
+ * as Linux's struct tcp_info without the tcpi_ prefix: times in us,
+ * windows and counts in segments unless the name says bytes or rate
+ * (bytes/s). X(type, name), in layout order. */
+#define DPSOCK_PL_TCPI_FIELDS(X)                                               \
+	X(uint8_t, state) X(uint8_t, ca_state) X(uint8_t, retransmits)         \
+	X(uint8_t, backoff) X(uint8_t, options) X(uint8_t, snd_wscale)         \
+	X(uint8_t, rcv_wscale) X(uint8_t, delivery_rate_app_limited)           \
+	X(uint32_t, rto) X(uint32_t, snd_mss) X(uint32_t, rcv_mss)             \
+	X(uint32_t, advmss) X(uint32_t, unacked) X(uint32_t, sacked)           \
+	X(uint32_t, lost) X(uint32_t, retrans) X(uint32_t, rtt)                \
+	X(uint32_t, rttvar) X(uint32_t, min_rtt) X(uint32_t, snd_ssthresh)     \
+	X(uint32_t, snd_cwnd) X(uint32_t, reordering) X(uint32_t, total_retrans) \
+	X(uint32_t, dsack_dups) X(uint32_t, reord_seen) X(uint32_t, segs_out)  \
+	X(uint32_t, data_segs_out) X(uint32_t, delivered) X(uint32_t, snd_wnd) \
+	X(uint32_t, notsent_bytes) X(uint64_t, pacing_rate)                    \
+	X(uint64_t, delivery_rate) X(uint64_t, bytes_acked)                    \
+	X(uint64_t, bytes_sent) X(uint64_t, bytes_retrans)
+
+#define DPSOCK_PL_TCPI_FIELD(type, name) type name;
+struct dpsock_pl_tcp_info {
+	DPSOCK_PL_TCPI_FIELDS(DPSOCK_PL_TCPI_FIELD)
+	char congestion[16];      /* the congestion control's name */
+	uint8_t pad[40];
+};
+#undef DPSOCK_PL_TCPI_FIELD
+static_assert(sizeof(struct dpsock_pl_tcp_info) == 192, "tcp_info block");
+
 struct dpsock_pl_slot {
 	/* ---- worker-written (line 0) ---- */
 	uint32_t gen;             /* bumped each time the worker allocates the slot */
@@ -419,15 +459,19 @@ struct dpsock_pl_slot {
 	uint32_t queued[DPSOCK_PL_WATCH];
 	uint32_t pad2[8];
 
-	/* ---- shim-only (lines 3..): the shim's lock and bookkeeping; the
+	/* ---- shim-only (line 3): the shim's lock and bookkeeping; the
 	 * daemon never reads them. */
 	uint8_t shim[256 - 192];
+
+	/* ---- worker-written on request (lines 4..6): DPSOCK_PL_OP_TCP_INFO */
+	struct dpsock_pl_tcp_info tcpi;
 };
-#define DPSOCK_PL_SLOT_HDR 256u
+#define DPSOCK_PL_SLOT_HDR 448u
 static_assert(sizeof(struct dpsock_pl_slot) == DPSOCK_PL_SLOT_HDR, "slot header");
 static_assert(offsetof(struct dpsock_pl_slot, tx_doorbell) == 64, "line 1");
 static_assert(offsetof(struct dpsock_pl_slot, watch) == 128, "line 2");
 static_assert(offsetof(struct dpsock_pl_slot, shim) == 192, "line 3");
+static_assert(offsetof(struct dpsock_pl_slot, tcpi) == 256, "line 4");
 
 /* A listener's rx FIFO carries accepted connections. */
 struct dpsock_pl_accept {

@@ -20,8 +20,9 @@
  * retrying while gen is odd or moved, so they never see a torn entry and
  * never make the writer wait.
  *
- * Layout (version 5: 3 added worker counters, 4 TCP offload counters, 5 the
- * multicast table, IGMP and multicast counters):
+ * Layout (version 6: 3 added worker counters, 4 TCP offload counters, 5
+ * loss recovery counters, 6 the multicast table, IGMP and multicast
+ * counters):
  *
  *   struct dpsock_stats_segment     header, control area, ports, workers,
  *                                   client table (reserved, see below)
@@ -64,7 +65,7 @@
 #include <stdint.h>
 
 #define DPSOCK_STATS_MAGIC 0x64707374617473ULL /* "dpstats" */
-#define DPSOCK_STATS_VERSION 5
+#define DPSOCK_STATS_VERSION 6 /* 5: loss recovery counters (DPSOCK_TCP_REC_COUNTERS), socket RTT in us; 6: the multicast table, IGMP and multicast counters */
 #define DPSOCK_STATS_MAX_PORTS 4
 #define DPSOCK_STATS_MAX_WORKERS 64
 #define DPSOCK_STATS_MAX_CLIENTS 64
@@ -195,7 +196,30 @@
 	X(igmp_tx_report_v2, "IGMPv2 membership reports sent")                  \
 	X(igmp_tx_report_v1, "IGMPv1 membership reports sent")                  \
 	X(igmp_tx_leave, "IGMPv2 leave messages sent")                          \
-	X(igmp_version_changes, "IGMP compatibility mode changes (older querier heard or gone)")
+	X(igmp_version_changes, "IGMP compatibility mode changes (older querier heard or gone)") \
+	DPSOCK_TCP_REC_COUNTERS(X)
+
+/* TCP loss recovery work (part of the worker counters): lwIP's sender in
+ * lwip/tcp_rec.c counts them per instance, the worker mirrors them. */
+#define DPSOCK_TCP_REC_COUNTERS(X)                                             \
+	X(tcp_rexmit, "TCP segments retransmitted (every cause)")             \
+	X(tcp_rexmit_sack, "retransmissions of holes SACK/RACK (or 3 duplicate ACKs) deemed lost") \
+	X(tcp_rexmit_rto, "retransmissions after a retransmission timeout")   \
+	X(tcp_rto, "retransmission timeouts of synchronized connections")      \
+	X(tcp_rto_repeat, "timeouts of a segment a timeout had resent already (backed-off RTO: a stall of more than one RTO)") \
+	X(tcp_recoveries, "fast recoveries entered")                           \
+	X(tcp_rack_lost, "segments RACK deemed lost (sent before a delivered one, older than RTT + reordering window)") \
+	X(tcp_rack_timeouts, "RACK reordering timers that fired")              \
+	X(tcp_tlp_probes, "tail loss probes sent")                             \
+	X(tcp_tlp_recoveries, "tail losses a probe repaired (cwnd reduced)")   \
+	X(tcp_sack_blocks, "SACK blocks received")                             \
+	X(tcp_sack_cuts, "sent super-segments cut where a SACK block or a partial ACK ends inside them") \
+	X(tcp_dsacks, "D-SACK blocks received (the peer got data twice)")      \
+	X(tcp_reorder_seen, "segments delivered below one delivered before (reordering)") \
+	X(tcp_spurious_rtx, "retransmissions proven unnecessary (D-SACK or Eifel timestamp)") \
+	X(tcp_undo, "congestion window reductions undone (spurious recovery or timeout)") \
+	X(tcp_spurious_rto, "timeouts found spurious (F-RTO or Eifel)")        \
+	X(tcp_hystart_exits, "slow starts ended by HyStart++ (RTT increase)")
 
 /* Per worker, levels rather than counts. */
 #define DPSOCK_WORKER_GAUGES(X)                                                \
@@ -222,7 +246,7 @@
 	X(rx_drops, "received data discarded: TCP, the app had closed the socket; UDP, its receive buffer (rx FIFO) was full") \
 	X(errors, "send errors other than EAGAIN, failed opens, resets")       \
 	X(accepted, "connections accepted (listening socket)")                 \
-	X(retrans, "retransmissions (lwIP nrtx increases, sampled every 50 ms tick)") \
+	X(retrans, "segments retransmitted (every cause)")                      \
 	X(poll_hits, "reserved (preload): poll/epoll calls that found it ready") \
 	X(poll_misses, "reserved (preload): poll/epoll calls that did not")
 
@@ -232,11 +256,17 @@
 	X(tx_queue, "bytes in the send buffer: TCP_SND_BUF - tcp_sndbuf")     \
 	X(nrtx, "retransmissions of the oldest unacknowledged segment")        \
 	X(cwnd, "congestion window (bytes)")                                   \
+	X(ssthresh, "slow start threshold (bytes; 2147483647: not set yet)")  \
 	X(snd_wnd, "send window the peer offers (bytes)")                      \
-	X(rtt_us, "smoothed RTT (lwIP's sa / 8, in 50 ms ticks, as us)")       \
-	X(rttvar_us, "RTT variation (lwIP's sv / 4, as us)")                   \
+	X(rtt_us, "smoothed RTT (us, from the connection's send times)")       \
+	X(rttvar_us, "RTT variation (us)")                                     \
+	X(min_rtt_us, "lowest RTT seen in the last 5 minutes (us)")           \
 	X(rto_ms, "retransmission timeout (ms)")                               \
-	X(mss, "maximum segment size (bytes)")
+	X(mss, "maximum segment size (bytes)")                                 \
+	X(ca_state, "recovery state: 0 open, 1 disorder, 3 recovery, 4 loss (after a timeout)") \
+	X(sacked, "bytes in flight the peer SACKed")                           \
+	X(lost, "bytes in flight deemed lost")                                 \
+	X(delivery_rate, "delivery rate of the latest sample (bytes/s)")
 
 #define DPSOCK_STATS_FIELD(name, help) uint64_t name;
 

@@ -315,6 +315,7 @@ group_create(struct pl_ctl *c, char *why, size_t whylen)
 	hdr->n_rules = conf->n_rules;
 	memcpy(hdr->rules, conf->rules, conf->n_rules * sizeof(conf->rules[0]));
 	snprintf(hdr->daemon_name, sizeof(hdr->daemon_name), "%s", conf->name);
+	snprintf(hdr->tcp_congestion, sizeof(hdr->tcp_congestion), "%s", conf->congestion);
 	hdr->state = DPSOCK_PL_RUNNING;
 	/* release: the header is complete before its magic says so (the
 	 * client only maps it after WELCOME, which orders it anyway) */

@@ -17,6 +17,7 @@
 #include <errno.h>
 #include <netinet/in.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -26,6 +27,8 @@
 
 #include <rte_common.h>
 #include <rte_malloc.h>
+
+#include "dpsock_tcp_rec.h"
 
 #include "stack_priv.h"
 #include "log_priv.h"
@@ -37,6 +40,7 @@
 #define PL_TCP_KEEPIDLE 4
 #define PL_TCP_KEEPINTVL 5
 #define PL_TCP_KEEPCNT 6
+#define PL_TCP_CONGESTION 13
 
 #define PL_BATCH_MAX 1024u
 #define PL_TX_CHUNK (256u * 1024)  /* bytes moved from one tx FIFO per pass */
@@ -726,6 +730,8 @@ apply_opts(struct pl_wslot *ws)
 		dpsock_sock_set_tos(ws->s, ws->tos);
 	if (ws->ttl >= 0)
 		dpsock_sock_set_ttl(ws->s, ws->ttl);
+	if (ws->cc)
+		dpsock_set_congestion(ws->s, dpsock_cc_table[ws->cc - 1]->name);
 }
 
 static int
@@ -747,6 +753,7 @@ cb_accepted(struct dpsock_sock *listener, struct dpsock_sock *child)
 	dpsock_sock_set_user(child, cws);
 	cws->nodelay = lws->nodelay;
 	cws->keepalive = lws->keepalive;
+	cws->cc = lws->cc;
 	cws->ka_idle = lws->ka_idle;
 	cws->ka_intvl = lws->ka_intvl;
 	cws->ka_cnt = lws->ka_cnt;
@@ -1121,6 +1128,22 @@ op_setopt(struct pl_wslot *ws, const struct dpsock_pl_cmd *c)
 	if (level != IPPROTO_TCP || !tcp)
 		return -ENOPROTOOPT;
 	switch (name) {
+	case PL_TCP_CONGESTION: {
+		char cc[17];
+		int i;
+
+		memcpy(cc, &c->arg[2], 16);
+		cc[16] = '\0';
+		i = dpsock_tcp_cc_find(cc);
+		if (i < 0)
+			return -ENOENT;
+		ws->cc = (uint8_t)(i + 1);
+		/* a connection switches now (even while connecting), a
+		 * listener passes it to what it accepts */
+		if (ws->s != NULL && ws->kind == DPSOCK_PL_TCP_CONN)
+			dpsock_set_congestion(ws->s, cc);
+		return 0;
+	}
 	case PL_TCP_NODELAY:
 		ws->nodelay = v != 0;
 		if (ws->s != NULL && ws->kind == DPSOCK_PL_TCP_CONN)
@@ -1143,6 +1166,32 @@ op_setopt(struct pl_wslot *ws, const struct dpsock_pl_cmd *c)
 	default:
 		return -ENOPROTOOPT;
 	}
+}
+
+/* TCP_INFO into the slot's tcpi block; the reply (its ring's release)
+ * publishes it to the shim. */
+static int
+op_tcp_info(struct pl_wslot *ws)
+{
+	struct dpsock_pl_tcp_info *t = &sh_of(ws)->tcpi;
+	struct dpsock_tcp_info info;
+	int r;
+
+	if (ws->kind == DPSOCK_PL_UDP)
+		return -ENOPROTOOPT;
+	if (ws->s == NULL)
+		return -ENOTCONN;
+	r = dpsock_tcp_info(ws->s, &info);
+	if (r != 0)
+		return r;
+	if (ws->kind == DPSOCK_PL_TCP_LISTENER && ws->cc)
+		snprintf(info.congestion, sizeof(info.congestion), "%s",
+			 dpsock_cc_table[ws->cc - 1]->name);
+#define TCPI_COPY(type, name) t->name = info.name;
+	DPSOCK_PL_TCPI_FIELDS(TCPI_COPY)
+#undef TCPI_COPY
+	memcpy(t->congestion, info.congestion, sizeof(t->congestion));
+	return 0;
 }
 
 /* Run one validated command. Returns true when it gets a reply (r filled,
@@ -1171,6 +1220,7 @@ cmd_run(struct pl_wgroup *wg, const struct dpsock_pl_cmd *c, struct dpsock_pl_re
 	case DPSOCK_PL_OP_CLOSE:
 	case DPSOCK_PL_OP_SETOPT:
 	case DPSOCK_PL_OP_MCAST:
+	case DPSOCK_PL_OP_TCP_INFO:
 		ws = cmd_slot(wg, c, &err);
 		if (ws == NULL)
 			break;
@@ -1218,6 +1268,9 @@ cmd_run(struct pl_wgroup *wg, const struct dpsock_pl_cmd *c, struct dpsock_pl_re
 				    c->arg[1] < 0 ? -ENODEV :
 				    dpsock_udp_mcast(ws->s, c->arg[0], c->addr,
 						     (unsigned int)c->arg[1], (uint32_t)c->arg[2]);
+			return true;
+		case DPSOCK_PL_OP_TCP_INFO:
+			r->result = op_tcp_info(ws);
 			return true;
 		default: /* SETOPT */
 			r->result = op_setopt(ws, c);

@@ -497,6 +497,257 @@ import transform_perf  # noqa: E402
 
 EDITS += [Edit(*e) for e in transform_perf.EDITS]
 
+# ---- loss recovery, congestion control and RTT (lwip/tcp_rec.c, tcp_cc.c;
+# README.md "Loss recovery"). These edits only hook lwIP into those files and
+# take out the parts of the 2.1.3 sender they replace; they are kept apart
+# from EDITS above so that other changes to the same files merge cleanly.
+RECOVERY_EDITS = [
+    # per-connection and per-segment state
+    Edit('include/lwip/tcp.h', 'recovery: header',
+         '#include "lwip/ip6_addr.h"\n',
+         '#include "lwip/ip6_addr.h"\n'
+         '#include "dpsock_tcp_rec.h" /* dpsock: loss recovery state */\n'),
+    Edit('include/lwip/tcp.h', 'recovery: state in tcp_pcb',
+         '  u8_t snd_scale;\n  u8_t rcv_scale;\n#endif\n};\n',
+         '  u8_t snd_scale;\n  u8_t rcv_scale;\n#endif\n'
+         '  /* dpsock: loss recovery, congestion control, RTT (tcp_rec.c) */\n'
+         '  struct dpsock_tcp_rec rec;\n'
+         '};\n'),
+    Edit('include/lwip/priv/tcp_priv.h', 'recovery: state in tcp_seg',
+         '  struct tcp_hdr *tcphdr;  /* the TCP header */\n};\n',
+         '  struct tcp_hdr *tcphdr;  /* the TCP header */\n'
+         '  struct dpsock_seg_rec rec; /* dpsock: scoreboard entry (tcp_rec.c) */\n'
+         '};\n'),
+    Edit('core/tcp_out.c', 'recovery: new segment',
+         '  seg->flags = optflags;\n  seg->next = NULL;\n',
+         '  seg->flags = optflags;\n  seg->next = NULL;\n'
+         '  dpsock_tcp_rec_seg_init(seg);\n'),
+    Edit('core/tcp.c', 'recovery: new pcb',
+         '    pcb->ssthresh = TCP_SND_BUF;\n',
+         '    pcb->ssthresh = TCP_SND_BUF;\n'
+         '    dpsock_tcp_rec_pcb_init(pcb); /* dpsock: congestion control, ssthresh */\n'),
+    Edit('core/tcp.c', 'recovery: pcb freed',
+         '  tcp_ext_arg_invoke_callbacks_destroyed(pcb->ext_args);\n#endif\n'
+         '  memp_free(MEMP_TCP_PCB, pcb);\n',
+         '  tcp_ext_arg_invoke_callbacks_destroyed(pcb->ext_args);\n#endif\n'
+         '  dpsock_tcp_rec_pcb_free(pcb); /* dpsock: off the timer heap */\n'
+         '  memp_free(MEMP_TCP_PCB, pcb);\n'),
+    Edit('core/tcp.c', 'recovery: queues purged',
+         '    tcp_segs_free(pcb->unsent);\n    tcp_segs_free(pcb->unacked);\n'
+         '    pcb->unacked = pcb->unsent = NULL;\n',
+         '    tcp_segs_free(pcb->unsent);\n    tcp_segs_free(pcb->unacked);\n'
+         '    pcb->unacked = pcb->unsent = NULL;\n'
+         '    dpsock_tcp_rec_purge(pcb); /* dpsock: scoreboard and timers */\n'),
+
+    # the RTO of a synchronized connection: everything not SACKed is
+    # lost, retransmitted in place under cwnd (F-RTO, undo); SYN
+    # retransmission stays lwIP's
+    Edit('core/tcp.c', 'recovery: retransmission timeout',
+         '        if (pcb->rtime >= pcb->rto) {\n'
+         '          /* Time for a retransmission. */\n',
+         '        if (pcb->rtime >= pcb->rto && dpsock_tcp_rec_rto(pcb)) {\n'
+         '          /* dpsock: done by tcp_rec.c */\n'
+         '        } else if (pcb->rtime >= pcb->rto) {\n'
+         '          /* Time for a retransmission. */\n'),
+
+    # options of each received segment: the echoed timestamp and the SACK
+    # blocks (2.1.3 skips both)
+    Edit('core/tcp_in.c', 'recovery: options reset per segment',
+         '  LWIP_ASSERT("tcp_parseopt: invalid pcb", pcb != NULL);\n',
+         '  LWIP_ASSERT("tcp_parseopt: invalid pcb", pcb != NULL);\n'
+         '  dpsock_tcp_rx_opts.n_sack = 0; /* dpsock */\n'
+         '  dpsock_tcp_rx_opts.ts = 0;\n'),
+    Edit('core/tcp_in.c', 'recovery: TSecr kept',
+         '          /* Advance to next option (6 bytes already read) */\n'
+         '          tcp_optidx += LWIP_TCP_OPT_LEN_TS - 6;\n',
+         '          /* dpsock: the echoed timestamp (Eifel, RACK) */\n'
+         '          {\n'
+         '            u32_t tsecr = tcp_get_next_optbyte();\n'
+         '            tsecr |= (tcp_get_next_optbyte() << 8);\n'
+         '            tsecr |= (tcp_get_next_optbyte() << 16);\n'
+         '            tsecr |= ((u32_t)tcp_get_next_optbyte() << 24);\n'
+         '            dpsock_tcp_rx_opts.tsecr = lwip_ntohl(tsecr);\n'
+         '            dpsock_tcp_rx_opts.ts = 1;\n'
+         '          }\n'),
+    Edit('core/tcp_in.c', 'recovery: SACK blocks parsed',
+         '#endif /* LWIP_TCP_SACK_OUT */\n'
+         '        default:\n',
+         '#endif /* LWIP_TCP_SACK_OUT */\n'
+         '        case 5: /* dpsock: SACK (RFC 2018), for tcp_rec.c */\n'
+         '          data = tcp_get_next_optbyte();\n'
+         '          if (data < 2 || (tcp_optidx - 2 + data) > tcphdr_optlen) {\n'
+         '            return;\n'
+         '          }\n'
+         '          {\n'
+         '            u8_t i, k, n = (u8_t)((data - 2) / 8);\n'
+         '            for (i = 0; i < n; i++) {\n'
+         '              u32_t edge[2] = { 0, 0 };\n'
+         '              for (k = 0; k < 8; k++) {\n'
+         '                edge[k / 4] = (edge[k / 4] << 8) | tcp_get_next_optbyte();\n'
+         '              }\n'
+         '              if (dpsock_tcp_rx_opts.n_sack < DPSOCK_TCP_SACK_RX_MAX) {\n'
+         '                dpsock_tcp_rx_opts.sack[dpsock_tcp_rx_opts.n_sack][0] = edge[0];\n'
+         '                dpsock_tcp_rx_opts.sack[dpsock_tcp_rx_opts.n_sack][1] = edge[1];\n'
+         '                dpsock_tcp_rx_opts.n_sack++;\n'
+         '              }\n'
+         '            }\n'
+         '            tcp_optidx += (u16_t)(data - 2 - n * 8);\n'
+         '          }\n'
+         '          break;\n'
+         '        default:\n'),
+
+    # the ACK path of tcp_receive(): tcp_rec.c sees every ACK before lwIP
+    # frees what it acknowledges, and owns duplicate ACKs, cwnd, ssthresh
+    # and the RTT estimate
+    Edit('core/tcp_in.c', 'recovery: ACK hook',
+         '    /* (From Stevens TCP/IP Illustrated Vol II, p970.) Its only a\n',
+         '    /* dpsock: scoreboard, loss detection, cwnd (tcp_rec.c) */\n'
+         '    dpsock_tcp_rec_on_ack(pcb, ackno, tcplen,\n'
+         '                          pcb->snd_wl2 + pcb->snd_wnd != right_wnd_edge);\n'
+         '\n'
+         '    /* (From Stevens TCP/IP Illustrated Vol II, p970.) Its only a\n'),
+    Edit('core/tcp_in.c', 'recovery: no lwIP fast retransmit',
+         '            if (pcb->lastack == ackno) {\n'
+         '              found_dupack = 1;\n'
+         '              if ((u8_t)(pcb->dupacks + 1) > pcb->dupacks) {\n'
+         '                ++pcb->dupacks;\n'
+         '              }\n'
+         '              if (pcb->dupacks > 3) {\n'
+         '                /* Inflate the congestion window */\n'
+         '                TCP_WND_INC(pcb->cwnd, pcb->mss);\n'
+         '              }\n'
+         '              if (pcb->dupacks >= 3) {\n'
+         '                /* Do fast retransmit (checked via TF_INFR, not via dupacks count) */\n'
+         '                tcp_rexmit_fast(pcb);\n'
+         '              }\n'
+         '            }\n',
+         '            if (pcb->lastack == ackno) {\n'
+         '              /* dpsock: counted and acted on by tcp_rec.c */\n'
+         '              found_dupack = 1;\n'
+         '            }\n'),
+    Edit('core/tcp_in.c', 'recovery: no lwIP recovery exit',
+         '      /* Reset the "IN Fast Retransmit" flag, since we are no longer\n'
+         '         in fast retransmit. Also reset the congestion window to the\n'
+         '         slow start threshold. */\n'
+         '      if (pcb->flags & TF_INFR) {\n'
+         '        tcp_clear_flags(pcb, TF_INFR);\n'
+         '        pcb->cwnd = pcb->ssthresh;\n'
+         '        pcb->bytes_acked = 0;\n'
+         '      }\n',
+         '      /* dpsock: recovery ends in tcp_rec.c */\n'),
+    Edit('core/tcp_in.c', 'recovery: RTO from tcp_rec.c',
+         '      /* Reset the retransmission time-out. */\n'
+         '      pcb->rto = (s16_t)((pcb->sa >> 3) + pcb->sv);\n'
+         '      /* dpsock: RTO floor */\n'
+         '      if (pcb->rto < LWIP_TCP_RTO_MIN / TCP_SLOW_INTERVAL) {\n'
+         '        pcb->rto = LWIP_TCP_RTO_MIN / TCP_SLOW_INTERVAL;\n'
+         '      }\n',
+         '      /* dpsock: tcp_rec.c resets the RTO (microsecond RTT) */\n'),
+    Edit('core/tcp_in.c', 'recovery: cwnd from tcp_cc.c',
+         '      /* Update the congestion control variables (cwnd and\n'
+         '         ssthresh). */\n'
+         '      if (pcb->state >= ESTABLISHED) {\n'
+         '        if (pcb->cwnd < pcb->ssthresh) {\n'
+         '          tcpwnd_size_t increase;\n'
+         '          /* limit to 1 SMSS segment during period following RTO */\n'
+         '          u8_t num_seg = (pcb->flags & TF_RTO) ? 1 : 2;\n'
+         '          /* RFC 3465, section 2.2 Slow Start */\n'
+         '          increase = LWIP_MIN(acked, (tcpwnd_size_t)(num_seg * pcb->mss));\n'
+         '          TCP_WND_INC(pcb->cwnd, increase);\n'
+         '          LWIP_DEBUGF(TCP_CWND_DEBUG, ("tcp_receive: slow start cwnd %"TCPWNDSIZE_F"\\n", pcb->cwnd));\n'
+         '        } else {\n'
+         '          /* RFC 3465, section 2.1 Congestion Avoidance */\n'
+         '          TCP_WND_INC(pcb->bytes_acked, acked);\n'
+         '          if (pcb->bytes_acked >= pcb->cwnd) {\n'
+         '            pcb->bytes_acked = (tcpwnd_size_t)(pcb->bytes_acked - pcb->cwnd);\n'
+         '            TCP_WND_INC(pcb->cwnd, pcb->mss);\n'
+         '          }\n'
+         '          LWIP_DEBUGF(TCP_CWND_DEBUG, ("tcp_receive: congestion avoidance cwnd %"TCPWNDSIZE_F"\\n", pcb->cwnd));\n'
+         '        }\n'
+         '      }\n',
+         '      /* dpsock: cwnd and ssthresh are tcp_cc.c\'s */\n'
+         '      LWIP_UNUSED_ARG(acked);\n'),
+    Edit('core/tcp_in.c', 'recovery: no tick RTT estimate (declaration)',
+         '  s16_t m;\n  u32_t right_wnd_edge;\n',
+         '  u32_t right_wnd_edge;\n'),
+    Edit('core/tcp_in.c', 'recovery: no tick RTT estimate',
+         '    if (pcb->rttest && TCP_SEQ_LT(pcb->rtseq, ackno)) {\n'
+         '      /* diff between this shouldn\'t exceed 32K since this are tcp timer ticks\n'
+         '         and a round-trip shouldn\'t be that long... */\n'
+         '      m = (s16_t)(tcp_ticks - pcb->rttest);\n',
+         '    /* dpsock: RTT in microseconds from tcp_rec.c; this is dead code */\n'
+         '    if (0) {\n'
+         '      s16_t m = (s16_t)(tcp_ticks - pcb->rttest);\n'),
+    # the initial window from lwipopts.h (10 segments, RFC 6928)
+    Edit('core/tcp_in.c', 'recovery: initial window configurable',
+         '#define LWIP_TCP_CALC_INITIAL_CWND(mss) ((tcpwnd_size_t)LWIP_MIN((4U * (mss)), LWIP_MAX((2U * (mss)), 4380U)))\n',
+         '#ifndef LWIP_TCP_CALC_INITIAL_CWND /* dpsock: lwipopts.h sets it */\n'
+         '#define LWIP_TCP_CALC_INITIAL_CWND(mss) ((tcpwnd_size_t)LWIP_MIN((4U * (mss)), LWIP_MAX((2U * (mss)), 4380U)))\n'
+         '#endif\n'),
+    # the handshake's RTT, and the SYN leaves the scoreboard
+    Edit('core/tcp_in.c', 'recovery: SYN acknowledged',
+         '          pcb->unacked = rseg->next;\n        }\n        tcp_seg_free(rseg);\n',
+         '          pcb->unacked = rseg->next;\n        }\n'
+         '        dpsock_tcp_rec_syn_acked(pcb, rseg); /* dpsock */\n'
+         '        tcp_seg_free(rseg);\n'),
+
+    # tcp_output(): holes first, then new data under pipe <= cwnd (and
+    # pacing); after, cwnd validation and the tail loss probe
+    Edit('core/tcp_out.c', 'recovery: retransmissions first',
+         '  if (tcp_input_pcb == pcb) {\n    return ERR_OK;\n  }\n\n'
+         '  wnd = LWIP_MIN(pcb->snd_wnd, pcb->cwnd);\n',
+         '  if (tcp_input_pcb == pcb) {\n    return ERR_OK;\n  }\n\n'
+         '  /* dpsock: the holes deemed lost go before new data (tcp_rec.c) */\n'
+         '  dpsock_tcp_rec_output(pcb);\n\n'
+         '  wnd = LWIP_MIN(pcb->snd_wnd, pcb->cwnd);\n'),
+    Edit('core/tcp_out.c', 'recovery: new data under the pipe (first segment)',
+         '  if (lwip_ntohl(seg->tcphdr->seqno) - pcb->lastack + seg->len > wnd) {\n',
+         '  if (!dpsock_tcp_rec_can_send(pcb, seg, wnd)) { /* dpsock: pipe, rwnd, pacing */\n'),
+    Edit('core/tcp_out.c', 'recovery: persist timer when the peer window holds',
+         '    if (wnd == pcb->snd_wnd && pcb->unacked == NULL && pcb->persist_backoff == 0) {\n',
+         '    if (dpsock_tcp_rec_rwnd_limited(pcb, seg) && pcb->unacked == NULL && pcb->persist_backoff == 0) {\n'),
+    Edit('core/tcp_out.c', 'recovery: new data under the pipe (loop)',
+         '  while (seg != NULL &&\n'
+         '         lwip_ntohl(seg->tcphdr->seqno) - pcb->lastack + seg->len <= wnd) {\n',
+         '  while (seg != NULL && dpsock_tcp_rec_can_send(pcb, seg, wnd)) {\n'),
+    Edit('core/tcp_out.c', 'recovery: after output',
+         'output_done:\n  tcp_clear_flags(pcb, TF_NAGLEMEMERR);\n',
+         'output_done:\n  tcp_clear_flags(pcb, TF_NAGLEMEMERR);\n'
+         '  dpsock_tcp_rec_output_done(pcb); /* dpsock: cwnd use, TLP */\n'),
+    # every transmission stamped (send time, TSval, retransmission)
+    Edit('core/tcp_out.c', 'recovery: segment sent',
+         '  err = ip_output_if(seg->p, &pcb->local_ip, &pcb->remote_ip, pcb->ttl,\n'
+         '                     pcb->tos, IP_PROTO_TCP, netif);\n'
+         '  NETIF_RESET_HINTS(netif);\n',
+         '  err = ip_output_if(seg->p, &pcb->local_ip, &pcb->remote_ip, pcb->ttl,\n'
+         '                     pcb->tos, IP_PROTO_TCP, netif);\n'
+         '  NETIF_RESET_HINTS(netif);\n'
+         '  dpsock_tcp_rec_sent(pcb, seg); /* dpsock */\n'),
+    # retransmission in place, for tcp_rec.c
+    Edit('core/tcp_out.c', 'recovery: dpsock_tcp_output_seg() appended',
+         '#endif /* LWIP_TCP */\n',
+         '/* dpsock: send a segment of the unacked queue again, where it is */\n'
+         'err_t\n'
+         'dpsock_tcp_output_seg(struct tcp_pcb *pcb, struct tcp_seg *seg)\n'
+         '{\n'
+         '  struct netif *netif = tcp_route(pcb, &pcb->local_ip, &pcb->remote_ip);\n'
+         '\n'
+         '  if (netif == NULL) {\n'
+         '    return ERR_RTE;\n'
+         '  }\n'
+         '  if (tcp_output_segment_busy(seg)) {\n'
+         '    return ERR_INPROGRESS; /* its frame is still lent to the NIC */\n'
+         '  }\n'
+         '  TCPH_SET_FLAG(seg->tcphdr, TCP_ACK);\n'
+         '  return tcp_output_segment(seg, pcb, netif);\n'
+         '}\n'
+         '\n'
+         '#endif /* LWIP_TCP */\n'),
+]
+# after the performance edits: the window check of tcp_output() that
+# "tso: tcp_output joins and fits" anchors on becomes the pipe check here
+EDITS += RECOVERY_EDITS
+
 
 def fail(msg):
     sys.stderr.write('lwip/transform.py: error: %s\n' % msg)

@@ -9,7 +9,9 @@
  * to a strips b's TCP header (it becomes header room of b's first pbuf, or
  * that pbuf goes when it held only the header) and links b's pbufs behind
  * a's. Splitting cuts the chain at a pbuf boundary and gives the rest a new
- * header pbuf. pcb->snd_queuelen counts pbufs: it follows both.
+ * header pbuf; loss recovery may also cut a sent segment inside a pbuf
+ * (the rest of that pbuf copied into a new one, see dpsock_tcp_seg_cut).
+ * pcb->snd_queuelen counts pbufs: it follows all of them.
  *
  * Frames of a chain lent to the NIC (stack/netif.c) hold a reference on
  * every pbuf of the chain, so cutting or shortening a chain the NIC still
@@ -203,7 +205,6 @@ seg_split(struct tcp_pcb *pcb, struct tcp_seg *seg, struct pbuf *cut, u16_t fron
     ns->next = seg->next;
     seg->next = ns;
     pcb->snd_queuelen++;
-    tso_st.splits++;
     return true;
 }
 
@@ -229,9 +230,70 @@ seg_fit(struct tcp_pcb *pcb, struct tcp_seg *seg, u32_t room)
         if (acc > room)
             break;
     }
-    if (cut == NULL || cut_acc >= seg->len)
+    if (cut == NULL || cut_acc >= seg->len || !seg_split(pcb, seg, cut, (u16_t)cut_acc))
         return false;
-    return seg_split(pcb, seg, cut, (u16_t)cut_acc);
+    tso_st.splits++;
+    return true;
+}
+
+/* Split q, a pbuf of a segment's chain, after its first k bytes: the rest
+ * goes to a new pbuf behind it, a copy (q's memory may be lent to the NIC:
+ * it stays as it is, q only looks shorter). */
+static bool
+pbuf_cut(struct tcp_pcb *pcb, struct pbuf *q, u16_t k)
+{
+    struct pbuf *n = pbuf_alloc(PBUF_RAW, (u16_t)(q->len - k), PBUF_RAM);
+
+    if (n == NULL)
+        return false;
+    memcpy(n->payload, (u8_t *)q->payload + k, (size_t)(q->len - k));
+    n->next = q->next;
+    q->next = n;
+    q->len = k;
+    pcb->snd_queuelen++;
+    return true;
+}
+
+uint32_t
+dpsock_tcp_seg_cut(struct tcp_pcb *pcb, struct tcp_seg *seg, uint32_t off, int how)
+{
+    struct pbuf *q, *cut = NULL;
+    u16_t hdr;
+    u32_t acc, cut_acc = 0;
+
+    if (off == 0 || off >= seg->len || !seg_plain(seg) || seg->p->ref != 1)
+        return 0;
+    hdr = seg_hdr_bytes(pcb, seg);
+    /* boundaries after each pbuf but the last */
+    for (q = seg->p, acc = q->len - hdr; q->next != NULL; q = q->next, acc += q->len) {
+        if (acc == 0 || (how == DPSOCK_SEG_CUT_UP && acc < off))
+            continue;
+        if (how != DPSOCK_SEG_CUT_UP && acc > off)
+            break;
+        cut = q;
+        cut_acc = acc;
+        if (how == DPSOCK_SEG_CUT_UP)
+            break;
+    }
+    if (how == DPSOCK_SEG_CUT_EXACT && cut_acc != off) {
+        /* inside a pbuf (a piece cut before starts with one holding only
+         * its header): split that pbuf there */
+        u32_t before = 0;
+        u16_t skip = hdr;
+
+        for (q = seg->p; q != NULL && before + (u32_t)(q->len - skip) <= off; q = q->next) {
+            before += q->len - skip;
+            skip = 0;
+        }
+        if (q == NULL || !pbuf_cut(pcb, q, (u16_t)(skip + off - before)))
+            return 0;
+        chain_fix_tot_len(seg->p);
+        cut = q;
+        cut_acc = off;
+    }
+    if (cut == NULL || cut_acc >= seg->len || !seg_split(pcb, seg, cut, (u16_t)cut_acc))
+        return 0;
+    return cut_acc;
 }
 
 /*

@@ -667,6 +667,14 @@ getsockopt(int fd, int level, int name, void *val, socklen_t *len)
 	struct shim_sock *s = shim_sock_get(fd);
 	int v;
 
+	if (shim_sock_offloaded(s) && s->mode != SHIM_UDP && level == IPPROTO_TCP &&
+	    (name == TCP_INFO || name == TCP_CONGESTION) && val != NULL && len != NULL) {
+		/* the worker's connection; once it is gone, the kernel
+		 * socket's answer (state CLOSE) */
+		if ((name == TCP_INFO ? shim_tcp_info(s, val, len) : shim_tcp_congestion(s, val, len)) == 0)
+			return 0;
+		return REAL(getsockopt)(fd, level, name, val, len);
+	}
 	if (!shim_sock_offloaded(s) || val == NULL || len == NULL || *len < sizeof(int))
 		return REAL(getsockopt)(fd, level, name, val, len);
 	if (level == SOL_SOCKET && name == SO_ERROR) {
@@ -769,6 +777,10 @@ remember_opt(int fd, struct shim_sock *s, int level, int name, const void *val, 
 		case TCP_KEEPIDLE: s->keepidle = v; return 1;
 		case TCP_KEEPINTVL: s->keepintvl = v; return 1;
 		case TCP_KEEPCNT: s->keepcnt = v; return 1;
+		case TCP_CONGESTION:
+			memset(s->cc, 0, sizeof(s->cc));
+			memcpy(s->cc, val, len < sizeof(s->cc) - 1 ? len : sizeof(s->cc) - 1);
+			return 1;
 		default: return 0;
 		}
 	}

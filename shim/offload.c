@@ -132,6 +132,9 @@ shim_sock_setopt_all(struct shim_thread *t, struct shim_sock *s, int level, int 
 		c.arg[0] = level;
 		c.arg[1] = name;
 		c.arg[2] = val;
+		/* TCP_CONGESTION: the name, 16 bytes over arg2..arg5 */
+		if (level == IPPROTO_TCP && name == TCP_CONGESTION)
+			memcpy(&c.arg[2], s->cc, sizeof(s->cc));
 		e = shim_cmd_call(t, shim_slot_worker(s->slot[i]), &c, &r);
 		if (e == 0)
 			e = r.result;
@@ -167,6 +170,9 @@ shim_sock_push_opts(struct shim_thread *t, struct shim_sock *s)
 	for (size_t o = 0; o < sizeof(opts) / sizeof(opts[0]); o++)
 		if (opts[o].on)
 			shim_sock_setopt_all(t, s, opts[o].level, opts[o].name, opts[o].val);
+	/* the congestion control by name (shim_sock_setopt_all sends it) */
+	if (s->cc[0] && s->type == SOCK_STREAM)
+		shim_sock_setopt_all(t, s, IPPROTO_TCP, TCP_CONGESTION, 0);
 	if (udp)
 		shim_mc_replay(t, s);
 }

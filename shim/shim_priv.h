@@ -295,6 +295,7 @@ struct shim_sock {
 	/* remembered options */
 	int reuseaddr, reuseport, keepalive, nodelay, tos;
 	int keepidle, keepintvl, keepcnt;
+	char cc[16];              /* TCP_CONGESTION the kernel accepted ("" none) */
 	int rcvbuf, sndbuf;
 	struct linger linger;
 	int backlog;
@@ -541,6 +542,10 @@ int shim_tcp_connect_wait(struct shim_sock *s);
 /* accept4 on an offloaded listener: the new descriptor or -1 + errno. */
 int shim_tcp_accept(int fd, struct shim_sock *s, struct sockaddr *addr, socklen_t *alen,
 		    int flags);
+/* tcpinfo.c: getsockopt TCP_INFO / TCP_CONGESTION of an offloaded TCP
+ * socket, answered by its worker. 0 or -errno. */
+int shim_tcp_info(struct shim_sock *s, void *val, socklen_t *len);
+int shim_tcp_congestion(struct shim_sock *s, void *val, socklen_t *len);
 ssize_t shim_udp_send(struct shim_sock *s, const struct iovec *iov, int iovcnt, int flags,
 		      const struct sockaddr *to, socklen_t tolen);
 /* hdr (may be NULL): the datagram's header, for recvmsg's control messages. */

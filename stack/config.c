@@ -81,6 +81,7 @@ static const char *check_abs_path(const char *v);
 static const char *check_port(const char *v);
 static const char *check_steering(const char *v);
 static const char *check_segmentation(const char *v);
+static const char *check_congestion(const char *v);
 
 #define K_UINT(st, k, f, d, lo, hi, fl, h)                                     \
 	{ .key = (k), .type = CONF_UINT, .flags = (fl), .off = offsetof(st, f), \
@@ -142,6 +143,10 @@ static const struct conf_key conf_main_keys[] = {
 	K_SPECIAL(DC, "tcp.gro", CONF_BOOL, gro, 1, 0,
 		  "merge the in-order TCP segments of a flow within a receive burst before lwIP "
 		  "(one lwIP input and one ACK decision per burst)"),
+	K_STR(DC, "tcp.congestion", congestion, "cubic", 1, 15, check_congestion, 0,
+	      "congestion control of new connections: cubic or reno (newreno); TCP_CONGESTION sets it per socket"),
+	K_SPECIAL(DC, "tcp.pacing", CONF_BOOL, pacing, 0, 0,
+		  "pace new data at 2x (slow start) or 1.2x cwnd/RTT, in bursts of 1 ms (Linux's internal pacing); off: as Linux's CUBIC"),
 	K_UINT(DC, "stats.socket_slots", socket_slots, 4096, 0, 65536, 0,
 	       "sockets each worker lists in the stats segment (dpsock-stat -v sockets); 0 = none"),
 	K_SPECIAL(DC, "interfaces", CONF_IFACE_LIST, ifaces, 0, CONF_F_REQUIRED,
@@ -277,6 +282,15 @@ check_segmentation(const char *v)
 	static const char *const names[] = { "auto", "tso", "gso", "lwip", NULL };
 
 	return check_one_of(v, names, "must be auto, tso, gso or lwip");
+}
+
+/* The modules of lwip/tcp_cc.c (not linked into the config test). */
+static const char *
+check_congestion(const char *v)
+{
+	static const char *const names[] = { "cubic", "reno", "newreno", NULL };
+
+	return check_one_of(v, names, "must be cubic or reno (newreno)");
 }
 
 /* Build a key path; long user-supplied names are cut, never overflow. */

@@ -76,6 +76,8 @@ struct dpsock_config {
 	char steering[16];       /* auto, toeplitz, rte_flow, software */
 	char segmentation[8];    /* auto, tso, gso, lwip */
 	bool gro;                /* merge in-order segments before lwIP */
+	char congestion[16];     /* default congestion control: cubic, reno */
+	bool pacing;             /* pace new data (internal pacing, as Linux without fq) */
 
 	/* stats */
 	uint32_t socket_slots;   /* per worker: entries of the stats socket table */

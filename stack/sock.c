@@ -19,6 +19,7 @@
  */
 
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 
 #include <rte_branch_prediction.h>
@@ -77,8 +78,9 @@ struct dpsock_sock {
 	uint16_t owned_port; /* active open: port from the shared allocator */
 	struct txm *txm_head, *txm_tail;
 	struct dpsock_sock_stats *st; /* entry in the stats socket table, or NULL */
-	uint8_t st_nrtx;   /* pcb->nrtx when last sampled (retransmission count) */
 	struct dpsock_udp_state udp; /* UDP: memberships, multicast options (mcast.c) */
+	uint32_t st_retrans; /* the pcb's retransmission total when last sampled */
+	uint8_t cc;        /* listener: congestion control of accepted connections (1 + index; 0: default) */
 };
 
 /* Received data handed to the app: valid during the callback, or until
@@ -152,7 +154,7 @@ sock_stats_refresh(struct dpsock_sock *s)
 	if (s->type == SOCK_UDP)
 		dpsock_sockstat_udp(s->st, s->pcb.udp);
 	else
-		dpsock_sockstat_tcp(s->st, s->pcb.tcp, &s->st_nrtx);
+		dpsock_sockstat_tcp(s->st, s->pcb.tcp, &s->st_retrans);
 }
 
 static void
@@ -172,15 +174,15 @@ sock_stats_close(struct dpsock_sock *s)
 	s->st = NULL;
 }
 
-/* lwIP's slow timer (every 50 ms), right after its retransmissions: the
- * only place that sees every increase of nrtx before an ACK resets it. */
+/* lwIP's slow timer (every 50 ms): retransmissions show in the socket's
+ * entry sooner than the 100 ms refresh. */
 static err_t
 on_tcp_poll(void *arg, struct tcp_pcb *pcb)
 {
 	struct dpsock_sock *s = arg;
 
-	if (s != NULL && s->st != NULL && pcb->nrtx != s->st_nrtx)
-		dpsock_sockstat_tcp(s->st, pcb, &s->st_nrtx);
+	if (s != NULL && s->st != NULL && pcb->rec.total_retrans != s->st_retrans)
+		dpsock_sockstat_tcp(s->st, pcb, &s->st_retrans);
 	return ERR_OK;
 }
 
@@ -475,7 +477,7 @@ on_tcp_sent(void *arg, struct tcp_pcb *pcb, u16_t len)
 		}
 		return ERR_OK;
 	}
-	dpsock_sockstat_tcp(s->st, pcb, &s->st_nrtx);
+	dpsock_sockstat_tcp(s->st, pcb, &s->st_retrans);
 	if (s->want_writable && s->ops != NULL && s->ops->writable != NULL) {
 		s->want_writable = false;
 		APP_CALL(s, s->ops->writable(s, tcp_sndbuf(pcb)));
@@ -522,6 +524,8 @@ on_tcp_accept(void *arg, struct tcp_pcb *newpcb, err_t err)
 		return ERR_ABRT;
 	}
 	s->pcb.tcp = newpcb;
+	if (ls->cc != 0)
+		dpsock_tcp_cc_set(newpcb, dpsock_cc_table[ls->cc - 1]->name);
 	tcp_setup_callbacks(s);
 	conn_count(s, true);
 	sock_stats_open(s);
@@ -562,7 +566,7 @@ on_tcp_connected(void *arg, struct tcp_pcb *pcb, err_t err)
 		return ERR_OK;
 	s->connecting = false;
 	dpsock_stat_add(&s->w->stats->tcp_connected, 1);
-	dpsock_sockstat_tcp(s->st, pcb, &s->st_nrtx);
+	dpsock_sockstat_tcp(s->st, pcb, &s->st_retrans);
 	if (!s->closed_by_app && s->ops != NULL && s->ops->connected != NULL)
 		APP_CALL(s, s->ops->connected(s, 0));
 	if (s->aborted) {
@@ -985,6 +989,38 @@ dpsock_sock_set_tos(struct dpsock_sock *s, int tos)
 	if (s->type != SOCK_UDP)
 		tos = (tos & ~3) | (ip->tos & 3); /* TCP keeps its ECN bits, as Linux */
 	ip->tos = (u8_t)tos;
+	return 0;
+}
+
+int
+dpsock_set_congestion(struct dpsock_sock *s, const char *name)
+{
+	int i;
+
+	if (s == NULL || s->type != SOCK_TCP || s->pcb.tcp == NULL || !on_owner(s))
+		return -EINVAL;
+	i = dpsock_tcp_cc_find(name);
+	if (i < 0)
+		return -ENOENT;
+	if (s->pcb.tcp->state == LISTEN) {
+		/* a tcp_pcb_listen has no congestion state: for its children */
+		s->cc = (uint8_t)(i + 1);
+		return 0;
+	}
+	return dpsock_tcp_cc_set(s->pcb.tcp, name);
+}
+
+int
+dpsock_tcp_info(const struct dpsock_sock *s, struct dpsock_tcp_info *out)
+{
+	if (s == NULL || out == NULL || s->type != SOCK_TCP || !on_owner(s))
+		return -EINVAL;
+	if (s->pcb.tcp == NULL)
+		return -ENOTCONN;
+	dpsock_tcp_rec_info(s->pcb.tcp, out);
+	if (s->pcb.tcp->state == LISTEN && s->cc != 0)
+		snprintf(out->congestion, sizeof(out->congestion), "%s",
+			 dpsock_cc_table[s->cc - 1]->name);
 	return 0;
 }
 

@@ -21,8 +21,6 @@
 #include "stack_priv.h"
 #include "log_priv.h"
 
-/* lwIP's RTT estimator counts in slow-timer ticks. */
-#define TICK_US ((uint64_t)TCP_SLOW_INTERVAL * 1000)
 
 int
 dpsock_sockstat_worker_init(struct dpsock_worker *w)
@@ -82,7 +80,7 @@ dpsock_sockstat_open(struct dpsock_worker *w, uint8_t proto)
 }
 
 void
-dpsock_sockstat_tcp(struct dpsock_sock_stats *e, const struct tcp_pcb *pcb, uint8_t *last_nrtx)
+dpsock_sockstat_tcp(struct dpsock_sock_stats *e, const struct tcp_pcb *pcb, uint32_t *last_retrans)
 {
 	if (e == NULL)
 		return;
@@ -107,17 +105,23 @@ dpsock_sockstat_tcp(struct dpsock_sock_stats *e, const struct tcp_pcb *pcb, uint
 	/* snd_buf itself: tcp_sndbuf() clamps to 16 bits */
 	e->tx_queue = pcb->snd_buf <= TCP_SND_BUF ? TCP_SND_BUF - pcb->snd_buf : 0;
 	e->rx_refused = pcb->refused_data != NULL ? pcb->refused_data->tot_len : 0;
-	if (pcb->nrtx > *last_nrtx)
-		dpsock_stat_add(&e->retrans, pcb->nrtx - *last_nrtx);
-	*last_nrtx = pcb->nrtx;
+	if (pcb->rec.total_retrans != *last_retrans)
+		dpsock_stat_add(&e->retrans, pcb->rec.total_retrans - *last_retrans);
+	*last_retrans = pcb->rec.total_retrans;
 	e->nrtx = pcb->nrtx;
 	e->cwnd = pcb->cwnd;
+	e->ssthresh = pcb->ssthresh;
 	e->snd_wnd = pcb->snd_wnd;
 	e->mss = pcb->mss;
-	/* sa holds 8 x the smoothed RTT, sv 4 x its variation, in ticks */
-	e->rtt_us = pcb->sa > 0 ? (uint64_t)pcb->sa * TICK_US / 8 : 0;
-	e->rttvar_us = pcb->sv > 0 ? (uint64_t)pcb->sv * TICK_US / 4 : 0;
+	/* microseconds, from the connection's own send times (lwip/tcp_rec.c) */
+	e->rtt_us = pcb->rec.srtt_us;
+	e->rttvar_us = pcb->rec.rttvar_us;
+	e->min_rtt_us = pcb->rec.min_rtt_us;
 	e->rto_ms = pcb->rto > 0 ? (uint64_t)pcb->rto * TCP_SLOW_INTERVAL : 0;
+	e->ca_state = pcb->rec.ca_state;
+	e->sacked = pcb->rec.sacked_out;
+	e->lost = pcb->rec.lost_out;
+	e->delivery_rate = pcb->rec.delivery_rate;
 	dpsock_sockstat_write_end(e);
 }
 

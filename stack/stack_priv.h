@@ -347,12 +347,12 @@ void dpsock_sockstat_worker_fini(struct dpsock_worker *w);
 struct dpsock_sock_stats *dpsock_sockstat_open(struct dpsock_worker *w, uint8_t proto);
 
 /* Refresh an entry from its pcb: addresses, state, queues, cwnd, RTT,
- * retransmissions (last_nrtx: the caller's memory of pcb->nrtx). pcb NULL:
- * the connection is gone (state CLOSED). */
+ * retransmissions (last_retrans: the caller's memory of the connection's
+ * retransmission total). pcb NULL: the connection is gone (state CLOSED). */
 struct tcp_pcb;
 struct udp_pcb;
 void dpsock_sockstat_tcp(struct dpsock_sock_stats *e, const struct tcp_pcb *pcb,
-			 uint8_t *last_nrtx);
+			 uint32_t *last_retrans);
 void dpsock_sockstat_udp(struct dpsock_sock_stats *e, const struct udp_pcb *pcb);
 
 /* The socket is gone: write its summary to DPSOCK_STATS_FILE, free the slot. */

@@ -350,6 +350,14 @@ stats_tick(struct dpsock_worker *w, uint64_t now)
 	dpsock_sock_stats_refresh(w);
 }
 
+/* the recovery counters sit in the stats block as tcp_rec.c lays them out */
+#define REC_LAYOUT(n, h)                                                        \
+	_Static_assert(offsetof(struct dpsock_worker_stats, n) -                \
+			       offsetof(struct dpsock_worker_stats, tcp_rexmit) == \
+		       offsetof(struct dpsock_tcp_rec_stats, n), "recovery counter " #n);
+DPSOCK_TCP_REC_COUNTERS(REC_LAYOUT)
+#undef REC_LAYOUT
+
 void
 dpsock_worker_flush(struct dpsock_worker *w)
 {
@@ -420,6 +428,8 @@ dpsock_worker_poll(struct dpsock_worker *w)
 		w->timer_due_tsc = now + RTE_MIN((uint64_t)ms * 1000, (uint64_t)TIMER_RECHECK_US) *
 					 d->tsc_hz / 1000000;
 	}
+	/* TCP's microsecond timers: RACK, tail loss probe, pacing */
+	dpsock_tcp_rec_poll();
 	if (now >= w->next_mirror_tsc) {
 		stats_tick(w, now);
 		w->next_mirror_tsc = now + d->tsc_hz / (1000000 / MIRROR_INTERVAL_US);
@@ -486,6 +496,7 @@ dpsock_worker_idle(struct dpsock_worker *w, unsigned int work, uint32_t max_us)
 	timer_ms = sys_timeouts_sleeptime();
 	if (timer_ms != SYS_TIMEOUTS_SLEEPTIME_INFINITE && (uint64_t)timer_ms * 1000 < us)
 		us = timer_ms * 1000;
+	us = (uint32_t)RTE_MIN((uint64_t)us, dpsock_tcp_rec_sleep_us());
 	if (us == 0)
 		return;
 	if (w->sleep_us == 0) {
@@ -576,6 +587,14 @@ dpsock_worker_init(struct dpsock_worker *w)
 		DPSOCK_LOG(ERR, worker, "worker %u: lwIP instance: %s", w->idx, strerror(-ret));
 		return ret;
 	}
+	/* tcp.congestion was checked against the same names */
+	if (dpsock_tcp_cc_set_default(d->conf.congestion) != 0)
+		DPSOCK_LOG(ERR, worker, "worker %u: no congestion control '%s'", w->idx,
+			   d->conf.congestion);
+	dpsock_tcp_pacing_set_default(d->conf.pacing);
+	dpsock_tcp_rec_clock_tsc(d->tsc_hz);
+	/* lwIP's sender counts its recovery work in our block directly */
+	dpsock_tcp_rec_stats_bind((struct dpsock_tcp_rec_stats *)(void *)&w->stats->tcp_rexmit);
 	w->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	w->epfd = epoll_create1(EPOLL_CLOEXEC);
 	ev.data.fd = w->efd;
@@ -674,6 +693,7 @@ dpsock_worker_fini(struct dpsock_worker *w)
 		if (w->ports[i].tx_n) /* anything lwIP sent while tearing down */
 			rte_pktmbuf_free_bulk(w->ports[i].tx, w->ports[i].tx_n);
 	mirror_lwip_stats(w);
+	dpsock_tcp_rec_stats_bind(NULL);
 	dpsock_sockstat_worker_fini(w);
 	dpsock_lwip_mem_stats(&mem);
 	DPSOCK_LOG(DEBUG, worker, "worker %u: lwIP holds %" PRIu64 " objects (%" PRIu64

@@ -219,6 +219,41 @@ int dpsock_set_keepalive(struct dpsock_sock *s, bool on, unsigned int idle,
 int dpsock_sock_set_ttl(struct dpsock_sock *s, int ttl);
 int dpsock_sock_set_tos(struct dpsock_sock *s, int tos);
 
+/* Congestion control of a TCP socket (as TCP_CONGESTION): "cubic" (the
+ * default unless tcp.congestion says otherwise) or "reno" ("newreno").
+ * A listening socket passes it to the connections it accepts.
+ * Returns 0, -ENOENT (unknown name) or -EINVAL (not a TCP socket). */
+int dpsock_set_congestion(struct dpsock_sock *s, const char *name);
+
+/*
+ * A TCP connection's state as TCP_INFO reports it: the fields carry the
+ * meaning and units of Linux's struct tcp_info (<linux/tcp.h>), without
+ * the tcpi_ prefix: times in microseconds, windows and counts in segments
+ * unless said otherwise.
+ */
+struct dpsock_tcp_info {
+	uint8_t state;          /* Linux numbering: 1 ESTABLISHED, 2 SYN_SENT ... 10 LISTEN */
+	uint8_t ca_state;       /* 0 open, 1 disorder, 3 recovery, 4 loss (after a timeout) */
+	uint8_t retransmits;    /* timeouts in a row of the oldest segment */
+	uint8_t backoff;        /* RTO doublings in force */
+	uint8_t options;        /* 1 timestamps, 2 SACK, 4 window scaling */
+	uint8_t snd_wscale, rcv_wscale;
+	uint8_t delivery_rate_app_limited;
+	uint32_t rto, snd_mss, rcv_mss, advmss;
+	uint32_t unacked, sacked, lost, retrans; /* segments in flight, SACKed, lost, resent */
+	uint32_t rtt, rttvar, min_rtt;
+	uint32_t snd_ssthresh, snd_cwnd; /* segments; ssthresh 0x7fffffff: none yet */
+	uint32_t reordering, total_retrans, dsack_dups, reord_seen;
+	uint32_t segs_out, data_segs_out, delivered;
+	uint32_t snd_wnd, notsent_bytes; /* bytes */
+	uint64_t pacing_rate, delivery_rate; /* bytes/s; pacing ~0: none */
+	uint64_t bytes_acked, bytes_sent, bytes_retrans;
+	char congestion[16];    /* the congestion control's name */
+};
+/* Fill @p out for a TCP socket. Returns 0, -EINVAL (not TCP) or
+ * -ENOTCONN (the connection is gone). */
+int dpsock_tcp_info(const struct dpsock_sock *s, struct dpsock_tcp_info *out);
+
 /*
  * UDP.
  */

@@ -20,8 +20,8 @@
  * boundary (no copy) so that the part that fits goes out; the last unsent
  * segment is never joined (tcp_write may still fill it); segments with SYN,
  * FIN or RST, or with different options, are never joined. A super-segment
- * is acknowledged, retransmitted and freed as one segment (a retransmission
- * resends it whole, as far as the window allows).
+ * is acknowledged and freed as one segment; once sent, loss recovery
+ * (tcp_rec.c) cuts it where only part of it was lost (dpsock_tcp_seg_cut).
  */
 #ifndef DPSOCK_LWIP_TSO_H
 #define DPSOCK_LWIP_TSO_H
@@ -61,6 +61,20 @@ struct tcp_seg *dpsock_tcp_unsent_fit(struct tcp_pcb *pcb, uint32_t wnd);
  * tcp_split_unsent_seg(), which takes segments of at most one MSS: cut a
  * super-segment down first. Returns 0 (ERR_OK) or ERR_MEM. */
 int dpsock_tcp_unsent_fit_persist(struct tcp_pcb *pcb);
+
+/* tcp_rec.c: only part of seg, a sent segment (of the unacked queue), was
+ * lost (a SACK block or an ACK ends inside it): cut it off data bytes in
+ * (DPSOCK_SEG_CUT_EXACT: there, copying the rest of the pbuf the cut falls
+ * in, at most an MSS, into a new one; DPSOCK_SEG_CUT_UP / _DOWN: at the
+ * first pbuf boundary at or after it / the last one at or before it); the
+ * rest becomes seg->next, with a header of its own. Returns where it cut
+ * (data bytes), 0 when there is no such boundary, seg has SYN or FIN, its
+ * first pbuf is still lent to the NIC (its header would be written) or
+ * there is no memory (nothing changed but, perhaps, one pbuf more in its
+ * chain). A NIC's frames need not end at pbuf boundaries (net_tap's GSO
+ * cuts 14 bytes short of the MSS): SACK blocks need the exact cut. */
+enum { DPSOCK_SEG_CUT_EXACT, DPSOCK_SEG_CUT_UP, DPSOCK_SEG_CUT_DOWN };
+uint32_t dpsock_tcp_seg_cut(struct tcp_pcb *pcb, struct tcp_seg *seg, uint32_t off, int how);
 
 /* ip4_output: may this packet go to netif without IP fragmentation? (a TCP
  * super-segment for a segmenting netif) */

@@ -96,8 +96,8 @@ void dpsock_lwip_timeouts_fini(void);
 #define TCP_SNDQUEUELOWAT               (TCP_SND_QUEUELEN / 2)
 #define TCP_OVERSIZE                    TCP_MSS
 #define LWIP_NETIF_TX_SINGLE_PBUF       0
-#define LWIP_TCP_SACK_OUT               1   /* lwIP only generates SACK blocks; it ignores received ones */
-#define LWIP_TCP_TIMESTAMPS             1   /* echo only; helps Linux peers reuse TIME_WAIT tuples */
+#define LWIP_TCP_SACK_OUT               1   /* SACK blocks sent; received ones drive tcp_rec.c's recovery */
+#define LWIP_TCP_TIMESTAMPS             1   /* TSecr for Eifel/RACK (tcp_rec.c); helps Linux peers reuse TIME_WAIT tuples */
 #define TCP_QUEUE_OOSEQ                 1
 /* zero-copy RX pins one mbuf per queued segment: bound what one connection can hold */
 #define TCP_OOSEQ_MAX_BYTES             TCP_WND
@@ -105,7 +105,9 @@ void dpsock_lwip_timeouts_fini(void);
 #define TCP_TMR_INTERVAL                25  /* delayed ACK <= 25 ms; RTT measured in 50 ms ticks */
 #define TCP_MSL                         5000UL /* TIME_WAIT of 10 s instead of 120 s */
 #define LWIP_TCP_RTO_TIME               1000 /* initial RTO in ms (2.1.3 hard-codes 3000; see transform.py) */
-#define LWIP_TCP_RTO_MIN                200  /* RTO floor in ms, as Linux (transform.py adds the clamp) */
+#define LWIP_TCP_RTO_MIN                200  /* RTO floor in ms, as Linux (tcp_rec.c) */
+/* initial window of 10 segments (RFC 6928, Linux's); 2.1.3 uses 3-4 */
+#define LWIP_TCP_CALC_INITIAL_CWND(mss) ((tcpwnd_size_t)(10U * (mss)))
 #define TCP_TTL                         IP_DEFAULT_TTL
 /* lwIP's backlog counts half-open connections in a u8 and drops the SYNs
  * beyond it silently; dpsock admits SYNs itself (stack/sock.c) */

@@ -670,6 +670,82 @@ dpsockd_stop_clean() {
 	[ ! -e "/dev/shm/dpsock.$name.stats" ] || fail "stats segment left in /dev/shm"
 }
 
+# ---- impaired path (test/tools/impair) ------------------------------------
+
+# impair_topo_up NAME IDX: A <-veth-> M <-veth-> B, three namespaces named
+# after NAME, torn down at exit; sets TOPO_* (for app_start, in_a, in_b;
+# B owns TOPO_ADDR_B) and IMPAIR_NS, IMPAIR_IF_A, IMPAIR_IF_B (M's ends).
+# No offload anywhere on the path: B's stack puts finished checksums on the
+# wire, impair relays frames as read, nobody coalesces, so every frame fits
+# an af_packet slot and is impaired on its own.
+impair_topo_up() {
+	local name=$1 ns dev l
+	TOPO_IDX=$2
+	TOPO_NS_A=dps-$name-a
+	TOPO_NS_B=dps-$name-b
+	IMPAIR_NS=dps-$name-m
+	TOPO_IF_A=dpi$$$TOPO_IDX
+	IMPAIR_IF_A=dpi$$${TOPO_IDX}ma
+	IMPAIR_IF_B=dpi$$${TOPO_IDX}mb
+	TOPO_IF_B=dpi$$${TOPO_IDX}b
+	TOPO_PLEN=24
+	TOPO_ADDR_A=198.18.$TOPO_IDX.1
+	TOPO_ADDR_B=198.18.$TOPO_IDX.2
+	on_exit topo_down "$name"
+	on_exit 'pids=$(ip netns pids "'"$IMPAIR_NS"'" 2>/dev/null); [ -z "$pids" ] || kill -KILL $pids 2>/dev/null; ip netns del "'"$IMPAIR_NS"'" 2>/dev/null || true'
+	for ns in "$TOPO_NS_A" "$IMPAIR_NS" "$TOPO_NS_B"; do
+		ip netns add "$ns" || fail "cannot create namespace $ns"
+		_topo_sysctl "$ns" net.ipv6.conf.all.disable_ipv6 1
+		_topo_sysctl "$ns" net.ipv6.conf.default.disable_ipv6 1
+		_topo_sysctl "$ns" net.ipv4.conf.all.rp_filter 0
+		_topo_sysctl "$ns" net.ipv4.conf.default.rp_filter 0
+		ip -n "$ns" link set lo up
+	done
+	ip -n "$TOPO_NS_A" link add "$TOPO_IF_A" type veth peer name "$IMPAIR_IF_A" netns "$IMPAIR_NS" ||
+		fail "cannot create veth A-M"
+	ip -n "$TOPO_NS_B" link add "$TOPO_IF_B" type veth peer name "$IMPAIR_IF_B" netns "$IMPAIR_NS" ||
+		fail "cannot create veth B-M"
+	_topo_ethtool "$TOPO_NS_B" "$TOPO_IF_B" tx off rx off tso off gso off gro off
+	for dev in "$IMPAIR_IF_A" "$IMPAIR_IF_B"; do
+		_topo_ethtool "$IMPAIR_NS" "$dev" tx off rx off tso off gso off gro off lro off
+	done
+	_topo_ethtool "$TOPO_NS_A" "$TOPO_IF_A" tx off gro off lro off rx-gro-list off
+	if ip netns exec "$TOPO_NS_B" ethtool -k "$TOPO_IF_B" | grep -q '^tx-checksumming: on'; then
+		fail "could not turn tx checksumming off on $TOPO_IF_B"
+	fi
+	ip -n "$TOPO_NS_B" addr add "$TOPO_ADDR_B/$TOPO_PLEN" dev "$TOPO_IF_B"
+	for l in "$TOPO_NS_A $TOPO_IF_A" "$IMPAIR_NS $IMPAIR_IF_A" "$IMPAIR_NS $IMPAIR_IF_B" \
+		"$TOPO_NS_B $TOPO_IF_B"; do
+		# shellcheck disable=SC2086
+		ip -n ${l% *} link set dev ${l#* } up
+	done
+}
+
+# impair_start LABEL IMPAIR_ARGS...: run test/tools/impair in M between
+# A and B (log $TEST_TMP/impair-LABEL.log, IMPAIR_PID), wait for it.
+impair_start() {
+	local label=$1 tool
+	shift
+	tool=$(dpsock_tool impair) || fail "impair not built"
+	IMPAIR_LOG=$TEST_TMP/impair-$label.log
+	ip netns exec "$IMPAIR_NS" "$tool" -a "$IMPAIR_IF_A" -b "$IMPAIR_IF_B" "$@" \
+		>"$IMPAIR_LOG" 2>&1 &
+	IMPAIR_PID=$!
+	on_exit "kill $IMPAIR_PID 2>/dev/null || true"
+	wait_until 5 grep -q 'impair: ready' "$IMPAIR_LOG"
+}
+
+# impair_stop: SIGTERM the relay, which must exit 0; its two counter lines
+# ("impair: a>b ..." and "impair: b>a ...") in IMPAIR_A2B and IMPAIR_B2A.
+impair_stop() {
+	local rc=0
+	kill -TERM "$IMPAIR_PID"
+	wait "$IMPAIR_PID" || rc=$?
+	[ "$rc" -eq 0 ] || fail "impair exited with status $rc: $(tail -3 "$IMPAIR_LOG")"
+	IMPAIR_A2B=$(grep '^impair: a>b rx=' "$IMPAIR_LOG") || fail "no a>b counters from impair"
+	IMPAIR_B2A=$(grep '^impair: b>a rx=' "$IMPAIR_LOG") || fail "no b>a counters from impair"
+}
+
 # ---- bad frames ------------------------------------------------------------
 
 # badframes_send COUNT CASE...: send COUNT frames of each CASE from B to

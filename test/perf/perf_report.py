@@ -206,6 +206,26 @@ def main():
             rows3.append((label, "—", "not measured: %s" % skip_why, "not measured", "—", "—", how))
         else:
             add3(key, label, unit, how, lower_better=lower)
+    # section 7: bulk through random loss (test/perf/run-loss.sh)
+    kcc = meta.get("loss_kernel_cc", "?")
+    loss_how = ("iperf3 -c in netns A, `-n %s` MiB, to iperf3 -s on B's kernel; nftables in B drops "
+                "that share of all TCP packets in both directions (`numgen random`); dpsock: "
+                "preloaded, dpsockd workers on lcores %s on net_af_packet (one queue pair each); "
+                "Linux: a second veth between the same namespaces; TSO/GSO/GRO off on both veths"
+                % (meta.get("loss_mb", "?"), meta.get("loss_lcores", "?")))
+    loss_pcts = sorted({m[4:].split("_")[0] for (m, _s) in res if m.startswith("loss")}, key=float)
+    for p in loss_pcts:
+        pct = p
+        for key, label in (("loss%s_tx" % p, "dpsock sends through %s%% loss each way, MiB/s "
+                            "(Linux: its default congestion control, %s)" % (pct, kcc)),
+                           ("loss%s_tx_cubic" % p, "dpsock sends through %s%% loss each way, MiB/s "
+                            "(Linux: cubic, `iperf3 -C cubic`)" % pct),
+                           ("loss%s_rx" % p, "the Linux peer sends (%s), dpsock receives, %s%% loss "
+                            "each way, MiB/s (`iperf3 -R`)" % (kcc, pct))):
+            if meta.get("loss_skip"):
+                rows.append((label, "—", "not measured: %s" % meta["loss_skip"], "—", loss_how))
+            else:
+                add(key, label, "MiB/s", loss_how)
 
     L = []
     P = L.append
@@ -431,6 +451,16 @@ set key outside right top vertical
       "then sleep. sockperf's figures are its own percentiles; wrk's Requests/sec; "
       "redis-benchmark's requests per second.%s%s" % (ADD_PROGRAMS_NOTE,
           (" Not measured in this run: %s." % meta["programs_skip"]) if meta.get("programs_skip") else ""))
+    P("- **Bulk through random loss (section 7).** `test/perf/run-loss.sh`: the same iperf3 "
+      "client in netns A sends to the same `iperf3 -s` on B's kernel, preloaded over dpsockd's "
+      "veth or on the kernel over a second veth between the same namespaces; nftables in B "
+      "drops the stated share of every TCP packet in both directions, on both paths. TSO, GSO "
+      "and GRO are off on both veths so that the loss hits MSS-sized frames, as on a real "
+      "link. dpsock's sender recovers with SACK/RACK/PRR and CUBIC (lwip/README.md); the "
+      "Linux rows name the congestion control the kernel used: the namespace default (on this "
+      "machine BBR, which does not reduce its rate on random loss) and CUBIC, the same kind as "
+      "dpsock's. Rates are iperf3's received bits per second; the extra columns of results.tsv "
+      "carry dpsock's recovery counters per run.")
     P("- **Servers poll while loaded.** The dpsock servers in sections 2 and 3 run with "
       "`worker.idle_poll_us = 100000` (poll for 100 ms after the last packet before sleeping), so "
       "they do not sleep between requests; dpsock-loadgen never sleeps while it runs. The kernel "

@@ -6,7 +6,8 @@
  * delay.
  *
  *   impair -a IF_A -b IF_B [--loss P] [--reorder P] [--dup P] [--delay MS]
- *          [--seed N] [--hold-ms MS] [--max-queue MB] [-v]
+ *          [--seed N] [--hold-ms MS] [--max-queue MB] [--drop-new N,...]
+ *          [--late-new N,...] [--stall N,MS] [-v]
  *
  * Each value is "X" (both directions) or "X,Y" (a>b, then b>a); P are
  * percentages (0..100, fractions allowed), MS milliseconds. Per frame and
@@ -20,6 +21,26 @@
  *             so the delay alone never reorders).
  * The random numbers come from xorshift64* seeded with --seed (default 1),
  * one stream per direction: a run is reproducible given the same frames.
+ *
+ * --drop-new N,... (direction a>b) drops exactly the TCP segments number N
+ * (counted from 0) among those carrying new data: payload ending beyond
+ * every sequence number seen before in that direction, so retransmissions
+ * never count, however the sender spaces its segments. One TCP flow per
+ * run. Each drop is printed: "impair: a>b dropped new segment N seq S len L"
+ * and counted in lost; the copies of a dropped segment that come later
+ * (retransmissions) are counted, and printed with the counters:
+ * "impair: a>b hole seq S copies C first_after_us T". --late-new N,...
+ * selects segments the same way but holds each for --hold-ms and then
+ * sends it, behind whatever came meanwhile (reordering by a time, not by a
+ * frame: "impair: a>b late new segment N seq S len L"; counted in
+ * reordered).
+ *
+ * --stall N,MS (direction b>a): once N frames have come that way, from the
+ * first ACK that leaves a>b data unacknowledged (below the highest a>b
+ * data seen: A's sender has something in flight then, whatever the
+ * timing), hold every b>a frame for MS ms (a blackout of the return path:
+ * the frames are delivered afterwards, in order), once. Printed as
+ * "impair: b>a stall of MS ms after N frames, at ack X below Y".
  *
  * Meant for a middle namespace: A <-veth-> [IF_A impair IF_B] <-veth-> B,
  * IF_A and IF_B up, without addresses. Both are put in promiscuous mode
@@ -93,8 +114,33 @@ struct dir_stats {
 		sock_drops;
 };
 
+#define DROP_NEW_MAX 16
+
 struct dir {
 	const char *name;
+	/* --drop-new: segments with new data seen, the highest end, targets */
+	uint64_t new_segs;
+	uint32_t max_end;
+	bool have_end;
+	unsigned int n_drop_new;
+	uint64_t drop_new[DROP_NEW_MAX];
+	unsigned int n_late_new;
+	uint64_t late_new[DROP_NEW_MAX];
+	/* --stall: once started (stall_check), nothing leaves before
+	 * stall_until */
+	uint64_t stall_after, stall_ns, stall_until_ns;
+	const struct dir *other; /* the opposite direction */
+	/* --late-new: frames held, each until its since + hold_ns */
+	unsigned int n_late;
+	struct frame *late[DROP_NEW_MAX];
+	uint64_t late_since_ns[DROP_NEW_MAX];
+	/* the segments dropped: their sequence number, when, copies since */
+	unsigned int n_holes;
+	struct {
+		uint32_t seq;
+		uint64_t at_ns, first_copy_ns;
+		uint64_t copies;
+	} holes[DROP_NEW_MAX];
 	int in_fd, out_fd;
 	struct dir_cfg cfg;
 	uint64_t rng;
@@ -246,14 +292,118 @@ frame_new(struct dir *d, const uint8_t *data, uint32_t len)
 	return fr;
 }
 
+enum { NEW_PASS, NEW_DROP, NEW_LATE };
+
+/* The fields of an IPv4 TCP frame the relay looks at. */
+struct tcp_view {
+	uint32_t seq, plen, ack;
+	uint8_t flags;
+};
+
+/* false: not an IPv4 TCP frame (or a malformed one) */
+static bool
+tcp_view(const uint8_t *f, uint32_t len, struct tcp_view *v)
+{
+	const uint8_t *ip = f + 14, *tcp;
+	uint32_t ihl, tot, doff;
+
+	if (len < 14 + 20 || f[12] != 0x08 || f[13] != 0x00 || (ip[0] >> 4) != 4 || ip[9] != 6)
+		return false;
+	ihl = (ip[0] & 0xf) * 4u;
+	tot = (uint32_t)ip[2] << 8 | ip[3];
+	if (ihl < 20 || 14 + tot > len || tot < ihl + 20)
+		return false;
+	tcp = ip + ihl;
+	doff = (tcp[12] >> 4) * 4u;
+	if (doff < 20 || ihl + doff > tot)
+		return false;
+	v->seq = (uint32_t)tcp[4] << 24 | (uint32_t)tcp[5] << 16 | (uint32_t)tcp[6] << 8 | tcp[7];
+	v->ack = (uint32_t)tcp[8] << 24 | (uint32_t)tcp[9] << 16 | (uint32_t)tcp[10] << 8 | tcp[11];
+	v->flags = tcp[13];
+	v->plen = tot - ihl - doff;
+	return true;
+}
+
+/* A TCP segment with data: the highest end seen that way (max_end) moves;
+ * --drop-new, --late-new: what to do with it when it is new data whose
+ * number is one of the targets. */
+static int
+pick_new(struct dir *d, const struct tcp_view *v, uint64_t now)
+{
+	uint32_t end = v->seq + v->plen;
+	uint64_t idx;
+	unsigned int i;
+
+	if (v->plen == 0)
+		return NEW_PASS;
+	if (d->have_end && (int32_t)(end - d->max_end) <= 0) {
+		/* nothing new: a retransmission, maybe of a hole */
+		for (i = 0; i < d->n_holes; i++) {
+			if (d->holes[i].seq == v->seq && d->holes[i].copies++ == 0)
+				d->holes[i].first_copy_ns = now;
+		}
+		return NEW_PASS;
+	}
+	d->have_end = true;
+	d->max_end = end;
+	idx = d->new_segs++;
+	for (i = 0; i < d->n_drop_new; i++) {
+		if (d->drop_new[i] == idx) {
+			printf("impair: %s dropped new segment %" PRIu64 " seq %u len %u\n", d->name, idx,
+			       v->seq, v->plen);
+			fflush(stdout);
+			d->holes[d->n_holes].seq = v->seq;
+			d->holes[d->n_holes].at_ns = now;
+			d->holes[d->n_holes].copies = 0;
+			d->n_holes++;
+			return NEW_DROP;
+		}
+	}
+	for (i = 0; i < d->n_late_new; i++) {
+		if (d->late_new[i] == idx && d->n_late < DROP_NEW_MAX) {
+			printf("impair: %s late new segment %" PRIu64 " seq %u len %u\n", d->name, idx,
+			       v->seq, v->plen);
+			fflush(stdout);
+			return NEW_LATE;
+		}
+	}
+	return NEW_PASS;
+}
+
+/* --stall: from the first frame, once stall_after came, that acknowledges
+ * less than the other way's data (the sender there has data in flight
+ * whose acknowledgements the stall now holds back) */
+static void
+stall_check(struct dir *d, const struct tcp_view *v, bool is_tcp, uint64_t now)
+{
+	if (d->stall_ns == 0 || d->stall_until_ns != 0 || d->st.rx < d->stall_after || !is_tcp ||
+	    !(v->flags & 0x10) || !d->other->have_end || (int32_t)(d->other->max_end - v->ack) <= 0)
+		return;
+	d->stall_until_ns = now + d->stall_ns;
+	printf("impair: %s stall of %" PRIu64 " ms after %" PRIu64 " frames, at ack %u below %u\n",
+	       d->name, d->stall_ns / 1000000, d->st.rx, v->ack, d->other->max_end);
+	fflush(stdout);
+}
+
 /* One received frame: loss, dup, reorder, delay. */
 static void
 impair_frame(struct dir *d, const uint8_t *data, uint32_t len, uint64_t now)
 {
 	uint64_t due = now + d->cfg.delay_ns;
 	struct frame *fr, *fr2 = NULL;
+	struct tcp_view v;
+	bool is_tcp = tcp_view(data, len, &v);
+	int pick = is_tcp ? pick_new(d, &v, now) : NEW_PASS;
 
-	if (chance(d, d->cfg.loss)) {
+	if (pick == NEW_LATE && (d->late[d->n_late] = frame_new(d, data, len)) != NULL) {
+		d->st.reordered++;
+		d->late_since_ns[d->n_late++] = now;
+		return;
+	}
+	stall_check(d, &v, is_tcp, now);
+	if (due < d->stall_until_ns)
+		due = d->stall_until_ns;
+	if (pick == NEW_DROP || chance(d, d->cfg.loss)) {
 		d->st.lost++;
 		return;
 	}
@@ -290,6 +440,13 @@ release_held(struct dir *d, uint64_t now)
 	if (d->held != NULL && now - d->held_since_ns >= hold_ns) {
 		enqueue(d, d->held, d->held_since_ns + d->cfg.delay_ns);
 		d->held = NULL;
+	}
+	/* in the order they came: the oldest first */
+	while (d->n_late > 0 && now - d->late_since_ns[0] >= hold_ns) {
+		enqueue(d, d->late[0], now + d->cfg.delay_ns);
+		d->n_late--;
+		memmove(&d->late[0], &d->late[1], d->n_late * sizeof(d->late[0]));
+		memmove(&d->late_since_ns[0], &d->late_since_ns[1], d->n_late * sizeof(d->late_since_ns[0]));
 	}
 }
 
@@ -473,13 +630,19 @@ sock_drops(struct dir *d)
 static void
 print_stats(struct dir *d)
 {
+	unsigned int i;
+
+	for (i = 0; i < d->n_holes; i++)
+		printf("impair: %s hole seq %u copies %" PRIu64 " first_after_us %" PRIu64 "\n", d->name,
+		       d->holes[i].seq, d->holes[i].copies,
+		       d->holes[i].copies ? (d->holes[i].first_copy_ns - d->holes[i].at_ns) / 1000 : 0);
 	sock_drops(d);
 	printf("impair: %s rx=%" PRIu64 " tx=%" PRIu64 " lost=%" PRIu64 " dup=%" PRIu64
 	       " reordered=%" PRIu64 " csum_fixed=%" PRIu64 " queue_full=%" PRIu64
 	       " too_big=%" PRIu64 " send_err=%" PRIu64 " sock_drops=%" PRIu64 " queued=%zu\n",
 	       d->name, d->st.rx, d->st.tx, d->st.lost, d->st.dup, d->st.reordered,
 	       d->st.csum_fixed, d->st.queue_full, d->st.too_big, d->st.send_err,
-	       d->st.sock_drops, d->queued_frames + (d->held != NULL));
+	       d->st.sock_drops, d->queued_frames + (d->held != NULL) + d->n_late);
 	fflush(stdout);
 }
 
@@ -490,10 +653,32 @@ usage(FILE *f)
 {
 	fprintf(f,
 		"usage: impair -a IF_A -b IF_B [--loss P] [--reorder P] [--dup P] [--delay MS]\n"
-		"              [--seed N] [--hold-ms MS] [--max-queue MB] [-v]\n"
+		"              [--seed N] [--hold-ms MS] [--max-queue MB] [--drop-new N,...]\n"
+		"              [--late-new N,...] [--stall N,MS] [-v]\n"
 		"Relays frames between IF_A and IF_B (AF_PACKET) with per-direction loss,\n"
 		"reordering, duplication (percentages) and a fixed delay (ms). Each value is\n"
-		"X (both directions) or X,Y (a>b, b>a). Counters at exit and on SIGUSR1.\n");
+		"X (both directions) or X,Y (a>b, b>a). --drop-new drops the a>b TCP segments\n"
+		"number N,... among those carrying new data, --late-new holds them for\n"
+		"--hold-ms; --stall holds the b>a frames for MS ms from the first ACK, once\n"
+		"N came that way, that leaves a>b data unacknowledged.\n"
+		"Counters at exit and on SIGUSR1.\n");
+}
+
+/* "N,N,..." into v (at most DROP_NEW_MAX). */
+static bool
+parse_list(const char *s, uint64_t *v, unsigned int *n)
+{
+	char *end;
+
+	while (*s != '\0') {
+		if (*n == DROP_NEW_MAX)
+			return false;
+		v[(*n)++] = strtoull(s, &end, 10);
+		if (end == s || (*end != ',' && *end != '\0'))
+			return false;
+		s = *end == ',' ? end + 1 : end;
+	}
+	return true;
 }
 
 /* "X" or "X,Y" into v[0], v[1]. */
@@ -528,6 +713,9 @@ main(int argc, char **argv)
 		{ "seed", required_argument, NULL, 's' },
 		{ "hold-ms", required_argument, NULL, 'H' },
 		{ "max-queue", required_argument, NULL, 'Q' },
+		{ "drop-new", required_argument, NULL, 'N' },
+		{ "late-new", required_argument, NULL, 'L' },
+		{ "stall", required_argument, NULL, 'S' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -535,6 +723,8 @@ main(int argc, char **argv)
 	double loss[2] = { 0, 0 }, reorder[2] = { 0, 0 }, dup[2] = { 0, 0 }, delay[2] = { 0, 0 };
 	uint64_t seed = 1;
 	struct dir dirs[2];
+	uint64_t drops[DROP_NEW_MAX], lates[DROP_NEW_MAX], stall_after = 0, stall_ms = 0;
+	unsigned int n_drops = 0, n_lates = 0;
 	struct sigaction sa = { 0 };
 	int opt, k, rc = 0;
 	double v[2];
@@ -578,6 +768,22 @@ main(int argc, char **argv)
 			}
 			max_queue_bytes = (size_t)v[0] << 20;
 			break;
+		case 'N':
+		case 'L':
+			if (!parse_list(optarg, opt == 'N' ? drops : lates, opt == 'N' ? &n_drops : &n_lates)) {
+				fprintf(stderr, "impair: bad --%s-new '%s' (N,N,..., at most %d)\n",
+					opt == 'N' ? "drop" : "late", optarg, DROP_NEW_MAX);
+				return 2;
+			}
+			break;
+		case 'S':
+			if (!parse_pair(optarg, 0, 1e12, v) || v[1] < 1 || v[1] > 100000) {
+				fprintf(stderr, "impair: bad --stall '%s' (N,MS)\n", optarg);
+				return 2;
+			}
+			stall_after = (uint64_t)v[0];
+			stall_ms = (uint64_t)v[1];
+			break;
 		case 'v':
 			verbose = 1;
 			break;
@@ -595,8 +801,16 @@ main(int argc, char **argv)
 	}
 
 	memset(dirs, 0, sizeof(dirs));
+	memcpy(dirs[0].drop_new, drops, sizeof(drops));
+	dirs[0].n_drop_new = n_drops;
+	memcpy(dirs[0].late_new, lates, sizeof(lates));
+	dirs[0].n_late_new = n_lates;
+	dirs[1].stall_after = stall_after;
+	dirs[1].stall_ns = stall_ms * 1000000ull;
 	dirs[0].name = "a>b";
 	dirs[1].name = "b>a";
+	dirs[0].other = &dirs[1];
+	dirs[1].other = &dirs[0];
 	dirs[0].in_fd = dirs[1].out_fd = open_if(if_a);
 	if (dirs[0].in_fd < 0)
 		return 1;
@@ -646,6 +860,8 @@ main(int argc, char **argv)
 				wake = d->head->due_ns;
 			if (d->held != NULL && d->held_since_ns + hold_ns < wake)
 				wake = d->held_since_ns + hold_ns;
+			if (d->n_late > 0 && d->late_since_ns[0] + hold_ns < wake)
+				wake = d->late_since_ns[0] + hold_ns;
 			/* unsent frames (EAGAIN): try again soon */
 			if (d->head != NULL && d->head->due_ns <= now)
 				wake = now + 200000;

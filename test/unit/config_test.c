@@ -64,6 +64,8 @@ check_defaults(const struct dpsock_config *c, const char *what)
 	      what, c->ephemeral_min, c->ephemeral_max);
 	CHECK(c->max_connections == 65536, "%s: max_connections %u", what, c->max_connections);
 	CHECK(strcmp(c->steering, "auto") == 0, "%s: steering '%s'", what, c->steering);
+	CHECK(strcmp(c->congestion, "cubic") == 0, "%s: congestion '%s'", what, c->congestion);
+	CHECK(!c->pacing, "%s: pacing on", what);
 	CHECK(c->socket_slots == 4096, "%s: socket_slots %u", what, c->socket_slots);
 	CHECK(c->n_allowed_uids == 0, "%s: n_allowed_uids %u", what, c->n_allowed_uids);
 	CHECK(c->pl_max_groups == 64, "%s: pl_max_groups %u", what, c->pl_max_groups);
@@ -147,6 +149,8 @@ test_full_file(void)
 	      c.ephemeral_min, c.ephemeral_max);
 	CHECK(c.max_connections == 1000, "full: max_connections %u", c.max_connections);
 	CHECK(strcmp(c.steering, "software") == 0, "full: steering '%s'", c.steering);
+	CHECK(strcmp(c.congestion, "newreno") == 0, "full: congestion '%s'", c.congestion);
+	CHECK(c.pacing, "full: pacing off");
 	CHECK(c.socket_slots == 16, "full: socket_slots %u", c.socket_slots);
 	CHECK(c.n_allowed_uids == 3 && c.allowed_uids[0] == 1000 && c.allowed_uids[1] == 0 &&
 	      c.allowed_uids[2] == 4294967294u, "full: allowed_uids (%u)", c.n_allowed_uids);
@@ -179,13 +183,13 @@ test_full_file(void)
 	CHECK(c.ifaces[0].prefix_len == 24, "full: if0 prefix");
 	CHECK(c.ifaces[0].gateway == ip("198.18.0.254"), "full: if0 gateway");
 	CHECK(c.ifaces[0].mtu == 9000, "full: if0 mtu %u", c.ifaces[0].mtu);
-	CHECK(c.ifaces[0].line == 33, "full: if0 line %d", c.ifaces[0].line);
+	CHECK(c.ifaces[0].line == 35, "full: if0 line %d", c.ifaces[0].line);
 	CHECK(strcmp(c.ifaces[1].port, "net_af_packet0") == 0, "full: if1 port");
 	CHECK(c.ifaces[1].addr == ip("198.19.255.254"), "full: if1 addr");
 	CHECK(c.ifaces[1].prefix_len == 15, "full: if1 prefix");
 	CHECK(c.ifaces[1].gateway == 0, "full: if1 gateway");
 	CHECK(c.ifaces[1].mtu == 68, "full: if1 mtu %u", c.ifaces[1].mtu);
-	CHECK(c.ifaces[1].line == 39, "full: if1 line %d", c.ifaces[1].line);
+	CHECK(c.ifaces[1].line == 41, "full: if1 line %d", c.ifaces[1].line);
 	CHECK(strcmp(c.ifaces[2].port, "net_memif1") == 0, "full: if2 port");
 	CHECK(c.ifaces[2].addr == ip("10.1.2.3"), "full: if2 addr");
 	CHECK(c.ifaces[2].prefix_len == 31, "full: if2 prefix");
@@ -249,6 +253,8 @@ static const struct bad_case bad_cases[] = {
 	  "worker.idle_sleep_max_us: must be between 1 and 100000", NULL },
 	{ IF0 "tcp = { steering = \"magic\"; };\n", 2,
 	  "tcp.steering: 'magic' must be auto, toeplitz, rte_flow or software", NULL },
+	{ IF0 "tcp = { congestion = \"bbr\"; };\n", 2,
+	  "tcp.congestion: 'bbr' must be cubic or reno (newreno)", NULL },
 	{ IF0 "tcp = { ephemeral_min = 50000; ephemeral_max = 50010; };\n", 2,
 	  "tcp.ephemeral_max: the ephemeral range 50000..50010 must hold at least 64 ports", NULL },
 	{ IF0 "memory = { lwip_mb = 8; };\n", 2,
@@ -570,9 +576,9 @@ test_nondefault(void)
 	rc = dpsock_config_load(&c, "test/unit/data/full.conf", err, sizeof(err));
 	CHECK(rc == 0, "full: rc %d: %s", rc, err);
 	dpsock_config_foreach_nondefault(&c, collect, &l);
-	/* 17 scalars + workers + 3 modules + 4 interfaces * 4 + 6 preload
+	/* 19 scalars + workers + 3 modules + 4 interfaces * 4 + 6 preload
 	 * scalars + allowed_uids + rules */
-	CHECK(l.n == 17 + 1 + 3 + 16 + 6 + 2, "full: %u non-default lines", l.n);
+	CHECK(l.n == 19 + 1 + 3 + 16 + 6 + 2, "full: %u non-default lines", l.n);
 	CHECK(strcmp(l.line[0], "name = edge-7_b") == 0, "full: first '%s'", l.line[0]);
 	CHECK(strcmp(l.line[l.n - 1], "offload.rules = 3 rules") == 0,
 	      "full: last '%s'", l.line[l.n - 1]);
@@ -609,7 +615,7 @@ test_help(void)
 		"memory.steer_ring", "worker.rx_burst", "worker.idle_poll_us",
 		"worker.idle_sleep_max_us", "memory.lwip_mb", "tcp.ephemeral_min",
 		"tcp.ephemeral_max", "tcp.max_connections", "tcp.steering", "tcp.segmentation",
-		"tcp.gro", "stats.socket_slots",
+		"tcp.gro", "tcp.congestion", "tcp.pacing", "stats.socket_slots",
 		"interfaces", "interfaces[].port",
 		"interfaces[].address", "interfaces[].gateway", "interfaces[].mtu",
 		"preload.allowed_uids", "preload.max_groups", "preload.max_threads",

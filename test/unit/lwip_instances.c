@@ -11,6 +11,15 @@
  * retransmit are exercised, and checks every byte. Then it closes both ends,
  * tears everything down and asserts its allocator holds nothing.
  *
+ * The client's netif segments as a NIC with TSO would (lwip/tso.c builds
+ * super-segments for it; the wire cuts them into frames 14 bytes short of
+ * the MSS, as net_tap's GSO does, so they end inside lwIP's pbufs) and a
+ * frame in the middle of some super-segments is lost: the receiver's SACK
+ * blocks then begin and end inside sent super-segments, which the sender
+ * must cut (tcp_sack_cuts) so that it resends the lost frames, not whole
+ * super-segments: the wire reads the SACK blocks and counts the bytes
+ * resent that the client knew the server had (next to none).
+ *
  * Then a churn phase exercises the pcb index (lwip/pcb_index.c): CHURN_N
  * short connections opened and closed by the client, which closes first, so
  * each ends in TIME_WAIT on its side; every TIME_WAIT pcb must be found by
@@ -34,6 +43,7 @@
 #include <time.h>
 
 #include "lwip/etharp.h"
+#include "lwip/inet_chksum.h"
 #include "lwip/init.h"
 #include "lwip/ip4_addr.h"
 #include "lwip/netif.h"
@@ -46,11 +56,20 @@
 
 #include "dpsock_lwip.h"
 #include "dpsock_lwip_pcb_index.h"
+#include "dpsock_lwip_tso.h"
+#include "dpsock_tcp_rec.h"
 
 #define MAX_THREADS     16
 #define QUEUE_LEN       8192u       /* frames in flight on one thread's wire */
 #define REORDER_EVERY   61u         /* swap this frame with the next one */
 #define DROP_EVERY      4999u       /* lose this frame */
+#define TSO_DROP_EVERY  7u          /* lose the 2nd frame of this super-segment */
+#define TSO_PBUFS       64u         /* pbufs of a super-segment, at most */
+#define TSO_RESENT_SLACK 2u         /* frames resent although SACKed, at most */
+/* frames carry this much less than the MSS, as net_tap's GSO cuts them:
+ * they end inside the pbufs (MSS-sized) lwIP joined */
+#define TSO_WIRE_SHORT  14u
+#define SACKED_MAX      64u
 #define TEST_PORT       5001
 #define TIMEOUT_S       120
 #define CHURN_PORT      5002
@@ -77,6 +96,15 @@ struct worker {
     struct frame q[QUEUE_LEN];
     unsigned int head, tail;
     uint64_t frames, dropped, tcp_delivered;
+    /* the client's super-segments: cut on the wire, their frames lost,
+     * the data bytes the wire carried again, the highest sent */
+    uint64_t tso_segs, tso_dropped, tso_lost_bytes, tso_resent_bytes, tso_resent_sacked;
+    uint32_t tso_high;
+    bool tso_high_valid;
+    /* what the server's SACK blocks, delivered to the client, hold now
+     * (disjoint, sorted; above its cumulative ACK) */
+    uint32_t sacked[SACKED_MAX][2];
+    unsigned int n_sacked;
     struct netif na, nb;
     struct conn client, server;
     struct tcp_pcb *listener;
@@ -110,24 +138,101 @@ pattern(uint32_t seed, uint64_t i)
     return (uint8_t)(i ^ (x >> 29) ^ (x >> 47));
 }
 
-static err_t
-wire_linkoutput(struct netif *netif, struct pbuf *p)
+/* The server's ACK reached the client: what the client knows is SACKed. */
+static void
+sacked_update(struct worker *w, const uint8_t *tcp)
 {
-    struct worker *w = self;
+    uint32_t ack, blk[4][2];
+    unsigned int thl = (tcp[12] >> 4) * 4u, o = 20, nb = 0, i, j, k;
+
+    memcpy(&ack, tcp + 8, 4);
+    ack = lwip_ntohl(ack);
+    while (o < thl && tcp[o] != 0) {
+        if (tcp[o] == 1) {
+            o++;
+            continue;
+        }
+        if (o + 1 >= thl || tcp[o + 1] < 2 || o + tcp[o + 1] > thl)
+            break;
+        if (tcp[o] == 5)
+            for (j = o + 2; j + 8 <= o + tcp[o + 1] && nb < 4; j += 8, nb++) {
+                memcpy(&blk[nb][0], tcp + j, 4);
+                memcpy(&blk[nb][1], tcp + j + 4, 4);
+                blk[nb][0] = lwip_ntohl(blk[nb][0]);
+                blk[nb][1] = lwip_ntohl(blk[nb][1]);
+            }
+        o += tcp[o + 1];
+    }
+    /* below the cumulative ACK: gone */
+    for (i = 0, k = 0; i < w->n_sacked; i++) {
+        if (TCP_SEQ_LEQ(w->sacked[i][1], ack))
+            continue;
+        if (TCP_SEQ_LT(w->sacked[i][0], ack))
+            w->sacked[i][0] = ack;
+        w->sacked[k][0] = w->sacked[i][0];
+        w->sacked[k++][1] = w->sacked[i][1];
+    }
+    w->n_sacked = k;
+    for (j = 0; j < nb; j++) {
+        uint32_t l = blk[j][0], r = blk[j][1];
+
+        if (!TCP_SEQ_LT(l, r) || TCP_SEQ_LEQ(r, ack))
+            continue; /* a D-SACK, or nothing new */
+        if (TCP_SEQ_LT(l, ack))
+            l = ack;
+        /* merge with what it touches, keep the list sorted */
+        for (i = 0, k = 0; i < w->n_sacked; i++) {
+            uint32_t a = w->sacked[i][0], b = w->sacked[i][1];
+
+            if (TCP_SEQ_LT(b, l) || TCP_SEQ_GT(a, r)) {
+                w->sacked[k][0] = a;
+                w->sacked[k++][1] = b;
+                continue;
+            }
+            if (TCP_SEQ_LT(a, l))
+                l = a;
+            if (TCP_SEQ_GT(b, r))
+                r = b;
+        }
+        if (k == SACKED_MAX)
+            continue;
+        for (i = k; i > 0 && TCP_SEQ_GT(w->sacked[i - 1][0], l); i--) {
+            w->sacked[i][0] = w->sacked[i - 1][0];
+            w->sacked[i][1] = w->sacked[i - 1][1];
+        }
+        w->sacked[i][0] = l;
+        w->sacked[i][1] = r;
+        w->n_sacked = k + 1;
+    }
+}
+
+/* Bytes of [s, s + len) the client knows are SACKed. */
+static uint32_t
+sacked_overlap(const struct worker *w, uint32_t s, uint32_t len)
+{
+    uint32_t n = 0, e = s + len;
+
+    for (unsigned int i = 0; i < w->n_sacked; i++) {
+        uint32_t a = TCP_SEQ_GT(w->sacked[i][0], s) ? w->sacked[i][0] : s;
+        uint32_t b = TCP_SEQ_LT(w->sacked[i][1], e) ? w->sacked[i][1] : e;
+
+        if (TCP_SEQ_LT(a, b))
+            n += b - a;
+    }
+    return n;
+}
+
+/* Put frame c (ours) on the wire from netif, or lose it (false). */
+static bool
+wire_put(struct worker *w, struct netif *netif, struct pbuf *c)
+{
     uint64_t n = w->frames++;
 
-    if (n % DROP_EVERY == DROP_EVERY - 1) {
-        w->dropped++;
-        return ERR_OK;              /* lost on the wire */
+    if (n % DROP_EVERY == DROP_EVERY - 1 || w->tail - w->head >= QUEUE_LEN) {
+        w->dropped++;               /* lost on the wire, or the wire is full */
+        pbuf_free(c);
+        return false;
     }
-    if (w->tail - w->head >= QUEUE_LEN) {
-        w->dropped++;
-        return ERR_OK;              /* wire full: lost too */
-    }
-    struct pbuf *c = pbuf_alloc(PBUF_RAW, p->tot_len, PBUF_RAM);
-    if (c == NULL)
-        return ERR_MEM;
-    pbuf_copy(c, p);
     struct frame *f = &w->q[w->tail++ % QUEUE_LEN];
     f->p = c;
     f->to = netif == &w->na ? &w->nb : &w->na;
@@ -137,6 +242,107 @@ wire_linkoutput(struct netif *netif, struct pbuf *p)
         *f = *g;
         *g = t;
     }
+    return true;
+}
+
+/*
+ * The client's netif: cut the TCP packet p (Ethernet, IPv4, TCP) into
+ * frames of one MSS (less TSO_WIRE_SHORT), as a NIC with TSO does: the headers copied, sequence
+ * number, lengths, IP id and checksums per frame, PSH and FIN on the last.
+ * Loses the 2nd frame of every TSO_DROP_EVERY-th packet of more than 3
+ * frames; counts the bulk transfer's data bytes lost and sent again.
+ */
+static err_t
+wire_tso(struct worker *w, struct netif *netif, struct pbuf *p)
+{
+    static _Thread_local uint8_t pkt[SIZEOF_ETH_HDR + 0x10000];
+    const uint16_t eth = SIZEOF_ETH_HDR;
+
+    if (pbuf_copy_partial(p, pkt, p->tot_len, 0) != p->tot_len)
+        return ERR_VAL;
+    uint16_t ihl = (uint16_t)((pkt[eth] & 0x0f) * 4);
+    uint8_t *tcp = pkt + eth + ihl;
+    uint16_t thl = (uint16_t)((tcp[12] >> 4) * 4), hdr = (uint16_t)(eth + ihl + thl);
+    uint32_t data = p->tot_len - hdr, mss = netif->mtu - ihl - thl - TSO_WIRE_SHORT, seq, off, k;
+    uint8_t flags = tcp[13];
+    bool bulk, drop = false;
+    ip4_addr_t src, dst;
+    u16_t id, dport;
+
+    memcpy(&dport, tcp + 2, 2);
+    memcpy(&seq, tcp + 4, 4);
+    seq = lwip_ntohl(seq);
+    memcpy(&id, pkt + eth + 4, 2);
+    memcpy(&src, pkt + eth + 12, 4);
+    memcpy(&dst, pkt + eth + 16, 4);
+    bulk = dport == PP_HTONS(TEST_PORT); /* not the churn's connections */
+    if (bulk && data > 3 * mss)
+        drop = ++w->tso_segs % TSO_DROP_EVERY == 0;
+    for (off = 0, k = 0; off < data || k == 0; off += mss, k++) {
+        uint32_t len = data - off < mss ? data - off : mss, s = seq + off;
+        struct pbuf *c = pbuf_alloc(PBUF_RAW, (u16_t)(hdr + len), PBUF_RAM);
+        uint8_t *b;
+        u16_t v;
+
+        if (c == NULL)
+            return ERR_MEM;
+        b = c->payload;
+        memcpy(b, pkt, hdr);
+        memcpy(b + hdr, pkt + hdr + off, len);
+        v = lwip_htons((u16_t)(ihl + thl + len));
+        memcpy(b + eth + 2, &v, 2);
+        v = lwip_htons((u16_t)(lwip_ntohs(id) + k));
+        memcpy(b + eth + 4, &v, 2);
+        memset(b + eth + 10, 0, 2);
+        v = inet_chksum(b + eth, ihl);
+        memcpy(b + eth + 10, &v, 2);
+        v = 0;
+        memcpy(b + eth + ihl + 16, &v, 2);
+        s = lwip_htonl(s);
+        memcpy(b + eth + ihl + 4, &s, 4);
+        s = lwip_ntohl(s);
+        if (off + len < data)
+            b[eth + ihl + 13] = (uint8_t)(flags & ~(TCP_PSH | TCP_FIN));
+        pbuf_remove_header(c, eth + ihl);
+        v = ip_chksum_pseudo(c, IP_PROTO_TCP, (u16_t)(thl + len), &src, &dst);
+        memcpy((uint8_t *)c->payload + 16, &v, 2);
+        pbuf_add_header(c, eth + ihl);
+        /* the wire's account: resent bytes, and a frame lost on purpose */
+        if (bulk && len > 0) {
+            if (w->tso_high_valid && TCP_SEQ_LT(s, w->tso_high)) {
+                w->tso_resent_bytes += TCP_SEQ_LT(s + len, w->tso_high) ? len : w->tso_high - s;
+                w->tso_resent_sacked += sacked_overlap(w, s, len);
+            }
+            if (!w->tso_high_valid || TCP_SEQ_GT(s + len, w->tso_high))
+                w->tso_high = s + len;
+            w->tso_high_valid = true;
+        }
+        if (drop && k == 1) {
+            w->tso_dropped++;
+            pbuf_free(c);
+            w->tso_lost_bytes += len;
+        } else if (!wire_put(w, netif, c) && bulk) {
+            w->tso_lost_bytes += len;
+        }
+    }
+    return ERR_OK;
+}
+
+static err_t
+wire_linkoutput(struct netif *netif, struct pbuf *p)
+{
+    struct worker *w = self;
+
+    const uint8_t *b = p->payload;
+
+    if (netif == &w->na && p->len >= SIZEOF_ETH_HDR + 20 && b[12] == 0x08 && b[13] == 0x00 &&
+        b[SIZEOF_ETH_HDR + 9] == IP_PROTO_TCP)
+        return wire_tso(w, netif, p);
+    struct pbuf *c = pbuf_alloc(PBUF_RAW, p->tot_len, PBUF_RAM);
+    if (c == NULL)
+        return ERR_MEM;
+    pbuf_copy(c, p);
+    wire_put(w, netif, c);
     return ERR_OK;
 }
 
@@ -164,8 +370,14 @@ wire_deliver(struct worker *w)
         struct frame f = w->q[w->head++ % QUEUE_LEN];
         const uint8_t *b = f.p->payload;
 
-        if (f.p->len >= 34 && b[12] == 0x08 && b[13] == 0x00 && b[23] == 6)
+        if (f.p->len >= 34 && b[12] == 0x08 && b[13] == 0x00 && b[23] == 6) {
+            const uint8_t *tcp = b + SIZEOF_ETH_HDR + (b[SIZEOF_ETH_HDR] & 0x0f) * 4;
+
             w->tcp_delivered++;
+            if (f.to == &w->na && tcp[0] == (TEST_PORT >> 8) && tcp[1] == (TEST_PORT & 0xff) &&
+                (tcp[13] & TCP_ACK))
+                sacked_update(w, tcp);
+        }
         if (f.to->input(f.p, f.to) != ERR_OK)
             pbuf_free(f.p);
         n++;
@@ -356,6 +568,29 @@ churn_connected(void *arg, struct tcp_pcb *pcb, err_t err)
 
 static double now_s(void);
 
+/* Super-segments went out, frames inside them were lost, SACK blocks that
+ * began or ended inside them cut them (exactly, inside pbufs), and the
+ * client resent nothing it knew the server had (but for ACKs crossing a
+ * retransmission); resending whole super-segments resends tens of frames
+ * SACKed. (What
+ * it resends in all depends on timing: a descheduled thread makes RACK or
+ * the RTO resend more, rightly, from what it knows.) */
+static void
+tso_check(struct worker *w)
+{
+    const struct dpsock_tcp_rec_stats *st = dpsock_tcp_rec_stats_get();
+
+    if (w->tso_dropped == 0)
+        failf("tso: %" PRIu64 " super-segments, none lost a frame", w->tso_segs);
+    else if (st->tcp_sack_cuts == 0)
+        failf("tso: no super-segment cut at a SACK block's edge (%" PRIu64 " blocks received)",
+              st->tcp_sack_blocks);
+    else if (w->tso_resent_sacked > TSO_RESENT_SLACK * w->na.mtu)
+        failf("tso: %" PRIu64 " bytes resent that the client knew SACKed (%" PRIu64
+              " resent, %" PRIu64 " lost)", w->tso_resent_sacked, w->tso_resent_bytes,
+              w->tso_lost_bytes);
+}
+
 /* CHURN_N connections one after the other, then checks of the TIME_WAIT
  * pcbs the client kept. */
 static void
@@ -412,16 +647,22 @@ churn(struct worker *w, const ip4_addr_t *ipb)
         failf("churn: %" PRIu64 " TIME_WAIT pcbs counted (%u listed, %" PRIu64 " hashed), "
               "expected %" PRIu64, ix.tw_now, n_tw, ix.hashed_now, ix0.tw_now + CHURN_N);
     /* the oldest of the churn is the first one closed (the bulk
-     * connection's TIME_WAIT, older still, is reclaimed first) */
-    if (ix0.tw_now > 0 && dpsock_tcp_tw_reclaim(0, 65535, 0, 1, NULL, NULL) == 0)
-        failf("churn: the bulk connection's TIME_WAIT pcb could not be reclaimed");
+     * connection's TIME_WAIT pcbs, older still, are reclaimed first: one,
+     * or both ends when their FINs crossed) */
+    for (i = 0; i < ix0.tw_now; i++)
+        if (dpsock_tcp_tw_reclaim(0, 65535, 0, 1, NULL, NULL) == 0) {
+            failf("churn: the bulk connection's TIME_WAIT pcb %u of %" PRIu64
+                  " could not be reclaimed", i + 1, ix0.tw_now);
+            return;
+        }
     pcb = dpsock_tcp_tw_oldest();
     if (pcb == NULL || pcb->local_port != w->churn_first_port)
         failf("churn: oldest TIME_WAIT pcb has port %u, the first connection had %u",
               pcb != NULL ? pcb->local_port : 0, w->churn_first_port);
     port = dpsock_tcp_tw_reclaim(0, 65535, 0, 1, NULL, NULL);
     dpsock_tcp_index_stats(&ix);
-    if (port != w->churn_first_port || ix.tw_now != CHURN_N - 1 || ix.tw_reused != 2u - (ix0.tw_now == 0))
+    if (port != w->churn_first_port || ix.tw_now != CHURN_N - 1 ||
+        ix.tw_reused != ix0.tw_reused + ix0.tw_now + 1)
         failf("churn: reclaim gave port %u (first %u), %" PRIu64 " TIME_WAIT left, %" PRIu64
               " reused", port, w->churn_first_port, ix.tw_now, ix.tw_reused);
 }
@@ -467,6 +708,8 @@ run(struct worker *w)
     netif_set_up(&w->nb);
     netif_set_link_up(&w->na);
     netif_set_link_up(&w->nb);
+    /* the client's end segments: lwIP sends it super-segments */
+    dpsock_tcp_netif_set_tso(&w->na, DPSOCK_TCP_TSO_MAX, TSO_PBUFS);
 
     uint32_t s = (uint32_t)w->idx * 2654435761u;
     w->client = (struct conn){ .tx_total = w->bytes, .rx_total = w->bytes / 2 + 12345,
@@ -525,6 +768,7 @@ run(struct worker *w)
         if (lwip_stats.tcp.recv != (u16_t)w->tcp_delivered)
             failf("lwip_stats.tcp.recv %u != %" PRIu64 " TCP frames delivered on this thread",
                   lwip_stats.tcp.recv, w->tcp_delivered);
+        tso_check(w);
     }
     if (w->failure[0] == '\0')
         churn(w, &ipb);
@@ -555,9 +799,11 @@ run(struct worker *w)
         failf("allocator counters: allocs %" PRIu64 " frees %" PRIu64 " fails %" PRIu64,
               ms.allocs, ms.frees, ms.fails);
     printf("thread %d: %" PRIu64 " + %" PRIu64 " bytes verified, %" PRIu64 " frames (%" PRIu64
-           " dropped), %" PRIu64 " allocs; churn: %u connections, TIME_WAIT indexed\n", w->idx,
-           w->server.rx_got, w->client.rx_got, w->frames, w->dropped, ms.allocs,
-           w->churn_connected);
+           " dropped), %" PRIu64 " allocs; super-segments %" PRIu64 ": %" PRIu64
+           " bytes lost, %" PRIu64 " resent (%" PRIu64 " SACKed), %" PRIu64 " cuts; churn: %u connections, "
+           "TIME_WAIT indexed\n", w->idx, w->server.rx_got, w->client.rx_got, w->frames,
+           w->dropped, ms.allocs, w->tso_segs, w->tso_lost_bytes, w->tso_resent_bytes, w->tso_resent_sacked,
+           dpsock_tcp_rec_stats_get()->tcp_sack_cuts, w->churn_connected);
 }
 
 static void *
