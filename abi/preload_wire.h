@@ -51,8 +51,12 @@
  * 4: offload rules carry a program pattern, an application id pattern and
  *    a second (local) endpoint (libvma.conf's forms); a slot's line 2 has
  *    the opening process and descriptor and its poll counters (dpsock-stat);
- *    rx datagram flags 0xf000 are the shim's (DPSOCK_PL_DGRAM_SHIM_*). */
-#define DPSOCK_PL_VERSION 4
+ *    rx datagram flags 0xf000 are the shim's (DPSOCK_PL_DGRAM_SHIM_*).
+ * 5: UDP multicast and options: OP_MCAST, UDP_BIND's reuse flags and owner,
+ *    SETOPT of IP_TTL / IP_TOS / IP_MULTICAST_* / SO_RCVBUF, datagram
+ *    headers with destination, interface and receive time, interfaces'
+ *    kernel ifindex. */
+#define DPSOCK_PL_VERSION 5
 
 /* ======================================================================== */
 /* Control socket (SOCK_SEQPACKET, one message = one struct)                */
@@ -171,6 +175,8 @@ struct dpsock_pl_iface {
 	uint8_t prefix_len;
 	uint8_t pad[3];
 	uint32_t mtu;
+	uint32_t ifindex;         /* the port's kernel netdev (IP_PKTINFO, MCAST_JOIN_GROUP,
+				   * ip_mreqn), 0: none (a NIC bound to vfio) */
 };
 
 /*
@@ -257,8 +263,11 @@ enum dpsock_pl_op {
 	 * slot + gen of the new listener slot. Accepted connections arrive as
 	 * struct dpsock_pl_accept records in that slot's rx FIFO. */
 	DPSOCK_PL_OP_LISTEN = 1,
-	/* Bind a UDP socket on this worker: addr, port (0 = the worker picks
-	 * an ephemeral port; bind it on the other workers with that port).
+	/* Bind a UDP socket on this worker: addr (INADDR_ANY, a served
+	 * address or a multicast group), port (0 = the worker picks an
+	 * ephemeral port; bind it on the other workers with that port),
+	 * arg1 = DPSOCK_PL_BIND_* flags, arg2 = pid and arg3 = fd of the
+	 * process binding it (dpsock-stat shows them).
 	 * Reply: result, slot, gen, port (network order). */
 	DPSOCK_PL_OP_UDP_BIND,
 	/* Connect TCP from this worker to addr:port. arg0 = local port wanted
@@ -282,16 +291,33 @@ enum dpsock_pl_op {
 	DPSOCK_PL_OP_CLOSE,
 	/* Socket option on the worker's socket: arg0 = level, arg1 = name,
 	 * arg2.. = value (TCP_NODELAY; SO_KEEPALIVE; TCP_KEEPIDLE/INTVL/CNT;
-	 * IP_TOS; TCP_CONGESTION: arg2..arg5 hold the name, 16 bytes, NUL
-	 * padded). Reply: result 0 / -ENOPROTOOPT / -EINVAL / -ENOENT (no
+	 * IP_TOS and IP_TTL on any socket; TCP_CONGESTION (arg2..arg5 hold
+	 * the name, 16 bytes, NUL padded); on UDP: IP_MULTICAST_TTL,
+	 * IP_MULTICAST_LOOP, IP_MULTICAST_ALL, IP_MULTICAST_IF (arg2 = the
+	 * interface's index in the segment, -1 = the default one) and SO_RCVBUF
+	 * (arg2 = bytes the rx FIFO may hold: the shim passes what the kernel
+	 * socket reports, at most the FIFO's size). Values as the kernel
+	 * accepted them. Reply: result 0 / -ENOPROTOOPT / -EINVAL / -ENOENT (no
 	 * such congestion control). */
 	DPSOCK_PL_OP_SETOPT,
 	/* TCP_INFO of a TCP slot: the worker writes the slot's tcpi block,
 	 * then replies 0 (the reply's release publishes the block), or
 	 * -ENOTCONN (no connection). */
 	DPSOCK_PL_OP_TCP_INFO,
+	/* Multicast membership of a UDP socket (abi/mcast_filter.h): arg0 =
+	 * enum dpsock_mc_op, addr = group, arg1 = interface index (segment's
+	 * ifaces[]), arg2 = source (network order, for the source operations).
+	 * Sent to every slot of the socket, worker 0's first: each worker's
+	 * socket keeps the same memberships. Reply: result 0 or the socket
+	 * API's -errno (-EINVAL, -EADDRINUSE, -EADDRNOTAVAIL, -ENOBUFS,
+	 * -ENODEV). */
+	DPSOCK_PL_OP_MCAST,
 	DPSOCK_PL_OP_MAX
 };
+
+/* DPSOCK_PL_OP_UDP_BIND arg1 */
+#define DPSOCK_PL_BIND_REUSEADDR 0x1u
+#define DPSOCK_PL_BIND_REUSEPORT 0x2u
 
 struct dpsock_pl_cmd {
 	uint16_t op;              /* enum dpsock_pl_op */
@@ -475,16 +501,23 @@ struct dpsock_pl_accept {
 };
 
 /* A UDP slot's FIFOs carry datagrams: this header, then len bytes, then
- * padding to a multiple of 8. rx: addr/port = source; tx: destination. A
- * datagram is written whole or not at all. */
+ * padding to a multiple of 8. rx: addr/port = source; tx: destination (the
+ * rest zero). A datagram is written whole or not at all. The rx fields
+ * after port are what recvmsg's control messages say (IP_PKTINFO,
+ * SO_TIMESTAMP, SO_TIMESTAMPNS, SO_TIMESTAMPING). */
 struct dpsock_pl_dgram {
 	uint32_t len;
 	uint32_t addr;            /* network order */
 	uint16_t port;            /* network order */
-	uint16_t flags;
-	uint32_t pad;
+	uint16_t flags;           /* rx: DPSOCK_PL_DGRAM_* */
+	uint32_t dst;             /* rx: its destination address (a group for multicast) */
+	uint32_t spec_dst;        /* rx: the address of the interface it came in on */
+	uint32_t ifindex;         /* rx: that interface's kernel ifindex, 0: none */
+	uint64_t rx_ns;           /* rx: CLOCK_REALTIME when the worker took its frame */
+	uint64_t hw_ns;           /* rx: the NIC's raw timestamp (DPSOCK_PL_DGRAM_HWTS) */
 };
-static_assert(sizeof(struct dpsock_pl_dgram) == 16, "datagram header");
+static_assert(sizeof(struct dpsock_pl_dgram) == 40, "datagram header");
+#define DPSOCK_PL_DGRAM_HWTS 0x1u
 /* rx datagram flags of the 0xf000 nibble are the shim's: it writes them in
  * records it has not consumed yet (the worker never reads a record back
  * once published), to receive out of order (extra API, shim/zcopy.c). */

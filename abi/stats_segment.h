@@ -20,11 +20,11 @@
  * retrying while gen is odd or moved, so they never see a torn entry and
  * never make the writer wait.
  *
- * Layout (version 6; 3 added worker counters, 4 the TCP offload counters,
+ * Layout (version 7; 3 added worker counters, 4 the TCP offload counters,
  * 5 the loss recovery counters (DPSOCK_TCP_REC_COUNTERS) and sockets' RTT
  * in microseconds, 6: a preloaded socket's entry carries its program's pid,
  * descriptor and clients[] index, and its poll_hits/poll_misses are
- * counted):
+ * counted; 7: the multicast table, IGMP and multicast counters):
  *
  *   struct dpsock_stats_segment     header, control area, ports, workers,
  *                                   client table (reserved, see below)
@@ -67,11 +67,14 @@
 #include <stdint.h>
 
 #define DPSOCK_STATS_MAGIC 0x64707374617473ULL /* "dpstats" */
-#define DPSOCK_STATS_VERSION 6
+#define DPSOCK_STATS_VERSION 7
 #define DPSOCK_STATS_MAX_PORTS 4
 #define DPSOCK_STATS_MAX_WORKERS 64
 #define DPSOCK_STATS_MAX_CLIENTS 64
-#define DPSOCK_STATS_MAX_MC 16          /* IGMP groups listed per worker */
+#define DPSOCK_STATS_MC_GROUPS 64       /* multicast groups listed (all ports) */
+#define DPSOCK_STATS_MC_MEMBERS 256     /* socket memberships listed */
+#define DPSOCK_STATS_MC_SRCS 16         /* sources listed per group */
+#define DPSOCK_STATS_MC_MSRCS 10        /* per membership (mcast_filter.h's maximum) */
 #define DPSOCK_STATS_SOCK_SLOTS 4096    /* default socket entries per worker */
 
 /* Per port, written by the main lcore from rte_eth_stats (refreshed ~10/s;
@@ -180,6 +183,22 @@
 	X(pl_replies_lost, "preload: replies dropped, the client's reply ring was full") \
 	X(pl_rx_dropped, "preload: UDP datagrams dropped, the socket's rx FIFO was full") \
 	X(pl_accept_refused, "preload: connections reset, no slot or the accept FIFO full") \
+	X(mc_rx, "multicast datagrams for a group the port joined, from an allowed source") \
+	X(mc_rx_filtered, "multicast datagrams dropped: group not joined, or source filtered") \
+	X(mc_deliveries, "multicast and broadcast datagrams delivered to sockets (one per socket)") \
+	X(mc_loop, "multicast datagrams sent and looped back to local subscribers") \
+	X(mc_fanout_lost, "deliveries skipped: more matching sockets than one pass takes") \
+	X(udp_reuseport_picks, "unicast datagrams hashed over a SO_REUSEPORT group") \
+	X(igmp_rx_query_v1, "IGMPv1 queries received (worker 0)")                \
+	X(igmp_rx_query_v2, "IGMPv2 queries received (worker 0)")                \
+	X(igmp_rx_query_v3, "IGMPv3 queries received (worker 0)")                \
+	X(igmp_rx_report, "IGMP reports and leaves of other hosts received")    \
+	X(igmp_rx_bad, "IGMP messages dropped: checksum, length or type")       \
+	X(igmp_tx_report_v3, "IGMPv3 reports sent (state changes and answers)") \
+	X(igmp_tx_report_v2, "IGMPv2 membership reports sent")                  \
+	X(igmp_tx_report_v1, "IGMPv1 membership reports sent")                  \
+	X(igmp_tx_leave, "IGMPv2 leave messages sent")                          \
+	X(igmp_version_changes, "IGMP compatibility mode changes (older querier heard or gone)") \
 	DPSOCK_TCP_REC_COUNTERS(X)
 
 /* TCP loss recovery work (part of the worker counters): lwIP's sender in
@@ -226,7 +245,7 @@
 	X(tx_bytes, "payload bytes the socket took for sending")               \
 	X(tx_packets, "UDP datagrams sent; TCP: MSS-sized segments queued (ceil(bytes/MSS) per send)") \
 	X(tx_eagain, "sends refused or cut short for lack of send space")      \
-	X(rx_drops, "received data discarded (the app had closed the socket)") \
+	X(rx_drops, "received data discarded: TCP, the app had closed the socket; UDP, its receive buffer (rx FIFO) was full") \
 	X(errors, "send errors other than EAGAIN, failed opens, resets")       \
 	X(accepted, "connections accepted (listening socket)")                 \
 	X(retrans, "segments retransmitted (every cause)")                      \
@@ -258,25 +277,74 @@ struct dpsock_port_stats {
 	DPSOCK_PORT_GAUGES(DPSOCK_STATS_FIELD)
 } __attribute__((aligned(64)));
 
-/* IGMP memberships of a worker's lwIP instance, refreshed every 100 ms
- * under the gen seqlock (see dpsock_sockstat_read: same protocol). */
-struct dpsock_mc_stats {
-	uint32_t gen;
-	uint32_t n_groups;
-	struct {
-		uint32_t addr;     /* network order */
-		uint16_t port_idx;
-		uint16_t use;      /* lwIP's use count (0: allsystems, joined by the netif) */
-	} groups[DPSOCK_STATS_MAX_MC];
-};
-
 struct dpsock_worker_stats {
 	DPSOCK_WORKER_COUNTERS(DPSOCK_STATS_FIELD)
 	DPSOCK_WORKER_GAUGES(DPSOCK_STATS_FIELD)
 	uint32_t lcore_id;
 	uint32_t pad;
 	uint64_t zero_ack;      /* last ctl.zero_req this worker applied */
-	struct dpsock_mc_stats mc;
+} __attribute__((aligned(64)));
+
+/*
+ * Multicast (dpsock-stat -v mc): the port's IGMP host, the groups each port
+ * joined (the interface state merged from every socket's filter, RFC 3376
+ * 3.2) and every socket membership behind them. Rewritten after each change
+ * by the thread making it, under the stack's multicast lock (one writer at
+ * a time), with the gen seqlock of socket entries (dpsock_sockstat_read).
+ */
+#define DPSOCK_MC_FILTER_NONE 0      /* the PMD has no multicast filter: what its link delivers */
+#define DPSOCK_MC_FILTER_LIST 1      /* rte_eth_dev_set_mc_addr_list */
+#define DPSOCK_MC_FILTER_ALLMULTI 2  /* rte_eth_allmulticast_enable */
+#define DPSOCK_MC_MODE_INCLUDE 1
+#define DPSOCK_MC_MODE_EXCLUDE 2
+
+struct dpsock_mc_port_row {
+	uint8_t version;        /* IGMP compatibility mode: 3, 2 or 1 */
+	uint8_t filter;         /* DPSOCK_MC_FILTER_* */
+	uint8_t robustness;     /* the querier's QRV (2 by default) */
+	uint8_t pad;
+	uint32_t querier;       /* source of the last query (network order), 0: none heard */
+	uint64_t query_ns;      /* CLOCK_REALTIME of the last query, 0: none */
+	uint64_t older_until_ns; /* an older querier counts as present until then */
+	uint32_t n_macs;        /* group MACs in the port's filter list */
+	uint32_t pad2;
+};
+
+struct dpsock_mc_group_row {
+	uint32_t addr;          /* network order */
+	uint16_t port;
+	uint8_t mode;           /* DPSOCK_MC_MODE_* of the interface state */
+	uint8_t pad;
+	uint32_t nsrc;          /* its sources (the first DPSOCK_STATS_MC_SRCS listed) */
+	uint32_t members;       /* socket memberships: every worker's and process's */
+	uint32_t src[DPSOCK_STATS_MC_SRCS];
+};
+
+struct dpsock_mc_member_row {
+	uint32_t group;
+	uint16_t port;
+	uint16_t worker;        /* the worker whose socket it is */
+	uint8_t mode;           /* DPSOCK_MC_MODE_* of the socket's filter */
+	uint8_t nsrc;
+	uint16_t pad;
+	int32_t pid;            /* the process using the socket */
+	int32_t fd;             /* its descriptor there; -1: a native socket */
+	int32_t sock_idx;       /* entry in that worker's socket table, -1: none */
+	uint64_t serial;        /* that entry's serial (a reused entry differs) */
+	uint32_t src[DPSOCK_STATS_MC_MSRCS];
+};
+_Static_assert(sizeof(struct dpsock_mc_member_row) == 72, "member row size");
+_Static_assert(sizeof(struct dpsock_mc_group_row) == 80, "group row size");
+_Static_assert(sizeof(struct dpsock_mc_port_row) == 32, "port row size");
+
+struct dpsock_mc_table {
+	uint32_t gen;           /* seqlock: odd while written */
+	uint32_t n_groups;
+	uint32_t n_members;
+	uint32_t unlisted;      /* groups + memberships that did not fit */
+	struct dpsock_mc_port_row ports[DPSOCK_STATS_MAX_PORTS];
+	struct dpsock_mc_group_row groups[DPSOCK_STATS_MC_GROUPS];
+	struct dpsock_mc_member_row members[DPSOCK_STATS_MC_MEMBERS];
 } __attribute__((aligned(64)));
 
 /* One per attached preload process (written by dpsockd's control thread;
@@ -352,6 +420,8 @@ struct dpsock_stats_segment {
 	struct dpsock_port_stats ports[DPSOCK_STATS_MAX_PORTS];
 	struct dpsock_worker_stats workers[DPSOCK_STATS_MAX_WORKERS];
 	struct dpsock_client_stats clients[DPSOCK_STATS_MAX_CLIENTS];
+	/* version 4 */
+	struct dpsock_mc_table mc;
 };
 
 static inline struct dpsock_sock_stats *

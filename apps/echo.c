@@ -4,6 +4,7 @@
  * a sockperf server (ping-pong, throughput, under-load; UDP and TCP).
  *
  *   dpsock-echo [EAL options] -- -f dpsock.conf [-p PORT] [--tcp-only|--udp-only] [--raw]
+ *               [--join GROUP[,SOURCE]]...
  *
  * sockperf framing: every message starts with a 14-byte header
  *
@@ -21,6 +22,12 @@
  *
  * Each worker listens on the port (TCP) and binds it (UDP); RSS spreads the
  * peers over the workers. All state is per worker; nothing is shared.
+ *
+ * Multicast (--join): every worker's UDP socket joins each group (source-
+ * specific with a source) on the first interface, with IP_MULTICAST_LOOP
+ * off; a sockperf request that came to a group is answered to the group,
+ * at the sender's port, as sockperf's own server does (the client joined
+ * it too).
  *
  * Buffering (TCP): a reply dpsock_send does not take whole goes to the
  * connection's send backlog, flushed by the writable callback. While the
@@ -57,11 +64,15 @@
 #define SP_FLAG_PONG_REQUEST 0x2
 #define SP_FLAG_WARMUP 0x4
 
+#define ECHO_MAX_JOINS 8
+
 struct echo_cfg {
 	uint16_t port;
 	bool tcp;
 	bool udp;
 	bool raw;
+	unsigned int n_joins;
+	struct { uint32_t group, source; } joins[ECHO_MAX_JOINS]; /* network order */
 };
 
 /* Per-worker counters: one table for the struct and the printer. */
@@ -439,12 +450,26 @@ on_datagram(struct dpsock_sock *s, const struct sockaddr_in *from, struct dpsock
 		}
 		w->st.msgs++;
 		flags = sp_flags(w->buf, net);
-		if ((flags & SP_FLAG_PONG_REQUEST) == 0)
+		if ((flags & SP_FLAG_PONG_REQUEST) == 0 || (flags & SP_FLAG_CLIENT) == 0)
 			return;
 		sp_set_flags(w->buf, net, flags & ~SP_FLAG_CLIENT);
 		p = w->buf;
 	}
+	if (w->cfg->n_joins > 0) {
+		struct dpsock_rx_info info;
+
+		dpsock_rx_info(rx, &info);
+		if (IN_MULTICAST(ntohl(info.dst))) {
+			/* to the group, at the sender's port (sockperf's server) */
+			struct sockaddr_in to = *from;
+
+			to.sin_addr.s_addr = info.dst;
+			r = dpsock_udp_sendto(s, p, len, &to);
+			goto sent;
+		}
+	}
 	r = dpsock_udp_sendto(s, p, len, from);
+sent:
 	if (r < 0) {
 		w->st.udp_drops++;
 		return;
@@ -519,6 +544,19 @@ echo_worker_init(struct dpsock_worker *dw, void *arg)
 				cfg->port, strerror(err));
 			return -err;
 		}
+		for (unsigned int j = 0; j < cfg->n_joins; j++) {
+			int r = dpsock_udp_mcast(w->udp, cfg->joins[j].source ?
+						 DPSOCK_MCAST_JOIN_SOURCE : DPSOCK_MCAST_JOIN,
+						 cfg->joins[j].group, 0, cfg->joins[j].source);
+
+			if (r != 0) {
+				fprintf(stderr, "dpsock-echo: worker %u: join %s: %s\n", idx,
+					inet_ntoa((struct in_addr){ cfg->joins[j].group }), strerror(-r));
+				return r;
+			}
+		}
+		if (cfg->n_joins > 0)
+			dpsock_udp_set_mcast_loop(w->udp, false); /* its replies are not for itself */
 	}
 	return 0;
 }
@@ -569,9 +607,12 @@ usage(FILE *f, const char *prog)
 		"      --tcp-only    TCP only\n"
 		"      --udp-only    UDP only\n"
 		"      --raw         echo every byte back (no sockperf framing)\n"
+		"      --join GROUP[,SOURCE]  join a multicast group (source-specific with a\n"
+		"                    source) on every worker; requests to a group are answered\n"
+		"                    to the group (repeatable, up to %u)\n"
 		"  -h, --help        this text\n"
 		"\n",
-		prog, ECHO_DEFAULT_PORT);
+		prog, ECHO_DEFAULT_PORT, ECHO_MAX_JOINS);
 	dpsock_usage(f);
 }
 
@@ -579,6 +620,7 @@ enum {
 	OPT_TCP_ONLY = 256,
 	OPT_UDP_ONLY,
 	OPT_RAW,
+	OPT_JOIN,
 };
 
 static const struct option long_opts[] = {
@@ -586,6 +628,7 @@ static const struct option long_opts[] = {
 	{ "tcp-only", no_argument, NULL, OPT_TCP_ONLY },
 	{ "udp-only", no_argument, NULL, OPT_UDP_ONLY },
 	{ "raw", no_argument, NULL, OPT_RAW },
+	{ "join", required_argument, NULL, OPT_JOIN },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
@@ -627,6 +670,21 @@ main(int argc, char **argv)
 		case OPT_RAW:
 			cfg.raw = true;
 			break;
+		case OPT_JOIN: {
+			char *src = strchr(optarg, ',');
+			struct in_addr g, sa = { 0 };
+
+			if (src != NULL)
+				*src++ = '\0';
+			if (cfg.n_joins == ECHO_MAX_JOINS)
+				app_bad_usage(prog, "--join: at most %u groups", ECHO_MAX_JOINS);
+			if (inet_pton(AF_INET, optarg, &g) != 1 || !IN_MULTICAST(ntohl(g.s_addr)) ||
+			    (src != NULL && inet_pton(AF_INET, src, &sa) != 1))
+				app_bad_usage(prog, "--join: '%s' is not GROUP[,SOURCE]", optarg);
+			cfg.joins[cfg.n_joins].group = g.s_addr;
+			cfg.joins[cfg.n_joins++].source = sa.s_addr;
+			break;
+		}
 		default:
 			app_usage_exit(prog);
 		}

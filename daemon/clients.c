@@ -310,6 +310,7 @@ group_create(struct pl_ctl *c, char *why, size_t whylen)
 		hdr->ifaces[i].gateway = conf->ifaces[i].gateway;
 		hdr->ifaces[i].prefix_len = conf->ifaces[i].prefix_len;
 		hdr->ifaces[i].mtu = conf->ifaces[i].mtu;
+		hdr->ifaces[i].ifindex = c->d->ports[i].caps.if_index;
 	}
 	hdr->n_rules = conf->n_rules;
 	memcpy(hdr->rules, conf->rules, conf->n_rules * sizeof(conf->rules[0]));

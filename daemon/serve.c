@@ -33,6 +33,7 @@
 
 #include "stack_priv.h"
 #include "log_priv.h"
+#include "mcast_priv.h"
 #include "server_priv.h"
 
 /* Linux's option numbers (<netinet/tcp.h> clashes with lwIP's TCP_MSS) */
@@ -57,7 +58,8 @@ struct pl_worker {
 	struct pl_orphan *orphans; /* connections still sending after their group ended */
 	size_t orphan_bytes;      /* what they hold */
 	struct dpsock_pl_cmd cmds[PL_BATCH_MAX];
-	unsigned char dgram[DPSOCK_PL_DGRAM_MAX + 16];
+	/* a datagram record whole: header, data, padding to 8 */
+	unsigned char dgram[sizeof(struct dpsock_pl_dgram) + DPSOCK_PL_DGRAM_MAX + 8];
 } __rte_cache_aligned;
 
 static struct pl_worker *pl_workers;
@@ -259,6 +261,8 @@ slot_alloc(struct pl_wgroup *wg, uint32_t kind)
 	ws->ka_idle = PL_KA_IDLE;
 	ws->ka_intvl = PL_KA_INTVL;
 	ws->ka_cnt = PL_KA_CNT;
+	ws->tos = ws->ttl = -1;
+	ws->rx_cap = geo->rx_fifo_size;
 	sh = sh_of(ws);
 	base = (unsigned char *)sh;
 	/* The FIFOs start empty for each new socket. Nobody else uses them:
@@ -729,6 +733,10 @@ apply_opts(struct pl_wslot *ws)
 		dpsock_set_nodelay(ws->s, true);
 	if (ws->keepalive)
 		dpsock_set_keepalive(ws->s, true, ws->ka_idle, ws->ka_intvl, ws->ka_cnt);
+	if (ws->tos >= 0)
+		dpsock_sock_set_tos(ws->s, ws->tos);
+	if (ws->ttl >= 0)
+		dpsock_sock_set_ttl(ws->s, ws->ttl);
 	if (ws->cc)
 		dpsock_set_congestion(ws->s, dpsock_cc_table[ws->cc - 1]->name);
 }
@@ -756,6 +764,8 @@ cb_accepted(struct dpsock_sock *listener, struct dpsock_sock *child)
 	cws->ka_idle = lws->ka_idle;
 	cws->ka_intvl = lws->ka_intvl;
 	cws->ka_cnt = lws->ka_cnt;
+	cws->tos = lws->tos;
+	cws->ttl = lws->ttl;
 	apply_opts(cws);
 	slot_set_addrs(cws);
 	slot_set_state(cws, DPSOCK_PL_ST_ESTABLISHED, 0);
@@ -828,27 +838,48 @@ cb_readable(struct dpsock_sock *s, struct dpsock_rx *rx)
 		slot_notify(ws);
 }
 
-/* Write a datagram into a UDP slot's rx FIFO, whole or not at all. */
+/* Write a datagram into a UDP slot's rx FIFO, whole or not at all: one
+ * copy per subscriber (each process has its own shared memory). */
 static void
 cb_datagram(struct dpsock_sock *s, const struct sockaddr_in *from, struct dpsock_rx *rx)
 {
 	struct pl_wslot *ws = dpsock_sock_user(s);
+	const struct dpsock_config *conf;
 	struct dpsock_pl_dgram h = { 0 };
 	size_t len = dpsock_rx_len(rx), need, done, off;
+	struct dpsock_rx_info info;
 	struct iovec iov[2];
+	uint32_t free_b;
 	unsigned int j;
 
 	if (ws == NULL || ws->closing)
 		return;
 	need = sizeof(h) + ((len + 7) & ~(size_t)7);
-	if (len > DPSOCK_PL_DGRAM_MAX || dpsock_fifo_free(&ws->rx) < need ||
+	free_b = dpsock_fifo_free(&ws->rx);
+	/* SO_RCVBUF: the FIFO holds at most rx_cap bytes (a datagram that
+	 * would pass it is dropped, as a full socket buffer drops it) */
+	if (len > DPSOCK_PL_DGRAM_MAX || free_b < need ||
+	    dpsock_fifo_prod_size(&ws->rx) - free_b + need > RTE_MAX(ws->rx_cap, (uint32_t)need) ||
 	    dpsock_fifo_write_reserve(&ws->rx, need, iov) != need) {
 		dpsock_stat_add(&ws->wg->w->stats->pl_rx_dropped, 1);
+		dpsock_sock_rx_dropped(s, len);
 		return;
 	}
+	dpsock_rx_info(rx, &info);
+	conf = &ws->wg->w->d->conf;
 	h.len = (uint32_t)len;
 	h.addr = from->sin_addr.s_addr;
 	h.port = from->sin_port;
+	h.dst = info.dst;
+	h.rx_ns = info.rx_ns;
+	if (info.hw_ns != 0) {
+		h.hw_ns = info.hw_ns;
+		h.flags |= DPSOCK_PL_DGRAM_HWTS;
+	}
+	if (info.iface < conf->n_ifaces) {
+		h.spec_dst = conf->ifaces[info.iface].addr;
+		h.ifindex = ws->wg->w->d->ports[info.iface].caps.if_index;
+	}
 	/* header, data and padding across the (at most two) segments */
 	done = 0;
 	for (j = 0; j < 2; j++) {
@@ -991,8 +1022,10 @@ op_open(struct pl_wgroup *wg, const struct dpsock_pl_cmd *c, struct dpsock_pl_re
 		kind = DPSOCK_PL_TCP_LISTENER;
 		break;
 	case DPSOCK_PL_OP_UDP_BIND:
-		if (!addr_served(w->d, c->addr))
+		if (!addr_served(w->d, c->addr) && !dpsock_mc_is_group(c->addr))
 			return -EADDRNOTAVAIL;
+		if ((uint32_t)c->arg[1] & ~(DPSOCK_PL_BIND_REUSEADDR | DPSOCK_PL_BIND_REUSEPORT))
+			return -EINVAL;
 		kind = DPSOCK_PL_UDP;
 		break;
 	default: /* CONNECT */
@@ -1011,7 +1044,13 @@ op_open(struct pl_wgroup *wg, const struct dpsock_pl_cmd *c, struct dpsock_pl_re
 		s = dpsock_tcp_listen(w, ntohs(c->port), c->arg[0], &pl_ops, ws);
 		break;
 	case DPSOCK_PL_OP_UDP_BIND:
-		s = dpsock_udp_bind(w, ntohs(c->port), &pl_ops, ws);
+		s = dpsock_udp_bind_addr(w, c->addr, ntohs(c->port),
+					 ((uint32_t)c->arg[1] & DPSOCK_PL_BIND_REUSEADDR ?
+					  DPSOCK_UDP_REUSEADDR : 0) |
+					 ((uint32_t)c->arg[1] & DPSOCK_PL_BIND_REUSEPORT ?
+					  DPSOCK_UDP_REUSEPORT : 0), &pl_ops, ws);
+		if (s != NULL)
+			dpsock_sock_set_owner(s, c->arg[2], c->arg[3]);
 		break;
 	default:
 		s = dpsock_tcp_connect(w, c->addr, ntohs(c->port), &pl_ops, ws);
@@ -1038,12 +1077,55 @@ op_open(struct pl_wgroup *wg, const struct dpsock_pl_cmd *c, struct dpsock_pl_re
 	return 0;
 }
 
+/* IP-level options: IP_TOS and IP_TTL on any socket (a listener hands
+ * them to what it accepts), the rest on UDP sockets. Values are those the
+ * kernel accepted already (the shim sets every option there first). */
+static int
+op_setopt_ip(struct pl_wslot *ws, int name, int v)
+{
+	bool udp = ws->kind == DPSOCK_PL_UDP;
+
+	switch (name) {
+	case IP_TOS:
+		ws->tos = (int16_t)(v & 0xff);
+		break;
+	case IP_TTL:
+		ws->ttl = (int16_t)(v == -1 ? 64 : v);
+		break;
+	case IP_MULTICAST_TTL:
+		return udp && ws->s != NULL ? dpsock_udp_set_mcast_ttl(ws->s, v == -1 ? 1 : v) :
+					      -ENOPROTOOPT;
+	case IP_MULTICAST_LOOP:
+		return udp && ws->s != NULL ? dpsock_udp_set_mcast_loop(ws->s, v != 0) : -ENOPROTOOPT;
+	case IP_MULTICAST_ALL:
+		return udp && ws->s != NULL ? dpsock_udp_set_mcast_all(ws->s, v != 0) : -ENOPROTOOPT;
+	case IP_MULTICAST_IF:
+		return udp && ws->s != NULL ? dpsock_udp_set_mcast_if(ws->s, v) : -ENOPROTOOPT;
+	default:
+		return -ENOPROTOOPT;
+	}
+	if (ws->s == NULL || ws->kind == DPSOCK_PL_TCP_LISTENER)
+		return 0; /* applied to the connections it accepts */
+	return name == IP_TOS ? dpsock_sock_set_tos(ws->s, ws->tos) :
+				dpsock_sock_set_ttl(ws->s, ws->ttl);
+}
+
 static int
 op_setopt(struct pl_wslot *ws, const struct dpsock_pl_cmd *c)
 {
 	int level = c->arg[0], name = c->arg[1], v = c->arg[2];
 	bool tcp = ws->kind != DPSOCK_PL_UDP;
 
+	if (level == IPPROTO_IP)
+		return op_setopt_ip(ws, name, v);
+	if (level == SOL_SOCKET && name == SO_RCVBUF) {
+		if (tcp || v < 0)
+			return -ENOPROTOOPT;
+		/* at most the FIFO; at least one largest datagram's record, so
+		 * that the socket can receive at all */
+		ws->rx_cap = RTE_MIN((uint32_t)v, ws->wg->g->geo.rx_fifo_size);
+		return 0;
+	}
 	if (level == SOL_SOCKET && name == SO_KEEPALIVE) {
 		ws->keepalive = v != 0;
 		if (ws->s != NULL && ws->kind == DPSOCK_PL_TCP_CONN)
@@ -1144,6 +1226,7 @@ cmd_run(struct pl_wgroup *wg, const struct dpsock_pl_cmd *c, struct dpsock_pl_re
 	case DPSOCK_PL_OP_SHUTDOWN:
 	case DPSOCK_PL_OP_CLOSE:
 	case DPSOCK_PL_OP_SETOPT:
+	case DPSOCK_PL_OP_MCAST:
 	case DPSOCK_PL_OP_TCP_INFO:
 		ws = cmd_slot(wg, c, &err);
 		if (ws == NULL)
@@ -1186,6 +1269,13 @@ cmd_run(struct pl_wgroup *wg, const struct dpsock_pl_cmd *c, struct dpsock_pl_re
 				tx_pump(ws); /* closes now if the FIFO is empty */
 			}
 			return false;
+		case DPSOCK_PL_OP_MCAST:
+			/* the socket API's errno, from the socket's own memberships */
+			r->result = ws->kind != DPSOCK_PL_UDP || ws->s == NULL ? -EINVAL :
+				    c->arg[1] < 0 ? -ENODEV :
+				    dpsock_udp_mcast(ws->s, c->arg[0], c->addr,
+						     (unsigned int)c->arg[1], (uint32_t)c->arg[2]);
+			return true;
 		case DPSOCK_PL_OP_TCP_INFO:
 			r->result = op_tcp_info(ws);
 			return true;

@@ -83,6 +83,8 @@ struct pl_wslot {
 	uint8_t keepalive;
 	uint8_t cc;               /* TCP_CONGESTION: 1 + index of tcp_cc.c's table; 0 default */
 	uint32_t ka_idle, ka_intvl, ka_cnt;
+	int16_t tos, ttl;         /* IP_TOS / IP_TTL set on it, -1: never */
+	uint32_t rx_cap;          /* UDP: bytes its rx FIFO may hold (SO_RCVBUF) */
 	uint32_t flags;           /* DPSOCK_PL_F_*, as published */
 	uint32_t change;
 	struct pl_held *held, *held_tail;

@@ -136,3 +136,17 @@ dpsock_lwip_tcp_unmatched(struct pbuf *p, struct tcp_hdr *hdr)
 	(void)hdr;
 	return 0;
 }
+
+/* dpsock_lwip_hooks.h: without the stack (the lwIP unit tests), lwIP
+ * delivers every datagram itself. stack/mcast.c's definition replaces this. */
+__attribute__((weak)) int
+dpsock_lwip_udp_deliver(struct pbuf *p, struct netif *inp, struct udp_pcb *pcb, u16_t src_port,
+			u8_t broadcast)
+{
+	(void)p;
+	(void)inp;
+	(void)pcb;
+	(void)src_port;
+	(void)broadcast;
+	return 0;
+}

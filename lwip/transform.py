@@ -17,7 +17,9 @@ src/netif/ethernet.c) flat into <dir>, the whole src/include tree into
     parsing, left-edge trim), a TIME_WAIT reuse rule like Linux's, and a
     configurable initial RTO (LWIP_TCP_RTO_TIME);
   * the performance edits of transform_perf.py (pcb index, segmentation
-    offload).
+    offload);
+  * a UDP delivery hook: multicast and broadcast datagrams to every
+    matching socket, unicast ones hashed over a SO_REUSEPORT group.
 
 Every edit names the exact text it expects.  If a pattern is missing or
 appears more than once the script exits non-zero naming the file and the
@@ -468,6 +470,23 @@ EDITS = [
          '      pbuf_free(p);\n'
          '      return;\n'
          '    }\n'),
+
+    # ---- UDP delivery that lwIP does not have (dpsock_lwip_hooks.h): a
+    # multicast or broadcast datagram goes to every socket it matches, each
+    # with its own source filter (stack/mcast.c); a unicast one to one
+    # socket of a SO_REUSEPORT group, hashed. The checksum was checked and
+    # the header removed just before.
+    Edit('core/udp.c', 'UDP delivery hook: its prototype',
+         '#include "lwip/dhcp.h"\n',
+         '#include "lwip/dhcp.h"\n#include "dpsock_lwip_hooks.h"\n'),
+    Edit('core/udp.c', 'UDP fan-out and SO_REUSEPORT delivery',
+         '    if (pcb != NULL) {\n'
+         '      MIB2_STATS_INC(mib2.udpindatagrams);\n',
+         '    if (pcb != NULL && dpsock_lwip_udp_deliver(p, inp, pcb, src, broadcast)) {\n'
+         '      goto end; /* dpsock delivered (and freed) it */\n'
+         '    }\n'
+         '    if (pcb != NULL) {\n'
+         '      MIB2_STATS_INC(mib2.udpindatagrams);\n'),
 ]
 
 

@@ -80,8 +80,10 @@ bind_locked(int fd, struct shim_sock *s, const struct sockaddr_in *sin, socklen_
 			SHIM_LOG(WARNING, "UDP bind on dpsockd failed (%s): kernel socket",
 				 strerror(-r));
 	}
-	if (!shim_sock_offloaded(s) && s->type == SOCK_DGRAM)
+	if (!shim_sock_offloaded(s) && s->type == SOCK_DGRAM) {
 		s->mode = SHIM_KERNEL;
+		shim_mc_drop_pending(s);
+	}
 	return 0;
 }
 
@@ -262,12 +264,12 @@ sock_sendv(struct shim_sock *s, const struct iovec *iov, int n, int flags,
 
 static ssize_t
 sock_recvv(struct shim_sock *s, const struct iovec *iov, int n, int flags,
-	   struct sockaddr *from, socklen_t *fromlen, int *mflags)
+	   struct sockaddr *from, socklen_t *fromlen, int *mflags, struct dpsock_pl_dgram *hdr)
 {
 	if (mflags != NULL)
 		*mflags = 0;
 	if (s->mode == SHIM_UDP)
-		return shim_udp_recv(s, iov, n, flags, from, fromlen, mflags);
+		return shim_udp_recv(s, iov, n, flags, from, fromlen, mflags, hdr);
 	if (fromlen != NULL)
 		*fromlen = 0;
 	return shim_tcp_recv(s, iov, n, flags);
@@ -368,7 +370,7 @@ recv(int fd, void *buf, size_t len, int flags)
 
 	if (!shim_sock_offloaded(s))
 		return REAL(recv)(fd, buf, len, flags);
-	return sock_recvv(s, &v, 1, flags, NULL, NULL, NULL);
+	return sock_recvv(s, &v, 1, flags, NULL, NULL, NULL, NULL);
 }
 
 HOOK ssize_t
@@ -379,13 +381,14 @@ recvfrom(int fd, void *buf, size_t len, int flags, struct sockaddr *from, sockle
 
 	if (!shim_sock_offloaded(s))
 		return REAL(recvfrom)(fd, buf, len, flags, from, fromlen);
-	return sock_recvv(s, &v, 1, flags, from, fromlen, NULL);
+	return sock_recvv(s, &v, 1, flags, from, fromlen, NULL, NULL);
 }
 
 HOOK ssize_t
 recvmsg(int fd, struct msghdr *m, int flags)
 {
 	struct shim_sock *s = shim_sock_get(fd);
+	struct dpsock_pl_dgram h;
 	int mf = 0;
 	ssize_t r;
 
@@ -394,12 +397,15 @@ recvmsg(int fd, struct msghdr *m, int flags)
 	if (m->msg_iovlen > IOV_MAX)
 		return shim_fail(EMSGSIZE);
 	r = sock_recvv(s, m->msg_iov, (int)m->msg_iovlen, flags,
-		       m->msg_name, m->msg_name != NULL ? &m->msg_namelen : NULL, &mf);
+		       m->msg_name, m->msg_name != NULL ? &m->msg_namelen : NULL, &mf, &h);
 	if (r >= 0) {
-		m->msg_flags = mf;
-		m->msg_controllen = 0;
-		if (s->mode != SHIM_UDP)
+		if (s->mode == SHIM_UDP) {
+			shim_udp_cmsgs(s, &h, m, &mf);
+		} else {
+			m->msg_controllen = 0;
 			m->msg_namelen = 0;
+		}
+		m->msg_flags = mf;
 	}
 	return r;
 }
@@ -438,7 +444,7 @@ read(int fd, void *buf, size_t len)
 
 	if (!shim_sock_offloaded(s))
 		return REAL(read)(fd, buf, len);
-	return sock_recvv(s, &v, 1, 0, NULL, NULL, NULL);
+	return sock_recvv(s, &v, 1, 0, NULL, NULL, NULL, NULL);
 }
 
 HOOK ssize_t
@@ -450,7 +456,7 @@ readv(int fd, const struct iovec *iov, int n)
 		return REAL(readv)(fd, iov, n);
 	if (n < 0 || n > IOV_MAX)
 		return shim_fail(EINVAL);
-	return sock_recvv(s, iov, n, 0, NULL, NULL, NULL);
+	return sock_recvv(s, iov, n, 0, NULL, NULL, NULL, NULL);
 }
 
 HOOK ssize_t
@@ -686,6 +692,9 @@ getsockopt(int fd, int level, int name, void *val, socklen_t *len)
 		}
 	} else if (level == SOL_SOCKET && name == SO_ACCEPTCONN) {
 		v = s->mode == SHIM_TCP_LISTEN;
+	} else if (level == IPPROTO_IP && s->mode == SHIM_UDP &&
+		   shim_mc_getsockopt(s, name, val, len) == 0) {
+		return 0;
 	} else {
 		/* every other option was set on the kernel socket too */
 		return REAL(getsockopt)(fd, level, name, val, len);
@@ -695,28 +704,56 @@ getsockopt(int fd, int level, int name, void *val, socklen_t *len)
 	return 0;
 }
 
-HOOK int
-setsockopt(int fd, int level, int name, const void *val, socklen_t len)
+/* SO_RCVBUF / SO_SNDBUF as the kernel socket reports them once set
+ * (doubled, capped by net.core.rmem_max / wmem_max: Linux's limits). */
+static int
+kernel_buf(int fd, int name, int v)
 {
-	struct shim_sock *s = shim_sock_get(fd);
-	int r = REAL(setsockopt)(fd, level, name, val, len), v = 0, fwd = 0;
+	socklen_t l = sizeof(v);
+	int k;
 
-	if (r < 0 || s == NULL || val == NULL)
-		return r;
-	if (len >= sizeof(int))
-		memcpy(&v, val, sizeof(int));
-	pthread_mutex_lock(&s->lock);
+	return REAL(getsockopt)(fd, SOL_SOCKET, name, &k, &l) == 0 ? k : v;
+}
+
+/* Remember an option the kernel accepted; returns 1 when the workers
+ * must hear of it too. Caller holds s->lock. */
+static int
+remember_opt(int fd, struct shim_sock *s, int level, int name, const void *val, socklen_t len,
+	     int v)
+{
+	bool udp = s->type == SOCK_DGRAM;
+
 	if (level == SOL_SOCKET) {
 		switch (name) {
-		case SO_REUSEADDR: s->reuseaddr = v; break;
-		case SO_REUSEPORT: s->reuseport = v; break;
-		case SO_KEEPALIVE: s->keepalive = v != 0; fwd = 1; break;
-		case SO_RCVBUF: s->rcvbuf = v; break;
-		case SO_SNDBUF: s->sndbuf = v; break;
+		case SO_REUSEADDR: s->reuseaddr = v; return 0;
+		case SO_REUSEPORT: s->reuseport = v; return 0;
+		case SO_KEEPALIVE: s->keepalive = v != 0; return 1;
+		case SO_RCVBUF:
+			s->rcvbuf = v;
+			s->rcvbuf_eff = kernel_buf(fd, SO_RCVBUF, v);
+			return udp;
+		case SO_SNDBUF:
+			s->sndbuf = v;
+			s->sndbuf_eff = kernel_buf(fd, SO_SNDBUF, v);
+			return 0;
+		case SO_TIMESTAMP_OLD:
+		case SO_TIMESTAMP_NEW:
+		case SO_TIMESTAMPNS_OLD:
+		case SO_TIMESTAMPNS_NEW:
+			/* one of them at a time, as Linux; turning either off
+			 * turns off both */
+			s->ts_opt = v ? name : 0;
+			return 0;
+		case SO_TIMESTAMPING_OLD:
+		case SO_TIMESTAMPING_NEW:
+			if (len >= sizeof(int))
+				s->ts_flags = v; /* the flags (or struct so_timestamping's) */
+			s->ts_ing_opt = name;
+			return 0;
 		case SO_LINGER:
 			if (len >= sizeof(struct linger))
 				memcpy(&s->linger, val, sizeof(s->linger));
-			break;
+			return 0;
 		case SO_RCVTIMEO:
 		case SO_SNDTIMEO:
 			if (len >= sizeof(struct timeval)) {
@@ -734,43 +771,76 @@ setsockopt(int fd, int level, int name, const void *val, socklen_t len)
 				else
 					s->sndtimeo_ms = (int)ms;
 			}
-			break;
-		default: break;
+			return 0;
+		default:
+			return 0;
 		}
-	} else if (level == IPPROTO_TCP) {
+	}
+	if (level == IPPROTO_TCP) {
 		switch (name) {
-		case TCP_NODELAY: s->nodelay = v != 0; fwd = 1; break;
-		case TCP_KEEPIDLE: s->keepidle = v; fwd = 1; break;
-		case TCP_KEEPINTVL: s->keepintvl = v; fwd = 1; break;
-		case TCP_KEEPCNT: s->keepcnt = v; fwd = 1; break;
+		case TCP_NODELAY: s->nodelay = v != 0; return 1;
+		case TCP_KEEPIDLE: s->keepidle = v; return 1;
+		case TCP_KEEPINTVL: s->keepintvl = v; return 1;
+		case TCP_KEEPCNT: s->keepcnt = v; return 1;
 		case TCP_CONGESTION:
 			memset(s->cc, 0, sizeof(s->cc));
 			memcpy(s->cc, val, len < sizeof(s->cc) - 1 ? len : sizeof(s->cc) - 1);
-			fwd = 1;
-			break;
-		default: break;
+			return 1;
+		default: return 0;
 		}
-	} else if (level == IPPROTO_IP && name == IP_TOS) {
-		s->tos = v;
-		fwd = 1;
 	}
-	if (fwd && shim_sock_offloaded(s) && s->mode == SHIM_TCP_CONN) {
-		struct shim_thread *t = shim_thread_get();
-		struct dpsock_pl_cmd c = { .op = DPSOCK_PL_OP_SETOPT, .slot = s->slot[0],
-					   .gen = s->gen[0] };
-		struct dpsock_pl_reply rep;
+	if (level != IPPROTO_IP)
+		return 0;
+	switch (name) {
+	case IP_TOS: s->tos = v; return 1;
+	case IP_TTL: s->ttl = v; return 1;
+	case IP_PKTINFO: s->pktinfo = v != 0; return 0;
+	case IP_MULTICAST_TTL: s->mc_ttl = v; return udp;
+	case IP_MULTICAST_LOOP: s->mc_loop = v != 0; return udp;
+	case IP_MULTICAST_ALL: s->mc_all = v != 0; return udp;
+	default: return 0;
+	}
+}
 
-		c.arg[0] = level;
-		c.arg[1] = name;
-		c.arg[2] = v;
-		if (level == IPPROTO_TCP && name == TCP_CONGESTION)
-			memcpy(&c.arg[2], s->cc, sizeof(s->cc));
+HOOK int
+setsockopt(int fd, int level, int name, const void *val, socklen_t len)
+{
+	struct shim_sock *s = shim_sock_get(fd);
+	int r, v = 0, fwd;
+
+	/* memberships and IP_MULTICAST_IF name dpsockd's interfaces, which the
+	 * kernel socket does not have (mcast.c) */
+	if (s != NULL && s->type == SOCK_DGRAM && s->mode != SHIM_KERNEL && level == IPPROTO_IP &&
+	    shim_mc_optname(name)) {
+		r = shim_mc_setsockopt(s, fd, name, val, len);
+		if (r != SHIM_TO_KERNEL)
+			return r < 0 ? shim_fail(-r) : 0;
+	}
+	r = REAL(setsockopt)(fd, level, name, val, len);
+	if (r < 0 || s == NULL || val == NULL)
+		return r;
+	/* as the kernel reads them: an int, or (IP options) one byte */
+	if (len >= sizeof(int))
+		memcpy(&v, val, sizeof(int));
+	else if (len >= 1 && level == IPPROTO_IP)
+		v = *(const unsigned char *)val;
+	/* the FORCE forms size the same buffers past rmem_max / wmem_max
+	 * (the kernel checked CAP_NET_ADMIN): treated as the plain ones */
+	if (level == SOL_SOCKET && name == SO_RCVBUFFORCE)
+		name = SO_RCVBUF;
+	else if (level == SOL_SOCKET && name == SO_SNDBUFFORCE)
+		name = SO_SNDBUF;
+	pthread_mutex_lock(&s->lock);
+	fwd = remember_opt(fd, s, level, name, val, len, v);
+	if (level == SOL_SOCKET && name == SO_RCVBUF)
+		v = s->rcvbuf_eff;
+	if (fwd && shim_sock_offloaded(s) && (s->mode == SHIM_TCP_CONN || s->mode == SHIM_UDP)) {
+		struct shim_thread *t = shim_thread_get();
+
 		/* the kernel accepted it; a worker that cannot apply it only
 		 * logs (the app sees what the kernel said) */
-		if (t != NULL && shim_cmd_call(t, shim_slot_worker(s->slot[0]), &c, &rep) == 0 &&
-		    rep.result < 0)
-			SHIM_LOG(DEBUG, "dpsockd: option %d/%d: %s", level, name,
-				 strerror(-rep.result));
+		if (t != NULL && (r = shim_sock_setopt_all(t, s, level, name, v)) < 0)
+			SHIM_LOG(DEBUG, "dpsockd: option %d/%d: %s", level, name, strerror(-r));
 	}
 	pthread_mutex_unlock(&s->lock);
 	return 0;
@@ -867,7 +937,7 @@ ioctl(int fd, unsigned long req, ...)
 		/* UDP: size of the next datagram, as Linux */
 		char peek;
 		ssize_t n = shim_udp_recv(s, &(struct iovec){ &peek, 1 }, 1, MSG_PEEK | MSG_TRUNC |
-				     MSG_DONTWAIT, NULL, NULL, NULL);
+				     MSG_DONTWAIT, NULL, NULL, NULL, NULL);
 
 		v = n < 0 ? 0 : (int)n;
 	} else {

@@ -348,6 +348,18 @@ adopt_opts(struct shim_sock *s, int fd)
 	GETINT(SOL_SOCKET, SO_KEEPALIVE, keepalive);
 	if (s->type == SOCK_STREAM)
 		GETINT(IPPROTO_TCP, TCP_NODELAY, nodelay);
+	if (s->type == SOCK_DGRAM) {
+		/* recvmsg's control messages follow the kernel socket's options */
+		GETINT(IPPROTO_IP, IP_PKTINFO, pktinfo);
+		GETINT(SOL_SOCKET, SO_TIMESTAMPING, ts_flags);
+		s->ts_ing_opt = SO_TIMESTAMPING;
+		l = sizeof(v);
+		if (REAL(getsockopt)(fd, SOL_SOCKET, SO_TIMESTAMPNS, &v, &l) == 0 && v)
+			s->ts_opt = SO_TIMESTAMPNS;
+		l = sizeof(v);
+		if (s->ts_opt == 0 && REAL(getsockopt)(fd, SOL_SOCKET, SO_TIMESTAMP, &v, &l) == 0 && v)
+			s->ts_opt = SO_TIMESTAMP;
+	}
 #undef GETINT
 	l = sizeof(s->linger);
 	if (REAL(getsockopt)(fd, SOL_SOCKET, SO_LINGER, &s->linger, &l) != 0)

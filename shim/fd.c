@@ -118,6 +118,9 @@ shim_sock_new(int type, int nonblock)
 	s->rcvtimeo_ms = -1;
 	s->sndtimeo_ms = -1;
 	s->fd0 = -1;
+	s->ttl = s->mc_ttl = s->mc_loop = s->mc_all = SHIM_UNSET;
+	s->mc_if = SHIM_UNSET;
+	s->rcvbuf_eff = s->sndbuf_eff = SHIM_UNSET;
 	return s;
 }
 
@@ -217,6 +220,7 @@ shim_sock_unref(struct shim_sock *s)
 		shim_sock_release_slots(s);
 	}
 	pthread_mutex_destroy(&s->lock);
+	free(s->mc_pending);
 	free(s);
 }
 

@@ -10,6 +10,7 @@
 
 #include "offload_rules.h"
 #include "shim_priv.h"
+#include "mcast_filter.h"
 
 
 /* The object becomes offloaded with these slots; this process holds it. */
@@ -82,6 +83,11 @@ served(int role, uint32_t addr)
 	bool server = role == DPSOCK_PL_TCP_SERVER || role == DPSOCK_PL_UDP_RECEIVER;
 	uint32_t n = g->n_ifaces < DPSOCK_PL_MAX_IFACES ? g->n_ifaces : DPSOCK_PL_MAX_IFACES;
 
+	/* a group: bound to (receivers) or sent to (senders) on dpsockd's
+	 * interfaces, unless IP_MULTICAST_IF chose a kernel one (udp.c) */
+	if ((role == DPSOCK_PL_UDP_RECEIVER || role == DPSOCK_PL_UDP_SENDER ||
+	     role == DPSOCK_PL_UDP_CONNECT) && dpsock_mc_is_group(addr))
+		return n > 0;
 	if (!server)
 		return iface_for(addr) != NULL;
 	if (addr == htonl(INADDR_ANY))
@@ -224,10 +230,37 @@ shim_offload_decide(int role, uint32_t addr, uint16_t port, uint32_t laddr, uint
 	return 0;
 }
 
+int
+shim_sock_setopt_all(struct shim_thread *t, struct shim_sock *s, int level, int name, int val)
+{
+	int first = 0;
+
+	for (uint32_t i = 0; i < s->nslots; i++) {
+		struct dpsock_pl_cmd c = { .op = DPSOCK_PL_OP_SETOPT, .slot = s->slot[i],
+					   .gen = s->gen[i] };
+		struct dpsock_pl_reply r;
+		int e;
+
+		c.arg[0] = level;
+		c.arg[1] = name;
+		c.arg[2] = val;
+		/* TCP_CONGESTION: the name, 16 bytes over arg2..arg5 */
+		if (level == IPPROTO_TCP && name == TCP_CONGESTION)
+			memcpy(&c.arg[2], s->cc, sizeof(s->cc));
+		e = shim_cmd_call(t, shim_slot_worker(s->slot[i]), &c, &r);
+		if (e == 0)
+			e = r.result;
+		if (first == 0)
+			first = e;
+	}
+	return first;
+}
+
 /* The remembered options a worker needs, sent after the slot exists. */
 void
 shim_sock_push_opts(struct shim_thread *t, struct shim_sock *s)
 {
+	bool udp = s->type == SOCK_DGRAM;
 	struct {
 		int on, level, name, val;
 	} opts[] = {
@@ -237,32 +270,23 @@ shim_sock_push_opts(struct shim_thread *t, struct shim_sock *s)
 		{ s->keepintvl, IPPROTO_TCP, TCP_KEEPINTVL, s->keepintvl },
 		{ s->keepcnt, IPPROTO_TCP, TCP_KEEPCNT, s->keepcnt },
 		{ s->tos, IPPROTO_IP, IP_TOS, s->tos },
+		{ s->ttl != SHIM_UNSET, IPPROTO_IP, IP_TTL, s->ttl },
+		{ udp && s->mc_ttl != SHIM_UNSET, IPPROTO_IP, IP_MULTICAST_TTL, s->mc_ttl },
+		{ udp && s->mc_loop != SHIM_UNSET, IPPROTO_IP, IP_MULTICAST_LOOP, s->mc_loop },
+		{ udp && s->mc_all != SHIM_UNSET, IPPROTO_IP, IP_MULTICAST_ALL, s->mc_all },
+		{ udp && s->mc_if != SHIM_UNSET && !s->mc_if_kernel, IPPROTO_IP, IP_MULTICAST_IF,
+		  s->mc_if },
+		{ udp && s->rcvbuf_eff != SHIM_UNSET, SOL_SOCKET, SO_RCVBUF, s->rcvbuf_eff },
 	};
 
-	for (size_t o = 0; o < sizeof(opts) / sizeof(opts[0]); o++) {
-		if (!opts[o].on)
-			continue;
-		for (uint32_t i = 0; i < s->nslots; i++) {
-			struct dpsock_pl_cmd c = { .op = DPSOCK_PL_OP_SETOPT, .slot = s->slot[i],
-						   .gen = s->gen[i] };
-			struct dpsock_pl_reply r;
-
-			c.arg[0] = opts[o].level;
-			c.arg[1] = opts[o].name;
-			c.arg[2] = opts[o].val;
-			shim_cmd_call(t, shim_slot_worker(s->slot[i]), &c, &r);
-		}
-	}
-	for (uint32_t i = 0; s->cc[0] && s->type == SOCK_STREAM && i < s->nslots; i++) {
-		struct dpsock_pl_cmd c = { .op = DPSOCK_PL_OP_SETOPT, .slot = s->slot[i],
-					   .gen = s->gen[i] };
-		struct dpsock_pl_reply r;
-
-		c.arg[0] = IPPROTO_TCP;
-		c.arg[1] = TCP_CONGESTION;
-		memcpy(&c.arg[2], s->cc, sizeof(s->cc));
-		shim_cmd_call(t, shim_slot_worker(s->slot[i]), &c, &r);
-	}
+	for (size_t o = 0; o < sizeof(opts) / sizeof(opts[0]); o++)
+		if (opts[o].on)
+			shim_sock_setopt_all(t, s, opts[o].level, opts[o].name, opts[o].val);
+	/* the congestion control by name (shim_sock_setopt_all sends it) */
+	if (s->cc[0] && s->type == SOCK_STREAM)
+		shim_sock_setopt_all(t, s, IPPROTO_TCP, TCP_CONGESTION, 0);
+	if (udp)
+		shim_mc_replay(t, s);
 }
 
 /* LISTEN or UDP_BIND on every worker. Returns 0 or -errno. */
@@ -281,6 +305,12 @@ shim_sock_open_all(struct shim_sock *s, int op, uint32_t addr, uint16_t port)
 		int e;
 
 		c.arg[0] = s->backlog;
+		if (op == DPSOCK_PL_OP_UDP_BIND) {
+			c.arg[1] = (s->reuseaddr ? DPSOCK_PL_BIND_REUSEADDR : 0) |
+				   (s->reuseport ? DPSOCK_PL_BIND_REUSEPORT : 0);
+			c.arg[2] = (int32_t)shim_getpid();
+			c.arg[3] = s->fd0;
+		}
 		e = shim_cmd_call(t, k, &c, &r);
 		if (e == 0)
 			e = r.result;

@@ -335,11 +335,25 @@ struct shim_sock {
 	/* the kernel socket's inode: the socket's identity across exec */
 	uint64_t ino;
 	int in_epoll;             /* registrations in epoll sets (atomic) */
-	int fd0;                  /* the descriptor it was created as (-1: unknown) */
+	int fd0;                  /* the descriptor socket() gave (-1: unknown; dpsock-stat shows it) */
 	/* extra API receive state (zcopy.c): made at the first
 	 * recvfrom_zcopy, callback or completion; NULL = the plain paths */
 	struct shim_xrx *xrx;
+	/* UDP options (mcast.c, offload.c); SHIM_UNSET: never set, the
+	 * worker's default stands */
+	int ttl, mc_ttl, mc_loop, mc_all;
+	int mc_if;                /* IP_MULTICAST_IF: dpsockd interface, -1: default */
+	int mc_if_kernel;         /* ... named a kernel interface: sends stay there */
+	uint32_t mc_if_addr;      /* the address given (getsockopt) */
+	int rcvbuf_eff, sndbuf_eff; /* SO_RCVBUF / SO_SNDBUF as the kernel reports them */
+	int pktinfo;              /* IP_PKTINFO */
+	int ts_opt;               /* SO_TIMESTAMP / SO_TIMESTAMPNS (the option number set), 0: off */
+	int ts_flags;             /* SO_TIMESTAMPING flags */
+	int ts_ing_opt;           /* the SO_TIMESTAMPING option number set (old or new) */
+	struct dpsock_mc_set *mc_pending; /* memberships made before the offload decision */
 };
+
+#define SHIM_UNSET (-0x7fffffff - 1)
 
 /* true if fd is an offloaded socket (mode >= SHIM_TCP_LISTEN). */
 static inline bool shim_sock_offloaded(const struct shim_sock *s)
@@ -508,6 +522,28 @@ int shim_sock_open_all(struct shim_sock *s, int op, uint32_t addr, uint16_t port
 void shim_sock_set_offloaded(struct shim_sock *s, int mode);
 /* Send the remembered options a worker applies, once the slots exist. */
 void shim_sock_push_opts(struct shim_thread *t, struct shim_sock *s);
+/* One option on every slot of an offloaded socket; 0 or the first -errno. */
+int shim_sock_setopt_all(struct shim_thread *t, struct shim_sock *s, int level, int name, int val);
+
+/* ---- multicast and UDP options (mcast.c) -------------------------------------- */
+
+struct dpsock_mc_set;
+/* A membership option or IP_MULTICAST_IF (level IPPROTO_IP)? */
+bool shim_mc_optname(int name);
+/* Such an option on an undecided or offloaded UDP socket: 0, -errno as
+ * Linux, or SHIM_TO_KERNEL (no dpsockd, or a kernel socket after all). */
+int shim_mc_setsockopt(struct shim_sock *s, int fd, int name, const void *val, socklen_t len);
+/* getsockopt of what the kernel socket does not know (IP_MULTICAST_IF set
+ * to a dpsockd interface); else SHIM_TO_KERNEL. */
+int shim_mc_getsockopt(struct shim_sock *s, int name, void *val, socklen_t *len);
+/* The socket was offloaded / stays in the kernel: its memberships made
+ * before bind go to the workers / are dropped (logged). */
+void shim_mc_replay(struct shim_thread *t, struct shim_sock *s);
+void shim_mc_drop_pending(struct shim_sock *s);
+/* recvmsg's control messages for a datagram (IP_PKTINFO, SO_TIMESTAMP,
+ * SO_TIMESTAMPNS, SO_TIMESTAMPING); sets msg_controllen, MSG_CTRUNC. */
+void shim_udp_cmsgs(const struct shim_sock *s, const struct dpsock_pl_dgram *h, struct msghdr *m,
+		    int *flags);
 
 /* ---- TCP and UDP (tcp.c, udp.c) --------------------------------------------- */
 
@@ -536,8 +572,10 @@ int shim_tcp_info(struct shim_sock *s, void *val, socklen_t *len);
 int shim_tcp_congestion(struct shim_sock *s, void *val, socklen_t *len);
 ssize_t shim_udp_send(struct shim_sock *s, const struct iovec *iov, int iovcnt, int flags,
 		      const struct sockaddr *to, socklen_t tolen);
+/* hdr (may be NULL): the datagram's header, for recvmsg's control messages. */
 ssize_t shim_udp_recv(struct shim_sock *s, const struct iovec *iov, int iovcnt, int flags,
-		      struct sockaddr *from, socklen_t *fromlen, int *msg_flags);
+		      struct sockaddr *from, socklen_t *fromlen, int *msg_flags,
+		      struct dpsock_pl_dgram *hdr);
 /* Offload an unbound UDP socket (a port on every worker). */
 int shim_udp_ensure_bound(struct shim_sock *s, int role, uint32_t addr, uint16_t port);
 /* First send on an undecided UDP socket: the udp_sender decision. true

@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "shim_priv.h"
+#include "mcast_filter.h"
 
 
 /* ---- UDP data ------------------------------------------------------------------- */
@@ -25,7 +26,7 @@ shim_udp_send(struct shim_sock *s, const struct iovec *iov, int iovcnt, int flag
 	size_t total = shim_iov_total(iov, iovcnt);
 	bool block = !s->nonblock && !(flags & MSG_DONTWAIT);
 	struct dpsock_pl_dgram h = { 0 };
-	uint32_t need, k;
+	uint32_t need, k, cap;
 
 	if (to != NULL) {
 		const struct sockaddr_in *sin = (const struct sockaddr_in *)(const void *)to;
@@ -48,6 +49,10 @@ shim_udp_send(struct shim_sock *s, const struct iovec *iov, int iovcnt, int flag
 	need = (uint32_t)sizeof(h) + pad8(h.len);
 	if (need > g->tx_fifo_size)
 		return shim_fail(EMSGSIZE);
+	/* SO_SNDBUF: at most that much queued (a larger datagram alone fits) */
+	cap = s->sndbuf_eff != SHIM_UNSET && (uint32_t)s->sndbuf_eff < g->tx_fifo_size ?
+	      (uint32_t)s->sndbuf_eff : g->tx_fifo_size;
+	cap = cap > need ? cap : need;
 	k = __atomic_load_n(&s->udp_tx_worker, __ATOMIC_RELAXED) % s->nslots;
 	for (;;) {
 		struct dpsock_pl_slot *sl = shim_sock_slot(s, k);
@@ -61,7 +66,8 @@ shim_udp_send(struct shim_sock *s, const struct iovec *iov, int iovcnt, int flag
 			return shim_fail(EPIPE);
 		shim_lock(&a->tx_lock);
 		if (dpsock_fifo_prod_attach(&p, shim_slot_tx(s->slot[k]), g->tx_fifo_bytes) == 0 &&
-		    dpsock_fifo_free(&p) >= need) {
+		    dpsock_fifo_free(&p) >= need &&
+		    g->tx_fifo_size - dpsock_fifo_free(&p) + need <= cap) {
 			static const unsigned char zeros[8];
 
 			/* the datagram is written whole into the reserved window,
@@ -102,7 +108,7 @@ shim_udp_send(struct shim_sock *s, const struct iovec *iov, int iovcnt, int flag
 
 ssize_t
 shim_udp_recv(struct shim_sock *s, const struct iovec *iov, int iovcnt, int flags,
-	 struct sockaddr *from, socklen_t *fromlen, int *msg_flags)
+	 struct sockaddr *from, socklen_t *fromlen, int *msg_flags, struct dpsock_pl_dgram *hdr)
 {
 	const struct dpsock_pl_seg *g = shim_seg();
 	size_t total = shim_iov_total(iov, iovcnt);
@@ -184,6 +190,8 @@ got:
 			}
 			if (msg_flags != NULL)
 				*msg_flags = copy < len ? MSG_TRUNC : 0;
+			if (hdr != NULL)
+				*hdr = h;
 			return (flags & MSG_TRUNC) ? (ssize_t)len : (ssize_t)copy;
 		}
 		if (shim_daemon_gone())
@@ -231,12 +239,16 @@ shim_udp_first_send(struct shim_sock *s, const struct sockaddr *to, socklen_t to
 		return false;
 	pthread_mutex_lock(&s->lock);
 	if (s->mode == SHIM_UNDECIDED) {
-		if (shim_offload_decide(DPSOCK_PL_UDP_SENDER, sin->sin_addr.s_addr, sin->sin_port, 0, 0) &&
+		/* IP_MULTICAST_IF named a kernel interface: its groups are sent there */
+		if (!(s->mc_if_kernel && dpsock_mc_is_group(sin->sin_addr.s_addr)) &&
+		    shim_offload_decide(DPSOCK_PL_UDP_SENDER, sin->sin_addr.s_addr, sin->sin_port, 0, 0) &&
 		    shim_udp_ensure_bound(s, DPSOCK_PL_UDP_SENDER, sin->sin_addr.s_addr,
-				     sin->sin_port) == 0)
+				     sin->sin_port) == 0) {
 			off = true;
-		else
+		} else {
 			s->mode = SHIM_KERNEL;
+			shim_mc_drop_pending(s);
+		}
 	} else {
 		off = shim_sock_offloaded(s);
 	}

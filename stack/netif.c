@@ -39,7 +39,6 @@
 #include "lwip_compat_priv.h"
 
 #include "lwip/etharp.h"
-#include "lwip/igmp.h"
 #include "lwip/pbuf.h"
 #include "lwip/prot/tcp.h"
 #include "dpsock_lwip_hooks.h"
@@ -160,6 +159,15 @@ mbuf_pbuf_free(struct pbuf *p)
 	if (likely(dpsock_self != NULL))
 		dpsock_stat_add(&dpsock_self->stats->mbufs_held, -1);
 	rte_pktmbuf_free(pbuf_to_mbuf(p));
+}
+
+struct rte_mbuf *
+dpsock_netif_pbuf_mbuf(struct pbuf *p)
+{
+	if (!(p->flags & PBUF_FLAG_IS_CUSTOM) ||
+	    ((struct pbuf_custom *)p)->custom_free_function != mbuf_pbuf_free)
+		return NULL;
+	return pbuf_to_mbuf(p);
 }
 
 /* The pbuf_custom in m's private area, over m's data (one segment). */
@@ -669,17 +677,6 @@ dpsock_netif_offload_setup(struct dpsock_worker_port *wp)
 			   port->name, seg_mode_names[mode], want);
 }
 
-#if LWIP_IGMP
-static err_t
-netif_igmp_mac_filter(struct netif *netif, const ip4_addr_t *group,
-		      enum netif_mac_filter_action action)
-{
-	/* Multicast membership arrives with the UDP work; a port in
-	 * promiscuous or all-multicast mode needs no filter. */
-	return ERR_OK;
-}
-#endif
-
 err_t
 dpsock_netif_init(struct netif *netif)
 {
@@ -694,11 +691,10 @@ dpsock_netif_init(struct netif *netif)
 	netif->mtu = port->mtu;
 	netif->hwaddr_len = ETH_HWADDR_LEN;
 	memcpy(netif->hwaddr, port->mac.addr_bytes, ETH_HWADDR_LEN);
+	/* no NETIF_FLAG_IGMP: IGMP and the port's multicast MAC filter are
+	 * per port, not per worker's netif (stack/igmp.c, stack/mcast.c) */
 	netif->flags = NETIF_FLAG_BROADCAST | NETIF_FLAG_ETHARP | NETIF_FLAG_ETHERNET |
-		       NETIF_FLAG_IGMP | NETIF_FLAG_LINK_UP;
-#if LWIP_IGMP
-	netif_set_igmp_mac_filter(netif, netif_igmp_mac_filter);
-#endif
+		       NETIF_FLAG_LINK_UP;
 	/* The worker validates every IPv4 header before lwIP sees it (RX), and
 	 * the port computes what it offers (TX). */
 	cksum &= ~NETIF_CHECKSUM_CHECK_IP;

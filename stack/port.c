@@ -98,6 +98,22 @@ probe_flow_5tuple(uint16_t port_id)
 	return false;
 }
 
+/* af_packet copies each frame from its ring slot (framesz, 2048 by
+ * default) into one mbuf, and refuses to start when a slot does not fit
+ * one: the mbufs must be sized for the slot. Read from its devargs. */
+static uint32_t
+af_packet_frame_size(const struct rte_eth_dev_info *info)
+{
+	const struct rte_devargs *da = info->device != NULL ? rte_dev_devargs(info->device) : NULL;
+	const char *a = da != NULL ? da->args : NULL, *f;
+	uint32_t v = 2048;
+
+	for (f = a; f != NULL && (f = strstr(f, "framesz=")) != NULL; f++)
+		if (f == a || f[-1] == ',')
+			v = (uint32_t)strtoul(f + 8, NULL, 0);
+	return v;
+}
+
 /* ---- net_af_xdp ------------------------------------------------------------
  *
  * DPDK's AF_XDP PMD binds one AF_XDP socket per queue to a kernel interface
@@ -576,9 +592,13 @@ dpsock_port_probe(struct dpsock_port *p, char *err, size_t errlen)
 	c->tso = (info.tx_offload_capa & RTE_ETH_TX_OFFLOAD_TCP_TSO) && c->tx_tcp_cksum &&
 		 c->tx_multi_segs;
 	c->tx_seg_max = info.tx_desc_lim.nb_seg_max ? info.tx_desc_lim.nb_seg_max : UINT16_MAX;
+	c->rx_timestamp = info.rx_offload_capa & RTE_ETH_RX_OFFLOAD_TIMESTAMP;
+	c->if_index = info.if_index;
 	/* per-PMD quirks */
 	c->fixed_rx_queues = strcmp(info.driver_name, "net_af_packet") == 0;
 	c->tso_l2_in_mtu = strcmp(info.driver_name, "net_tap") == 0;
+	if (c->fixed_rx_queues)
+		c->rx_frame_size = af_packet_frame_size(&info);
 	c->tx_extbuf = !is_xdp_driver(info.driver_name);
 	c->tx_lazy_completion = is_xdp_driver(info.driver_name);
 	c->rx_pool_hold = is_xdp_driver(info.driver_name) ? info.default_rxportconf.ring_size : 0;
@@ -722,6 +742,8 @@ dpsock_port_start(struct dpsock_port *p, uint16_t n_queues, uint16_t mtu,
 		p->tx_offloads |= RTE_ETH_TX_OFFLOAD_MULTI_SEGS;
 	if (c->tso)
 		p->tx_offloads |= RTE_ETH_TX_OFFLOAD_TCP_TSO;
+	if (c->rx_timestamp)
+		p->rx_offloads |= RTE_ETH_RX_OFFLOAD_TIMESTAMP;
 	conf.rxmode.offloads = p->rx_offloads;
 	conf.txmode.offloads = p->tx_offloads;
 	p->rss_hf = 0;

@@ -60,6 +60,11 @@ struct dpsock_port_caps {
 	 * over its qpairs sockets): the port must be given exactly that many
 	 * queues, or the flows hashed to the others are lost. */
 	bool fixed_rx_queues;
+	bool rx_timestamp;        /* RX timestamp offload (SO_TIMESTAMPING's hardware stamps) */
+	uint32_t if_index;        /* the kernel netdev behind the port (af_packet, tap,
+				   * af_xdp, mlx5), 0: none; the preload's interface index */
+	uint32_t rx_frame_size;   /* largest frame the PMD hands over whole (af_packet's
+				   * framesz), 0: unknown; the mbufs are sized for it */
 	/* The PMD transmits mbufs whose data lives outside their own buffer
 	 * (external buffers, lent lwIP memory). Not af_xdp: its zero-copy TX
 	 * hands the kernel the mbuf's own buffer as a UMEM address. */

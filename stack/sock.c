@@ -39,6 +39,7 @@
 
 #include "stack_priv.h"
 #include "log_priv.h"
+#include "mcast_priv.h"
 
 enum sock_type {
 	SOCK_TCP_LISTEN = 1,
@@ -77,6 +78,7 @@ struct dpsock_sock {
 	uint16_t owned_port; /* active open: port from the shared allocator */
 	struct txm *txm_head, *txm_tail;
 	struct dpsock_sock_stats *st; /* entry in the stats socket table, or NULL */
+	struct dpsock_udp_state udp; /* UDP: memberships, multicast options (mcast.c) */
 	uint32_t st_retrans; /* the pcb's retransmission total when last sampled */
 	uint8_t cc;        /* listener: congestion control of accepted connections (1 + index; 0: default) */
 };
@@ -89,6 +91,7 @@ struct dpsock_rx {
 	uint32_t len;
 	bool held;
 	bool heap; /* allocated by dpsock_rx_hold */
+	struct dpsock_rx_meta meta; /* UDP: destination, interface, receive time */
 };
 
 _Thread_local struct dpsock_worker *dpsock_self;
@@ -860,6 +863,7 @@ dpsock_close(struct dpsock_sock *s)
 	if (s->dead || s->closed_by_app)
 		return 0;
 	if (s->type == SOCK_UDP) {
+		dpsock_udp_state_fini(s, &s->udp); /* leaves its groups */
 		if (s->pcb.udp != NULL)
 			udp_remove(s->pcb.udp);
 		s->pcb.udp = NULL;
@@ -973,6 +977,39 @@ dpsock_set_keepalive(struct dpsock_sock *s, bool on, unsigned int idle, unsigned
 }
 
 int
+dpsock_sock_set_ttl(struct dpsock_sock *s, int ttl)
+{
+	struct ip_pcb *ip;
+
+	if (s == NULL || !on_owner(s) || (ttl != -1 && (ttl < 1 || ttl > 255)))
+		return s != NULL && !on_owner(s) ? -EPERM : -EINVAL;
+	ip = s->type == SOCK_UDP ? (struct ip_pcb *)(void *)s->pcb.udp :
+				   (struct ip_pcb *)(void *)s->pcb.tcp;
+	if (ip == NULL)
+		return -EINVAL;
+	/* both pcbs start with IP_PCB's fields */
+	ip->ttl = (u8_t)(ttl == -1 ? IP_DEFAULT_TTL : ttl);
+	return 0;
+}
+
+int
+dpsock_sock_set_tos(struct dpsock_sock *s, int tos)
+{
+	struct ip_pcb *ip;
+
+	if (s == NULL || !on_owner(s))
+		return s == NULL ? -EINVAL : -EPERM;
+	ip = s->type == SOCK_UDP ? (struct ip_pcb *)(void *)s->pcb.udp :
+				   (struct ip_pcb *)(void *)s->pcb.tcp;
+	if (ip == NULL)
+		return -EINVAL;
+	if (s->type != SOCK_UDP)
+		tos = (tos & ~3) | (ip->tos & 3); /* TCP keeps its ECN bits, as Linux */
+	ip->tos = (u8_t)tos;
+	return 0;
+}
+
+int
 dpsock_set_congestion(struct dpsock_sock *s, const char *name)
 {
 	int i;
@@ -1006,14 +1043,14 @@ dpsock_tcp_info(const struct dpsock_sock *s, struct dpsock_tcp_info *out)
 
 /* ---- UDP ---------------------------------------------------------------- */
 
-static void
-on_udp_recv(void *arg, struct udp_pcb *pcb, struct pbuf *p, const ip_addr_t *addr, u16_t port)
+void
+dpsock_sock_udp_input(struct dpsock_sock *s, struct pbuf *p, uint32_t src, uint16_t sport,
+		      const struct dpsock_rx_meta *meta)
 {
-	struct dpsock_sock *s = arg;
-	struct sockaddr_in from = { .sin_family = AF_INET, .sin_port = rte_cpu_to_be_16(port) };
-	struct dpsock_rx rx = { .p = p, .s = s, .len = p->tot_len };
+	struct sockaddr_in from = { .sin_family = AF_INET, .sin_port = rte_cpu_to_be_16(sport),
+				    .sin_addr.s_addr = src };
+	struct dpsock_rx rx = { .p = p, .s = s, .len = p->tot_len, .meta = *meta };
 
-	from.sin_addr.s_addr = ip4_addr_get_u32(addr);
 	dpsock_stat_add(&s->w->stats->udp_rx, 1);
 	if (s->st != NULL) {
 		dpsock_sockstat_write_begin(s->st);
@@ -1028,16 +1065,112 @@ on_udp_recv(void *arg, struct udp_pcb *pcb, struct pbuf *p, const ip_addr_t *add
 	sock_reap(s);
 }
 
+/* lwIP's delivery (unicast, or a datagram dpsock_lwip_udp_deliver left to
+ * lwIP): what the worker knew of it comes from lwIP's input state. */
+static void
+on_udp_recv(void *arg, struct udp_pcb *pcb, struct pbuf *p, const ip_addr_t *addr, u16_t port)
+{
+	struct dpsock_sock *s = arg;
+	const struct netif *inp = ip_current_input_netif();
+	struct dpsock_rx_meta meta = {
+		.dst = ip4_addr_get_u32(ip4_current_dest_addr()),
+		.iface = inp != NULL ? ((const struct dpsock_worker_port *)inp->state)->port_idx : 0,
+		.rx_ns = dpsock_mcast_rx_ns(s->w),
+		.hw_ns = dpsock_mcast_hw_ns(s->w, p),
+	};
+
+	RTE_SET_USED(pcb);
+	dpsock_sock_udp_input(s, p, ip4_addr_get_u32(addr), port, &meta);
+}
+
+struct dpsock_udp_state *
+dpsock_sock_udp(struct dpsock_sock *s)
+{
+	return s != NULL && s->type == SOCK_UDP && !s->dead ? &s->udp : NULL;
+}
+
+struct udp_pcb *
+dpsock_sock_udp_pcb(struct dpsock_sock *s)
+{
+	return s->type == SOCK_UDP ? s->pcb.udp : NULL;
+}
+
+struct dpsock_sock *
+dpsock_sock_of_udp_pcb(struct udp_pcb *pcb)
+{
+	return pcb->recv == on_udp_recv ? pcb->recv_arg : NULL;
+}
+
+void
+dpsock_sock_pin(struct dpsock_sock *s)
+{
+	s->in_cb++;
+}
+
+void
+dpsock_sock_unpin(struct dpsock_sock *s)
+{
+	s->in_cb--;
+	sock_reap(s);
+}
+
+bool
+dpsock_sock_dead(const struct dpsock_sock *s)
+{
+	return s->dead || s->closed_by_app;
+}
+
+int
+dpsock_sock_stats_index(struct dpsock_sock *s, uint64_t *serial)
+{
+	if (s->st == NULL)
+		return -1;
+	*serial = s->st->serial;
+	return (int)(s->st - dpsock_stats_socks(s->w->d->stats, s->w->idx));
+}
+
+void
+dpsock_sock_set_owner(struct dpsock_sock *s, int pid, int fd)
+{
+	s->udp.owner_pid = pid;
+	s->udp.owner_fd = fd;
+	if (s->st != NULL) {
+		dpsock_sockstat_write_begin(s->st);
+		s->st->owner_pid = pid;
+		s->st->fd = fd;
+		dpsock_sockstat_write_end(s->st);
+	}
+}
+
+void
+dpsock_sock_rx_dropped(struct dpsock_sock *s, size_t bytes)
+{
+	RTE_SET_USED(bytes);
+	DPSOCK_SOCKSTAT_ADD(s->st, rx_drops, 1);
+}
+
 struct dpsock_sock *
 dpsock_udp_bind(struct dpsock_worker *w, uint16_t port, const struct dpsock_sock_ops *ops,
 		void *user)
 {
+	return dpsock_udp_bind_addr(w, 0, port, 0, ops, user);
+}
+
+struct dpsock_sock *
+dpsock_udp_bind_addr(struct dpsock_worker *w, uint32_t addr, uint16_t port, unsigned int flags,
+		     const struct dpsock_sock_ops *ops, void *user)
+{
 	struct dpsock_sock *s;
 	struct udp_pcb *pcb;
+	ip4_addr_t la;
 	err_t e;
 
 	if (w == NULL || w != dpsock_self) {
 		errno = w == NULL ? EINVAL : EPERM;
+		return NULL;
+	}
+	if (flags & ~(DPSOCK_UDP_REUSEADDR | DPSOCK_UDP_REUSEPORT)) {
+		errno = EINVAL;
 		return NULL;
 	}
 	pcb = udp_new();
@@ -1045,7 +1178,14 @@ dpsock_udp_bind(struct dpsock_worker *w, uint16_t port, const struct dpsock_sock
 		errno = ENOMEM;
 		return NULL;
 	}
-	e = udp_bind(pcb, IP4_ADDR_ANY, port);
+	/* lwIP lets two pcbs share a port when both have SOF_REUSEADDR: the
+	 * socket API's SO_REUSEADDR, and SO_REUSEPORT (whose unicast datagrams
+	 * are then hashed over the group, dpsock_lwip_udp_deliver) */
+	if (flags & (DPSOCK_UDP_REUSEADDR | DPSOCK_UDP_REUSEPORT))
+		ip_set_option(pcb, SOF_REUSEADDR);
+	udp_set_multicast_ttl(pcb, 1); /* Linux's default; lwIP's is the unicast TTL */
+	ip4_addr_set_u32(&la, addr);
+	e = udp_bind(pcb, &la, port);
 	if (e == ERR_OK && (s = sock_new(w, SOCK_UDP, ops, user)) == NULL)
 		e = ERR_MEM;
 	if (e != ERR_OK) {
@@ -1054,6 +1194,9 @@ dpsock_udp_bind(struct dpsock_worker *w, uint16_t port, const struct dpsock_sock
 		return NULL;
 	}
 	s->pcb.udp = pcb;
+	dpsock_udp_state_init(&s->udp);
+	s->udp.reuseport = (flags & DPSOCK_UDP_REUSEPORT) != 0;
+	s->udp.owner_pid = w->d->stats != NULL ? w->d->stats->pid : 0;
 	udp_recv(pcb, on_udp_recv, s);
 	sock_stats_open(s);
 	return s;
@@ -1079,6 +1222,16 @@ dpsock_udp_sendto(struct dpsock_sock *s, const void *buf, size_t len, const stru
 	ip4_addr_set_u32(&dst, to->sin_addr.s_addr);
 	e = udp_sendto(s->pcb.udp, p, &dst, rte_be_to_cpu_16(to->sin_port));
 	pbuf_free(p);
+	if (ip4_addr_ismulticast(&dst) && s->udp.mc_loop && e != ERR_RTE) {
+		/* IP_MULTICAST_LOOP: this host's subscribers get it too */
+		const struct netif *nif = s->pcb.udp->mcast_ifindex != NETIF_NO_INDEX ?
+					  netif_get_by_index(s->pcb.udp->mcast_ifindex) : netif_default;
+
+		if (nif != NULL)
+			dpsock_mcast_loop(s, buf, len, to->sin_addr.s_addr,
+					  rte_be_to_cpu_16(to->sin_port), s->pcb.udp->local_port,
+					  ((const struct dpsock_worker_port *)nif->state)->port_idx);
+	}
 	if (e != ERR_OK) {
 		DPSOCK_SOCKSTAT_ADD(s->st, errors, 1);
 		return err_to_errno(e);
@@ -1099,6 +1252,15 @@ size_t
 dpsock_rx_len(const struct dpsock_rx *rx)
 {
 	return rx->len;
+}
+
+void
+dpsock_rx_info(const struct dpsock_rx *rx, struct dpsock_rx_info *info)
+{
+	info->dst = rx->meta.dst;
+	info->iface = rx->meta.iface;
+	info->rx_ns = rx->meta.rx_ns;
+	info->hw_ns = rx->meta.hw_ns;
 }
 
 unsigned int
@@ -1267,8 +1429,10 @@ dpsock_sock_worker_fini(struct dpsock_worker *w)
 		} else if (s->type == SOCK_TCP_LISTEN && s->pcb.tcp != NULL) {
 			tcp_detach(s->pcb.tcp);
 			tcp_close(s->pcb.tcp);
-		} else if (s->type == SOCK_UDP && s->pcb.udp != NULL) {
-			udp_remove(s->pcb.udp);
+		} else if (s->type == SOCK_UDP) {
+			dpsock_udp_state_fini(s, &s->udp);
+			if (s->pcb.udp != NULL)
+				udp_remove(s->pcb.udp);
 		}
 		sock_free(s);
 	}

@@ -36,6 +36,7 @@
 
 #include "stack_priv.h"
 #include "log_priv.h"
+#include "mcast_priv.h"
 
 #define DEFAULT_CONFIG "/etc/dpsock/dpsock.conf"
 #define CONTROL_INTERVAL_US 100000 /* stats publication, quit check */
@@ -335,6 +336,17 @@ setup_ports(struct dpsock_stack *d)
 		data_room = RTE_MAX((uint32_t)RTE_MBUF_DEFAULT_BUF_SIZE,
 				    (uint32_t)(RTE_PKTMBUF_HEADROOM + ic->mtu + RTE_ETHER_HDR_LEN +
 					       RTE_ETHER_CRC_LEN + 2 * RTE_VLAN_HLEN));
+		/* a PMD that hands over larger frames whole (af_packet's framesz:
+		 * the kernel reassembles fragments before it) needs mbufs that
+		 * hold them, or UDP above the MTU is lost */
+		data_room = RTE_MAX(data_room, RTE_PKTMBUF_HEADROOM + p->caps.rx_frame_size);
+		if (data_room > UINT16_MAX) {
+			fprintf(stderr, "%s: %s:%d: interfaces[%u]: port %s hands over frames of %u "
+				"bytes, more than an mbuf holds (at most %u)\n", prog_name,
+				c->path[0] ? c->path : "config", ic->line, i, p->name,
+				p->caps.rx_frame_size, UINT16_MAX - RTE_PKTMBUF_HEADROOM);
+			return -EINVAL;
+		}
 		snprintf(pool_name, sizeof(pool_name), "dps_mbuf_%u", i);
 		p->pool = rte_pktmbuf_pool_create(pool_name, c->mbufs, c->mbuf_cache,
 						  dpsock_netif_mbuf_priv_size(), data_room,
@@ -407,6 +419,7 @@ control_tasks(struct dpsock_stack *d)
 {
 	dpsock_stats_control(d);
 	dpsock_stats_update_ports(d);
+	dpsock_mcast_control(d);
 }
 
 /* DPSOCK_STATS_FILE (the app's environment, read once): where closed
@@ -560,6 +573,18 @@ dpsock_local_addr(void)
 	return stack_state.conf.ifaces[0].addr;
 }
 
+unsigned int
+dpsock_iface_count(void)
+{
+	return stack_state.conf.n_ifaces;
+}
+
+uint32_t
+dpsock_iface_addr(unsigned int iface)
+{
+	return iface < stack_state.conf.n_ifaces ? stack_state.conf.ifaces[iface].addr : 0;
+}
+
 int
 dpsock_run(const struct dpsock_app *app, void *arg)
 {
@@ -588,6 +613,12 @@ dpsock_run(const struct dpsock_app *app, void *arg)
 	}
 	for (i = 0; i < d->n_workers; i++)
 		d->workers[i].stats = &d->stats->workers[i];
+	ret = dpsock_mcast_init(d);
+	if (ret != 0) {
+		fprintf(stderr, "%s: multicast registry: %s\n", prog_name, strerror(-ret));
+		exit_code = 1;
+		goto out;
+	}
 	ret = dpsock_stats_telemetry_register(d);
 	if (ret != 0)
 		DPSOCK_LOG(WARNING, stats, "telemetry commands /dpsock/*: %s", strerror(-ret));
@@ -703,6 +734,7 @@ stop:
 	if (d->stats != NULL)
 		control_tasks(d);
 out:
+	dpsock_mcast_fini(d);
 	dpsock_steer_teardown(d);
 	if (d->workers != NULL || d->n_ports > 0) {
 		unsigned int leaked = teardown(d);

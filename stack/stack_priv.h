@@ -41,6 +41,8 @@ struct dpsock_worker;
 struct dpsock_sock;
 struct dpsock_app;
 struct dpsock_tx_loan;
+struct dpsock_mcast;
+struct dpsock_mc_worker;
 struct rte_flow;
 
 /* Who cuts TCP data into MSS-sized frames on a port (tcp.segmentation). */
@@ -108,6 +110,8 @@ struct dpsock_worker {
 	uint32_t sleep_us;        /* current back-off step */
 	uint32_t sleep_max_us;
 	uint32_t idle_passes;     /* idle polling passes (yield probe) */
+	uint64_t rx_tsc;          /* TSC of the last RX burst (receive timestamps) */
+	struct dpsock_mc_worker *mc; /* snapshot of the ports' multicast state (mcast.c) */
 	uint64_t yield_until;     /* yield on every idle pass until then (TSC) */
 	uint64_t next_mirror_tsc; /* next copy of lwIP's counters into stats */
 	uint64_t timer_due_tsc;   /* when to ask lwIP for due timers again (worker.c) */
@@ -198,6 +202,8 @@ struct dpsock_stack {
 	struct rte_flow **flows;        /* [65536] rte_flow backend rules */
 	uint32_t flow_failures;         /* shared: rule creations failed in a row */
 	rte_spinlock_t flow_lock;       /* rte_flow calls from several lcores */
+
+	struct dpsock_mcast *mc;        /* multicast registry (mcast.c) */
 };
 
 /*
@@ -306,6 +312,9 @@ void dpsock_netif_mem_put(void *p);
 /* Bytes of mbuf private area holding the pbuf_custom. */
 unsigned int dpsock_netif_mbuf_priv_size(void);
 
+/* The mbuf a received pbuf wraps (zero-copy receive), or NULL. */
+struct rte_mbuf *dpsock_netif_pbuf_mbuf(struct pbuf *p);
+
 /* stats.c */
 
 /* Create (or take over a stale) /dev/shm/dpsock.<name>.stats.
@@ -359,6 +368,12 @@ void dpsock_sock_stats_refresh(struct dpsock_worker *w);
  * and misses to add, for the socket table. On the socket's worker. */
 void dpsock_sock_stats_owner(struct dpsock_sock *s, int32_t pid, int32_t fd, int32_t client,
 			     uint32_t add_hits, uint32_t add_misses);
+
+/* sock.c: the process and descriptor using a socket (the preload's
+ * sockets: shown by dpsock-stat), and a datagram its owner could not take
+ * (rx FIFO full: the socket's rx_drops). */
+void dpsock_sock_set_owner(struct dpsock_sock *s, int pid, int fd);
+void dpsock_sock_rx_dropped(struct dpsock_sock *s, size_t bytes);
 
 /* Add v to one counter of a socket entry (NULL: not listed). */
 #define DPSOCK_SOCKSTAT_ADD(e, field, v)                                        \

@@ -40,7 +40,6 @@
 #include "lwip_compat_priv.h"
 
 #include "lwip/etharp.h"
-#include "lwip/igmp.h"
 #include "lwip/init.h"
 #include "lwip/ip4_frag.h"
 #include "lwip/priv/tcp_priv.h"
@@ -56,6 +55,7 @@
 
 #include "stack_priv.h"
 #include "log_priv.h"
+#include "mcast_priv.h"
 
 #define MIRROR_INTERVAL_US 100000 /* lwIP counters → stats block */
 #define SLEEP_MIN_US 16
@@ -229,6 +229,11 @@ rx_frame(struct dpsock_worker *w, struct dpsock_worker_port *wp, struct rte_mbuf
 		} else {
 			dpsock_stat_add(&st->steer_in, 1);
 		}
+		if (unlikely(rte_pktmbuf_mtod_offset(m, const struct rte_ipv4_hdr *,
+				RTE_ETHER_HDR_LEN)->next_proto_id == IPPROTO_IGMP)) {
+			dpsock_igmp_rx(w, wp, m); /* one IGMP host per port (igmp.c) */
+			return;
+		}
 		dpsock_stat_add(&st->ip_in, 1);
 		break;
 	case RTE_BE16(RTE_ETHER_TYPE_ARP):
@@ -317,31 +322,6 @@ zero_counters(struct dpsock_worker *w, uint64_t req)
 	__atomic_store_n(&w->stats->zero_ack, req, __ATOMIC_RELEASE);
 }
 
-/* IGMP memberships of the worker's netifs (allsystems included). */
-static void
-mirror_mc_groups(struct dpsock_worker *w)
-{
-	struct dpsock_mc_stats *mc = &w->stats->mc;
-	uint32_t n = 0, gen = mc->gen;
-	unsigned int i;
-
-	/* same seqlock protocol as socket entries (stats_segment.h) */
-	__atomic_store_n(&mc->gen, gen + 1, __ATOMIC_RELAXED);
-	__atomic_thread_fence(__ATOMIC_RELEASE);
-	for (i = 0; i < w->n_ports; i++) {
-		const struct igmp_group *g;
-
-		for (g = netif_igmp_data(&w->ports[i].netif); g != NULL && n < DPSOCK_STATS_MAX_MC;
-		     g = g->next, n++) {
-			mc->groups[n].addr = ip4_addr_get_u32(&g->group_address);
-			mc->groups[n].port_idx = i;
-			mc->groups[n].use = g->use;
-		}
-	}
-	mc->n_groups = n;
-	__atomic_store_n(&mc->gen, gen + 2, __ATOMIC_RELEASE);
-}
-
 /* Every 100 ms: lwIP's counters, levels, busy share, requests, sockets. */
 static void
 stats_tick(struct dpsock_worker *w, uint64_t now)
@@ -366,7 +346,7 @@ stats_tick(struct dpsock_worker *w, uint64_t now)
 	dpsock_stat_set(&st->steer_ring_depth, rte_ring_count(w->steer));
 	timer_ms = sys_timeouts_sleeptime();
 	dpsock_stat_set(&st->timers_pending, timer_ms);
-	mirror_mc_groups(w);
+	dpsock_mcast_tick(w);
 	dpsock_sock_stats_refresh(w);
 }
 
@@ -403,6 +383,7 @@ dpsock_worker_poll(struct dpsock_worker *w)
 		n = rte_eth_rx_burst(wp->dev_port, wp->dev_queue, pkts, w->rx_burst);
 		if (n == 0)
 			continue;
+		w->rx_tsc = rte_rdtsc(); /* receive timestamps (SO_TIMESTAMP*) */
 		for (k = 0; k < n; k++)
 			bytes += pkts[k]->pkt_len;
 		dpsock_stat_add(&st->rx_bursts, 1);
@@ -418,6 +399,8 @@ dpsock_worker_poll(struct dpsock_worker *w)
 
 	dpsock_netif_reclaim(w);
 	n = rte_ring_sc_dequeue_burst(w->steer, (void **)pkts, w->rx_burst, NULL);
+	if (n > 0)
+		w->rx_tsc = rte_rdtsc();
 	for (k = 0; k < n; k++)
 		rx_frame(w, &w->ports[d->port_idx[pkts[k]->port]], pkts[k], false);
 	dpsock_gro_flush(w);
@@ -425,6 +408,8 @@ dpsock_worker_poll(struct dpsock_worker *w)
 
 	if (d->app != NULL && d->app->worker_poll != NULL && w->app_ready)
 		work += d->app->worker_poll(w, d->app_arg);
+	if (w->idx == DPSOCK_IGMP_WORKER)
+		work += dpsock_igmp_poll(w);
 
 	/* lwIP's timers: asking lwIP when the next one is due reads the
 	 * clock (sys_now), so the answer is kept as a TSC deadline, looked
@@ -535,7 +520,7 @@ dpsock_worker_idle(struct dpsock_worker *w, unsigned int work, uint32_t max_us)
 	if (w->sleeping_pub != NULL)
 		__atomic_store_n(w->sleeping_pub, 1, __ATOMIC_RELAXED);
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
-	if (!rte_ring_empty(w->steer) ||
+	if (!rte_ring_empty(w->steer) || dpsock_igmp_pending(w) ||
 	    (w->app_ready && w->d->app != NULL && w->d->app->worker_pending != NULL &&
 	     w->d->app->worker_pending(w, w->d->app_arg))) {
 		__atomic_store_n(&w->sleeping, 0, __ATOMIC_RELAXED);
@@ -650,6 +635,8 @@ dpsock_worker_init(struct dpsock_worker *w)
 	if (ret != 0)
 		return ret;
 	ret = dpsock_sock_worker_init(w);
+	if (ret == 0)
+		ret = dpsock_mcast_worker_init(w);
 	if (ret != 0)
 		return ret;
 	if (d->app != NULL && d->app->worker_init != NULL) {
@@ -678,6 +665,9 @@ dpsock_worker_fini(struct dpsock_worker *w)
 	/* The app's sockets: reset, callbacks told (-ECONNABORTED). */
 	if (dpsock_self == w)
 		dpsock_sock_worker_fini(w);
+	/* the groups this host joined: left on the link before it goes */
+	dpsock_igmp_fini(w);
+	dpsock_mcast_worker_fini(w);
 	/* Connections first (an abort frees their queues), then interfaces
 	 * (netif_remove drops ARP-queued packets), then what the timers would
 	 * have freed later: IP fragments waiting for reassembly. */

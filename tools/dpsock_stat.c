@@ -569,6 +569,23 @@ static const struct col worker_extra_steer[] = {
 	{ "Next timer", "timers_pending", U_MS },
 };
 
+static const struct col worker_mc[] = {
+	{ "MC rx", "mc_rx", U_COUNT },
+	{ "Filtered", "mc_rx_filtered", U_COUNT },
+	{ "Delivered", "mc_deliveries", U_COUNT },
+	{ "Looped", "mc_loop", U_COUNT },
+	{ "FIFO full", "pl_rx_dropped", U_COUNT },
+	{ "Q v1", "igmp_rx_query_v1", U_COUNT },
+	{ "Q v2", "igmp_rx_query_v2", U_COUNT },
+	{ "Q v3", "igmp_rx_query_v3", U_COUNT },
+	{ "Others' rpt", "igmp_rx_report", U_COUNT },
+	{ "Bad", "igmp_rx_bad", U_COUNT },
+	{ "Rpt v3", "igmp_tx_report_v3", U_COUNT },
+	{ "Rpt v2", "igmp_tx_report_v2", U_COUNT },
+	{ "Rpt v1", "igmp_tx_report_v1", U_COUNT },
+	{ "Leaves", "igmp_tx_leave", U_COUNT },
+};
+
 static const struct col worker_extra_mem[] = {
 	{ "Avg burst", NULL, U_PLAIN },
 	{ "1", "rx_burst_1", U_COUNT },
@@ -585,6 +602,7 @@ static const struct col worker_extra_mem[] = {
 };
 
 #define NCOLS(a) (sizeof(a) / sizeof((a)[0]))
+#define MIN_U(a, b) ((a) < (b) ? (unsigned int)(a) : (unsigned int)(b))
 
 /* full: one row per counter, one column per port/worker (and the total). */
 static void
@@ -639,7 +657,7 @@ owner_name(const struct dpsock_sock_stats *e, char *buf, size_t len)
 					      &seg->clients[e->client] : NULL;
 	char cname[sizeof(c->name) + 1];
 
-	if (e->fd < 0) {
+	if (e->client < 0 && e->fd < 0) {
 		snprintf(buf, len, "%s[%d]", geo.app, (int)e->owner_pid);
 	} else if (c != NULL && __atomic_load_n(&c->pid, __ATOMIC_RELAXED) == e->owner_pid) {
 		/* a private, terminated copy: the client table is the writer's */
@@ -924,81 +942,259 @@ json_sockets(const struct sample *cur, const char *filter)
 
 /* ---- multicast ----------------------------------------------------------------- */
 
-struct mc_row {
-	unsigned int worker;
+/* The multicast table, copied under its seqlock (dpsock_sockstat_read's protocol). */
+static bool
+mc_copy(struct dpsock_mc_table *t)
+{
+	const struct dpsock_mc_table *src = &seg->mc;
+
+	for (unsigned int tries = 0; tries < 1000; tries++) {
+		/* acquire: pairs with the writer's release store of an even gen */
+		uint32_t g1 = __atomic_load_n(&src->gen, __ATOMIC_ACQUIRE);
+
+		if (g1 & 1)
+			continue;
+		copy_words(t, src, sizeof(*t));
+		__atomic_thread_fence(__ATOMIC_ACQUIRE);
+		if (__atomic_load_n(&src->gen, __ATOMIC_RELAXED) == g1)
+			return true;
+	}
+	return false;
+}
+
+static const char *
+mc_mode(uint8_t m)
+{
+	return m == DPSOCK_MC_MODE_INCLUDE ? "INCLUDE" : m == DPSOCK_MC_MODE_EXCLUDE ? "EXCLUDE" : "-";
+}
+
+/* "{a, b}" (shown of n in all) */
+static void
+mc_srcs(char *buf, size_t len, const uint32_t *src, unsigned int shown, unsigned int n, bool json)
+{
+	size_t off = 0;
+	char a[INET_ADDRSTRLEN];
+
+	off += snprintf(buf + off, len - off, json ? "[" : "{");
+	for (unsigned int i = 0; i < shown && off < len; i++) {
+		inet_ntop(AF_INET, &src[i], a, sizeof(a));
+		off += snprintf(buf + off, len - off, json ? "%s\"%s\"" : "%s%s", i ? ", " : "", a);
+	}
+	if (n > shown && off < len && !json)
+		off += snprintf(buf + off, len - off, ", +%u", n - shown);
+	if (off < len)
+		snprintf(buf + off, len - off, json ? "]" : "}");
+}
+
+/* A member row's socket entry in the sample (same worker, index, serial). */
+static const struct dpsock_sock_stats *
+mc_sock(const struct sample *cur, const struct dpsock_mc_member_row *r)
+{
+	if (r->sock_idx < 0)
+		return NULL;
+	/* serials are per worker: a reused entry has another */
+	for (unsigned int i = 0; i < cur->n_socks; i++)
+		if (cur->socks[i].worker == r->worker && cur->socks[i].serial == r->serial)
+			return &cur->socks[i];
+	return NULL;
+}
+
+/* One line per socket: a preloaded socket has a member on every worker
+ * (its slots); they are summed as one (pid, fd). */
+struct mc_sub {
+	uint32_t group;
 	uint16_t port;
-	uint16_t use;
-	uint32_t addr;
+	uint8_t mode, nsrc;
+	int32_t pid, fd;
+	uint64_t workers;         /* bit per worker */
+	uint32_t src[DPSOCK_STATS_MC_MSRCS];
+	uint64_t dgrams, bytes, drops;
+	uint32_t lport;
 };
 
 static unsigned int
-mc_collect(struct mc_row *rows, unsigned int max)
+mc_subs(const struct dpsock_mc_table *t, const struct sample *cur, struct mc_sub *v)
 {
-	unsigned int w, n = 0, i, tries;
+	unsigned int n = 0;
 
-	for (w = 0; w < geo.n_workers; w++) {
-		const struct dpsock_mc_stats *mc = &seg->workers[w].mc;
-		struct dpsock_mc_stats copy = { .n_groups = 0 };
+	for (unsigned int i = 0; i < t->n_members && i < DPSOCK_STATS_MC_MEMBERS; i++) {
+		const struct dpsock_mc_member_row *r = &t->members[i];
+		const struct dpsock_sock_stats *e = mc_sock(cur, r);
+		unsigned int j;
 
-		for (tries = 0; tries < 1000; tries++) {
-			/* seqlock read; see dpsock_sockstat_read */
-			uint32_t g1 = __atomic_load_n(&mc->gen, __ATOMIC_ACQUIRE);
-
-			if (g1 & 1)
-				continue;
-			copy_words(&copy, mc, sizeof(copy) / 8 * 8);
-			__atomic_thread_fence(__ATOMIC_ACQUIRE);
-			if (__atomic_load_n(&mc->gen, __ATOMIC_RELAXED) == g1)
+		for (j = 0; j < n; j++)
+			if (v[j].group == r->group && v[j].port == r->port && v[j].pid == r->pid &&
+			    v[j].fd == r->fd &&
+			    (r->fd >= 0 || (v[j].workers & (1ull << (r->worker % 64))) == 0))
 				break;
-			copy.n_groups = 0;
+		if (j == n || r->fd < 0) {
+			/* native sockets (fd -1) are one per worker: keep them apart */
+			j = n++;
+			memset(&v[j], 0, sizeof(v[j]));
+			v[j].group = r->group;
+			v[j].port = r->port;
+			v[j].pid = r->pid;
+			v[j].fd = r->fd;
+			v[j].mode = r->mode;
+			v[j].nsrc = r->nsrc;
+			memcpy(v[j].src, r->src, sizeof(v[j].src));
 		}
-		for (i = 0; i < copy.n_groups && i < DPSOCK_STATS_MAX_MC && n < max; i++, n++) {
-			rows[n].worker = w;
-			rows[n].port = copy.groups[i].port_idx;
-			rows[n].use = copy.groups[i].use;
-			rows[n].addr = copy.groups[i].addr;
+		v[j].workers |= 1ull << (r->worker % 64);
+		if (e != NULL) {
+			v[j].dgrams += e->rx_packets;
+			v[j].bytes += e->rx_bytes;
+			v[j].drops += e->rx_drops;
+			v[j].lport = e->lport;
 		}
 	}
 	return n;
 }
 
-static void
-mc_view(bool json)
-{
-	struct mc_row rows[DPSOCK_STATS_MAX_WORKERS * DPSOCK_STATS_MAX_MC];
-	unsigned int n = mc_collect(rows, DPSOCK_STATS_MAX_WORKERS * DPSOCK_STATS_MAX_MC), i;
-	char a[INET_ADDRSTRLEN];
-	struct table t;
+static const char *const mc_filter_names[] = {
+	[DPSOCK_MC_FILTER_NONE] = "none (what the link delivers)",
+	[DPSOCK_MC_FILTER_LIST] = "MAC list",
+	[DPSOCK_MC_FILTER_ALLMULTI] = "allmulticast",
+};
 
+static void
+mc_view(const struct sample *cur, const struct sample *prev, double dt, bool json)
+{
+	static struct dpsock_mc_table t;
+	static struct mc_sub subs[DPSOCK_STATS_MC_MEMBERS];
+	char a[INET_ADDRSTRLEN], q[INET_ADDRSTRLEN], srcs[512];
+	unsigned int i, ns;
+	struct timespec now;
+	struct table tb;
+
+	if (!mc_copy(&t)) {
+		fprintf(stderr, "dpsock-stat: the multicast table kept changing; try again\n");
+		memset(&t, 0, sizeof(t));
+	}
+	ns = mc_subs(&t, cur, subs);
+	clock_gettime(CLOCK_REALTIME, &now);
 	if (json) {
-		printf(", \"groups\": [");
-		for (i = 0; i < n; i++) {
-			inet_ntop(AF_INET, &rows[i].addr, a, sizeof(a));
-			printf("%s{\"worker\": %u, \"port\": %u, \"group\": \"%s\", \"users\": %u}",
-			       i ? ", " : "", rows[i].worker, rows[i].port, a, rows[i].use);
+		printf(", \"ports\": [");
+		for (i = 0; i < geo.n_ports; i++) {
+			const struct dpsock_mc_port_row *p = &t.ports[i];
+
+			inet_ntop(AF_INET, &p->querier, q, sizeof(q));
+			printf("%s{\"port\": %u", i ? ", " : "", i);
+			json_str("name", geo.port_names[i], true);
+			printf(", \"igmp_version\": %u, "
+			       "\"filter\": \"%s\", \"macs\": %u, \"robustness\": %u, \"querier\": \"%s\", "
+			       "\"query_age_s\": %.1f}",
+			       p->version,
+			       p->filter == DPSOCK_MC_FILTER_LIST ? "list" :
+			       p->filter == DPSOCK_MC_FILTER_ALLMULTI ? "allmulticast" : "none",
+			       p->n_macs, p->robustness, p->querier ? q : "",
+			       p->query_ns ? ((double)now.tv_sec * 1e9 + now.tv_nsec - (double)p->query_ns) / 1e9 : -1.0);
 		}
-		printf("]");
+		printf("], \"groups\": [");
+		for (i = 0; i < t.n_groups && i < DPSOCK_STATS_MC_GROUPS; i++) {
+			const struct dpsock_mc_group_row *g = &t.groups[i];
+
+			inet_ntop(AF_INET, &g->addr, a, sizeof(a));
+			mc_srcs(srcs, sizeof(srcs), g->src, MIN_U(g->nsrc, DPSOCK_STATS_MC_SRCS),
+				g->nsrc, true);
+			printf("%s{\"group\": \"%s\", \"port\": %u, \"mode\": \"%s\", \"sources\": %s, "
+			       "\"nsources\": %u, \"members\": %u}", i ? ", " : "", a, g->port,
+			       mc_mode(g->mode), srcs, g->nsrc, g->members);
+		}
+		printf("], \"subscribers\": [");
+		for (i = 0; i < ns; i++) {
+			inet_ntop(AF_INET, &subs[i].group, a, sizeof(a));
+			mc_srcs(srcs, sizeof(srcs), subs[i].src,
+				MIN_U(subs[i].nsrc, DPSOCK_STATS_MC_MSRCS), subs[i].nsrc, true);
+			printf("%s{\"group\": \"%s\", \"port\": %u, \"pid\": %d, \"fd\": %d, "
+			       "\"workers\": %u, \"mode\": \"%s\", \"sources\": %s, \"local_port\": %u, "
+			       "\"datagrams\": %" PRIu64 ", \"bytes\": %" PRIu64 ", \"drops\": %" PRIu64 "}",
+			       i ? ", " : "", a, subs[i].port, (int)subs[i].pid, (int)subs[i].fd,
+			       (unsigned int)__builtin_popcountll(subs[i].workers), mc_mode(subs[i].mode),
+			       srcs, subs[i].lport, subs[i].dgrams, subs[i].bytes, subs[i].drops);
+		}
+		printf("], \"unlisted\": %u", t.unlisted);
 		return;
 	}
-	printf("IGMP memberships (lwIP's group list of each worker's interfaces)\n");
-	tab_init(&t, n);
-	tab_col(&t, "Worker", true);
-	tab_col(&t, "Port", true);
-	tab_col(&t, "Group", true);
-	tab_col(&t, "Users", false);
-	for (i = 0; i < n; i++) {
-		inet_ntop(AF_INET, &rows[i].addr, a, sizeof(a));
-		snprintf(tab_cell(&t, i, 0), CELL, "%u", rows[i].worker);
-		if (rows[i].port < geo.n_ports)
-			snprintf(tab_cell(&t, i, 1), CELL, "%s", geo.port_names[rows[i].port]);
-		else
-			snprintf(tab_cell(&t, i, 1), CELL, "port %u?", rows[i].port);
-		snprintf(tab_cell(&t, i, 2), CELL, "%s", a);
-		snprintf(tab_cell(&t, i, 3), CELL, "%u", rows[i].use);
+	for (i = 0; i < geo.n_ports; i++) {
+		const struct dpsock_mc_port_row *p = &t.ports[i];
+
+		printf("Port %u (%s): IGMPv%u host, robustness %u, multicast filter: %s", i,
+		       geo.port_names[i], p->version, p->robustness,
+		       mc_filter_names[p->filter <= DPSOCK_MC_FILTER_ALLMULTI ? p->filter : 0]);
+		if (p->filter == DPSOCK_MC_FILTER_LIST)
+			printf(" (%u MACs)", p->n_macs);
+		if (p->querier != 0) {
+			inet_ntop(AF_INET, &p->querier, q, sizeof(q));
+			printf("; querier %s, last query %.0f s ago", q,
+			       ((double)now.tv_sec * 1e9 + now.tv_nsec - (double)p->query_ns) / 1e9);
+		} else {
+			printf("; no querier heard");
+		}
+		if (p->older_until_ns > (uint64_t)now.tv_sec * 1000000000ull)
+			printf("; older querier present for %.0f s more",
+			       ((double)p->older_until_ns - ((double)now.tv_sec * 1e9 + now.tv_nsec)) / 1e9);
+		printf("\n");
 	}
-	tab_print(&t);
-	if (n == 0)
+	printf("\nGroups joined (interface state: every socket's filter merged, RFC 3376 3.2)\n");
+	tab_init(&tb, DPSOCK_STATS_MC_GROUPS);
+	tab_col(&tb, "Group", true);
+	tab_col(&tb, "Port", false);
+	tab_col(&tb, "Mode", true);
+	tab_col(&tb, "Sources", true);
+	tab_col(&tb, "Memberships", false);
+	for (i = 0; i < t.n_groups && i < DPSOCK_STATS_MC_GROUPS; i++) {
+		const struct dpsock_mc_group_row *g = &t.groups[i];
+
+		inet_ntop(AF_INET, &g->addr, a, sizeof(a));
+		mc_srcs(srcs, CELL, g->src, MIN_U(g->nsrc, 4u), g->nsrc, false);
+		snprintf(tab_cell(&tb, i, 0), CELL, "%s", a);
+		snprintf(tab_cell(&tb, i, 1), CELL, "%u", g->port);
+		snprintf(tab_cell(&tb, i, 2), CELL, "%s", mc_mode(g->mode));
+		memcpy(tab_cell(&tb, i, 3), srcs, CELL);
+		snprintf(tab_cell(&tb, i, 4), CELL, "%u", g->members);
+	}
+	tab_print(&tb);
+	if (t.n_groups == 0)
 		printf("none\n");
+	printf("\nSubscribers (a preloaded socket's slots on every worker summed; native sockets per worker)\n");
+	tab_init(&tb, ns);
+	tab_col(&tb, "Group", true);
+	tab_col(&tb, "Port", false);
+	tab_col(&tb, "Pid", false);
+	tab_col(&tb, "Fd", false);
+	tab_col(&tb, "Workers", false);
+	tab_col(&tb, "UDP port", false);
+	tab_col(&tb, "Mode", true);
+	tab_col(&tb, "Sources", true);
+	tab_col(&tb, "Datagrams", false);
+	tab_col(&tb, "Bytes", false);
+	tab_col(&tb, "Dropped", false);
+	for (i = 0; i < ns; i++) {
+		char b[32];
+
+		inet_ntop(AF_INET, &subs[i].group, a, sizeof(a));
+		mc_srcs(srcs, CELL, subs[i].src, MIN_U(subs[i].nsrc, 3u), subs[i].nsrc, false);
+		snprintf(tab_cell(&tb, i, 0), CELL, "%s", a);
+		snprintf(tab_cell(&tb, i, 1), CELL, "%u", subs[i].port);
+		snprintf(tab_cell(&tb, i, 2), CELL, "%d", (int)subs[i].pid);
+		snprintf(tab_cell(&tb, i, 3), CELL, "%d", (int)subs[i].fd);
+		snprintf(tab_cell(&tb, i, 4), CELL, "%u",
+			 (unsigned int)__builtin_popcountll(subs[i].workers));
+		snprintf(tab_cell(&tb, i, 5), CELL, "%u", subs[i].lport);
+		snprintf(tab_cell(&tb, i, 6), CELL, "%s", mc_mode(subs[i].mode));
+		memcpy(tab_cell(&tb, i, 7), srcs, CELL);
+		snprintf(tab_cell(&tb, i, 8), CELL, "%" PRIu64, subs[i].dgrams);
+		snprintf(tab_cell(&tb, i, 9), CELL, "%s",
+			 dpsock_fmt_bytes(b, sizeof(b), (double)subs[i].bytes));
+		snprintf(tab_cell(&tb, i, 10), CELL, "%" PRIu64, subs[i].drops);
+	}
+	tab_print(&tb);
+	if (ns == 0)
+		printf("none\n");
+	if (t.unlisted)
+		printf("(%u groups or memberships not listed: the table is full)\n", t.unlisted);
+	printf("\nMulticast and IGMP counters (IGMP: worker %u's host)\n", 0u);
+	counter_table(worker_mc, NCOLS(worker_mc), false, cur, prev, dt);
 }
 
 /* ---- preload clients --------------------------------------------------------------- */
@@ -1136,7 +1332,7 @@ print_sample(const struct options *o, const struct sample *cur, const struct sam
 		} else if (o->view == VIEW_SOCKETS) {
 			json_sockets(cur, o->filter);
 		} else if (o->view == VIEW_MC) {
-			mc_view(true);
+			mc_view(cur, prev, dt, true);
 		} else if (o->view == VIEW_CLIENTS) {
 			clients_view(true);
 		} else {
@@ -1159,7 +1355,7 @@ print_sample(const struct options *o, const struct sample *cur, const struct sam
 		sockets_view(cur, o->filter);
 		break;
 	case VIEW_MC:
-		mc_view(false);
+		mc_view(cur, prev, dt, false);
 		break;
 	case VIEW_CLIENTS:
 		clients_view(false);
@@ -1496,7 +1692,7 @@ main(int argc, char **argv)
 		if (rc != 0 || (!o.view_given && o.interval == 0 && o.mode == 1))
 			return rc;
 	}
-	want_sockets = o.view == VIEW_SOCKETS || o.fds;
+	want_sockets = o.view == VIEW_SOCKETS || o.view == VIEW_MC || o.fds;
 	client_only = o.client_pid;
 	next = now_s();
 	for (n = 0; o.cycles < 0 || n < o.cycles; n++) {

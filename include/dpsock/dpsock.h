@@ -157,6 +157,9 @@ unsigned int dpsock_worker_index(const struct dpsock_worker *w);
 unsigned int dpsock_worker_count(void);
 /* Address of port 0's interface, network byte order. */
 uint32_t dpsock_local_addr(void);
+/* Interfaces (ports) of the configuration, and each one's address. */
+unsigned int dpsock_iface_count(void);
+uint32_t dpsock_iface_addr(unsigned int iface);
 
 /*
  * TCP. All return -EINVAL for a NULL or non-TCP socket and -EPERM when
@@ -211,6 +214,11 @@ int dpsock_set_nodelay(struct dpsock_sock *s, bool on);
 /* idle, interval in seconds; count probes. */
 int dpsock_set_keepalive(struct dpsock_sock *s, bool on, unsigned int idle,
 			 unsigned int interval, unsigned int count);
+/* IP_TTL (1..255, -1 = the default 64) and IP_TOS of what the socket sends
+ * (TCP or UDP; TCP keeps its ECN bits). Return 0, -EINVAL, -EPERM. */
+int dpsock_sock_set_ttl(struct dpsock_sock *s, int ttl);
+int dpsock_sock_set_tos(struct dpsock_sock *s, int tos);
+
 /* Congestion control of a TCP socket (as TCP_CONGESTION): "cubic" (the
  * default unless tcp.congestion says otherwise) or "reno" ("newreno").
  * A listening socket passes it to the connections it accepts.
@@ -256,10 +264,56 @@ int dpsock_tcp_info(const struct dpsock_sock *s, struct dpsock_tcp_info *out);
 struct dpsock_sock *dpsock_udp_bind(struct dpsock_worker *w, uint16_t port,
 				    const struct dpsock_sock_ops *ops, void *user);
 
+#define DPSOCK_UDP_REUSEADDR 0x1 /* SO_REUSEADDR: share the port */
+#define DPSOCK_UDP_REUSEPORT 0x2 /* SO_REUSEPORT: share it; unicast hashed over the group */
+/* The same, bound to addr (network order: 0 = any, an interface's address,
+ * or a multicast group: then only that group's datagrams arrive). Sockets
+ * with either flag share a port (multicast and broadcast datagrams reach
+ * every one of them; a unicast one reaches one, hashed over the
+ * REUSEPORT sockets, else the last bound). Returns NULL with errno
+ * EADDRINUSE, ENOMEM, EINVAL (unknown flag). */
+struct dpsock_sock *dpsock_udp_bind_addr(struct dpsock_worker *w, uint32_t addr, uint16_t port,
+					 unsigned int flags, const struct dpsock_sock_ops *ops,
+					 void *user);
+
 /* Send one datagram (len up to 65507; larger than the MTU is fragmented).
  * Returns len, -EMSGSIZE, -ENOMEM (no buffer), -EHOSTUNREACH. */
 ssize_t dpsock_udp_sendto(struct dpsock_sock *s, const void *buf, size_t len,
 			  const struct sockaddr_in *to);
+
+/*
+ * UDP multicast, as the IPv4 socket options (and their errno values). A
+ * socket's memberships are counted per interface and group over every
+ * socket of the stack; the interface joins (IGMPv3 report, MAC filter) with
+ * the first and leaves with the last. A datagram for a group reaches every
+ * socket bound to its port (and to the group or the any address) whose own
+ * filter lets it through: a membership of the group on the interface with
+ * the source included (or not excluded), or, for a socket with no such
+ * membership, IP_MULTICAST_ALL (on by default) when the interface joined.
+ * Create the socket and its memberships on every worker: each receives
+ * what its worker's queues get. iface: the interface's index in the
+ * configuration. group, source: network order.
+ */
+#define DPSOCK_MCAST_JOIN 1         /* IP_ADD_MEMBERSHIP: any source */
+#define DPSOCK_MCAST_LEAVE 2        /* IP_DROP_MEMBERSHIP */
+#define DPSOCK_MCAST_JOIN_SOURCE 3  /* IP_ADD_SOURCE_MEMBERSHIP (joins INCLUDE first) */
+#define DPSOCK_MCAST_LEAVE_SOURCE 4 /* IP_DROP_SOURCE_MEMBERSHIP */
+#define DPSOCK_MCAST_BLOCK 5        /* IP_BLOCK_SOURCE (of an any-source join) */
+#define DPSOCK_MCAST_UNBLOCK 6      /* IP_UNBLOCK_SOURCE */
+/* Returns 0, -EINVAL (not UDP, not a group, no prior join, other mode),
+ * -EADDRINUSE (joined), -EADDRNOTAVAIL (no such membership or source),
+ * -ENOBUFS (over 20 memberships or 10 sources), -ENODEV (no such
+ * interface), -ENOMEM, -EPERM (off the socket's worker). */
+int dpsock_udp_mcast(struct dpsock_sock *s, int op, uint32_t group, unsigned int iface,
+		     uint32_t source);
+/* IP_MULTICAST_ALL (default on), IP_MULTICAST_LOOP (default on: this
+ * stack's subscribers get what the socket sends to a group),
+ * IP_MULTICAST_TTL (0..255, default 1), IP_MULTICAST_IF (iface, or -1: the
+ * default interface). Return 0, -EINVAL, -ENODEV, -EPERM. */
+int dpsock_udp_set_mcast_all(struct dpsock_sock *s, bool on);
+int dpsock_udp_set_mcast_loop(struct dpsock_sock *s, bool on);
+int dpsock_udp_set_mcast_ttl(struct dpsock_sock *s, int ttl);
+int dpsock_udp_set_mcast_if(struct dpsock_sock *s, int iface);
 
 /*
  * Received data (the readable and datagram callbacks).
@@ -267,6 +321,18 @@ ssize_t dpsock_udp_sendto(struct dpsock_sock *s, const void *buf, size_t len,
 
 /* Total bytes. */
 size_t dpsock_rx_len(const struct dpsock_rx *rx);
+/* What the stack knew of a datagram (IP_PKTINFO, SO_TIMESTAMP*): its
+ * destination (network order; a group for multicast), the interface it
+ * came in on (or was looped back to), when the worker took its frame from
+ * the queue (CLOCK_REALTIME, ns) and the NIC's raw timestamp where the port
+ * offers RX timestamps (0 otherwise). Zeros for TCP data. */
+struct dpsock_rx_info {
+	uint32_t dst;
+	unsigned int iface;
+	uint64_t rx_ns;
+	uint64_t hw_ns;
+};
+void dpsock_rx_info(const struct dpsock_rx *rx, struct dpsock_rx_info *info);
 /* Fill up to n iovecs with the segments (zero-copy, pointing into mbufs);
  * returns the number of segments in all (which may exceed n). */
 unsigned int dpsock_rx_iov(const struct dpsock_rx *rx, struct iovec *iov, unsigned int n);

@@ -33,4 +33,22 @@ struct tcp_hdr;
  */
 int dpsock_lwip_tcp_unmatched(struct pbuf *p, struct tcp_hdr *hdr);
 
+struct netif;
+struct udp_pcb;
+
+/*
+ * udp_input found pcb, the first socket matching a datagram (checksum
+ * checked, UDP header removed; ip_current_*() describe it). dpsock delivers
+ * what lwIP would not (stack/mcast.c):
+ *  - a multicast or broadcast datagram: to EVERY matching socket, each
+ *    after its own filter (memberships, source filters, IP_MULTICAST_ALL)
+ *    and the port's (what the interface joined), without a copy;
+ *  - a unicast one to a socket of a SO_REUSEPORT group: to one member,
+ *    chosen by a hash of the source address and port, as Linux.
+ * Returns 1 when it took p (delivered, and freed), 0 to let lwIP deliver it
+ * to pcb as usual.
+ */
+int dpsock_lwip_udp_deliver(struct pbuf *p, struct netif *inp, struct udp_pcb *pcb,
+                            u16_t src_port, u8_t broadcast);
+
 #endif /* DPSOCK_LWIP_HOOKS_H */

@@ -56,14 +56,16 @@ void dpsock_lwip_timeouts_fini(void);
 #define LWIP_ARP                        1
 #define LWIP_ETHERNET                   1
 #define LWIP_ICMP                       1
-#define LWIP_IGMP                       1
+/* IGMPv3 (with v2/v1 compatibility) is dpsock's own (stack/igmp.c): lwIP's
+ * speaks v2 only, per instance, where a port needs one host per link */
+#define LWIP_IGMP                       0
 #define LWIP_UDP                        1
 #define LWIP_TCP                        1
 #define LWIP_DHCP                       0
 #define LWIP_AUTOIP                     0
 #define LWIP_DNS                        0
 #define LWIP_SINGLE_NETIF               0   /* the daemon and the tests use several netifs */
-#define LWIP_MULTICAST_TX_OPTIONS       1   /* required by IGMP */
+#define LWIP_MULTICAST_TX_OPTIONS       1   /* per-pcb multicast TTL and interface (IP_MULTICAST_*) */
 #define IP_DEFAULT_TTL                  64  /* Linux default; lwIP's is 255 */
 #define IP_FORWARD                      0
 #define IP_REASSEMBLY                   1
@@ -168,7 +170,7 @@ uint16_t dpsock_lwip_chksum(const void *dataptr, int len);
 #define ICMP_STATS                      1
 #define UDP_STATS                       1
 #define TCP_STATS                       1
-#define IGMP_STATS                      1
+#define IGMP_STATS                      0   /* lwIP's IGMP is off; stack/igmp.c counts its own */
 #define MEM_STATS                       0   /* the per-thread allocator keeps its own counters */
 #define MEMP_STATS                      0
 #define SYS_STATS                       0

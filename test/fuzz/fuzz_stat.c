@@ -21,7 +21,8 @@
  * Input (all little endian):
  *   byte 0   view: 0 raw, 1 basic, 2 extra, 3 full, 4 mc, 5 sockets, 6 clients
  *   byte 1   flags: 1 JSON, 2 two samples (rates), 4 fill every socket entry,
- *            8 fill every worker's IGMP list, 16 fill the client table
+ *            8 fill the multicast table (ports, groups, memberships), 16
+ *            fill the client table
  *   byte 2   socket filter (index into filters[])
  *   byte 3   n_ports
  *   byte 4   n_workers
@@ -221,7 +222,7 @@ check_json(const char *out, size_t len)
 static unsigned char *
 base_image(const uint8_t *h, size_t *len)
 {
-	unsigned int n_ports = h[3], n_workers = h[4], slots = h[5] % 16, i, w;
+	unsigned int n_ports = h[3], n_workers = h[4], slots = h[5] % 16, i;
 	uint8_t flags = h[1];
 	struct dpsock_stats_segment *s;
 	size_t sock_off = ALIGN64(sizeof(*s));
@@ -261,15 +262,50 @@ base_image(const uint8_t *h, size_t *len)
 			e->rx_bytes = (uint64_t)i << 20;
 			e->cwnd = 14600;
 		}
-	if (flags & 8)
-		for (w = 0; w < n_workers && w < DPSOCK_STATS_MAX_WORKERS; w++) {
-			s->workers[w].mc.n_groups = DPSOCK_STATS_MAX_MC;
-			for (i = 0; i < DPSOCK_STATS_MAX_MC; i++) {
-				s->workers[w].mc.groups[i].addr = htonl(0xe0000001 + i);
-				s->workers[w].mc.groups[i].port_idx = (uint16_t)(i % 4);
-				s->workers[w].mc.groups[i].use = (uint16_t)i;
-			}
+	if (flags & 8) {
+		/* every row of the multicast table, source counts past what a
+		 * row holds, memberships of every worker (some naming socket
+		 * entries, some native) */
+		struct dpsock_mc_table *mc = &s->mc;
+		unsigned int k;
+
+		mc->n_groups = DPSOCK_STATS_MC_GROUPS;
+		mc->n_members = DPSOCK_STATS_MC_MEMBERS;
+		mc->unlisted = 3;
+		for (i = 0; i < DPSOCK_STATS_MAX_PORTS; i++) {
+			mc->ports[i].version = (uint8_t)(3 - i % 3);
+			mc->ports[i].filter = (uint8_t)(i % 3);
+			mc->ports[i].robustness = 2;
+			mc->ports[i].querier = i ? htonl(0xc6120002 + i) : 0;
+			mc->ports[i].n_macs = i;
 		}
+		for (i = 0; i < DPSOCK_STATS_MC_GROUPS; i++) {
+			struct dpsock_mc_group_row *g = &mc->groups[i];
+
+			g->addr = htonl(0xe0000001 + i);
+			g->port = (uint16_t)(i % 4);
+			g->mode = (uint8_t)(DPSOCK_MC_MODE_INCLUDE + i % 2);
+			g->nsrc = i % (DPSOCK_STATS_MC_SRCS + 3);
+			g->members = i;
+			for (k = 0; k < DPSOCK_STATS_MC_SRCS; k++)
+				g->src[k] = htonl(0xc6120000 + k);
+		}
+		for (i = 0; i < DPSOCK_STATS_MC_MEMBERS; i++) {
+			struct dpsock_mc_member_row *r = &mc->members[i];
+
+			r->group = htonl(0xe0000001 + i % 8);
+			r->port = (uint16_t)(i % 4);
+			r->worker = (uint16_t)(i % (n_workers ? n_workers : 1));
+			r->mode = (uint8_t)(DPSOCK_MC_MODE_INCLUDE + i % 2);
+			r->nsrc = (uint8_t)(i % (DPSOCK_STATS_MC_MSRCS + 2));
+			r->pid = (int32_t)(1000 + i % 5);
+			r->fd = i % 7 == 0 ? -1 : (int32_t)(3 + i % 5);
+			r->sock_idx = i % 3 ? (int32_t)(i % (slots ? slots : 1)) : -1;
+			r->serial = i;
+			for (k = 0; k < DPSOCK_STATS_MC_MSRCS; k++)
+				r->src[k] = htonl(0xc6120000 + k);
+		}
+	}
 	if (flags & 16) {
 		s->n_clients = DPSOCK_STATS_MAX_CLIENTS;
 		for (i = 0; i < DPSOCK_STATS_MAX_CLIENTS; i++) {

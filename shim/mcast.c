@@ -1,0 +1,464 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * mcast.c — what a UDP socket needs beyond data: multicast memberships,
+ * IP_MULTICAST_IF, and the control messages recvmsg returns.
+ *
+ * Memberships (IP_ADD_MEMBERSHIP ... MCAST_UNBLOCK_SOURCE) and
+ * IP_MULTICAST_IF name an interface by address or index; for a socket
+ * dpsockd serves that is one of dpsockd's interfaces (the segment's ifaces:
+ * address, and the kernel ifindex of the port's netdev when it has one),
+ * which the kernel socket knows nothing of. So these options never reach
+ * the kernel socket of an offloaded or undecided UDP socket: the shim parses
+ * them as Linux does (lengths, families: EINVAL, EADDRNOTAVAIL), resolves
+ * the interface (ENODEV), and
+ *  - on an offloaded socket, sends them to every slot, worker 0's first:
+ *    its reply is the socket API's answer (EADDRINUSE, EADDRNOTAVAIL...,
+ *    from the worker's copy of the memberships, abi/mcast_filter.h);
+ *  - on a socket not bound yet, keeps them in a set of the same semantics
+ *    and replays its state on the worker's socket once offloaded. A socket
+ *    that then stays in the kernel loses them (logged): they named
+ *    dpsockd's interfaces.
+ * IP_MULTICAST_IF naming an interface that is not dpsockd's goes to the
+ * kernel socket and keeps the socket's multicast sends in the kernel.
+ */
+#include <arpa/inet.h>
+#include <linux/errqueue.h>
+#include <linux/net_tstamp.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "shim_priv.h"
+#include "mcast_filter.h"
+
+bool
+shim_mc_optname(int name)
+{
+	switch (name) {
+	case IP_ADD_MEMBERSHIP:
+	case IP_DROP_MEMBERSHIP:
+	case IP_ADD_SOURCE_MEMBERSHIP:
+	case IP_DROP_SOURCE_MEMBERSHIP:
+	case IP_BLOCK_SOURCE:
+	case IP_UNBLOCK_SOURCE:
+	case MCAST_JOIN_GROUP:
+	case MCAST_LEAVE_GROUP:
+	case MCAST_JOIN_SOURCE_GROUP:
+	case MCAST_LEAVE_SOURCE_GROUP:
+	case MCAST_BLOCK_SOURCE:
+	case MCAST_UNBLOCK_SOURCE:
+	case IP_MULTICAST_IF:
+		return true;
+	default:
+		return false;
+	}
+}
+
+/* ---- interfaces ---------------------------------------------------------- */
+
+static uint32_t
+n_ifaces(void)
+{
+	const struct dpsock_pl_seg *g = shim_seg();
+
+	return g->n_ifaces < DPSOCK_PL_MAX_IFACES ? g->n_ifaces : DPSOCK_PL_MAX_IFACES;
+}
+
+static int
+iface_by_index(int ifindex)
+{
+	for (uint32_t i = 0; i < n_ifaces(); i++)
+		if (ifindex > 0 && shim_seg()->ifaces[i].ifindex == (uint32_t)ifindex)
+			return (int)i;
+	return -1;
+}
+
+static int
+iface_by_addr(uint32_t addr)
+{
+	for (uint32_t i = 0; i < n_ifaces(); i++)
+		if (shim_seg()->ifaces[i].addr == addr)
+			return (int)i;
+	return -1;
+}
+
+/* The interface a group's route takes in dpsockd: the default netif, as
+ * stack/worker.c chooses it (the first port, or a later one with a gateway
+ * when the first has none). */
+static int
+iface_default(void)
+{
+	const struct dpsock_pl_seg *g = shim_seg();
+	int def = -1;
+
+	for (uint32_t i = 0; i < n_ifaces(); i++)
+		if (def < 0 || (g->ifaces[i].gateway != 0 && g->ifaces[def].gateway == 0))
+			def = (int)i;
+	return def;
+}
+
+/* Linux's ip_mc_find_dev: by index, else by address, else the route. */
+static int
+iface_resolve(int ifindex, uint32_t addr)
+{
+	if (ifindex != 0)
+		return iface_by_index(ifindex);
+	if (addr != htonl(INADDR_ANY))
+		return iface_by_addr(addr);
+	return iface_default();
+}
+
+/* ---- parsing, as Linux's do_ip_setsockopt --------------------------------- */
+
+struct mc_req {
+	unsigned int op;          /* enum dpsock_mc_op */
+	uint32_t group, source, addr;
+	int ifindex;
+};
+
+static int
+mc_parse(int name, const void *val, socklen_t len, struct mc_req *r)
+{
+	memset(r, 0, sizeof(*r));
+	if (val == NULL)
+		return -EFAULT;
+	switch (name) {
+	case IP_ADD_MEMBERSHIP:
+	case IP_DROP_MEMBERSHIP: {
+		struct ip_mreqn mn = { 0 };
+
+		if (len < sizeof(struct ip_mreq))
+			return -EINVAL;
+		/* an ip_mreq is an ip_mreqn without its index */
+		memcpy(&mn, val, len >= sizeof(mn) ? sizeof(mn) : sizeof(struct ip_mreq));
+		r->op = name == IP_ADD_MEMBERSHIP ? DPSOCK_MC_JOIN : DPSOCK_MC_LEAVE;
+		r->group = mn.imr_multiaddr.s_addr;
+		r->addr = mn.imr_address.s_addr;
+		r->ifindex = mn.imr_ifindex;
+		return 0;
+	}
+	case IP_ADD_SOURCE_MEMBERSHIP:
+	case IP_DROP_SOURCE_MEMBERSHIP:
+	case IP_BLOCK_SOURCE:
+	case IP_UNBLOCK_SOURCE: {
+		struct ip_mreq_source ms;
+
+		if (len != sizeof(ms))
+			return -EINVAL;
+		memcpy(&ms, val, sizeof(ms));
+		r->op = name == IP_ADD_SOURCE_MEMBERSHIP ? DPSOCK_MC_JOIN_SOURCE :
+			name == IP_DROP_SOURCE_MEMBERSHIP ? DPSOCK_MC_LEAVE_SOURCE :
+			name == IP_BLOCK_SOURCE ? DPSOCK_MC_BLOCK : DPSOCK_MC_UNBLOCK;
+		r->group = ms.imr_multiaddr.s_addr;
+		r->addr = ms.imr_interface.s_addr;
+		r->source = ms.imr_sourceaddr.s_addr;
+		return 0;
+	}
+	case MCAST_JOIN_GROUP:
+	case MCAST_LEAVE_GROUP: {
+		struct group_req gr;
+		const struct sockaddr_in *g = (const struct sockaddr_in *)&gr.gr_group;
+
+		if (len < sizeof(gr))
+			return -EINVAL;
+		memcpy(&gr, val, sizeof(gr));
+		if (g->sin_family != AF_INET)
+			return -EINVAL;
+		r->op = name == MCAST_JOIN_GROUP ? DPSOCK_MC_JOIN : DPSOCK_MC_LEAVE;
+		r->group = g->sin_addr.s_addr;
+		r->ifindex = (int)gr.gr_interface;
+		return 0;
+	}
+	default: { /* MCAST_{JOIN,LEAVE}_SOURCE_GROUP, MCAST_{BLOCK,UNBLOCK}_SOURCE */
+		struct group_source_req gs;
+		const struct sockaddr_in *g = (const struct sockaddr_in *)&gs.gsr_group;
+		const struct sockaddr_in *src = (const struct sockaddr_in *)&gs.gsr_source;
+
+		if (len != sizeof(gs))
+			return -EINVAL;
+		memcpy(&gs, val, sizeof(gs));
+		if (g->sin_family != AF_INET || src->sin_family != AF_INET)
+			return -EADDRNOTAVAIL;
+		r->op = name == MCAST_JOIN_SOURCE_GROUP ? DPSOCK_MC_JOIN_SOURCE :
+			name == MCAST_LEAVE_SOURCE_GROUP ? DPSOCK_MC_LEAVE_SOURCE :
+			name == MCAST_BLOCK_SOURCE ? DPSOCK_MC_BLOCK : DPSOCK_MC_UNBLOCK;
+		r->group = g->sin_addr.s_addr;
+		r->source = src->sin_addr.s_addr;
+		r->ifindex = (int)gs.gsr_interface;
+		return 0;
+	}
+	}
+}
+
+/* ---- memberships ---------------------------------------------------------- */
+
+/* One membership operation on every slot, worker 0's first (its answer is
+ * the call's). Caller holds s->lock. */
+static int
+mc_send(struct shim_thread *t, struct shim_sock *s, unsigned int op, uint32_t group, int iface,
+	uint32_t source)
+{
+	int first = 0;
+
+	for (uint32_t i = 0; i < s->nslots; i++) {
+		struct dpsock_pl_cmd c = { .op = DPSOCK_PL_OP_MCAST, .slot = s->slot[i],
+					   .gen = s->gen[i], .addr = group };
+		struct dpsock_pl_reply r;
+		int e;
+
+		c.arg[0] = (int32_t)op;
+		c.arg[1] = iface;
+		c.arg[2] = (int32_t)source;
+		e = shim_cmd_call(t, shim_slot_worker(s->slot[i]), &c, &r);
+		if (e == 0)
+			e = r.result;
+		if (i == 0) {
+			first = e;
+			if (e != 0)
+				return e; /* nothing changed anywhere */
+		} else if (e != 0) {
+			/* every worker's socket had the same memberships: only a
+			 * race with another process of the group gets here */
+			SHIM_LOG(WARNING, "multicast membership on worker %u: %s (worker 0 took it)",
+				 shim_slot_worker(s->slot[i]), strerror(-e));
+		}
+	}
+	return first;
+}
+
+static int
+mc_membership(struct shim_sock *s, const struct mc_req *q)
+{
+	struct shim_thread *t;
+	int iface = iface_resolve(q->ifindex, q->addr);
+
+	if (iface < 0) {
+		/* a leave naming an interface none of ours has matches nothing */
+		if (q->op == DPSOCK_MC_LEAVE && (q->ifindex != 0 || q->addr != 0))
+			return -EADDRNOTAVAIL;
+		return -ENODEV;
+	}
+	if (!dpsock_mc_is_group(q->group))
+		return -EINVAL;
+	if (!shim_sock_offloaded(s)) {
+		/* not bound yet: the same rules on a set kept until the offload */
+		if (s->mc_pending == NULL && (s->mc_pending = calloc(1, sizeof(*s->mc_pending))) == NULL)
+			return -ENOMEM;
+		return dpsock_mc_apply(s->mc_pending, q->op, q->group, (uint16_t)iface, q->source);
+	}
+	t = shim_thread_get();
+	if (t == NULL)
+		return -errno;
+	return mc_send(t, s, q->op, q->group, iface, q->source);
+}
+
+/* IP_MULTICAST_IF, as Linux parses it: an in_addr, an ip_mreq or an
+ * ip_mreqn; 0.0.0.0 and no index reset it. */
+static int
+mc_if(struct shim_sock *s, const void *val, socklen_t len, bool *to_kernel)
+{
+	struct ip_mreqn mn = { 0 };
+	int iface;
+
+	*to_kernel = false;
+	if (val == NULL)
+		return -EFAULT;
+	if (len < sizeof(struct in_addr))
+		return -EINVAL;
+	if (len >= sizeof(struct ip_mreqn))
+		memcpy(&mn, val, sizeof(mn));
+	else if (len >= sizeof(struct ip_mreq))
+		memcpy(&mn, val, sizeof(struct ip_mreq)); /* imr_interface lands in imr_address */
+	else
+		memcpy(&mn.imr_address, val, sizeof(struct in_addr));
+	if (mn.imr_ifindex == 0 && mn.imr_address.s_addr == htonl(INADDR_ANY)) {
+		iface = -1;
+	} else {
+		iface = mn.imr_ifindex != 0 ? iface_by_index(mn.imr_ifindex) :
+					      iface_by_addr(mn.imr_address.s_addr);
+		if (iface < 0) {
+			if (shim_sock_offloaded(s))
+				return -EADDRNOTAVAIL;
+			*to_kernel = true; /* a kernel interface: the socket sends there */
+			return 0;
+		}
+	}
+	s->mc_if = iface;
+	s->mc_if_kernel = 0;
+	s->mc_if_addr = mn.imr_address.s_addr;
+	if (shim_sock_offloaded(s)) {
+		struct shim_thread *t = shim_thread_get();
+
+		if (t == NULL)
+			return -errno;
+		return shim_sock_setopt_all(t, s, IPPROTO_IP, IP_MULTICAST_IF, iface);
+	}
+	return 0;
+}
+
+int
+shim_mc_setsockopt(struct shim_sock *s, int fd, int name, const void *val, socklen_t len)
+{
+	struct mc_req q;
+	bool to_kernel;
+	int r;
+
+	if (shim_attach() < 0)
+		return SHIM_TO_KERNEL; /* no dpsockd: the socket is the kernel's */
+	pthread_mutex_lock(&s->lock);
+	if (s->mode == SHIM_KERNEL) {
+		r = SHIM_TO_KERNEL;
+	} else if (name == IP_MULTICAST_IF) {
+		r = mc_if(s, val, len, &to_kernel);
+		if (r == 0 && to_kernel) {
+			r = REAL(setsockopt)(fd, IPPROTO_IP, name, val, len) == 0 ? 0 : -errno;
+			if (r == 0)
+				s->mc_if_kernel = 1;
+		}
+	} else {
+		r = mc_parse(name, val, len, &q);
+		if (r == 0)
+			r = mc_membership(s, &q);
+	}
+	pthread_mutex_unlock(&s->lock);
+	return r;
+}
+
+int
+shim_mc_getsockopt(struct shim_sock *s, int name, void *val, socklen_t *len)
+{
+	socklen_t l;
+
+	/* the only one the kernel socket does not know */
+	if (name != IP_MULTICAST_IF || s->mc_if == SHIM_UNSET || s->mc_if_kernel)
+		return SHIM_TO_KERNEL;
+	l = *len < sizeof(struct in_addr) ? *len : sizeof(struct in_addr);
+	memcpy(val, &s->mc_if_addr, l);
+	*len = l;
+	return 0;
+}
+
+/* The socket was just offloaded: its memberships made before, on every
+ * slot, rebuilt op by op into the same state (the source list's existence
+ * included: it decides which mode a later source operation may take).
+ * Caller holds s->lock. */
+void
+shim_mc_replay(struct shim_thread *t, struct shim_sock *s)
+{
+	struct dpsock_mc_set *set = s->mc_pending;
+	int e = 0;
+
+	if (set == NULL)
+		return;
+	for (uint32_t i = 0; i < set->n && e == 0; i++) {
+		const struct dpsock_mc_memb *m = &set->m[i];
+		bool inc = m->mode == DPSOCK_MC_INCLUDE;
+
+		if (!inc || m->nsrc == 0)
+			e = mc_send(t, s, DPSOCK_MC_JOIN, m->group, m->iface, 0);
+		for (uint32_t j = 0; j < m->nsrc && e == 0; j++)
+			e = mc_send(t, s, inc ? DPSOCK_MC_JOIN_SOURCE : DPSOCK_MC_BLOCK, m->group,
+				    m->iface, m->src[j]);
+		if (e != 0)
+			break;
+		if (inc && m->nsrc == 0) {
+			/* a failed source drop switched an any-source join to an
+			 * empty INCLUDE filter: the same call does it here */
+			(void)mc_send(t, s, DPSOCK_MC_LEAVE_SOURCE, m->group, m->iface, 0);
+		} else if (!inc && m->list && m->nsrc == 0) {
+			/* sources blocked then unblocked: the list exists */
+			e = mc_send(t, s, DPSOCK_MC_BLOCK, m->group, m->iface, 0);
+			if (e == 0)
+				e = mc_send(t, s, DPSOCK_MC_UNBLOCK, m->group, m->iface, 0);
+		}
+	}
+	if (e != 0)
+		SHIM_LOG(WARNING, "multicast memberships made before bind: %s on dpsockd",
+			 strerror(-e));
+	free(set);
+	s->mc_pending = NULL;
+}
+
+/* The socket stays in the kernel: memberships of dpsockd's interfaces
+ * cannot follow it. */
+void
+shim_mc_drop_pending(struct shim_sock *s)
+{
+	if (s->mc_pending == NULL)
+		return;
+	if (s->mc_pending->n > 0)
+		SHIM_LOG(WARNING, "a UDP socket with %u multicast membership(s) of dpsockd's "
+			 "interfaces stays in the kernel: they are dropped", s->mc_pending->n);
+	free(s->mc_pending);
+	s->mc_pending = NULL;
+}
+
+/* ---- control messages (recvmsg) ----------------------------------------------- */
+
+struct cmsg_out {
+	struct msghdr *m;
+	size_t used;
+	int *flags;
+};
+
+static void
+cmsg_put(struct cmsg_out *o, int level, int type, const void *data, size_t len)
+{
+	size_t cap = o->m->msg_control != NULL ? o->m->msg_controllen : 0;
+	struct cmsghdr *c;
+
+	if (o->used + CMSG_LEN(len) > cap) {
+		*o->flags |= MSG_CTRUNC;
+		return;
+	}
+	c = (struct cmsghdr *)(void *)((unsigned char *)o->m->msg_control + o->used);
+	c->cmsg_len = CMSG_LEN(len);
+	c->cmsg_level = level;
+	c->cmsg_type = type;
+	memcpy(CMSG_DATA(c), data, len);
+	o->used += CMSG_SPACE(len) < cap - o->used ? CMSG_SPACE(len) : cap - o->used;
+}
+
+void
+shim_udp_cmsgs(const struct shim_sock *s, const struct dpsock_pl_dgram *h, struct msghdr *m,
+	       int *flags)
+{
+	struct cmsg_out o = { .m = m, .flags = flags };
+	struct timespec ts = { (time_t)(h->rx_ns / 1000000000ull),
+			       (long)(h->rx_ns % 1000000000ull) };
+
+	/* timestamps first, then IP_PKTINFO: the order udp_recvmsg has */
+	if (s->ts_opt == SO_TIMESTAMPNS_OLD || s->ts_opt == SO_TIMESTAMPNS_NEW) {
+		cmsg_put(&o, SOL_SOCKET, s->ts_opt, &ts, sizeof(ts));
+	} else if (s->ts_opt == SO_TIMESTAMP_OLD || s->ts_opt == SO_TIMESTAMP_NEW) {
+		struct timeval tv = { ts.tv_sec, ts.tv_nsec / 1000 };
+
+		cmsg_put(&o, SOL_SOCKET, s->ts_opt, &tv, sizeof(tv));
+	}
+	if (s->ts_flags & (SOF_TIMESTAMPING_SOFTWARE | SOF_TIMESTAMPING_RAW_HARDWARE)) {
+		struct timespec t3[3];
+		bool any = false;
+
+		memset(t3, 0, sizeof(t3));
+		if ((s->ts_flags & SOF_TIMESTAMPING_SOFTWARE) &&
+		    (s->ts_flags & SOF_TIMESTAMPING_RX_SOFTWARE)) {
+			t3[0] = ts;
+			any = true;
+		}
+		if ((s->ts_flags & SOF_TIMESTAMPING_RAW_HARDWARE) &&
+		    (s->ts_flags & SOF_TIMESTAMPING_RX_HARDWARE) && (h->flags & DPSOCK_PL_DGRAM_HWTS)) {
+			t3[2].tv_sec = (time_t)(h->hw_ns / 1000000000ull);
+			t3[2].tv_nsec = (long)(h->hw_ns % 1000000000ull);
+			any = true;
+		}
+		if (any)
+			cmsg_put(&o, SOL_SOCKET, s->ts_ing_opt, t3, sizeof(t3));
+	}
+	if (s->pktinfo) {
+		struct in_pktinfo pi = { .ipi_ifindex = (int)h->ifindex,
+					 .ipi_spec_dst.s_addr = h->spec_dst,
+					 .ipi_addr.s_addr = h->dst };
+
+		cmsg_put(&o, IPPROTO_IP, IP_PKTINFO, &pi, sizeof(pi));
+	}
+	m->msg_controllen = o.used;
+}

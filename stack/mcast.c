@@ -1,0 +1,962 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * UDP multicast: sockets' memberships, the stack-wide registry, the ports'
+ * multicast MAC filters, and delivery of a datagram to every socket it
+ * concerns (see mcast_priv.h for the picture).
+ *
+ * Linux's rules, which this file follows:
+ *  - a datagram for group G reaches a UDP socket bound to its port (on the
+ *    any address or on G) when the port joined G with a filter that lets
+ *    its source in (the interface state: ip_check_mc_rcu), and the socket's
+ *    own filter agrees: its membership of G on that interface with the
+ *    source included / not excluded, or, with no such membership,
+ *    IP_MULTICAST_ALL (ip_mc_sf_allow);
+ *  - a multicast or broadcast datagram reaches EVERY such socket, whatever
+ *    SO_REUSEADDR / SO_REUSEPORT say (those only let them share the port);
+ *    a unicast one reaches one socket: hashed over a SO_REUSEPORT group;
+ *  - a datagram a socket sends to a group is looped back to the host's
+ *    subscribers when IP_MULTICAST_LOOP is on (the default), through the
+ *    same filters, the sender included if it joined.
+ *
+ * Fan-out gives every matching socket the same pbuf (one reference each):
+ * no copy in the stack. dpsockd's preload server then copies it once into
+ * each subscriber's rx FIFO (every process has its own shared memory).
+ */
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <rte_cycles.h>
+#include <rte_ethdev.h>
+#include <rte_ether.h>
+#include <rte_mbuf_dyn.h>
+
+#include "lwip_compat_priv.h"
+
+#include "lwip/ip.h"
+#include "lwip/ip4_addr.h"
+#include "lwip/netif.h"
+#include "lwip/pbuf.h"
+#include "lwip/udp.h"
+
+#include "dpsock/dpsock.h"
+#include "dpsock_lwip_hooks.h"
+
+#include "stack_priv.h"
+#include "log_priv.h"
+#include "mcast_priv.h"
+
+_Static_assert(DPSOCK_MCAST_JOIN == DPSOCK_MC_JOIN && DPSOCK_MCAST_LEAVE == DPSOCK_MC_LEAVE &&
+	       DPSOCK_MCAST_JOIN_SOURCE == DPSOCK_MC_JOIN_SOURCE &&
+	       DPSOCK_MCAST_LEAVE_SOURCE == DPSOCK_MC_LEAVE_SOURCE &&
+	       DPSOCK_MCAST_BLOCK == DPSOCK_MC_BLOCK && DPSOCK_MCAST_UNBLOCK == DPSOCK_MC_UNBLOCK,
+	       "dpsock.h's multicast operations are mcast_filter.h's");
+_Static_assert(DPSOCK_MC_MODE_INCLUDE == DPSOCK_MC_INCLUDE &&
+	       DPSOCK_MC_MODE_EXCLUDE == DPSOCK_MC_EXCLUDE, "modes in the stats table");
+_Static_assert(DPSOCK_STATS_MC_MSRCS == DPSOCK_MC_MAX_SOURCES, "sources per membership row");
+_Static_assert(DPSOCK_MAX_PORTS <= 8 && DPSOCK_MAX_PORTS <= DPSOCK_STATS_MAX_PORTS,
+	       "per-port arrays of struct dpsock_mcast");
+
+#define MC_FANOUT_MAX 512         /* sockets one datagram reaches in one pass */
+#define MC_REUSEPORT_MAX 64       /* members of a SO_REUSEPORT group */
+#define MC_MACS_MAX 128           /* beyond: allmulticast instead of a list */
+#define MC_SNAP_BUCKETS 64
+
+/* A worker's copy of one group's interface state. */
+struct mc_snap {
+	uint32_t addr;
+	uint16_t port;
+	uint16_t next;            /* index + 1 of the next in its bucket, 0: end */
+	struct dpsock_mc_ifstate st;
+};
+
+struct dpsock_mc_worker {
+	uint32_t gen;             /* registry generation copied */
+	uint32_t n, cap;
+	struct mc_snap *g;
+	uint16_t head[MC_SNAP_BUCKETS]; /* index + 1, 0: empty */
+	/* TSC -> CLOCK_REALTIME, refreshed every 100 ms */
+	uint64_t base_tsc, base_ns;
+	double ns_per_tsc;
+	/* the NIC's RX timestamp (mbuf dynamic field), when a port has it */
+	int ts_off;
+	uint64_t ts_flag;
+};
+
+static inline unsigned int
+bucket(uint32_t addr, uint16_t port)
+{
+	uint32_t h = addr ^ (addr >> 16) ^ port;
+
+	return (h ^ (h >> 8)) % MC_SNAP_BUCKETS;
+}
+
+/* ---- time ----------------------------------------------------------------- */
+
+static uint64_t
+realtime_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+void
+dpsock_mcast_tick(struct dpsock_worker *w)
+{
+	struct dpsock_mc_worker *wm = w->mc;
+
+	if (wm == NULL)
+		return;
+	wm->base_tsc = rte_rdtsc();
+	wm->base_ns = realtime_ns();
+}
+
+uint64_t
+dpsock_mcast_tsc_ns(const struct dpsock_worker *w, uint64_t tsc)
+{
+	const struct dpsock_mc_worker *wm = w->mc;
+
+	if (wm == NULL)
+		return realtime_ns();
+	return wm->base_ns + (uint64_t)((double)(int64_t)(tsc - wm->base_tsc) * wm->ns_per_tsc);
+}
+
+uint64_t
+dpsock_mcast_rx_ns(const struct dpsock_worker *w)
+{
+	return dpsock_mcast_tsc_ns(w, w->rx_tsc);
+}
+
+uint64_t
+dpsock_mcast_hw_ns(const struct dpsock_worker *w, struct pbuf *p)
+{
+	const struct dpsock_mc_worker *wm = w->mc;
+	struct rte_mbuf *m;
+
+	if (wm == NULL || wm->ts_flag == 0 || (m = dpsock_netif_pbuf_mbuf(p)) == NULL ||
+	    !(m->ol_flags & wm->ts_flag))
+		return 0;
+	return *RTE_MBUF_DYNFIELD(m, wm->ts_off, rte_mbuf_timestamp_t *);
+}
+
+/* ---- the stats table (dpsock-stat -v mc), written under the lock ---------- */
+
+static void
+table_begin(struct dpsock_mc_table *t)
+{
+	__atomic_store_n(&t->gen, t->gen + 1, __ATOMIC_RELAXED);
+	__atomic_thread_fence(__ATOMIC_RELEASE);
+}
+
+static void
+table_end(struct dpsock_mc_table *t)
+{
+	/* release: the rows are visible before gen is even again */
+	__atomic_store_n(&t->gen, t->gen + 1, __ATOMIC_RELEASE);
+}
+
+/* Rewrite the group and member rows. Caller holds the lock. */
+static void
+publish(struct dpsock_stack *d)
+{
+	struct dpsock_mc_table *t = &d->stats->mc;
+	const struct dpsock_mc_group *g;
+	uint32_t ng = 0, nm = 0, lost = 0;
+
+	table_begin(t);
+	for (g = d->mc->groups; g != NULL; g = g->next) {
+		const struct dpsock_mc_member *m;
+
+		if (ng < DPSOCK_STATS_MC_GROUPS) {
+			struct dpsock_mc_group_row *r = &t->groups[ng++];
+
+			memset(r, 0, sizeof(*r));
+			r->addr = g->addr;
+			r->port = g->port;
+			r->mode = g->st.mode;
+			r->nsrc = g->st.nsrc;
+			r->members = g->n_members;
+			memcpy(r->src, g->st.src,
+			       RTE_MIN(g->st.nsrc, (uint16_t)DPSOCK_STATS_MC_SRCS) * sizeof(uint32_t));
+		} else {
+			lost++;
+		}
+		for (m = g->members; m != NULL; m = m->next) {
+			struct dpsock_mc_member_row *r;
+
+			if (nm >= DPSOCK_STATS_MC_MEMBERS) {
+				lost++;
+				continue;
+			}
+			r = &t->members[nm++];
+			memset(r, 0, sizeof(*r));
+			r->group = g->addr;
+			r->port = g->port;
+			r->worker = m->worker;
+			r->mode = m->f.mode;
+			r->nsrc = m->f.nsrc;
+			r->pid = m->pid;
+			r->fd = m->fd;
+			r->sock_idx = m->sock_idx;
+			r->serial = m->serial;
+			memcpy(r->src, m->f.src, m->f.nsrc * sizeof(uint32_t));
+		}
+	}
+	t->n_groups = ng;
+	t->n_members = nm;
+	t->unlisted = lost;
+	table_end(t);
+}
+
+void
+dpsock_mcast_publish_port(struct dpsock_stack *d, unsigned int port,
+			  const struct dpsock_mc_port_row *row)
+{
+	struct dpsock_mc_table *t = &d->stats->mc;
+	struct dpsock_mc_port_row r = *row;
+
+	rte_spinlock_lock(&d->mc->lock);
+	table_begin(t);
+	/* the filter columns are the main lcore's */
+	r.filter = t->ports[port].filter;
+	r.n_macs = t->ports[port].n_macs;
+	t->ports[port] = r;
+	table_end(t);
+	rte_spinlock_unlock(&d->mc->lock);
+}
+
+/* ---- the registry ------------------------------------------------------------ */
+
+static struct dpsock_mc_group *
+reg_find(struct dpsock_mcast *mc, uint32_t addr, uint16_t port)
+{
+	struct dpsock_mc_group *g;
+
+	for (g = mc->groups; g != NULL; g = g->next)
+		if (g->addr == addr && g->port == port)
+			return g;
+	return NULL;
+}
+
+static bool
+list_has(const uint32_t *l, unsigned int n, uint32_t a)
+{
+	for (unsigned int i = 0; i < n; i++)
+		if (l[i] == a)
+			return true;
+	return false;
+}
+
+/*
+ * RFC 3376 3.2: with any EXCLUDE member, EXCLUDE the sources every EXCLUDE
+ * member excludes and no INCLUDE member includes; else INCLUDE the union
+ * of the INCLUDE lists (too long: EXCLUDE {}, every source, a superset the
+ * sockets' own filters narrow down).
+ */
+static void
+ifstate_compute(struct dpsock_mc_group *g)
+{
+	struct dpsock_mc_ifstate *st = &g->st;
+	const struct dpsock_mc_member *m, *first_ex = NULL;
+
+	for (m = g->members; m != NULL && first_ex == NULL; m = m->next)
+		if (m->f.mode == DPSOCK_MC_EXCLUDE)
+			first_ex = m;
+	st->nsrc = 0;
+	if (first_ex != NULL) {
+		st->mode = DPSOCK_MC_EXCLUDE;
+		for (unsigned int i = 0; i < first_ex->f.nsrc; i++) {
+			uint32_t a = first_ex->f.src[i];
+			bool keep = true;
+
+			for (m = g->members; m != NULL && keep; m = m->next)
+				keep = m->f.mode == DPSOCK_MC_EXCLUDE ? list_has(m->f.src, m->f.nsrc, a) :
+									!list_has(m->f.src, m->f.nsrc, a);
+			if (keep)
+				st->src[st->nsrc++] = a;
+		}
+		return;
+	}
+	st->mode = DPSOCK_MC_INCLUDE;
+	for (m = g->members; m != NULL; m = m->next)
+		for (unsigned int i = 0; i < m->f.nsrc; i++) {
+			if (list_has(st->src, st->nsrc, m->f.src[i]))
+				continue;
+			if (st->nsrc == DPSOCK_MC_IF_MAX_SRC) {
+				st->mode = DPSOCK_MC_EXCLUDE;
+				st->nsrc = 0;
+				return;
+			}
+			st->src[st->nsrc++] = m->f.src[i];
+		}
+}
+
+/* The socket's membership of (group, iface) is now f (NULL: gone).
+ * Caller holds the lock. Returns true when the registry changed. */
+static bool
+reg_set_locked(struct dpsock_stack *d, struct dpsock_sock *s, uint32_t group, uint16_t iface,
+	       const struct dpsock_mc_memb *f)
+{
+	struct dpsock_mcast *mc = d->mc;
+	struct dpsock_mc_group *g = reg_find(mc, group, iface), **gp;
+	struct dpsock_mc_member *m = NULL, **mp = NULL;
+	struct dpsock_udp_state *u = dpsock_sock_udp(s);
+
+	if (g == NULL) {
+		if (f == NULL)
+			return false;
+		g = calloc(1, sizeof(*g));
+		if (g == NULL)
+			return false; /* the socket's own filter still works */
+		g->addr = group;
+		g->port = iface;
+		g->next = mc->groups;
+		mc->groups = g;
+		mc->n_groups++;
+	}
+	for (mp = &g->members; *mp != NULL; mp = &(*mp)->next)
+		if ((*mp)->sock == s) {
+			m = *mp;
+			break;
+		}
+	if (f != NULL) {
+		if (m == NULL) {
+			m = calloc(1, sizeof(*m));
+			if (m == NULL)
+				goto out;
+			m->sock = s;
+			m->worker = (uint16_t)dpsock_sock_worker(s)->idx;
+			m->next = g->members;
+			g->members = m;
+			g->n_members++;
+		}
+		m->f = *f;
+		m->pid = u != NULL ? u->owner_pid : 0;
+		m->fd = u != NULL ? u->owner_fd : -1;
+		m->sock_idx = dpsock_sock_stats_index(s, &m->serial);
+	} else if (m != NULL) {
+		*mp = m->next;
+		free(m);
+		g->n_members--;
+	}
+out:
+	if (g->n_members == 0) {
+		for (gp = &mc->groups; *gp != g; gp = &(*gp)->next)
+			;
+		*gp = g->next;
+		mc->n_groups--;
+		free(g);
+	} else {
+		ifstate_compute(g);
+	}
+	return true;
+}
+
+/* After changes: publish, move the generation, wake the IGMP host. */
+static void
+reg_changed_locked(struct dpsock_stack *d)
+{
+	publish(d);
+	/* release: the registry's contents are visible to whoever acquires
+	 * the new generation (snapshots, the IGMP host, the main lcore) */
+	__atomic_store_n(&d->mc->gen, d->mc->gen + 1, __ATOMIC_RELEASE);
+}
+
+static void
+reg_set(struct dpsock_stack *d, struct dpsock_sock *s, uint32_t group, uint16_t iface,
+	const struct dpsock_mc_memb *f)
+{
+	bool changed;
+
+	rte_spinlock_lock(&d->mc->lock);
+	changed = reg_set_locked(d, s, group, iface, f);
+	if (changed)
+		reg_changed_locked(d);
+	rte_spinlock_unlock(&d->mc->lock);
+	if (changed && dpsock_self != &d->workers[DPSOCK_IGMP_WORKER])
+		dpsock_worker_wake(&d->workers[DPSOCK_IGMP_WORKER]);
+}
+
+/* ---- a worker's snapshot of the interface states ------------------------------ */
+
+static void
+snap_sync(struct dpsock_worker *w)
+{
+	struct dpsock_mcast *mc = w->d->mc;
+	struct dpsock_mc_worker *wm = w->mc;
+	const struct dpsock_mc_group *g;
+	uint32_t i = 0;
+
+	/* acquire: pairs with reg_changed_locked's release */
+	if (__atomic_load_n(&mc->gen, __ATOMIC_ACQUIRE) == wm->gen)
+		return;
+	rte_spinlock_lock(&mc->lock);
+	if (mc->n_groups > wm->cap) {
+		struct mc_snap *n = realloc(wm->g, mc->n_groups * 2 * sizeof(*n));
+
+		if (n == NULL) {
+			/* keep the old snapshot; retried at the next datagram */
+			rte_spinlock_unlock(&mc->lock);
+			return;
+		}
+		wm->g = n;
+		wm->cap = mc->n_groups * 2;
+	}
+	memset(wm->head, 0, sizeof(wm->head));
+	for (g = mc->groups; g != NULL; g = g->next, i++) {
+		struct mc_snap *e = &wm->g[i];
+		unsigned int b = bucket(g->addr, g->port);
+
+		e->addr = g->addr;
+		e->port = g->port;
+		e->st.mode = g->st.mode;
+		e->st.nsrc = g->st.nsrc;
+		memcpy(e->st.src, g->st.src, g->st.nsrc * sizeof(uint32_t));
+		e->next = wm->head[b];
+		wm->head[b] = (uint16_t)(i + 1);
+	}
+	wm->n = i;
+	wm->gen = mc->gen;
+	rte_spinlock_unlock(&mc->lock);
+}
+
+static const struct mc_snap *
+snap_find(struct dpsock_worker *w, uint32_t addr, uint16_t port)
+{
+	const struct dpsock_mc_worker *wm = w->mc;
+	unsigned int i;
+
+	for (i = wm->head[bucket(addr, port)]; i != 0; i = wm->g[i - 1].next)
+		if (wm->g[i - 1].addr == addr && wm->g[i - 1].port == port)
+			return &wm->g[i - 1];
+	return NULL;
+}
+
+static bool
+ifstate_allows(const struct dpsock_mc_ifstate *st, uint32_t src)
+{
+	bool listed = list_has(st->src, st->nsrc, src);
+
+	return st->mode == DPSOCK_MC_EXCLUDE ? !listed : listed;
+}
+
+/* ---- delivery ------------------------------------------------------------------ */
+
+static bool
+sock_allows(struct dpsock_sock *s, uint32_t group, uint16_t iface, uint32_t src)
+{
+	struct dpsock_udp_state *u = dpsock_sock_udp(s);
+	const struct dpsock_mc_memb *m;
+
+	if (u == NULL)
+		return false;
+	m = u->mc != NULL ? dpsock_mc_find(u->mc, group, iface) : NULL;
+	return m != NULL ? dpsock_mc_allows(m, src) : u->mc_all != 0;
+}
+
+/* Does pcb's local address take a datagram to dst (lwIP's own rule)? */
+static bool
+local_match(const struct udp_pcb *pcb, const struct netif *inp, uint32_t dst, bool broadcast)
+{
+	uint32_t local = ip4_addr_get_u32(ip_2_ip4(&pcb->local_ip));
+
+	if (pcb->netif_idx != NETIF_NO_INDEX && pcb->netif_idx != netif_get_index(inp))
+		return false;
+	if (local == 0 || local == dst)
+		return true;
+	return broadcast && (dst == IPADDR_BROADCAST ||
+			     (local & ip4_addr_get_u32(netif_ip4_netmask(inp))) ==
+			     (dst & ip4_addr_get_u32(netif_ip4_netmask(inp))));
+}
+
+/*
+ * Give p (one reference, taken) to every socket of this worker bound to
+ * dport that its filters let through. mcast: the port's interface state
+ * first, then each socket's.
+ */
+static void
+fanout(struct dpsock_worker *w, struct pbuf *p, const struct netif *inp, uint16_t dport,
+       uint32_t src, uint16_t sport, const struct dpsock_rx_meta *meta, bool mcast)
+{
+	struct dpsock_worker_stats *st = w->stats;
+	struct dpsock_sock *to[MC_FANOUT_MAX];
+	struct udp_pcb *pcb;
+	unsigned int n = 0, i;
+
+	if (mcast) {
+		const struct mc_snap *g;
+
+		snap_sync(w);
+		g = snap_find(w, meta->dst, meta->iface);
+		if (g == NULL || !ifstate_allows(&g->st, src)) {
+			dpsock_stat_add(&st->mc_rx_filtered, 1);
+			pbuf_free(p);
+			return;
+		}
+		dpsock_stat_add(&st->mc_rx, 1);
+	}
+	/* collect first, pinned: a callback may close any socket */
+	for (pcb = udp_pcbs; pcb != NULL; pcb = pcb->next) {
+		struct dpsock_sock *s;
+
+		if (pcb->local_port != dport || !local_match(pcb, inp, meta->dst, !mcast))
+			continue;
+		if ((pcb->flags & UDP_FLAGS_CONNECTED) &&
+		    (pcb->remote_port != sport ||
+		     ip4_addr_get_u32(ip_2_ip4(&pcb->remote_ip)) != src))
+			continue;
+		s = dpsock_sock_of_udp_pcb(pcb);
+		if (s == NULL || (mcast && !sock_allows(s, meta->dst, meta->iface, src)))
+			continue;
+		if (n == MC_FANOUT_MAX) {
+			dpsock_stat_add(&st->mc_fanout_lost, 1);
+			continue;
+		}
+		dpsock_sock_pin(s);
+		to[n++] = s;
+	}
+	for (i = 0; i < n; i++) {
+		if (!dpsock_sock_dead(to[i])) {
+			pbuf_ref(p);
+			dpsock_sock_udp_input(to[i], p, src, sport, meta);
+			dpsock_stat_add(&st->mc_deliveries, 1);
+		}
+		dpsock_sock_unpin(to[i]);
+	}
+	pbuf_free(p);
+}
+
+static inline uint32_t
+mix32(uint32_t h)
+{
+	/* murmur3's finaliser */
+	h ^= h >> 16;
+	h *= 0x85ebca6bu;
+	h ^= h >> 13;
+	h *= 0xc2b2ae35u;
+	h ^= h >> 16;
+	return h;
+}
+
+/* A unicast datagram for a SO_REUSEPORT group: one member, by a hash of the
+ * source, the same one for a flow while the group stays as it is. */
+static int
+reuseport_deliver(struct dpsock_worker *w, struct pbuf *p, struct udp_pcb *pcb, uint32_t src,
+		  uint16_t sport, const struct dpsock_rx_meta *meta)
+{
+	struct dpsock_sock *s = dpsock_sock_of_udp_pcb(pcb), *grp[MC_REUSEPORT_MAX];
+	struct dpsock_udp_state *u = s != NULL ? dpsock_sock_udp(s) : NULL;
+	struct udp_pcb *q;
+	unsigned int n = 0;
+
+	if (u == NULL || !u->reuseport || (pcb->flags & UDP_FLAGS_CONNECTED))
+		return 0;
+	for (q = udp_pcbs; q != NULL && n < MC_REUSEPORT_MAX; q = q->next) {
+		struct dpsock_sock *t;
+		struct dpsock_udp_state *tu;
+
+		if (q->local_port != pcb->local_port || (q->flags & UDP_FLAGS_CONNECTED) ||
+		    !ip_addr_cmp(&q->local_ip, &pcb->local_ip) ||
+		    (t = dpsock_sock_of_udp_pcb(q)) == NULL || (tu = dpsock_sock_udp(t)) == NULL ||
+		    !tu->reuseport)
+			continue;
+		grp[n++] = t;
+	}
+	if (n < 2)
+		return 0;
+	s = grp[mix32(src ^ ((uint32_t)sport << 16) ^ meta->dst) % n];
+	dpsock_stat_add(&w->stats->udp_reuseport_picks, 1);
+	dpsock_sock_udp_input(s, p, src, sport, meta);
+	return 1;
+}
+
+int
+dpsock_lwip_udp_deliver(struct pbuf *p, struct netif *inp, struct udp_pcb *pcb, u16_t src_port,
+			u8_t broadcast)
+{
+	struct dpsock_worker *w = dpsock_self;
+	bool mcast = ip4_addr_ismulticast(ip4_current_dest_addr());
+	struct dpsock_rx_meta meta;
+	uint32_t src;
+
+	if (w == NULL || w->mc == NULL)
+		return 0;
+	src = ip4_addr_get_u32(ip4_current_src_addr());
+	meta.dst = ip4_addr_get_u32(ip4_current_dest_addr());
+	meta.iface = ((const struct dpsock_worker_port *)inp->state)->port_idx;
+	meta.rx_ns = dpsock_mcast_rx_ns(w);
+	meta.hw_ns = dpsock_mcast_hw_ns(w, p);
+	if (!mcast && !broadcast)
+		return reuseport_deliver(w, p, pcb, src, src_port, &meta);
+	fanout(w, p, inp, pcb->local_port, src, src_port, &meta, mcast);
+	return 1;
+}
+
+void
+dpsock_mcast_loop(struct dpsock_sock *s, const void *buf, size_t len, uint32_t group,
+		  uint16_t dport, uint16_t sport, unsigned int port_idx)
+{
+	struct dpsock_worker *w = dpsock_sock_worker(s);
+	const struct netif *inp = &w->ports[port_idx].netif;
+	struct dpsock_rx_meta meta = {
+		.dst = group,
+		.iface = (uint16_t)port_idx,
+		.rx_ns = dpsock_mcast_tsc_ns(w, rte_rdtsc()),
+	};
+	struct pbuf *p;
+
+	if (w->mc == NULL || len > 0xffff)
+		return;
+	p = pbuf_alloc(PBUF_RAW, (u16_t)len, PBUF_RAM);
+	if (p == NULL)
+		return;
+	pbuf_take(p, buf, (u16_t)len);
+	dpsock_stat_add(&w->stats->mc_loop, 1);
+	fanout(w, p, inp, dport, ip4_addr_get_u32(netif_ip4_addr(inp)), sport, &meta, true);
+}
+
+/* ---- per-socket state and options (include/dpsock/dpsock.h) -------------------- */
+
+void
+dpsock_udp_state_init(struct dpsock_udp_state *u)
+{
+	memset(u, 0, sizeof(*u));
+	u->mc_all = 1;
+	u->mc_loop = 1;
+	u->owner_fd = -1;
+}
+
+void
+dpsock_udp_state_fini(struct dpsock_sock *s, struct dpsock_udp_state *u)
+{
+	struct dpsock_worker *w = dpsock_sock_worker(s);
+	struct dpsock_stack *d = w->d;
+	bool changed = false;
+
+	if (u->mc == NULL)
+		return;
+	if (d->mc != NULL && u->mc->n > 0) {
+		rte_spinlock_lock(&d->mc->lock);
+		for (uint32_t i = 0; i < u->mc->n; i++)
+			changed |= reg_set_locked(d, s, u->mc->m[i].group, u->mc->m[i].iface, NULL);
+		if (changed)
+			reg_changed_locked(d);
+		rte_spinlock_unlock(&d->mc->lock);
+		if (changed && w != &d->workers[DPSOCK_IGMP_WORKER])
+			dpsock_worker_wake(&d->workers[DPSOCK_IGMP_WORKER]);
+	}
+	free(u->mc);
+	u->mc = NULL;
+}
+
+/* The socket's UDP state, on its own worker; NULL and *err otherwise. */
+static struct dpsock_udp_state *
+udp_usable(struct dpsock_sock *s, int *err)
+{
+	struct dpsock_udp_state *u = dpsock_sock_udp(s);
+
+	*err = 0;
+	if (u == NULL || dpsock_sock_udp_pcb(s) == NULL)
+		*err = -EINVAL;
+	else if (dpsock_sock_worker(s) != dpsock_self)
+		*err = -EPERM;
+	return *err ? NULL : u;
+}
+
+int
+dpsock_udp_mcast(struct dpsock_sock *s, int op, uint32_t group, unsigned int iface,
+		 uint32_t source)
+{
+	struct dpsock_memb_pair { bool had; struct dpsock_mc_memb m; } before = { 0 }, after = { 0 };
+	struct dpsock_udp_state *u;
+	const struct dpsock_mc_memb *m;
+	int r;
+
+	u = udp_usable(s, &r);
+	if (u == NULL)
+		return r;
+	if (op < DPSOCK_MC_JOIN || op >= DPSOCK_MC_OP_MAX || !dpsock_mc_is_group(group))
+		return -EINVAL;
+	if (iface >= dpsock_self->d->n_ports)
+		return -ENODEV;
+	if (u->mc == NULL) {
+		u->mc = calloc(1, sizeof(*u->mc));
+		if (u->mc == NULL)
+			return -ENOMEM;
+	}
+	m = dpsock_mc_find(u->mc, group, (uint16_t)iface);
+	if (m != NULL) {
+		before.had = true;
+		before.m = *m;
+	}
+	r = dpsock_mc_apply(u->mc, (unsigned int)op, group, (uint16_t)iface, source);
+	m = dpsock_mc_find(u->mc, group, (uint16_t)iface);
+	if (m != NULL) {
+		after.had = true;
+		after.m = *m;
+	}
+	/* a failed call may still have switched an empty filter's mode */
+	if (before.had != after.had || memcmp(&before.m, &after.m, sizeof(before.m)) != 0)
+		reg_set(dpsock_self->d, s, group, (uint16_t)iface, after.had ? &after.m : NULL);
+	return r;
+}
+
+int
+dpsock_udp_set_mcast_all(struct dpsock_sock *s, bool on)
+{
+	struct dpsock_udp_state *u;
+	int r;
+
+	if ((u = udp_usable(s, &r)) != NULL)
+		u->mc_all = on;
+	return r;
+}
+
+int
+dpsock_udp_set_mcast_loop(struct dpsock_sock *s, bool on)
+{
+	struct dpsock_udp_state *u;
+	int r;
+
+	if ((u = udp_usable(s, &r)) != NULL)
+		u->mc_loop = on;
+	return r;
+}
+
+int
+dpsock_udp_set_mcast_ttl(struct dpsock_sock *s, int ttl)
+{
+	int r;
+
+	if (udp_usable(s, &r) == NULL)
+		return r;
+	if (ttl < 0 || ttl > 255)
+		return -EINVAL;
+	udp_set_multicast_ttl(dpsock_sock_udp_pcb(s), (u8_t)ttl);
+	return 0;
+}
+
+int
+dpsock_udp_set_mcast_if(struct dpsock_sock *s, int iface)
+{
+	struct dpsock_worker *w = dpsock_self;
+	int r;
+
+	if (udp_usable(s, &r) == NULL)
+		return r;
+	if (iface < -1 || (iface >= 0 && (unsigned int)iface >= w->d->n_ports))
+		return -ENODEV;
+	udp_set_multicast_netif_index(dpsock_sock_udp_pcb(s),
+				      iface < 0 ? NETIF_NO_INDEX :
+				      netif_get_index(&w->ports[iface].netif));
+	return 0;
+}
+
+/* ---- the ports' multicast MAC filters (main lcore) -------------------------------- */
+
+static const char *const filter_names[] = {
+	[DPSOCK_MC_FILTER_NONE] = "none",
+	[DPSOCK_MC_FILTER_LIST] = "MAC list",
+	[DPSOCK_MC_FILTER_ALLMULTI] = "allmulticast",
+};
+
+static void
+port_row_filter(struct dpsock_stack *d, unsigned int i, uint8_t filter, uint32_t n_macs)
+{
+	struct dpsock_mc_table *t = &d->stats->mc;
+
+	rte_spinlock_lock(&d->mc->lock);
+	table_begin(t);
+	t->ports[i].filter = filter;
+	t->ports[i].n_macs = n_macs;
+	table_end(t);
+	rte_spinlock_unlock(&d->mc->lock);
+}
+
+/* What the port can do to receive a group's frames: a MAC list, else
+ * allmulticast, else nothing (the PMD delivers what its link does). */
+static uint8_t
+filter_probe(const struct dpsock_port *p)
+{
+	if (rte_eth_dev_set_mc_addr_list(p->port_id, NULL, 0) == 0)
+		return DPSOCK_MC_FILTER_LIST;
+	if (rte_eth_allmulticast_get(p->port_id) == 1)
+		return DPSOCK_MC_FILTER_ALLMULTI; /* on already */
+	if (rte_eth_allmulticast_enable(p->port_id) == 0) {
+		rte_eth_allmulticast_disable(p->port_id);
+		return DPSOCK_MC_FILTER_ALLMULTI;
+	}
+	return DPSOCK_MC_FILTER_NONE;
+}
+
+int
+dpsock_mcast_init(struct dpsock_stack *d)
+{
+	struct dpsock_mcast *mc = calloc(1, sizeof(*mc));
+	unsigned int i;
+
+	if (mc == NULL)
+		return -ENOMEM;
+	rte_spinlock_init(&mc->lock);
+	d->mc = mc;
+	for (i = 0; i < d->n_ports; i++) {
+		const struct dpsock_port *p = &d->ports[i];
+		struct dpsock_mc_port_row row = { .version = 3, .robustness = 2 };
+
+		mc->filter[i] = filter_probe(p);
+		dpsock_mcast_publish_port(d, i, &row);
+		port_row_filter(d, i, mc->filter[i], 0);
+		if (mc->filter[i] == DPSOCK_MC_FILTER_NONE)
+			DPSOCK_LOG(INFO, pmd, "port %s (%s): no multicast filter (no MAC list, no "
+				   "allmulticast): it receives the groups its link delivers%s",
+				   p->name, p->caps.driver,
+				   strcmp(p->caps.driver, "net_af_packet") == 0 ?
+				   " (af_packet: what its kernel interface receives; on a physical "
+				   "NIC: ip link set dev IF allmulticast on)" : "");
+		else
+			DPSOCK_LOG(INFO, pmd, "port %s: multicast groups through its %s", p->name,
+				   filter_names[mc->filter[i]]);
+	}
+	return 0;
+}
+
+void
+dpsock_mcast_fini(struct dpsock_stack *d)
+{
+	struct dpsock_mcast *mc = d->mc;
+
+	if (mc == NULL)
+		return;
+	/* the workers closed their sockets: whatever is left was never freed */
+	while (mc->groups != NULL) {
+		struct dpsock_mc_group *g = mc->groups;
+
+		mc->groups = g->next;
+		while (g->members != NULL) {
+			struct dpsock_mc_member *m = g->members;
+
+			g->members = m->next;
+			free(m);
+		}
+		free(g);
+	}
+	free(mc);
+	d->mc = NULL;
+}
+
+/* The group MACs of one port (distinct; 01:00:5e + the group's low 23
+ * bits). Caller holds the lock. */
+static unsigned int
+port_macs(const struct dpsock_mcast *mc, unsigned int port, struct rte_ether_addr *macs,
+	  unsigned int max)
+{
+	const struct dpsock_mc_group *g;
+	unsigned int n = 0, i;
+
+	for (g = mc->groups; g != NULL; g = g->next) {
+		struct rte_ether_addr a;
+		uint32_t h = rte_be_to_cpu_32(g->addr);
+
+		if (g->port != port)
+			continue;
+		a.addr_bytes[0] = 0x01;
+		a.addr_bytes[1] = 0x00;
+		a.addr_bytes[2] = 0x5e;
+		a.addr_bytes[3] = (h >> 16) & 0x7f;
+		a.addr_bytes[4] = (h >> 8) & 0xff;
+		a.addr_bytes[5] = h & 0xff;
+		for (i = 0; i < n && !rte_is_same_ether_addr(&macs[i], &a); i++)
+			;
+		if (i < n)
+			continue;
+		if (n == max)
+			return max + 1; /* too many */
+		macs[n++] = a;
+	}
+	return n;
+}
+
+void
+dpsock_mcast_control(struct dpsock_stack *d)
+{
+	struct dpsock_mcast *mc = d->mc;
+	struct rte_ether_addr macs[MC_MACS_MAX];
+	uint32_t gen;
+	unsigned int i, n;
+
+	if (mc == NULL)
+		return;
+	/* acquire: pairs with reg_changed_locked's release */
+	gen = __atomic_load_n(&mc->gen, __ATOMIC_ACQUIRE);
+	if (gen == mc->mac_gen)
+		return;
+	mc->mac_gen = gen;
+	for (i = 0; i < d->n_ports; i++) {
+		const struct dpsock_port *p = &d->ports[i];
+		int r;
+
+		rte_spinlock_lock(&mc->lock);
+		n = port_macs(mc, i, macs, MC_MACS_MAX);
+		rte_spinlock_unlock(&mc->lock);
+		if (mc->filter[i] == DPSOCK_MC_FILTER_LIST) {
+			r = n <= MC_MACS_MAX ? rte_eth_dev_set_mc_addr_list(p->port_id, macs, n) :
+					       -ENOSPC;
+			if (r == 0) {
+				port_row_filter(d, i, mc->filter[i], n);
+				continue;
+			}
+			DPSOCK_LOG(WARNING, pmd, "port %s: multicast MAC list of %u: %s; "
+				   "allmulticast from now on", p->name, n, rte_strerror(-r));
+			rte_eth_dev_set_mc_addr_list(p->port_id, NULL, 0);
+			mc->filter[i] = DPSOCK_MC_FILTER_ALLMULTI;
+		}
+		if (mc->filter[i] == DPSOCK_MC_FILTER_ALLMULTI && (n > 0) != mc->allmulti_on[i]) {
+			r = n > 0 ? rte_eth_allmulticast_enable(p->port_id) :
+				    rte_eth_allmulticast_disable(p->port_id);
+			if (r == 0)
+				mc->allmulti_on[i] = n > 0;
+			else
+				DPSOCK_LOG(WARNING, pmd, "port %s: allmulticast %s: %s", p->name,
+					   n > 0 ? "on" : "off", rte_strerror(-r));
+		}
+		port_row_filter(d, i, mc->filter[i], RTE_MIN(n, (unsigned int)MC_MACS_MAX));
+	}
+}
+
+/* ---- per worker -------------------------------------------------------------------- */
+
+int
+dpsock_mcast_worker_init(struct dpsock_worker *w)
+{
+	struct dpsock_mc_worker *wm = calloc(1, sizeof(*wm));
+	int off, bit;
+
+	if (wm == NULL)
+		return -ENOMEM;
+	wm->ns_per_tsc = 1e9 / (double)w->d->tsc_hz;
+	/* registered by a PMD that offers RX timestamps once it is enabled */
+	off = rte_mbuf_dynfield_lookup(RTE_MBUF_DYNFIELD_TIMESTAMP_NAME, NULL);
+	bit = rte_mbuf_dynflag_lookup(RTE_MBUF_DYNFLAG_RX_TIMESTAMP_NAME, NULL);
+	if (off >= 0 && bit >= 0) {
+		wm->ts_off = off;
+		wm->ts_flag = 1ull << bit;
+	}
+	wm->gen = UINT32_MAX; /* sync at the first datagram */
+	w->mc = wm;
+	dpsock_mcast_tick(w);
+	return 0;
+}
+
+void
+dpsock_mcast_worker_fini(struct dpsock_worker *w)
+{
+	if (w->mc == NULL)
+		return;
+	free(w->mc->g);
+	free(w->mc);
+	w->mc = NULL;
+}

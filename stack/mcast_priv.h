@@ -1,0 +1,183 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * UDP multicast in the stack: who joined what, what each port joins, which
+ * datagrams each socket receives, and the IGMP host that tells the link.
+ *
+ *   socket options ─► mcast.c (any worker, on its own sockets)
+ *        │  each UDP socket keeps its memberships (abi/mcast_filter.h) for
+ *        │  its own receive filter, and registers them with the stack-wide
+ *        ▼  registry (one spinlock; control path only)
+ *   registry: per (port, group) the members of every socket of every worker
+ *        │  and process, merged into the interface state (RFC 3376 3.2)
+ *        ├─► igmp.c on worker 0: state-change reports, query answers
+ *        ├─► main lcore (100 ms): the port's multicast MAC list or
+ *        │   allmulticast (probed at start)
+ *        └─► each worker's snapshot of the interface states (rebuilt when
+ *            the registry's generation moves), read without a lock on the
+ *            data path
+ *   a datagram for a group ─► lwIP's udp_input ─► dpsock_lwip_udp_deliver
+ *        (mcast.c): the port's filter, then every matching socket of the
+ *        receiving worker with its own filter, each given the same pbuf.
+ *
+ * Every UDP socket of the preload exists on every worker, so whichever
+ * worker's queue receives a datagram delivers it to every subscriber, and
+ * the loopback of a datagram sent by a worker reaches every subscriber of
+ * the same dpsockd from that worker alone.
+ *
+ * Errors: 0 or -errno (the socket API's errno values, see mcast_filter.h).
+ */
+#ifndef DPSOCK_MCAST_PRIV_H
+#define DPSOCK_MCAST_PRIV_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "mcast_filter.h"
+
+struct dpsock_stack;
+struct dpsock_worker;
+struct dpsock_worker_port;
+struct dpsock_sock;
+struct rte_mbuf;
+struct pbuf;
+
+/* Sources the interface state of one group keeps (the union of the
+ * sockets' INCLUDE lists can be longer than one socket's): beyond it, the
+ * port reports EXCLUDE {} (every source) and the sockets still filter. */
+#define DPSOCK_MC_IF_MAX_SRC 64
+
+/* A UDP socket's options beyond lwIP's pcb (embedded in struct dpsock_sock). */
+struct dpsock_udp_state {
+	struct dpsock_mc_set *mc; /* memberships; NULL until the first one */
+	uint8_t mc_all;           /* IP_MULTICAST_ALL (Linux default 1) */
+	uint8_t mc_loop;          /* IP_MULTICAST_LOOP (default 1) */
+	uint8_t reuseport;        /* SO_REUSEPORT: unicast hashed over its group */
+	uint8_t pad;
+	int32_t owner_pid;        /* the process using it (dpsock-stat) */
+	int32_t owner_fd;         /* its descriptor there; -1: a native socket */
+};
+
+/* What the receiving worker knew of a datagram (dpsock_rx_info). */
+struct dpsock_rx_meta {
+	uint32_t dst;             /* destination address (network order) */
+	uint16_t iface;           /* port index */
+	uint64_t rx_ns;           /* CLOCK_REALTIME when the worker took the frame */
+	uint64_t hw_ns;           /* the NIC's timestamp (raw), 0 = none */
+};
+
+/* ---- the registry (struct dpsock_stack's mc): one lock, control path ---- */
+
+#include <rte_spinlock.h>
+
+/* A socket's membership as its port sees it: a copy of the socket's filter. */
+struct dpsock_mc_member {
+	struct dpsock_mc_member *next;
+	const struct dpsock_sock *sock; /* identity only */
+	uint16_t worker;
+	struct dpsock_mc_memb f;
+	int32_t pid, fd;          /* owner (dpsock-stat) */
+	int32_t sock_idx;         /* socket-table entry, -1 none */
+	uint64_t serial;
+};
+
+/* What one port joined for a group: the interface state (RFC 3376 3.2)
+ * merged from its members' filters. */
+struct dpsock_mc_ifstate {
+	uint8_t mode;             /* DPSOCK_MC_INCLUDE / _EXCLUDE */
+	uint16_t nsrc;
+	uint32_t src[DPSOCK_MC_IF_MAX_SRC];
+};
+
+struct dpsock_mc_group {
+	struct dpsock_mc_group *next;
+	uint32_t addr;            /* network order */
+	uint16_t port;
+	uint32_t n_members;
+	struct dpsock_mc_member *members;
+	struct dpsock_mc_ifstate st;
+};
+
+struct dpsock_igmp;
+
+struct dpsock_mcast {
+	rte_spinlock_t lock;      /* groups, members, the stats table */
+	uint32_t gen;             /* shared: bumped (release) after every change */
+	struct dpsock_mc_group *groups;
+	uint32_t n_groups;
+	/* main lcore: the ports' MAC filters */
+	uint32_t mac_gen;
+	uint8_t filter[8];        /* DPSOCK_MC_FILTER_* per port (probed) */
+	bool allmulti_on[8];
+	/* worker 0: the IGMP host (igmp.c), created on its first poll */
+	struct dpsock_igmp *igmp;
+};
+
+/* Publish a port's IGMP host state in the stats table (takes the lock). */
+struct dpsock_mc_port_row;
+void dpsock_mcast_publish_port(struct dpsock_stack *d, unsigned int port,
+			       const struct dpsock_mc_port_row *row);
+
+/* ---- mcast.c: registry, per-socket state, delivery ---- */
+
+/* Create the registry (main lcore, after the ports started: probes each
+ * port's multicast filter and logs it). 0 or -ENOMEM. */
+int dpsock_mcast_init(struct dpsock_stack *d);
+void dpsock_mcast_fini(struct dpsock_stack *d);
+/* Main lcore, every 100 ms: program the ports' multicast MAC filters. */
+void dpsock_mcast_control(struct dpsock_stack *d);
+/* Per worker (its lcore): snapshot and time base; 0 or -ENOMEM. */
+int dpsock_mcast_worker_init(struct dpsock_worker *w);
+void dpsock_mcast_worker_fini(struct dpsock_worker *w);
+/* The worker's 100 ms tick: refresh the TSC -> CLOCK_REALTIME base. */
+void dpsock_mcast_tick(struct dpsock_worker *w);
+/* Now (CLOCK_REALTIME ns) from the TSC of the last RX burst, and from a
+ * TSC value. */
+uint64_t dpsock_mcast_rx_ns(const struct dpsock_worker *w);
+uint64_t dpsock_mcast_tsc_ns(const struct dpsock_worker *w, uint64_t tsc);
+/* The NIC's RX timestamp of the frame behind p (0: none). */
+uint64_t dpsock_mcast_hw_ns(const struct dpsock_worker *w, struct pbuf *p);
+
+/* A new UDP socket's defaults; its end (leaves every group). */
+void dpsock_udp_state_init(struct dpsock_udp_state *u);
+void dpsock_udp_state_fini(struct dpsock_sock *s, struct dpsock_udp_state *u);
+
+/* A datagram this socket sent to group:dport (host order) through port
+ * port_idx, looped back to the subscribers of this worker
+ * (IP_MULTICAST_LOOP). */
+void dpsock_mcast_loop(struct dpsock_sock *s, const void *buf, size_t len, uint32_t group,
+		       uint16_t dport, uint16_t sport, unsigned int port_idx);
+
+/* ---- sock.c: what mcast.c needs of a socket ---- */
+
+struct udp_pcb;
+struct dpsock_udp_state *dpsock_sock_udp(struct dpsock_sock *s);
+struct udp_pcb *dpsock_sock_udp_pcb(struct dpsock_sock *s);
+/* The socket behind a pcb of this worker, or NULL (not dpsock's). */
+struct dpsock_sock *dpsock_sock_of_udp_pcb(struct udp_pcb *pcb);
+/* Keep s alive across callbacks that may close it (pin/unpin bracket). */
+void dpsock_sock_pin(struct dpsock_sock *s);
+void dpsock_sock_unpin(struct dpsock_sock *s);
+bool dpsock_sock_dead(const struct dpsock_sock *s);
+/* Hand a datagram to the socket's app (takes one reference of p). */
+void dpsock_sock_udp_input(struct dpsock_sock *s, struct pbuf *p, uint32_t src, uint16_t sport,
+			   const struct dpsock_rx_meta *meta);
+/* Its socket-table entry: worker-relative index and serial (-1: none). */
+int dpsock_sock_stats_index(struct dpsock_sock *s, uint64_t *serial);
+
+/* ---- igmp.c: the IGMP host (worker 0) ---- */
+
+/* An IGMP frame from a port (any worker: handed to worker 0). Consumes m. */
+void dpsock_igmp_rx(struct dpsock_worker *w, struct dpsock_worker_port *wp, struct rte_mbuf *m);
+/* Worker 0, every loop: follow the registry. Returns work done. */
+unsigned int dpsock_igmp_poll(struct dpsock_worker *w);
+/* Worker 0, before it sleeps: has the registry changed since? */
+bool dpsock_igmp_pending(struct dpsock_worker *w);
+/* Worker 0 at stop, before its netifs go: leave every group on the link. */
+void dpsock_igmp_fini(struct dpsock_worker *w);
+
+/* The worker that runs the IGMP host: one host per link, whatever the
+ * number of workers. */
+#define DPSOCK_IGMP_WORKER 0u
+
+#endif /* DPSOCK_MCAST_PRIV_H */
