@@ -385,14 +385,13 @@ slot_close_now(struct pl_wslot *ws, bool abortive)
 }
 
 /*
- * A connection the program closed (CLOSE, orderly) with data still in its tx
- * FIFO when the group ended: the program exited right after its close(), as
- * a sender that writes, closes and exits does. The kernel sends such data
- * before its FIN; so does this. The rest of the FIFO is copied out of the
- * segment (which goes with the group) and fed to lwIP as it takes it; then
- * the socket closes. At most PL_ORPHAN_BYTES per worker: beyond, the
- * connection is reset, as before. A connection the program did not close
- * (killed, or exited without closing) is reset with the group.
+ * A connection of a group that ended whose end of stream the program had
+ * declared (CLOSE, or SHUTDOWN of its sending side) with data still in its
+ * tx FIFO, as a sender that writes and exits leaves it. The kernel sends
+ * such data before its FIN; so does this. The rest of the FIFO is copied
+ * out of the segment (which goes with the group) and fed to lwIP as it
+ * takes it; then the socket closes. At most PL_ORPHAN_BYTES per worker:
+ * beyond, the connection is reset.
  */
 #define PL_ORPHAN_BYTES (64u << 20)
 
@@ -455,9 +454,9 @@ static const struct dpsock_sock_ops orphan_ops = {
 	.closed = orphan_closed,
 };
 
-/* ws: a TCP connection closing (CLOSE taken, tx FIFO not yet empty) in a
- * group that ends. Hand its socket and what the FIFO holds to an orphan,
- * or reset it when that cannot be. The slot is freed. */
+/* ws: a TCP connection of a group that ends, to close in order. Hand its
+ * socket and what its tx FIFO holds to an orphan, or reset it when that
+ * cannot be. The slot is freed. */
 static void
 slot_orphan(struct pl_wslot *ws)
 {
@@ -1336,9 +1335,12 @@ chan_drain(struct pl_wgroup *wg, uint32_t ch, struct pl_worker *pw, unsigned int
 /* group life on a worker */
 
 /* The group died (its last process left, or it broke the protocol): reset
- * its connections, close its listeners, free its held data. Connections
- * the program closed that still had data to send keep sending it
- * (slot_orphan) unless the group broke the protocol or the daemon stops. */
+ * its connections, close its listeners, free its held data. A connection
+ * whose end of stream the program declared (close(), or shutdown(SHUT_WR)
+ * as socat does before it exits without closing) closes in order after
+ * what it still had to send (slot_orphan); one left open by a program that
+ * died (kill -9) is reset, as VMA's daemon does. Everything is reset when
+ * the group broke the protocol or the daemon stops. */
 static void
 group_release(struct pl_wgroup *wg, bool stopping)
 {
@@ -1349,8 +1351,8 @@ group_release(struct pl_wgroup *wg, bool stopping)
 
 		if (!ws->in_use)
 			continue;
-		if (ws->closing && ws->kind == DPSOCK_PL_TCP_CONN && ws->s != NULL &&
-		    !wg->bad && !stopping)
+		if (ws->kind == DPSOCK_PL_TCP_CONN && ws->s != NULL && !wg->bad && !stopping &&
+		    (ws->closing || ws->shut_wr != 0))
 			slot_orphan(ws);
 		else
 			slot_close_now(ws, true);
