@@ -25,6 +25,9 @@
 #include <rte_kvargs.h>
 #include <rte_lcore.h>
 #include <rte_mbuf.h>
+#include <rte_mbuf_pool_ops.h>
+#include <rte_memzone.h>
+#include <rte_mempool.h>
 
 #include "dpsock_build_config.h"
 #if DPSOCK_HAS_LIBBPF
@@ -520,6 +523,85 @@ xdp_reclaim(struct dpsock_port *p)
 out:
 	free(r.free_objs);
 	free(r.found);
+}
+
+/*
+ * The mbuf pool of an AF_XDP port. DPDK 22.11's af_xdp PMD registers the
+ * pool with the kernel as one UMEM: from the page that holds the first
+ * object, populated_size * object size bytes. rte_pktmbuf_pool_create lays
+ * objects out so that none crosses a page boundary, which leaves a gap at
+ * the end of every page (and a pool may come in several chunks), so that
+ * UMEM ends short of the last objects. A frame sent from one of them is an
+ * invalid descriptor, which the kernel drops without a trace but its
+ * tx_invalid_descs counter; an RX buffer among them is never filled. With
+ * one worker the same few mbufs cycle through its cache and the bad ones
+ * are rarely met; with several, mbufs handed between workers travel the
+ * whole pool (a fragmented datagram's reply went missing now and then).
+ *
+ * So lay the pool out as the PMD assumes: one memzone, aligned to the
+ * object size, objects of a power-of-two size back to back: no gap, and
+ * none crosses a page (which a zero-copy driver would also refuse). The
+ * data room grows to fill the object.
+ */
+static void
+xdp_pool_mz_free(struct rte_mempool_memhdr *memhdr __rte_unused, void *opaque)
+{
+	rte_memzone_free(opaque);
+}
+
+struct rte_mempool *
+dpsock_port_xdp_pool_create(const char *name, unsigned int n, unsigned int cache,
+			    uint16_t priv_size, uint16_t data_room, int socket)
+{
+	const unsigned int flags = RTE_MEMPOOL_F_NO_SPREAD | RTE_MEMPOOL_F_NO_IOVA_CONTIG;
+	struct rte_pktmbuf_pool_private mbp = { 0 };
+	char mz_name[RTE_MEMZONE_NAMESIZE];
+	struct rte_mempool_objsz sz;
+	const struct rte_memzone *mz;
+	struct rte_mempool *mp;
+	uint32_t obj, elt, room;
+	int ret;
+
+	obj = rte_align32pow2(rte_mempool_calc_obj_size(sizeof(struct rte_mbuf) + priv_size +
+							data_room, flags, &sz));
+	elt = obj - sz.header_size - sz.trailer_size;
+	room = elt - sizeof(struct rte_mbuf) - priv_size;
+	if (room > UINT16_MAX || rte_mempool_calc_obj_size(elt, flags, NULL) != obj) {
+		rte_errno = EINVAL;
+		return NULL;
+	}
+	mp = rte_mempool_create_empty(name, n, elt, cache, sizeof(mbp), socket, flags);
+	if (mp == NULL)
+		return NULL;
+	ret = rte_mempool_set_ops_byname(mp, rte_mbuf_best_mempool_ops(), NULL);
+	if (ret != 0)
+		goto fail;
+	mbp.mbuf_data_room_size = (uint16_t)room;
+	mbp.mbuf_priv_size = priv_size;
+	rte_pktmbuf_pool_init(mp, &mbp);
+	snprintf(mz_name, sizeof(mz_name), "xdp_%s", name);
+	mz = rte_memzone_reserve_aligned(mz_name, (size_t)n * obj, socket, 0,
+					 RTE_MAX(obj, (uint32_t)getpagesize()));
+	if (mz == NULL) {
+		ret = -rte_errno;
+		goto fail;
+	}
+	ret = rte_mempool_populate_iova(mp, mz->addr, mz->iova, mz->len, xdp_pool_mz_free,
+					(void *)(uintptr_t)mz);
+	if (ret < 0) {
+		rte_memzone_free(mz);
+		goto fail;
+	}
+	if ((unsigned int)ret != n || mp->nb_mem_chunks != 1) {
+		ret = -ENOMEM;
+		goto fail;
+	}
+	rte_mempool_obj_iter(mp, rte_pktmbuf_init, NULL);
+	return mp;
+fail:
+	rte_mempool_free(mp);
+	rte_errno = -ret;
+	return NULL;
 }
 
 /* Frames sent on an AF_XDP queue stay the PMD's until their completions

@@ -159,6 +159,14 @@ int dpsock_port_start(struct dpsock_port *p, uint16_t n_queues, uint16_t mtu,
 		      uint16_t rx_desc, uint16_t tx_desc, struct rte_mempool *pool,
 		      char *err, size_t errlen);
 
+/* The mbuf pool for an AF_XDP port (net_af_xdp): n mbufs of at least
+ * data_room bytes, laid out as the PMD's UMEM registration assumes (one
+ * chunk, power-of-two objects back to back; see port.c). NULL with
+ * rte_errno set on failure. */
+struct rte_mempool *dpsock_port_xdp_pool_create(const char *name, unsigned int n,
+						unsigned int cache, uint16_t priv_size,
+						uint16_t data_room, int socket);
+
 /* Stop and close the port (idempotent). Frees the mbufs held by its queues;
  * for af_xdp, also those its fill rings kept (DPDK 22.11 does not). */
 void dpsock_port_stop(struct dpsock_port *p);

@@ -302,6 +302,7 @@ setup_ports(struct dpsock_stack *d)
 		struct dpsock_port *p = &d->ports[i];
 		uint32_t need, data_room, rx_hold;
 		char pool_name[RTE_MEMPOOL_NAMESIZE];
+		int socket;
 
 		ret = dpsock_port_lookup(ic->port, &p->port_id, err, sizeof(err));
 		if (ret == 0)
@@ -348,10 +349,16 @@ setup_ports(struct dpsock_stack *d)
 			return -EINVAL;
 		}
 		snprintf(pool_name, sizeof(pool_name), "dps_mbuf_%u", i);
-		p->pool = rte_pktmbuf_pool_create(pool_name, c->mbufs, c->mbuf_cache,
-						  dpsock_netif_mbuf_priv_size(), data_room,
-						  rte_eth_dev_socket_id(p->port_id) < 0 ? SOCKET_ID_ANY :
-						  rte_eth_dev_socket_id(p->port_id));
+		socket = rte_eth_dev_socket_id(p->port_id) < 0 ? SOCKET_ID_ANY :
+			 rte_eth_dev_socket_id(p->port_id);
+		if (p->is_xdp)
+			p->pool = dpsock_port_xdp_pool_create(pool_name, c->mbufs, c->mbuf_cache,
+							      dpsock_netif_mbuf_priv_size(),
+							      data_room, socket);
+		else
+			p->pool = rte_pktmbuf_pool_create(pool_name, c->mbufs, c->mbuf_cache,
+							  dpsock_netif_mbuf_priv_size(), data_room,
+							  socket);
 		if (p->pool == NULL) {
 			fprintf(stderr, "%s: mbuf pool for %s (%u mbufs of %u B): %s%s\n", prog_name,
 				p->name, c->mbufs, data_room, rte_strerror(rte_errno),
