@@ -748,6 +748,32 @@ RECOVERY_EDITS = [
 # "tso: tcp_output joins and fits" anchors on becomes the pipe check here
 EDITS += RECOVERY_EDITS
 
+# ---- IPv4 identification: each worker's lwIP instance counts its own
+# ip_id. Two instances counting from the same start send datagrams with the
+# same ids to one peer, whose reassembly may then mix fragments of two of
+# them (RFC 6864 wants an id unique per source, destination and protocol
+# while a datagram can live). dpsock_lwip_ip_id_init gives each instance a
+# range of its own: ids first, first + 1 ... first + count - 1, again.
+EDITS += [
+    Edit('core/ipv4/ip4.c', 'ip_id: per-instance range',
+         'static _Thread_local u16_t ip_id;\n',
+         'static _Thread_local u16_t ip_id;\n'
+         '/* dpsock: the range of ids of this instance (dpsock_lwip_ip_id_init) */\n'
+         'static _Thread_local u16_t ip_id_first;\n'
+         'static _Thread_local u32_t ip_id_count = 0x10000;\n'
+         '\n'
+         'void\n'
+         'dpsock_lwip_ip_id_init(u16_t first, u32_t count)\n'
+         '{\n'
+         '  ip_id_first = first;\n'
+         '  ip_id_count = count > 0 && count <= 0x10000 ? count : 0x10000;\n'
+         '  ip_id = first;\n'
+         '}\n'),
+    Edit('core/ipv4/ip4.c', 'ip_id: next in the range',
+         '    ++ip_id;\n',
+         '    ip_id = (u16_t)(ip_id_first + ((u32_t)(u16_t)(ip_id - ip_id_first) + 1) % ip_id_count);\n'),
+]
+
 
 def fail(msg):
     sys.stderr.write('lwip/transform.py: error: %s\n' % msg)

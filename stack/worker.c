@@ -50,6 +50,7 @@
 #include "netif/ethernet.h"
 
 #include "dpsock_lwip.h"
+#include "dpsock_lwip_hooks.h"
 #include "dpsock_lwip_pcb_index.h"
 #include "dpsock_lwip_tso.h"
 
@@ -593,6 +594,11 @@ dpsock_worker_init(struct dpsock_worker *w)
 			   d->conf.congestion);
 	dpsock_tcp_pacing_set_default(d->conf.pacing);
 	dpsock_tcp_rec_clock_tsc(d->tsc_hz);
+	/* IPv4 ids: a range of its own per worker, so that two workers never
+	 * send one peer datagrams with the same id (its reassembly could mix
+	 * their fragments) */
+	dpsock_lwip_ip_id_init((u16_t)(w->idx * (0x10000u / d->n_workers)),
+			       0x10000u / d->n_workers);
 	/* lwIP's sender counts its recovery work in our block directly */
 	dpsock_tcp_rec_stats_bind((struct dpsock_tcp_rec_stats *)(void *)&w->stats->tcp_rexmit);
 	w->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);

@@ -15,6 +15,11 @@
 u32_t dpsock_lwip_tcp_isn(const ip_addr_t *local_ip, u16_t local_port,
                           const ip_addr_t *remote_ip, u16_t remote_port);
 
+/* This instance's IPv4 identification values: first, first + 1 ...
+ * first + count - 1, then first again (count 1..65536; the default is all
+ * of them from 0). Each worker's instance takes its own range. */
+void dpsock_lwip_ip_id_init(u16_t first, u32_t count);
+
 struct pbuf;
 struct tcp_hdr;
 
