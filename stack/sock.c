@@ -280,6 +280,8 @@ static void
 tcp_detach(struct tcp_pcb *pcb)
 {
 	tcp_arg(pcb, NULL);
+	if (dpsock_self != NULL)
+		tcp_ext_arg_set(pcb, dpsock_self->sock_extarg_id, NULL);
 	if (pcb->state == LISTEN) {
 		/* a tcp_pcb_listen has no recv/sent/err/poll (lwIP asserts) */
 		tcp_accept(pcb, NULL);
@@ -372,6 +374,27 @@ pcb_passive_open(u8_t id, struct tcp_pcb_listen *lpcb, struct tcp_pcb *cpcb)
 	return ERR_MEM;
 }
 
+/*
+ * lwIP frees a pcb whose socket still points at it without calling back in
+ * one case: at the end of TIME_WAIT (or when a TIME_WAIT pcb gives its port
+ * to a new connection). A socket gets there when both ends closed while the
+ * app still holds it: it shut down its sending side and then read the
+ * peer's end of stream (or a preload connection does, orphaned at program
+ * exit). The socket forgets the pcb; a later close only frees the socket.
+ */
+static void
+pcb_sock_destroyed(u8_t id, void *data)
+{
+	struct dpsock_sock *s = data;
+
+	if (s != NULL)
+		s->pcb.tcp = NULL;
+}
+
+static const struct tcp_ext_arg_callbacks sock_extarg = {
+	.destroy = pcb_sock_destroyed,
+};
+
 static const struct tcp_ext_arg_callbacks listen_extarg = {
 	.passive_open = pcb_passive_open,
 };
@@ -388,7 +411,8 @@ deliver_closed(struct dpsock_sock *s, int reason)
 		APP_CALL(s, s->ops->closed(s, reason));
 }
 
-/* The pcb is already freed by lwIP when this runs. */
+/* lwIP ends the connection (reset, time-out, abort): the pcb is freed, or
+ * is about to be (a reset: tcp_input frees it after this returns). */
 static void
 on_tcp_err(void *arg, err_t err)
 {
@@ -397,6 +421,11 @@ on_tcp_err(void *arg, err_t err)
 
 	if (s == NULL)
 		return;
+	/* A reset (tcp_input) reports before it frees the pcb: its destroy
+	 * callback must not find the socket freed below. Elsewhere lwIP frees
+	 * first, and pcb_sock_destroyed has already cleared pcb.tcp. */
+	if (s->pcb.tcp != NULL)
+		tcp_ext_arg_set(s->pcb.tcp, s->w->sock_extarg_id, NULL);
 	s->pcb.tcp = NULL;
 	DPSOCK_SOCKSTAT_ADD(s->st, errors, 1);
 	if (reason == -ECONNABORTED && !s->closed_by_app)
@@ -513,6 +542,8 @@ tcp_setup_callbacks(struct dpsock_sock *s)
 	struct tcp_pcb *pcb = s->pcb.tcp;
 
 	tcp_arg(pcb, s);
+	tcp_ext_arg_set_callbacks(pcb, s->w->sock_extarg_id, &sock_extarg);
+	tcp_ext_arg_set(pcb, s->w->sock_extarg_id, s);
 	tcp_recv(pcb, on_tcp_recv);
 	tcp_sent(pcb, on_tcp_sent);
 	tcp_err(pcb, on_tcp_err);
@@ -1407,6 +1438,7 @@ dpsock_sock_worker_init(struct dpsock_worker *w)
 {
 	TAILQ_INIT(&w->socks);
 	w->extarg_id = tcp_ext_arg_alloc_id();
+	w->sock_extarg_id = tcp_ext_arg_alloc_id();
 	dpsock_self = w;
 	return 0;
 }

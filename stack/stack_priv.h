@@ -144,6 +144,7 @@ struct dpsock_worker {
 	uint32_t n_half_open;     /* passive connections between SYN and accept */
 	uint32_t port_hint;       /* where the next ephemeral port search starts */
 	uint8_t extarg_id;        /* lwIP ext-arg slot for our pcb callbacks */
+	uint8_t sock_extarg_id;   /* lwIP ext-arg slot: the pcb's socket */
 	bool app_ready;           /* app->worker_init succeeded */
 
 	/* stats (worker.c, sockstat.c) */

@@ -112,9 +112,11 @@ void dpsock_lwip_timeouts_fini(void);
 /* lwIP's backlog counts half-open connections in a u8 and drops the SYNs
  * beyond it silently; dpsock admits SYNs itself (stack/sock.c) */
 #define TCP_LISTEN_BACKLOG              0
-/* one ext-arg slot per pcb: dpsock learns when a pcb is freed (after
- * TIME_WAIT) to release its port, and admits or refuses SYNs */
-#define LWIP_TCP_PCB_NUM_EXT_ARGS       1
+/* two ext-arg slots per pcb: one to learn when a pcb is freed (after
+ * TIME_WAIT) to release its port, and to admit or refuse SYNs; one holding
+ * the socket, which learns so that its pcb is gone when lwIP frees it
+ * without calling back (the end of TIME_WAIT) */
+#define LWIP_TCP_PCB_NUM_EXT_ARGS       2
 #define LWIP_TCP_KEEPALIVE              1   /* SO_KEEPALIVE / TCP_KEEP* set per pcb */
 /* the pcb index (lwip/pcb_index.c, hooked by lwip/transform_perf.py): links
  * kept in every struct tcp_pcb */
