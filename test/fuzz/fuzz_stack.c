@@ -37,6 +37,7 @@
 
 #include "dpsock_lwip.h"
 
+#include "mcast_priv.h"
 #include "stack_priv.h"
 
 #include "fuzz_check.h"
@@ -181,6 +182,10 @@ fuzz_stack_init(const char *extra_conf, const struct dpsock_app *app)
 		die("stats segment", err);
 	atexit(stats_destroy);
 	w->stats = &d->stats->workers[0];
+	/* as dpsock_run: the multicast registry before the workers */
+	ret = dpsock_mcast_init(d);
+	if (ret != 0)
+		die("multicast registry", strerror(-ret));
 	d->app = app;
 	d->app_arg = NULL;
 	/* as dpsock_run: the app's set-up before its workers' */
@@ -541,6 +546,10 @@ fuzz_stack_reset(void)
 		tcp_abort(tcp_tw_pcbs);
 	for (i = 0; i <= IP_REASS_MAXAGE; i++)
 		ip_reass_tmr();
+	/* the IGMP host forgets the queriers and pending answers an input
+	 * left (its timer is one lwIP object); the next input that needs it
+	 * starts a new one, as at start-up */
+	dpsock_igmp_fini(w);
 	/* the TCP timer runs while there are connections: let it run out, so
 	 * that every input starts with the same timers */
 	steps_left = 2;
