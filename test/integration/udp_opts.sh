@@ -14,7 +14,13 @@
 #      (socat, ttl= and tos=) put them on the wire (tcpdump in B);
 #   4. the largest datagram (65507 bytes) from a preloaded sender reaches a
 #      Linux receiver whole (and dpsockd, which copies a whole datagram
-#      record out of the tx FIFO, stops cleanly after it).
+#      record out of the tx FIFO, stops cleanly after it);
+#   5. SO_SNDBUF: with dpsockd stopped (SIGSTOP), so that nothing drains
+#      the tx FIFOs, a non-blocking sender asking SO_SNDBUF 4096 (the kernel
+#      reports 8192) queues 7 datagrams of 1000 bytes (40-byte record header
+#      each: 7 x 1040 <= 8192) and then gets EAGAIN; one without SO_SNDBUF
+#      queues all 300 it sends (its FIFO holds 1 MiB); after SIGCONT every
+#      queued datagram reaches the Linux receiver.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/mcast_lib.sh"
@@ -114,5 +120,74 @@ preload_wait big65k 20 || fail "the Linux receiver of 65507-byte datagrams faile
 [ "$(mcast_result big65k received)" = 3 ] && [ "$(mcast_result big65k bytes)" = $((3 * 65507)) ] ||
 	fail "65507-byte datagrams: $(grep RESULT "$TEST_TMP/big65k.log")"
 ok "three 65507-byte datagrams from a preloaded sender reached Linux whole"
+# 5. SO_SNDBUF
+cat >"$TEST_TMP/sndbuf.py" <<'PY'
+import os, socket, sys, time
+dst, port, go = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+socks = []
+for buf in (4096, None):
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    if buf:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, buf)
+    s.connect((dst, port))
+    s.setblocking(False)
+    socks.append(s)
+print("READY sndbuf=%d" % socks[0].getsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF), flush=True)
+while not os.path.exists(go + "1"):
+    time.sleep(0.01)
+counts = []
+for s in socks:
+    n = 0
+    while n < 300:
+        try:
+            s.send(b"x" * 1000)
+        except BlockingIOError:
+            break
+        n += 1
+    counts.append(n)
+print("QUEUED %d %d" % tuple(counts), flush=True)
+while not os.path.exists(go + "2"):
+    time.sleep(0.01)
+for s in socks:
+    s.close()
+PY
+cat >"$TEST_TMP/count.py" <<'PY'
+import socket, sys
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.setsockopt(socket.SOL_SOCKET, 33, 8 << 20)  # SO_RCVBUFFORCE: the burst fits
+s.bind(("0.0.0.0", int(sys.argv[1])))
+print("READY", flush=True)
+n = 0
+s.settimeout(30)
+try:
+    while True:
+        s.recv(2048)
+        n += 1
+        s.settimeout(2)
+except socket.timeout:
+    pass
+print("RECEIVED %d" % n, flush=True)
+PY
+peer_start count python3 "$TEST_TMP/count.py" $((P + 7))
+wait_until 10 grep -q READY "$TEST_TMP/count.log"
+preload_start sndbuf python3 "$TEST_TMP/sndbuf.py" "$TOPO_ADDR_B" $((P + 7)) "$TEST_TMP/go"
+wait_until 10 grep -q READY "$TEST_TMP/sndbuf.log"
+grep -q 'READY sndbuf=8192' "$TEST_TMP/sndbuf.log" || fail "SO_SNDBUF 4096 reads back as: $(grep READY "$TEST_TMP/sndbuf.log")"
+kill -STOP "$DPSOCKD_PID"
+touch "$TEST_TMP/go1"
+poll_until 10 grep -q QUEUED "$TEST_TMP/sndbuf.log" || { kill -CONT "$DPSOCKD_PID"; fail "the sender did not finish: $(tail -n 3 "$TEST_TMP/sndbuf.log")"; }
+kill -CONT "$DPSOCKD_PID"
+read -r _ small big < <(grep QUEUED "$TEST_TMP/sndbuf.log")
+touch "$TEST_TMP/go2"
+preload_wait sndbuf 30 || fail "the SO_SNDBUF sender failed: $(tail -n 3 "$TEST_TMP/sndbuf.log")"
+if [ "$PRELOAD_KERNEL" != 1 ]; then
+	[ "$small" = 7 ] || fail "SO_SNDBUF 4096 (8192): $small datagrams of 1000 B queued before EAGAIN, want 7"
+	[ "$big" = 300 ] || fail "without SO_SNDBUF: EAGAIN after $big datagrams of 1000 B, want none in 300 (preload.tx_fifo_kb: 1 MiB)"
+fi
+preload_wait count 40 || fail "the Linux receiver failed: $(tail -n 3 "$TEST_TMP/count.log")"
+got=$(sed -n 's/^RECEIVED //p' "$TEST_TMP/count.log")
+[ "$got" = $((small + big)) ] || fail "the Linux receiver got $got datagrams of the $small + $big queued"
+ok "SO_SNDBUF 4096 (8192): $small datagrams queued with dpsockd stopped, then EAGAIN; without: $big; all $got reached Linux after SIGCONT"
+
 preload_daemon_stop
-pass "SO_REUSEPORT, SO_RCVBUF, IP_TTL, IP_TOS and the largest datagram as the kernel has them"
+pass "SO_REUSEPORT, SO_RCVBUF, SO_SNDBUF, IP_TTL, IP_TOS and the largest datagram as the kernel has them"
