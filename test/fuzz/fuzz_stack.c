@@ -8,6 +8,7 @@
  * harness, not dpsock_run, owns the loop: libFuzzer calls it once per input.
  */
 #include <errno.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -156,14 +157,22 @@ fuzz_stack_init(const char *extra_conf, const struct dpsock_app *app)
 		"fuzz", "-l", "0", "--no-huge", "-m", "64", "--no-pci", "--no-telemetry",
 		"--iova-mode=va", "--log-level=*:error", "--", "-f", conf_path, NULL,
 	};
-	int ret;
+	cpu_set_t cpus;
+	int ret, have_cpus;
 
 	snprintf(conf_path, sizeof(conf_path), "/tmp/dpsock-fuzz-%d.conf", (int)getpid());
 	write_config(conf_path, extra_conf);
+	have_cpus = sched_getaffinity(0, sizeof(cpus), &cpus) == 0;
 	ret = dpsock_init((int)RTE_DIM(argv) - 1, argv);
 	unlink(conf_path);
 	if (ret < 0)
 		die("dpsock_init", "failed (messages above)");
+	/* EAL pins the main lcore to CPU 0: every harness, and every test of
+	 * the suite running one, would then share that CPU while the others
+	 * idle. The harness is not a poll-mode worker; give it back the CPUs
+	 * it started with (threads it starts later inherit them). */
+	if (have_cpus && sched_setaffinity(0, sizeof(cpus), &cpus) != 0)
+		die("sched_setaffinity", strerror(errno));
 	/* dpsock_init's SIGINT/SIGTERM handlers ask the stack to stop (the
 	 * preload server then stops releasing groups): here they end the
 	 * fuzzer, as usual */
