@@ -24,7 +24,8 @@
  * 5 the loss recovery counters (DPSOCK_TCP_REC_COUNTERS) and sockets' RTT
  * in microseconds, 6: a preloaded socket's entry carries its program's pid,
  * descriptor and clients[] index, and its poll_hits/poll_misses are
- * counted; 7: the multicast table, IGMP and multicast counters):
+ * counted; 7: the multicast table, IGMP and multicast counters; 8: an
+ * AF_XDP port's socket counters, XDP_STATISTICS summed over its queues):
  *
  *   struct dpsock_stats_segment     header, control area, ports, workers,
  *                                   client table (reserved, see below)
@@ -67,7 +68,7 @@
 #include <stdint.h>
 
 #define DPSOCK_STATS_MAGIC 0x64707374617473ULL /* "dpstats" */
-#define DPSOCK_STATS_VERSION 7
+#define DPSOCK_STATS_VERSION 8
 #define DPSOCK_STATS_MAX_PORTS 4
 #define DPSOCK_STATS_MAX_WORKERS 64
 #define DPSOCK_STATS_MAX_CLIENTS 64
@@ -77,8 +78,10 @@
 #define DPSOCK_STATS_MC_MSRCS 10        /* per membership (mcast_filter.h's maximum) */
 #define DPSOCK_STATS_SOCK_SLOTS 4096    /* default socket entries per worker */
 
-/* Per port, written by the main lcore from rte_eth_stats (refreshed ~10/s;
- * -z keeps a baseline: the NIC's own counters are not reset). */
+/* Per port, written by the main lcore from rte_eth_stats and, for an
+ * AF_XDP port, its sockets' XDP_STATISTICS (0 on other ports; DPDK's PMD
+ * reports only rx_dropped, in rx_missed) (refreshed ~10/s; -z keeps a
+ * baseline: the NIC's and the kernel's own counters are not reset). */
 #define DPSOCK_PORT_COUNTERS(X)                                                \
 	X(rx_packets, "packets received by the port")                          \
 	X(rx_bytes, "bytes received by the port")                              \
@@ -87,7 +90,12 @@
 	X(rx_missed, "packets dropped by the NIC: no room in an RX queue")     \
 	X(rx_errors, "erroneous packets received")                             \
 	X(tx_errors, "packets the port failed to send")                        \
-	X(rx_nombuf, "RX mbuf allocation failures")
+	X(rx_nombuf, "RX mbuf allocation failures")                            \
+	X(xdp_rx_ring_full, "AF_XDP: frames the kernel dropped, the socket's RX ring full") \
+	X(xdp_fill_empty, "AF_XDP: frames the kernel dropped, no buffer in the fill ring (also in rx_missed)") \
+	X(xdp_rx_invalid, "AF_XDP: received descriptors the kernel found invalid") \
+	X(xdp_tx_invalid, "AF_XDP: frames the kernel refused to send (a descriptor outside the UMEM or too long): lost") \
+	X(xdp_tx_ring_empty, "AF_XDP: TX wake-ups that found the socket's TX ring empty")
 
 #define DPSOCK_PORT_GAUGES(X)                                                  \
 	X(link_up, "1 while the port's link is up")                            \

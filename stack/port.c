@@ -941,6 +941,33 @@ dpsock_port_stats_get(const struct dpsock_port *p, struct rte_eth_stats *es)
 	return ret;
 }
 
+int
+dpsock_port_xdp_stats_get(const struct dpsock_port *p, struct dpsock_port_xdp_stats *xs)
+{
+	uint16_t q;
+
+	memset(xs, 0, sizeof(*xs));
+	if (!p->is_xdp)
+		return -ENOTSUP;
+	for (q = 0; q < p->n_queues; q++) {
+		/* a kernel older than 5.9 fills only the first three fields */
+		struct xdp_statistics st = { 0 };
+		socklen_t len = sizeof(st);
+		int fd = p->queues[q].xsk_fd;
+
+		if (fd < 0)
+			continue;
+		if (getsockopt(fd, SOL_XDP, XDP_STATISTICS, &st, &len) != 0)
+			return -errno;
+		xs->xdp_rx_ring_full += st.rx_ring_full;
+		xs->xdp_fill_empty += st.rx_fill_ring_empty_descs;
+		xs->xdp_rx_invalid += st.rx_invalid_descs;
+		xs->xdp_tx_invalid += st.tx_invalid_descs;
+		xs->xdp_tx_ring_empty += st.tx_ring_empty_descs;
+	}
+	return 0;
+}
+
 void
 dpsock_port_caps_describe(const struct dpsock_port *p, char *buf, size_t len)
 {

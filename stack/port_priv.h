@@ -175,6 +175,20 @@ void dpsock_port_stop(struct dpsock_port *p);
  * -errno from rte_eth_stats_get. */
 int dpsock_port_stats_get(const struct dpsock_port *p, struct rte_eth_stats *es);
 
+/* An af_xdp port's socket counters (XDP_STATISTICS; the kernel's, never
+ * reset), summed over its queues; the names are the stats segment's. */
+struct dpsock_port_xdp_stats {
+	uint64_t xdp_rx_ring_full;
+	uint64_t xdp_fill_empty;
+	uint64_t xdp_rx_invalid;
+	uint64_t xdp_tx_invalid;
+	uint64_t xdp_tx_ring_empty;
+};
+
+/* Read them (after start). Returns 0, -ENOTSUP for a port that is not
+ * af_xdp, or -errno from getsockopt. */
+int dpsock_port_xdp_stats_get(const struct dpsock_port *p, struct dpsock_port_xdp_stats *xs);
+
 /* One line describing the capabilities, for the start-up log. */
 void dpsock_port_caps_describe(const struct dpsock_port *p, char *buf, size_t len);
 

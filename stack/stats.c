@@ -157,6 +157,10 @@ dpsock_stats_create(struct dpsock_stack *d, char *err, size_t errlen)
 	X(rx_packets, ipackets) X(rx_bytes, ibytes) X(tx_packets, opackets)     \
 	X(tx_bytes, obytes) X(rx_missed, imissed) X(rx_errors, ierrors)         \
 	X(tx_errors, oerrors) X(rx_nombuf, rx_nombuf)
+/* the port counters an af_xdp port's sockets give (struct dpsock_port_xdp_stats) */
+#define PORT_FROM_XDP(X)                                                        \
+	X(xdp_rx_ring_full) X(xdp_fill_empty) X(xdp_rx_invalid) X(xdp_tx_invalid) \
+	X(xdp_tx_ring_empty)
 
 void
 dpsock_stats_update_ports(struct dpsock_stack *d)
@@ -167,6 +171,7 @@ dpsock_stats_update_ports(struct dpsock_stack *d)
 		const struct dpsock_port *p = &d->ports[i];
 		struct dpsock_port_stats *ps = &d->stats->ports[i];
 		const struct dpsock_port_stats *base = &d->port_base[i];
+		struct dpsock_port_xdp_stats xs;
 		struct rte_eth_stats es;
 
 		if (p->started) {
@@ -188,6 +193,11 @@ dpsock_stats_update_ports(struct dpsock_stack *d)
 		if (p->started && dpsock_port_stats_get(p, &es) == 0) {
 #define PORT_SET(f, e) dpsock_stat_set(&ps->f, es.e - base->f);
 			PORT_FROM_ETH(PORT_SET)
+#undef PORT_SET
+		}
+		if (p->started && dpsock_port_xdp_stats_get(p, &xs) == 0) {
+#define PORT_SET(f) dpsock_stat_set(&ps->f, xs.f - base->f);
+			PORT_FROM_XDP(PORT_SET)
 #undef PORT_SET
 		}
 		if (p->pool != NULL) {
@@ -293,11 +303,17 @@ dpsock_stats_control(struct dpsock_stack *d)
 		unsigned int i;
 
 		for (i = 0; i < d->n_ports; i++) {
+			struct dpsock_port_xdp_stats xs;
 			struct rte_eth_stats es;
 
 			if (d->ports[i].started && dpsock_port_stats_get(&d->ports[i], &es) == 0) {
 #define PORT_BASE(f, e) d->port_base[i].f = es.e;
 				PORT_FROM_ETH(PORT_BASE)
+#undef PORT_BASE
+			}
+			if (d->ports[i].started && dpsock_port_xdp_stats_get(&d->ports[i], &xs) == 0) {
+#define PORT_BASE(f) d->port_base[i].f = xs.f;
+				PORT_FROM_XDP(PORT_BASE)
 #undef PORT_BASE
 			}
 		}

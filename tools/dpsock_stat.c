@@ -525,6 +525,10 @@ static const struct col port_extra[] = {
 	{ "No mbuf", "rx_nombuf", U_COUNT },
 	{ "Mbufs free", "mbufs_free", U_PLAIN },
 	{ "Mbufs", "mbufs_total", U_PLAIN },
+	{ "XDP RX full", "xdp_rx_ring_full", U_COUNT },
+	{ "XDP no fill", "xdp_fill_empty", U_COUNT },
+	{ "XDP RX inval", "xdp_rx_invalid", U_COUNT },
+	{ "XDP TX inval", "xdp_tx_invalid", U_COUNT },
 };
 
 static const struct col worker_basic[] = {

@@ -16,7 +16,12 @@
 #   6. --log-level worker=debug is acknowledged (an unknown module is
 #      refused with exit 1); the worker's debug line appears at stop.
 #   7. DPDK telemetry: /dpsock/workers has the icmp_echo dpsock-stat shows.
-#   8. -p PID finds the instance; mc view; an unknown name exits 1; an
+#   8. AF_XDP's socket counters (XDP_STATISTICS): with the instance stopped
+#      (SIGSTOP), a burst of datagrams from B overruns the socket's rings;
+#      after SIGCONT the port shows the frames the kernel dropped for want
+#      of an RX ring slot or a fill-ring buffer, and no refused TX
+#      descriptor. On af_packet the five counters stay 0.
+#   9. -p PID finds the instance; mc view; an unknown name exits 1; an
 #      instance that stops while `-i 1 -c 100` cycles ends it with status 0.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
@@ -274,7 +279,39 @@ else
 	note "no telemetry socket at $tsock (EAL telemetry off?): telemetry not checked"
 fi
 
-# ---- 8. -p, mc, not found, stop while cycling --------------------------------------
+# ---- 8. AF_XDP socket counters --------------------------------------------------
+test_pmd
+xdp_keys="xdp_rx_ring_full xdp_fill_empty xdp_rx_invalid xdp_tx_invalid xdp_tx_ring_empty"
+if [ "$TEST_PMD" = af_xdp ]; then
+	xdp_dropped() { echo $(($(stat_get "$name" port.0.xdp_rx_ring_full) + $(stat_get "$name" port.0.xdp_fill_empty))); }
+	xdp_dropped_gt() { local v; v=$(xdp_dropped) || return 1; echo "$v"; [ "$v" -gt "$1" ]; }
+	d0=$(xdp_dropped) f0=$(stat_get "$name" port.0.xdp_fill_empty) m0=$(stat_get "$name" port.0.rx_missed)
+	burst=$((3 * $(stat_get "$name" port.0.mbufs_total)))
+	kill -STOP "$echo_pid"
+	in_b python3 -c 'import socket, sys
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+for i in range(int(sys.argv[2])):
+    s.sendto(b"x" * 32, (sys.argv[1], 9))' "$TOPO_ADDR_A" "$burst" || { kill -CONT "$echo_pid"; fail "the burst's sender failed"; }
+	kill -CONT "$echo_pid"
+	# the kernel counted the drops before SIGCONT: the first refresh after it has them all
+	poll_until 5 xdp_dropped_gt "$d0" ||
+		fail "a burst of $burst datagrams at a stopped instance: no AF_XDP drop counted (last: ${POLL_OUTPUT:-none}, before: $d0)"
+	d1=$(xdp_dropped) f1=$(stat_get "$name" port.0.xdp_fill_empty) m1=$(stat_get "$name" port.0.rx_missed)
+	# the PMD's rx_missed is the kernel's rx_dropped, which counts the fill-ring drops
+	[ "$((m1 - m0))" -ge "$((f1 - f0))" ] ||
+		fail "rx_missed rose by $((m1 - m0)), less than the fill-ring drops ($((f1 - f0)))"
+	[ "$(stat_get "$name" port.0.xdp_tx_invalid)" -eq 0 ] ||
+		fail "the kernel refused $(stat_get "$name" port.0.xdp_tx_invalid) TX descriptors"
+	grep -q 'XDP no fill' <<<"$(stat -v extra)" || fail "-v extra: no AF_XDP column"
+	ok "AF_XDP: a burst of $burst datagrams at a stopped instance: the kernel dropped $((d1 - d0)) (RX ring full +$((d1 - d0 - f1 + f0)), fill ring empty +$((f1 - f0))), rx_missed +$((m1 - m0)), TX refused 0"
+else
+	for k in $xdp_keys; do
+		[ "$(stat_get "$name" "port.0.$k")" -eq 0 ] || fail "$TEST_PMD port: $k is $(stat_get "$name" "port.0.$k")"
+	done
+	ok "$TEST_PMD port: the AF_XDP counters are 0"
+fi
+
+# ---- 9. -p, mc, not found, stop while cycling --------------------------------------
 # (no pipe into grep -q: it exits at the match, and with pipefail the
 # writer's SIGPIPE on its next write failed the check)
 grep -qx "daemon.0.pid $echo_pid" <<<"$("$DPSOCK_STAT" -p "$echo_pid")" || fail "-p $echo_pid did not find the instance"
