@@ -201,9 +201,13 @@ shim_ctl_connect(void)
 	fd = REAL(socket)(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return -errno;
-	if (REAL(connect)(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+	/* blocks while dpsockd's backlog is full; a signal then ends it with
+	 * EINTR and leaves the socket unconnected (AF_UNIX): try again */
+	while (REAL(connect)(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
 		int e = errno;
 
+		if (e == EINTR)
+			continue;
 		REAL(close)(fd);
 		return -e;
 	}

@@ -127,16 +127,29 @@ wait_ctl(int fd)
 
 /* ---- the control connection --------------------------------------------------- */
 
+/* Connect without blocking the worker's thread: an input that hangs up and
+ * reconnects faster than the control thread accepts fills the listener's
+ * backlog, and a blocking connect would then sleep (and a signal, such as
+ * libFuzzer's timer, end it with EINTR). EAGAIN: let the worker and the
+ * control thread run, and try again, within REPLY_WAIT_MS. */
 static void
 client_connect(void)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	uint64_t t0 = now_ms();
 
-	cl.fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	cl.fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	FUZZ_CHECK(cl.fd >= 0, "socket: %s", strerror(errno));
 	memcpy(sa.sun_path, sock_path, strlen(sock_path) + 1);
-	FUZZ_CHECK(connect(cl.fd, (struct sockaddr *)&sa, sizeof(sa)) == 0,
-		   "connect %s: %s", sock_path, strerror(errno));
+	while (connect(cl.fd, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
+		FUZZ_CHECK(errno == EAGAIN, "connect %s: %s", sock_path, strerror(errno));
+		FUZZ_CHECK(now_ms() - t0 < REPLY_WAIT_MS,
+			   "the control thread accepted no connection within %d ms", REPLY_WAIT_MS);
+		fuzz_stack_poll(1);
+		wait_ctl(-1);
+	}
+	FUZZ_CHECK(fcntl(cl.fd, F_SETFL, fcntl(cl.fd, F_GETFL) & ~O_NONBLOCK) == 0,
+		   "fcntl: %s", strerror(errno));
 }
 
 static void

@@ -12,7 +12,13 @@
 #   3. dpsock-stat -v clients lists the attached client.
 #   4. A client killed with SIGKILL while it holds a connection: the Linux
 #      peer sees RST.
-#   5. SIGTERM: the remaining client sees the segment STOPPED and exits.
+#   5. A busy daemon: dpsockd stopped (SIGSTOP) and its control socket's
+#      backlog filled; a preloaded program taking SIGALRM every 5 ms (a
+#      handler without SA_RESTART, as Python's) makes its first socket:
+#      the shim's connect to dpsockd blocks and is interrupted again and
+#      again; once dpsockd runs (SIGCONT) the program attaches and its TCP
+#      connection to a Linux peer is offloaded (tcp_connected +1).
+#   6. SIGTERM: the remaining client sees the segment STOPPED and exits.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
@@ -109,7 +115,69 @@ grep -q '^RST' "$TEST_TMP/rst.log" || fail "the peer did not see RST: $(cat "$TE
 ok "SIGKILLed client: its connection was reset"
 echo_check 7000 10000 || fail "echo failed after the killed client"
 
-# ---- 5. daemon stop ---------------------------------------------------------------
+# ---- 5. a busy daemon, a program taking signals --------------------------------
+if [ -n "$PRELOAD_LIB" ] && [ "$PRELOAD_KERNEL" != 1 ]; then
+	peer_start lst python3 -c 'import socket, sys
+l = socket.socket()
+l.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+l.bind(("", 7300)); l.listen(1)
+print("listening", flush=True)
+c, _ = l.accept(); c.settimeout(10)
+print("got", c.recv(100).decode(), flush=True)'
+	wait_until 10 grep -q '^listening' "$TEST_TMP/lst.log"
+	conn0=$(stat_sum "$name" tcp_connected)
+	kill -STOP "$DPSOCKD_PID"
+	on_exit "kill -CONT $DPSOCKD_PID 2>/dev/null; true"
+	# fill the backlog (the hog holds its connections until told to go)
+	python3 - "$sock" >"$TEST_TMP/hog.log" 2>&1 <<'PY' &
+import socket, sys, time
+held = []
+while True:
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    s.setblocking(False)
+    try:
+        s.connect(sys.argv[1])
+    except BlockingIOError:
+        break
+    held.append(s)
+print("held", len(held), flush=True)
+time.sleep(120)
+PY
+	hog_pid=$!
+	on_exit "kill $hog_pid 2>/dev/null; true"
+	wait_until 10 grep -q '^held' "$TEST_TMP/hog.log"
+	# (Python runs its handler once for signals that came while C code ran;
+	# its C handler writes a byte per signal to the wakeup fd: the count)
+	preload_start sig python3 -c 'import os, signal, socket, sys
+r, w = os.pipe()
+os.set_blocking(w, False)
+signal.set_wakeup_fd(w)
+signal.signal(signal.SIGALRM, lambda sig, frame: None)
+signal.setitimer(signal.ITIMER_REAL, 0.005, 0.005)
+s = socket.create_connection((sys.argv[1], 7300), timeout=20)
+s.sendall(b"hello")
+signal.setitimer(signal.ITIMER_REAL, 0)
+os.set_blocking(r, False)
+print("signals", len(os.read(r, 65536)), flush=True)' "$TOPO_ADDR_B"
+	sig_pid=$PRELOAD_PID
+	# the program waits for room in the backlog (the shim's connect to dpsockd)
+	in_connect() { kill -0 "$sig_pid" 2>/dev/null && [ "$(cat "/proc/$sig_pid/wchan")" = unix_wait_for_peer ]; }
+	poll_until 10 in_connect ||
+		fail "the program did not wait for the stopped daemon in connect: $(tail -n 5 "$TEST_TMP/sig.log")"
+	sleep 0.2
+	kill "$hog_pid"
+	kill -CONT "$DPSOCKD_PID"
+	preload_wait sig 15 || fail "the program taking signals failed: $(tail -n 5 "$TEST_TMP/sig.log")"
+	wait_until 10 grep -q '^got hello' "$TEST_TMP/lst.log"
+	nsig=$(sed -n 's/^signals //p' "$TEST_TMP/sig.log")
+	[ "${nsig:-0}" -ge 5 ] || fail "only ${nsig:-no} signals while the program waited: not the case under test"
+	wait_counter_ge "$name" tcp_connected $((conn0 + 1)) 5
+	ok "busy daemon: $(cat "$TEST_TMP/hog.log") pending connections; the program took $nsig signals while it waited, then attached and was offloaded (tcp_connected +1)"
+else
+	note "part 5 (a busy daemon) needs the preload library"
+fi
+
+# ---- 6. daemon stop ---------------------------------------------------------------
 dpsockd_stop "$name" || fail "dpsockd did not stop cleanly"
 preload_wait good 10 || fail "raw client exit status after the stop"
 grep -q 'dpsockd stopped' "$TEST_TMP/good.log" || fail "client did not see STOPPED: $(tail -n 2 "$TEST_TMP/good.log")"
