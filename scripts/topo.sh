@@ -298,14 +298,14 @@ topo_down() {
 		pids=$(ip netns pids "$ns" 2>/dev/null)
 		if [ -n "$pids" ]; then
 			# shellcheck disable=SC2086
-			kill -TERM $pids 2>/dev/null
+			kill -TERM $pids 2>/dev/null || true # (one may have just exited)
 			for _ in $(seq 1 40); do
 				pids=$(ip netns pids "$ns" 2>/dev/null)
 				[ -z "$pids" ] && break
 				sleep 0.05
 			done
 			# shellcheck disable=SC2086
-			[ -z "$pids" ] || kill -KILL $pids 2>/dev/null
+			[ -z "$pids" ] || kill -KILL $pids 2>/dev/null || true
 		fi
 		ip netns del "$ns" 2>/dev/null || true
 	done
