@@ -25,7 +25,8 @@
  * in microseconds, 6: a preloaded socket's entry carries its program's pid,
  * descriptor and clients[] index, and its poll_hits/poll_misses are
  * counted; 7: the multicast table, IGMP and multicast counters; 8: an
- * AF_XDP port's socket counters, XDP_STATISTICS summed over its queues):
+ * AF_XDP port's socket counters, XDP_STATISTICS summed over its queues;
+ * 9: rx_drop_vlan):
  *
  *   struct dpsock_stats_segment     header, control area, ports, workers,
  *                                   client table (reserved, see below)
@@ -68,7 +69,7 @@
 #include <stdint.h>
 
 #define DPSOCK_STATS_MAGIC 0x64707374617473ULL /* "dpstats" */
-#define DPSOCK_STATS_VERSION 8
+#define DPSOCK_STATS_VERSION 9
 #define DPSOCK_STATS_MAX_PORTS 4
 #define DPSOCK_STATS_MAX_WORKERS 64
 #define DPSOCK_STATS_MAX_CLIENTS 64
@@ -147,6 +148,7 @@
 	X(rx_nomem, "frames dropped: no memory to linearise a chained frame") \
 	X(rx_drop_runt, "dropped: shorter than an Ethernet header")           \
 	X(rx_drop_ethertype, "dropped: ethertype not IPv4 or ARP")            \
+	X(rx_drop_vlan, "dropped: another VLAN's frame, or untagged on a VLAN interface") \
 	X(rx_drop_arp, "dropped: malformed ARP")                              \
 	X(rx_drop_ip_hdr, "dropped: bad IPv4 version or header length")       \
 	X(rx_drop_ip_len, "dropped: IPv4 total length does not fit the frame") \

@@ -150,3 +150,12 @@ dpsock_lwip_udp_deliver(struct pbuf *p, struct netif *inp, struct udp_pcb *pcb, 
 	(void)broadcast;
 	return 0;
 }
+
+/* dpsock_lwip_hooks.h: without the stack (the lwIP unit tests), every
+ * netif sends untagged. stack/netif.c's definition replaces this one. */
+__attribute__((weak)) s32_t
+dpsock_lwip_vlan_set(struct netif *netif)
+{
+	(void)netif;
+	return -1;
+}

@@ -60,6 +60,7 @@ enum conf_type {
 
 #define CONF_F_REQUIRED 0x1u /* must be present (no default) */
 #define CONF_F_POW2 0x2u     /* CONF_UINT: power of two */
+#define CONF_F_QUIET 0x4u    /* an interface key the banner shows only when not its default */
 
 struct conf_key {
 	const char *key;     /* path inside its table: "memory.mbufs" */
@@ -183,6 +184,10 @@ static const struct conf_key conf_iface_keys[] = {
 	  .off = offsetof(DI, gateway), .size = FIELD_SIZE(DI, gateway),
 	  .help = "default gateway, inside the interface subnet; absent = none" },
 	K_UINT(DI, "mtu", mtu, 1500, 68, 9000, 0, "IP MTU (bytes)"),
+	K_UINT(DI, "vlan", vlan, 0, 0, 4094, CONF_F_QUIET,
+	       "802.1Q VLAN id: the interface sends tagged frames and takes only frames of this VLAN; 0 = untagged"),
+	K_UINT(DI, "vlan_priority", vlan_priority, 0, 0, 7, CONF_F_QUIET,
+	       "802.1p priority (PCP) in the tag of the frames the interface sends (needs vlan)"),
 };
 
 #undef DC
@@ -975,6 +980,12 @@ iface_validate(struct parse_ctx *p, const struct dpsock_config *c,
 			return fail(p, s, path, "gateway %s is the network or broadcast address of %s/%u",
 				    gws, net, f->prefix_len);
 	}
+	if (f->vlan_priority != 0 && f->vlan == 0) {
+		pathf(path, sizeof(path), "%svlan_priority", sc->prefix);
+		return fail(p, seen_key(sc, "vlan_priority"), path,
+			    "vlan_priority %u needs a vlan: an untagged frame has no priority field",
+			    f->vlan_priority);
+	}
 	for (j = 0; j < idx; j++) {
 		if (strcmp(c->ifaces[j].port, f->port) == 0) {
 			pathf(path, sizeof(path), "%sport", sc->prefix);
@@ -1291,6 +1302,7 @@ dpsock_config_foreach_nondefault(const struct dpsock_config *c,
 				 void *arg)
 {
 	struct dpsock_config d;
+	struct dpsock_iface_conf idef;
 	char line[640], val[512];
 	size_t i, j;
 	unsigned int m;
@@ -1309,8 +1321,13 @@ dpsock_config_foreach_nondefault(const struct dpsock_config *c,
 			}
 			break;
 		case CONF_IFACE_LIST:
+			memset(&idef, 0, sizeof(idef));
+			apply_defaults(conf_iface_keys, IFACE_NKEYS, &idef);
 			for (m = 0; m < c->n_ifaces; m++) {
 				for (j = 0; j < IFACE_NKEYS; j++) {
+					if ((conf_iface_keys[j].flags & CONF_F_QUIET) &&
+					    is_default(&conf_iface_keys[j], &c->ifaces[m], &idef))
+						continue;
 					format_value(&conf_iface_keys[j], &c->ifaces[m],
 						     val, sizeof(val));
 					snprintf(line, sizeof(line), "%s[%u].%s = %s",

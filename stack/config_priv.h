@@ -40,6 +40,8 @@ struct dpsock_iface_conf {
 	uint8_t prefix_len;              /* 0..32 */
 	uint32_t gateway;                /* network byte order; 0 = none */
 	uint16_t mtu;                    /* 68..9000 */
+	uint16_t vlan;                   /* 802.1Q VLAN id 1..4094; 0 = untagged */
+	uint8_t vlan_priority;           /* 802.1p priority (PCP) of what it sends */
 	int line;                        /* line in the file, for later errors */
 };
 

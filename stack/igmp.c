@@ -204,11 +204,7 @@ state_equal(const struct dpsock_mc_ifstate *a, const struct dpsock_mc_ifstate *b
 static void
 tx(struct dpsock_igmp *ig, unsigned int port, struct rte_mbuf *m)
 {
-	struct dpsock_worker_port *wp = &ig->w->ports[port];
-
-	wp->tx[wp->tx_n++] = m;
-	if (wp->tx_n == DPSOCK_TX_BURST)
-		dpsock_netif_flush(wp);
+	dpsock_netif_send_raw(&ig->w->ports[port], m);
 }
 
 /* An mbuf with Ethernet and IPv4 (Router Alert) headers for dst; the IGMP

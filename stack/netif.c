@@ -398,7 +398,7 @@ tx_cksum(const struct dpsock_worker_port *wp, struct rte_mbuf *m, struct rte_ipv
  * ARP held back past its connection: what the MTU allows). */
 static uint16_t
 tso_segsz(const struct dpsock_worker_port *wp, const struct rte_ipv4_hdr *ip,
-	  const struct rte_tcp_hdr *tcp, uint16_t l4_len)
+	  const struct rte_tcp_hdr *tcp, uint16_t l2_len, uint16_t l4_len)
 {
 	const struct tcp_pcb *pcb;
 	uint16_t mtu_room = wp->netif.mtu - sizeof(*ip) - l4_len, sz = mtu_room;
@@ -408,7 +408,7 @@ tso_segsz(const struct dpsock_worker_port *wp, const struct rte_ipv4_hdr *ip,
 	if (pcb != NULL && pcb->mss > l4_len - sizeof(*tcp))
 		sz = RTE_MIN(mtu_room, (uint16_t)(pcb->mss - (l4_len - sizeof(*tcp))));
 	if (wp->port->caps.tso_l2_in_mtu)
-		sz = RTE_MIN(sz, (uint16_t)(mtu_room - RTE_ETHER_HDR_LEN));
+		sz = RTE_MIN(sz, (uint16_t)(mtu_room - l2_len));
 	return sz;
 }
 
@@ -425,7 +425,7 @@ tx_tcp_segment(struct dpsock_worker_port *wp, struct rte_mbuf *m, struct rte_ipv
 	struct rte_tcp_hdr *tcp = (struct rte_tcp_hdr *)((char *)ip + m->l3_len);
 	uint16_t l4_len = (tcp->data_off >> 4) * 4;
 	uint32_t payload = m->pkt_len - m->l2_len - m->l3_len - l4_len;
-	uint16_t segsz = tso_segsz(wp, ip, tcp, l4_len);
+	uint16_t segsz = tso_segsz(wp, ip, tcp, m->l2_len, l4_len);
 	uint32_t nseg = (payload + segsz - 1) / segsz;
 	struct rte_mbuf *out[DPSOCK_TSO_PBUFS_MAX + 1];
 	int i, n;
@@ -552,7 +552,8 @@ pbuf_lend(struct dpsock_worker_port *wp, struct pbuf *p)
 	 * packet's first mbuf: an external-buffer first mbuf would mark their
 	 * (direct) header mbufs external. Its first pbuf (the headers and one
 	 * MSS at most) is copied instead. */
-	copy_head = nseg > 1 && p->tot_len > (uint32_t)wp->netif.mtu + RTE_ETHER_HDR_LEN;
+	copy_head = nseg > 1 && p->tot_len > (uint32_t)wp->netif.mtu + RTE_ETHER_HDR_LEN +
+					      (wp->port->vlan_tci != 0 ? RTE_VLAN_HLEN : 0);
 	nlent = nseg - copy_head;
 	first = copy_head ? p->next : p;
 	l = mem_malloc(sizeof(*l) + nlent * sizeof(l->p[0]));
@@ -599,6 +600,28 @@ pbuf_lend(struct dpsock_worker_port *wp, struct pbuf *p)
 	return head;
 }
 
+s32_t
+dpsock_lwip_vlan_set(struct netif *netif)
+{
+	const struct dpsock_worker_port *wp = netif->state;
+
+	return wp->port->vlan_tci != 0 ? (s32_t)wp->port->vlan_tci : -1;
+}
+
+void
+dpsock_netif_send_raw(struct dpsock_worker_port *wp, struct rte_mbuf *m)
+{
+	if (wp->port->vlan_tci != 0) {
+		m->vlan_tci = wp->port->vlan_tci;
+		if (rte_vlan_insert(&m) != 0) {
+			rte_pktmbuf_free(m);
+			dpsock_stat_add(&wp->w->stats->tx_drops, 1);
+			return;
+		}
+	}
+	tx_queue(wp, m);
+}
+
 static err_t
 netif_linkoutput(struct netif *netif, struct pbuf *p)
 {
@@ -607,6 +630,7 @@ netif_linkoutput(struct netif *netif, struct pbuf *p)
 	struct rte_ether_hdr *eth;
 	struct rte_ipv4_hdr *ip;
 	struct rte_mbuf *m;
+	uint16_t type, l2 = RTE_ETHER_HDR_LEN;
 
 	m = pbuf_lend(wp, p);
 	if (m != NULL)
@@ -618,12 +642,17 @@ netif_linkoutput(struct netif *netif, struct pbuf *p)
 		return ERR_MEM;
 	}
 	eth = rte_pktmbuf_mtod(m, struct rte_ether_hdr *);
-	if (eth->ether_type != RTE_BE16(RTE_ETHER_TYPE_IPV4) || m->data_len < 34) {
+	type = eth->ether_type;
+	if (type == RTE_BE16(RTE_ETHER_TYPE_VLAN) && m->data_len >= l2 + RTE_VLAN_HLEN) {
+		type = ((const struct rte_vlan_hdr *)(eth + 1))->eth_proto; /* lwIP tagged it */
+		l2 += RTE_VLAN_HLEN;
+	}
+	if (type != RTE_BE16(RTE_ETHER_TYPE_IPV4) || m->data_len < l2 + 20) {
 		tx_queue(wp, m);
 		return ERR_OK;
 	}
-	ip = (struct rte_ipv4_hdr *)(eth + 1);
-	m->l2_len = sizeof(*eth);
+	ip = (struct rte_ipv4_hdr *)((char *)eth + l2);
+	m->l2_len = l2;
 	m->l3_len = rte_ipv4_hdr_len(ip);
 	if (unlikely(m->pkt_len > (uint32_t)m->l2_len + wp->netif.mtu)) {
 		/* only a TCP super-segment is larger (ip4_output fragments

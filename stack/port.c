@@ -66,26 +66,44 @@ dpsock_port_lookup(const char *name, uint16_t *port_id, char *err, size_t errlen
 	return -ENODEV;
 }
 
+void
+dpsock_flow_tcp_pattern(struct dpsock_flow_tcp *f, const struct dpsock_port *p, uint32_t raddr,
+			uint32_t laddr, uint16_t rport, uint16_t lport)
+{
+	unsigned int n = 0;
+
+	memset(f, 0, sizeof(*f));
+	f->ip_spec.hdr.src_addr = raddr;
+	f->ip_spec.hdr.dst_addr = laddr;
+	f->ip_mask.hdr.src_addr = f->ip_mask.hdr.dst_addr = RTE_BE32(0xffffffff);
+	f->tcp_spec.hdr.src_port = rport;
+	f->tcp_spec.hdr.dst_port = lport;
+	f->tcp_mask.hdr.src_port = f->tcp_mask.hdr.dst_port = RTE_BE16(0xffff);
+	f->pattern[n++].type = RTE_FLOW_ITEM_TYPE_ETH;
+	if (p->vlan_tci != 0) {
+		/* the interface's VLAN: its frames carry the tag on the wire */
+		f->vlan_spec.hdr.vlan_tci = rte_cpu_to_be_16(p->vlan_tci & RTE_VLAN_ID_MASK);
+		f->vlan_mask.hdr.vlan_tci = RTE_BE16(RTE_VLAN_ID_MASK);
+		f->pattern[n++] = (struct rte_flow_item){ .type = RTE_FLOW_ITEM_TYPE_VLAN,
+							  .spec = &f->vlan_spec,
+							  .mask = &f->vlan_mask };
+	}
+	f->pattern[n++] = (struct rte_flow_item){ .type = RTE_FLOW_ITEM_TYPE_IPV4,
+						  .spec = &f->ip_spec, .mask = &f->ip_mask };
+	f->pattern[n++] = (struct rte_flow_item){ .type = RTE_FLOW_ITEM_TYPE_TCP,
+						  .spec = &f->tcp_spec, .mask = &f->tcp_mask };
+	f->pattern[n].type = RTE_FLOW_ITEM_TYPE_END;
+}
+
 /* Ask the PMD whether it would accept a 5-tuple rule steering one TCP flow to
  * queue 0: the shape of rule the active-open steering backend installs. */
 static bool
-probe_flow_5tuple(uint16_t port_id)
+probe_flow_5tuple(const struct dpsock_port *p)
 {
+	uint16_t port_id = p->port_id;
 	struct rte_flow_attr attr = { .ingress = 1 };
-	struct rte_flow_item_ipv4 ip_spec = { .hdr = {
-		.src_addr = RTE_BE32(0xc6120002), .dst_addr = RTE_BE32(0xc6120001) } };
-	struct rte_flow_item_ipv4 ip_mask = { .hdr = {
-		.src_addr = RTE_BE32(0xffffffff), .dst_addr = RTE_BE32(0xffffffff) } };
-	struct rte_flow_item_tcp tcp_spec = { .hdr = {
-		.src_port = RTE_BE16(80), .dst_port = RTE_BE16(40000) } };
-	struct rte_flow_item_tcp tcp_mask = { .hdr = {
-		.src_port = RTE_BE16(0xffff), .dst_port = RTE_BE16(0xffff) } };
-	struct rte_flow_item pattern[] = {
-		{ .type = RTE_FLOW_ITEM_TYPE_ETH },
-		{ .type = RTE_FLOW_ITEM_TYPE_IPV4, .spec = &ip_spec, .mask = &ip_mask },
-		{ .type = RTE_FLOW_ITEM_TYPE_TCP, .spec = &tcp_spec, .mask = &tcp_mask },
-		{ .type = RTE_FLOW_ITEM_TYPE_END },
-	};
+	struct dpsock_flow_tcp f;
+	struct rte_flow_item *pattern = f.pattern;
 	struct rte_flow_action_queue queue = { .index = 0 };
 	struct rte_flow_action actions[] = {
 		{ .type = RTE_FLOW_ACTION_TYPE_QUEUE, .conf = &queue },
@@ -93,6 +111,8 @@ probe_flow_5tuple(uint16_t port_id)
 	};
 	struct rte_flow_error ferr;
 
+	dpsock_flow_tcp_pattern(&f, p, RTE_BE32(0xc6120002), RTE_BE32(0xc6120001), RTE_BE16(80),
+				RTE_BE16(40000));
 	memset(&ferr, 0, sizeof(ferr));
 	if (rte_flow_validate(port_id, &attr, pattern, actions, &ferr) == 0)
 		return true;
@@ -890,7 +910,7 @@ dpsock_port_start(struct dpsock_port *p, uint16_t n_queues, uint16_t mtu,
 				p->reta[i] = reta[i / RTE_ETH_RETA_GROUP_SIZE]
 						     .reta[i % RTE_ETH_RETA_GROUP_SIZE];
 	}
-	p->caps.flow_5tuple = probe_flow_5tuple(p->port_id);
+	p->caps.flow_5tuple = probe_flow_5tuple(p);
 	return 0;
 }
 

@@ -24,6 +24,7 @@
 
 #include <rte_ethdev.h>
 #include <rte_ether.h>
+#include <rte_flow.h>
 #include <rte_mempool.h>
 
 #define DPSOCK_RSS_KEY_MAX 64
@@ -114,6 +115,10 @@ struct dpsock_port {
 	uint8_t rss_key[DPSOCK_RSS_KEY_MAX];
 	uint16_t reta[DPSOCK_RETA_MAX];
 	struct rte_mempool *pool;
+	/* 802.1Q tag of the interface's frames (priority << 13 | VLAN id), 0
+	 * untagged: lwIP tags what it sends (dpsock_lwip_vlan_set), the worker
+	 * takes only frames of this VLAN and strips the tag (worker.c) */
+	uint16_t vlan_tci;
 
 	/* The DPDK ports the queues come from: port_id alone, or AF_XDP
 	 * vdevs sharing one interface, port_id among them, ordered by their
@@ -127,6 +132,18 @@ struct dpsock_port {
 	bool is_xdp;              /* net_af_xdp: xdp below is valid */
 	struct dpsock_xdp_info xdp;
 };
+
+/* A 5-tuple rule's pattern for a TCP flow from raddr:rport to laddr:lport
+ * (network order), as the active-open steering installs them: ETH, the
+ * port's VLAN when it has one, IPV4, TCP, END. The items point into f. */
+struct dpsock_flow_tcp {
+	struct rte_flow_item_vlan vlan_spec, vlan_mask;
+	struct rte_flow_item_ipv4 ip_spec, ip_mask;
+	struct rte_flow_item_tcp tcp_spec, tcp_mask;
+	struct rte_flow_item pattern[5];
+};
+void dpsock_flow_tcp_pattern(struct dpsock_flow_tcp *f, const struct dpsock_port *p, uint32_t raddr,
+			     uint32_t laddr, uint16_t rport, uint16_t lport);
 
 /*
  * Find the port called name (PCI address "0000:03:00.0" or vdev name

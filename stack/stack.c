@@ -304,6 +304,8 @@ setup_ports(struct dpsock_stack *d)
 		char pool_name[RTE_MEMPOOL_NAMESIZE];
 		int socket;
 
+		p->vlan_tci = ic->vlan == 0 ? 0 :
+			      (uint16_t)(ic->vlan_priority << RTE_VLAN_PRI_SHIFT | ic->vlan);
 		ret = dpsock_port_lookup(ic->port, &p->port_id, err, sizeof(err));
 		if (ret == 0)
 			ret = dpsock_port_probe(p, err, sizeof(err));
@@ -376,6 +378,10 @@ setup_ports(struct dpsock_stack *d)
 		DPSOCK_LOG(INFO, pmd, "port %s (id %u), mac " RTE_ETHER_ADDR_PRT_FMT ", mtu %u, "
 			   "%u queue pair(s): %s", p->name, p->port_id,
 			   RTE_ETHER_ADDR_BYTES(&p->mac), p->mtu, p->n_queues, caps);
+		if (p->vlan_tci != 0)
+			DPSOCK_LOG(INFO, pmd, "port %s: VLAN %u, priority %u: frames of other VLANs "
+				   "and untagged frames are dropped (rx_drop_vlan)", p->name,
+				   ic->vlan, ic->vlan_priority);
 		dpsock_port_xdp_describe(p, caps, sizeof(caps));
 		if (caps[0] != '\0')
 			DPSOCK_LOG(NOTICE, pmd, "port %s: %s", p->name, caps);

@@ -302,6 +302,10 @@ void dpsock_gro_flush(struct dpsock_worker *w);
 /* Send the worker's TX batch for one port; counts what the queue refused. */
 void dpsock_netif_flush(struct dpsock_worker_port *wp);
 
+/* Queue a frame the stack built itself, not through lwIP (IGMP): it gets
+ * the interface's 802.1Q tag here (lwIP tags its own). Consumes m. */
+void dpsock_netif_send_raw(struct dpsock_worker_port *wp, struct rte_mbuf *m);
+
 /* Give lwIP back the frames the NIC returned on other threads. Returns
  * how many. */
 unsigned int dpsock_netif_reclaim(struct dpsock_worker *w);

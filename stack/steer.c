@@ -232,17 +232,7 @@ flow_claim(struct dpsock_worker *w, uint32_t laddr, uint32_t raddr, uint16_t rpo
 	struct dpsock_stack *d = w->d;
 	uint16_t p = port_search(w, NULL, NULL);
 	struct rte_flow_attr attr = { .ingress = 1 };
-	struct rte_flow_item_ipv4 ip_spec = { .hdr = { .src_addr = raddr, .dst_addr = laddr } };
-	struct rte_flow_item_ipv4 ip_mask = { .hdr = { .src_addr = RTE_BE32(0xffffffff),
-						       .dst_addr = RTE_BE32(0xffffffff) } };
-	struct rte_flow_item_tcp tcp_spec, tcp_mask = { .hdr = { .src_port = RTE_BE16(0xffff),
-								 .dst_port = RTE_BE16(0xffff) } };
-	struct rte_flow_item pattern[] = {
-		{ .type = RTE_FLOW_ITEM_TYPE_ETH },
-		{ .type = RTE_FLOW_ITEM_TYPE_IPV4, .spec = &ip_spec, .mask = &ip_mask },
-		{ .type = RTE_FLOW_ITEM_TYPE_TCP, .spec = &tcp_spec, .mask = &tcp_mask },
-		{ .type = RTE_FLOW_ITEM_TYPE_END },
-	};
+	struct dpsock_flow_tcp pat;
 	struct rte_flow_action_queue queue = { .index = w->queue };
 	struct rte_flow_action actions[] = {
 		{ .type = RTE_FLOW_ACTION_TYPE_QUEUE, .conf = &queue },
@@ -253,12 +243,10 @@ flow_claim(struct dpsock_worker *w, uint32_t laddr, uint32_t raddr, uint16_t rpo
 
 	if (p == 0)
 		return 0;
-	memset(&tcp_spec, 0, sizeof(tcp_spec));
-	tcp_spec.hdr.src_port = rport;
-	tcp_spec.hdr.dst_port = rte_cpu_to_be_16(p);
+	dpsock_flow_tcp_pattern(&pat, &d->ports[0], raddr, laddr, rport, rte_cpu_to_be_16(p));
 	memset(&ferr, 0, sizeof(ferr));
 	rte_spinlock_lock(&d->flow_lock);
-	f = rte_flow_create(d->ports[0].port_id, &attr, pattern, actions, &ferr);
+	f = rte_flow_create(d->ports[0].port_id, &attr, pat.pattern, actions, &ferr);
 	rte_spinlock_unlock(&d->flow_lock);
 	d->flows[p] = f;
 	if (f != NULL) {

@@ -198,6 +198,32 @@ ipv4_check(struct dpsock_worker_stats *st, const struct rte_mbuf *m)
 	return NULL;
 }
 
+/* 802.1Q, for a frame from the port: an interface with a VLAN takes only
+ * that VLAN's frames, one without takes untagged and priority-tagged (VLAN
+ * 0) frames, as a Linux VLAN device and its parent do. The tag is stripped
+ * here (unless the PMD did), so that nothing after this (validation,
+ * steering, GRO, IGMP, lwIP) sees one. Returns the counter to bump, or NULL
+ * when the frame goes on. */
+static uint64_t *
+rx_vlan(struct dpsock_worker_stats *st, const struct dpsock_worker_port *wp, struct rte_mbuf *m)
+{
+	const struct rte_ether_hdr *eth = rte_pktmbuf_mtod(m, const struct rte_ether_hdr *);
+	uint16_t want = wp->port->vlan_tci & RTE_VLAN_ID_MASK;
+
+	if (eth->ether_type == RTE_BE16(RTE_ETHER_TYPE_VLAN)) {
+		if (m->data_len < RTE_ETHER_HDR_LEN + RTE_VLAN_HLEN)
+			return &st->rx_drop_runt;
+		if (m->ol_flags & RTE_MBUF_F_RX_VLAN_STRIPPED)
+			return &st->rx_drop_vlan; /* a second tag (QinQ) */
+		rte_vlan_strip(m); /* sets vlan_tci and RX_VLAN_STRIPPED */
+	} else if (likely(!(m->ol_flags & RTE_MBUF_F_RX_VLAN_STRIPPED))) {
+		return want == 0 ? NULL : &st->rx_drop_vlan; /* untagged */
+	}
+	if ((m->vlan_tci & RTE_VLAN_ID_MASK) != want)
+		return &st->rx_drop_vlan;
+	return NULL;
+}
+
 static void
 rx_frame(struct dpsock_worker *w, struct dpsock_worker_port *wp, struct rte_mbuf *m,
 	 bool from_nic)
@@ -208,6 +234,10 @@ rx_frame(struct dpsock_worker *w, struct dpsock_worker_port *wp, struct rte_mbuf
 
 	if (unlikely(m->data_len < RTE_ETHER_HDR_LEN)) {
 		drop(m, &st->rx_drop_runt);
+		return;
+	}
+	if (from_nic && (bad = rx_vlan(st, wp, m)) != NULL) {
+		drop(m, bad);
 		return;
 	}
 	eth = rte_pktmbuf_mtod(m, const struct rte_ether_hdr *);

@@ -550,6 +550,7 @@ static const struct col worker_extra_drops[] = {
 	{ "No mem", "rx_nomem", U_COUNT },
 	{ "Runt", "rx_drop_runt", U_COUNT },
 	{ "Ethertype", "rx_drop_ethertype", U_COUNT },
+	{ "VLAN", "rx_drop_vlan", U_COUNT },
 	{ "IP hdr", "rx_drop_ip_hdr", U_COUNT },
 	{ "IP len", "rx_drop_ip_len", U_COUNT },
 	{ "IP csum", "rx_drop_ip_cksum", U_COUNT },

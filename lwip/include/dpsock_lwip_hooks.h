@@ -56,4 +56,8 @@ struct udp_pcb;
 int dpsock_lwip_udp_deliver(struct pbuf *p, struct netif *inp, struct udp_pcb *pcb,
                             u16_t src_port, u8_t broadcast);
 
+/* The 802.1Q tag (priority << 13 | VLAN id) of what netif sends, or -1 to
+ * send untagged (stack/netif.c). */
+s32_t dpsock_lwip_vlan_set(struct netif *netif);
+
 #endif /* DPSOCK_LWIP_HOOKS_H */

@@ -140,6 +140,12 @@ void dpsock_lwip_timeouts_fini(void);
       dpsock_lwip_tcp_unmatched((p), (hdr))) ? ERR_ABRT : ERR_OK)
 
 /* ---- netif ---- */
+/* 802.1Q: ethernet_output tags each frame of an interface with a VLAN
+ * (dpsock_lwip_hooks.h); with the hook defined, PBUF_LINK_HLEN is 18 so
+ * that the tag fits in front of every frame. The worker strips the tag of
+ * what it receives before lwIP sees it (stack/worker.c). */
+#define ETHARP_SUPPORT_VLAN             1
+#define LWIP_HOOK_VLAN_SET(netif, p, src, dst, eth_type) dpsock_lwip_vlan_set(netif)
 #define LWIP_NETIF_STATUS_CALLBACK      1
 #define LWIP_NETIF_LINK_CALLBACK        1
 #define LWIP_NETIF_HWADDRHINT           1   /* per-pcb ARP cache hint */

@@ -189,6 +189,11 @@ test_full_file(void)
 	CHECK(c.ifaces[1].prefix_len == 15, "full: if1 prefix");
 	CHECK(c.ifaces[1].gateway == 0, "full: if1 gateway");
 	CHECK(c.ifaces[1].mtu == 68, "full: if1 mtu %u", c.ifaces[1].mtu);
+	CHECK(c.ifaces[1].vlan == 4094 && c.ifaces[1].vlan_priority == 7,
+	      "full: if1 vlan %u priority %u", c.ifaces[1].vlan, c.ifaces[1].vlan_priority);
+	CHECK(c.ifaces[0].vlan == 0 && c.ifaces[0].vlan_priority == 0,
+	      "full: if0 vlan %u priority %u (untagged by default)", c.ifaces[0].vlan,
+	      c.ifaces[0].vlan_priority);
 	CHECK(c.ifaces[1].line == 41, "full: if1 line %d", c.ifaces[1].line);
 	CHECK(strcmp(c.ifaces[2].port, "net_memif1") == 0, "full: if2 port");
 	CHECK(c.ifaces[2].addr == ip("10.1.2.3"), "full: if2 addr");
@@ -273,6 +278,12 @@ static const struct bad_case bad_cases[] = {
 	  "interfaces[0].mtu: must be between 68 and 9000", NULL },
 	{ "interfaces = ( { port = \"p0\"; address = \"198.18.0.1/24\";\n\tmtu = 67; } );\n", 2,
 	  "interfaces[0].mtu: must be between 68 and 9000", NULL },
+	{ "interfaces = ( { port = \"p0\"; address = \"198.18.0.1/24\";\n\tvlan = 4095; } );\n", 2,
+	  "interfaces[0].vlan: must be between 0 and 4094", NULL },
+	{ "interfaces = ( { port = \"p0\"; address = \"198.18.0.1/24\"; vlan = 5;\n\tvlan_priority = 8; } );\n", 2,
+	  "interfaces[0].vlan_priority: must be between 0 and 7", NULL },
+	{ "interfaces = ( { port = \"p0\"; address = \"198.18.0.1/24\";\n\tvlan_priority = 3; } );\n", 2,
+	  "interfaces[0].vlan_priority: vlan_priority 3 needs a vlan", NULL },
 	{ IF0 "workers = [ 1, 1024 ];\n", 2, "workers[1]: must be between 0 and 1023", NULL },
 	{ IF0 "workers = [ -1 ];\n", 2, "workers[0]: must be between 0 and 1023", NULL },
 	/* strings, log levels */
@@ -579,9 +590,10 @@ test_nondefault(void)
 	rc = dpsock_config_load(&c, "test/unit/data/full.conf", err, sizeof(err));
 	CHECK(rc == 0, "full: rc %d: %s", rc, err);
 	dpsock_config_foreach_nondefault(&c, collect, &l);
-	/* 19 scalars + workers + 3 modules + 4 interfaces * 4 + 6 preload
-	 * scalars + allowed_uids + rules */
-	CHECK(l.n == 19 + 1 + 3 + 16 + 6 + 2, "full: %u non-default lines", l.n);
+	/* 19 scalars + workers + 3 modules + 4 interfaces * 4 (+ the one VLAN's
+	 * 2: vlan keys are shown when set) + 6 preload scalars + allowed_uids +
+	 * rules */
+	CHECK(l.n == 19 + 1 + 3 + 16 + 2 + 6 + 2, "full: %u non-default lines", l.n);
 	CHECK(strcmp(l.line[0], "name = edge-7_b") == 0, "full: first '%s'", l.line[0]);
 	CHECK(strcmp(l.line[l.n - 1], "offload.rules = 3 rules") == 0,
 	      "full: last '%s'", l.line[l.n - 1]);
@@ -621,6 +633,7 @@ test_help(void)
 		"tcp.gro", "tcp.congestion", "tcp.pacing", "stats.socket_slots",
 		"interfaces", "interfaces[].port",
 		"interfaces[].address", "interfaces[].gateway", "interfaces[].mtu",
+		"interfaces[].vlan", "interfaces[].vlan_priority",
 		"preload.allowed_uids", "preload.max_groups", "preload.max_threads",
 		"preload.slots", "preload.rx_fifo_kb", "preload.tx_fifo_kb", "preload.poll_batch",
 		"offload.rules", "offload.rules_file",
