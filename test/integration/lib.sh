@@ -475,16 +475,17 @@ dpsockd_eal_args() {
 }
 
 # dpsock_conf NAME [LINE...]: write a dpsock.conf for the current topology
-# (name, one port, TEST_PORT, owning TOPO_ADDR_A) plus any extra LINEs into
-# TEST_TMP and print its path.
+# (name, one port, TEST_PORT, owning TOPO_ADDR_A, and the interface keys in
+# TEST_IFACE_KEYS, e.g. 'vlan = 100;') plus any extra LINEs into TEST_TMP
+# and print its path.
 dpsock_conf() {
 	local name=$1 f
 	shift
 	f=$TEST_TMP/$name.conf
 	{
 		printf 'name = "%s";\n' "$name"
-		printf 'interfaces = ( { port = "%s"; address = "%s/%s"; } );\n' \
-			"$TEST_PORT" "$TOPO_ADDR_A" "$TOPO_PLEN"
+		printf 'interfaces = ( { port = "%s"; address = "%s/%s"; %s} );\n' \
+			"$TEST_PORT" "$TOPO_ADDR_A" "$TOPO_PLEN" "${TEST_IFACE_KEYS:+$TEST_IFACE_KEYS }"
 		[ $# -eq 0 ] || printf '%s\n' "$@"
 	} >"$f"
 	echo "$f"
