@@ -281,7 +281,8 @@ stat_get() {
 	return 1
 }
 
-# stat_settled NAME KEY: print KEY (as stat_get) once three readings in a
+# stat_settled NAME KEY: print KEY (as stat_read: a full key, or a worker
+# counter summed over the workers) once three readings in a
 # row, 100 ms apart, agree (the stats are published every 100 ms, and an
 # AF_XDP port takes back the mbufs of its last frames only when it sends
 # again or its idle worker flushes); gives up after 10 s (status 1).
@@ -289,7 +290,7 @@ stat_settled() {
 	local name=$1 key=$2 v last= same=0 deadline
 	deadline=$(($(_lib_now_ms) + 10000))
 	while :; do
-		v=$(stat_get "$name" "$key") || return 1
+		v=$(stat_read "$name" "$key") || return 1
 		if [ "$v" = "$last" ]; then
 			same=$((same + 1))
 			[ "$same" -lt 2 ] || { echo "$v"; return 0; }

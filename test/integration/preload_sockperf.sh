@@ -83,8 +83,18 @@ ok "client under the shim, TCP ping-pong 64 B: $PP_OBS observations; tcp_connect
 
 before=$(preload_stat tcp_tx_bytes)
 throughput cli-tcp-tp-1400 preload -i "$TOPO_ADDR_B" -p 11122 -t 2 -m 1400 --tcp
-preload_offload_ge "$name" tcp_tx_bytes $((before + TP_SENT * 1400)) 10
-ok "client under the shim, TCP throughput 1400 B: $TP_SENT messages left through dpsockd"
+# sockperf counts one message it did not send when the alarm that ends the
+# run interrupts a send blocked on a full buffer: it takes the message's
+# sequence number before the send, and keeps it when the send fails with
+# EINTR (nothing sent, as Linux's send on a blocking socket). What left
+# through dpsockd is then TP_SENT or TP_SENT - 1 whole messages, nothing else.
+preload_offload_ge "$name" tcp_tx_bytes $((before + (TP_SENT - 1) * 1400)) 10
+if [ "$PRELOAD_KERNEL" != 1 ]; then
+	sent=$(($(stat_settled "$name" tcp_tx_bytes) - before))
+	[ "$sent" -eq $((TP_SENT * 1400)) ] || [ "$sent" -eq $(((TP_SENT - 1) * 1400)) ] ||
+		fail "client under the shim, TCP throughput: $sent bytes left through dpsockd, sockperf counted $TP_SENT messages of 1400 B"
+	ok "client under the shim, TCP throughput 1400 B: $((sent / 1400)) whole messages left through dpsockd (sockperf counted $TP_SENT)"
+fi
 preload_show_clients
 
 preload_daemon_stop
