@@ -599,15 +599,8 @@ shutdown(int fd, int how)
 HOOK int
 close(int fd)
 {
-	struct shim_sock *s = shim_fdtab_take(fd);
-
-	if (s != NULL) {
-		shim_epoll_fd_closed(fd, s);
-		shim_comp_fd_closed(fd, s);
-		shim_sock_unref(s);
-	} else if (shim_epoll_is(fd)) {
+	if (!shim_fd_release(fd) && shim_epoll_is(fd))
 		shim_epoll_close(fd);
-	}
 	return REAL(close)(fd);
 }
 

@@ -103,6 +103,31 @@ shim_fdtab_take(int fd)
 	return shim_fdmap_take(&fdtab, fd);
 }
 
+bool
+shim_fd_release(int fd)
+{
+	struct shim_sock *s = shim_fdtab_take(fd);
+
+	if (s == NULL)
+		return false;
+	shim_epoll_fd_closed(fd, s);
+	shim_comp_fd_closed(fd, s);
+	shim_sock_unref(s);
+	return true;
+}
+
+void
+shim_fd_release_all(void)
+{
+	for (unsigned int hi = 0; hi < SHIM_FDMAP_PAGE; hi++) {
+		void **page = __atomic_load_n(&fdtab.page[hi], __ATOMIC_ACQUIRE);
+
+		for (unsigned int lo = 0; page != NULL && lo < SHIM_FDMAP_PAGE; lo++)
+			if (__atomic_load_n(&page[lo], __ATOMIC_ACQUIRE) != NULL)
+				shim_fd_release((int)(hi * SHIM_FDMAP_PAGE + lo));
+	}
+}
+
 struct shim_sock *
 shim_sock_new(int type, int nonblock)
 {

@@ -425,6 +425,12 @@ struct shim_sock *shim_sock_get(int fd);      /* NULL: not ours */
  * table, -ENOMEM). take: the object that was there, or NULL. */
 int shim_fdtab_set(int fd, struct shim_sock *s);
 struct shim_sock *shim_fdtab_take(int fd);
+/* What close(fd) does to the shadow object, before the kernel fd closes:
+ * out of the table, out of epoll sets and completion polling, one
+ * reference less (the last lets go of the slots). false: not ours. */
+bool shim_fd_release(int fd);
+/* shim_fd_release on every descriptor of the table (the process exits). */
+void shim_fd_release_all(void);
 /* A new undecided object (one reference), or NULL. */
 struct shim_sock *shim_sock_new(int type, int nonblock);
 /* Drop a reference; the last one lets go of the socket's slots (CLOSE to

@@ -13,7 +13,10 @@
 #     clean close: the peer reads EOF).
 # Part 1b, a preloaded sender that writes 8 MiB, close()s and exits at once
 # (its tx FIFO still holding data), to a Linux peer that pauses after 7 MiB:
-# the peer reads all of it (sha256), then EOF, not RST.
+# the peer reads all of it (sha256), then EOF, not RST; the same for a
+# sender that exit()s without closing (the kernel closes a process's
+# sockets in order at exit), and 500 UDP datagrams sent just before exit()
+# all arrive.
 # Part 2, dpsockd stopped under blocked preloaded calls, once with SIGTERM
 # (clean stop: dpsockd exits 0) and once with SIGKILL:
 #   - a preloaded process blocked in accept() gets ECONNABORTED, one blocked
@@ -171,29 +174,75 @@ try:
 except ConnectionResetError:
     print("reset after %d" % n, flush=True)
 PY
+# send.py close|exit ADDR PORT: close() then exit, or exit() without
+# closing: libc's exit() straight from ctypes, so that Python closes
+# nothing itself (a C program that exits with its sockets open); the kernel
+# closes them in order either way.
 cat >"$TEST_TMP/send.py" <<'PY'
-import socket, sys
-c = socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=30)
+import ctypes, socket, sys
+c = socket.create_connection((sys.argv[2], int(sys.argv[3])), timeout=30)
 chunk = bytes(range(256)) * 4096
 for _ in range(8):
     c.sendall(chunk)
-c.close()
 print("sent", flush=True)
+if sys.argv[1] == "close":
+    c.close()
+else:
+    ctypes.CDLL(None).exit(0)
 PY
 want=$(python3 -c 'import hashlib; print("eof %d %s" % (8 << 20, hashlib.sha256(bytes(range(256)) * 4096 * 8).hexdigest()))')
-peer_start sink python3 "$TEST_TMP/sink.py" "$TOPO_ADDR_B" 9101
-wait_until 10 grep -q listening "$TEST_TMP/sink.log"
-preload_start send python3 "$TEST_TMP/send.py" "$TOPO_ADDR_B" 9101
-rc=0
-preload_wait send 30 || rc=$?
-[ "$rc" -eq 0 ] || fail "the preloaded sender exited with $rc: $(tail -n 3 "$TEST_TMP/send.log" | tr '\n' ' ')"
-preload_wait sink 30 || fail "the peer: $(tail -n 2 "$TEST_TMP/sink.log" | tr '\n' ' ')"
-got=$(grep -E '^(eof|reset)' "$TEST_TMP/sink.log") || fail "the peer printed no outcome"
-[ "$got" = "$want" ] || fail "close() then exit: the peer got '$got', want '$want'"
-if [ "$PRELOAD_KERNEL" != 1 ]; then
-	wait_until 10 test "$(preload_stat tcp_conns)" -eq 0
-fi
-ok "a preloaded sender that closed and exited at once: the peer read all 8 MiB (sha256 equal), then EOF"
+for mode in close exit; do
+	peer_start sink python3 "$TEST_TMP/sink.py" "$TOPO_ADDR_B" 9101
+	wait_until 10 grep -q listening "$TEST_TMP/sink.log"
+	preload_start send python3 "$TEST_TMP/send.py" "$mode" "$TOPO_ADDR_B" 9101
+	rc=0
+	preload_wait send 30 || rc=$?
+	[ "$rc" -eq 0 ] || fail "the preloaded sender ($mode) exited with $rc: $(tail -n 3 "$TEST_TMP/send.log" | tr '\n' ' ')"
+	preload_wait sink 30 || fail "the peer: $(tail -n 2 "$TEST_TMP/sink.log" | tr '\n' ' ')"
+	got=$(grep -E '^(eof|reset)' "$TEST_TMP/sink.log") || fail "the peer printed no outcome"
+	[ "$got" = "$want" ] || fail "$mode: the peer got '$got', want '$want'"
+	if [ "$PRELOAD_KERNEL" != 1 ]; then
+		wait_until 10 test "$(preload_stat tcp_conns)" -eq 0
+	fi
+	case $mode in
+	close) ok "a preloaded sender that closed and exited at once: the peer read all 8 MiB (sha256 equal), then EOF" ;;
+	exit) ok "a preloaded sender that exited without closing: the peer read all 8 MiB (sha256 equal), then EOF, as from the kernel" ;;
+	esac
+done
+
+# UDP: 500 datagrams, then exit() without closing: every one reaches the
+# peer (the kernel sends a datagram before sendto returns; dpsockd's tx
+# FIFO must not lose the last ones when the program's group ends).
+cat >"$TEST_TMP/udp_recv.py" <<'PY'
+import socket, sys
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 20)
+s.bind((sys.argv[1], int(sys.argv[2])))
+print("listening", flush=True)
+s.settimeout(3)
+n = 0
+try:
+    while True:
+        s.recv(2048)
+        n += 1
+except socket.timeout:
+    pass
+print("got %d" % n, flush=True)
+PY
+cat >"$TEST_TMP/udp_send.py" <<'PY'
+import ctypes, socket, sys
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+for i in range(500):
+    s.sendto(b"%04d" % i + bytes(996), (sys.argv[1], int(sys.argv[2])))
+ctypes.CDLL(None).exit(0)
+PY
+peer_start urecv python3 "$TEST_TMP/udp_recv.py" "$TOPO_ADDR_B" 9102
+wait_until 10 grep -q listening "$TEST_TMP/urecv.log"
+preload_run python3 "$TEST_TMP/udp_send.py" "$TOPO_ADDR_B" 9102 || fail "the preloaded UDP sender failed"
+preload_wait urecv 30 || fail "the UDP peer: $(tail -n 2 "$TEST_TMP/urecv.log" | tr '\n' ' ')"
+got=$(grep '^got' "$TEST_TMP/urecv.log")
+[ "$got" = "got 500" ] || fail "UDP, exit() without closing: the peer $got of 500 datagrams"
+ok "a preloaded UDP sender that exited without closing: all 500 datagrams reached the peer"
 
 if [ "$PRELOAD_KERNEL" = 1 ]; then
 	pass "kernel self-check of part 1 (part 2 needs dpsockd)"
