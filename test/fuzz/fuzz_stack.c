@@ -296,23 +296,30 @@ static void
 check_tx(const uint8_t *f, uint32_t len)
 {
 	const struct dpsock_port_caps *caps = &d->ports[0].caps;
-	uint32_t ihl, tot, l4len, sum;
+	uint16_t tci = d->ports[0].vlan_tci;
+	uint32_t ihl, tot, l4len, sum, l2 = tci != 0 ? 18 : 14;
 	const uint8_t *ip, *l4;
 	uint16_t type;
 
-	FUZZ_CHECK(len >= 14 && len <= 14u + d->ports[0].mtu, "TX frame of %u bytes", len);
+	FUZZ_CHECK(len >= l2 && len <= l2 + d->ports[0].mtu, "TX frame of %u bytes", len);
 	FUZZ_CHECK(memcmp(f + 6, fuzz_port_mac, 6) == 0, "TX frame from another MAC");
 	type = (uint16_t)(f[12] << 8 | f[13]);
+	if (tci != 0) {
+		/* on a VLAN: every frame tagged with the interface's tag */
+		FUZZ_CHECK(type == RTE_ETHER_TYPE_VLAN && (uint16_t)(f[14] << 8 | f[15]) == tci,
+			   "TX frame not tagged %#x (ethertype %#x)", tci, type);
+		type = (uint16_t)(f[16] << 8 | f[17]);
+	}
 	if (type == RTE_ETHER_TYPE_ARP) {
-		FUZZ_CHECK(len >= 42, "ARP frame of %u bytes", len);
+		FUZZ_CHECK(len >= l2 + 28, "ARP frame of %u bytes", len);
 		return;
 	}
 	FUZZ_CHECK(type == RTE_ETHER_TYPE_IPV4, "TX ethertype %#x", type);
-	ip = f + 14;
-	FUZZ_CHECK(len >= 34 && ip[0] >> 4 == 4 && (ip[0] & 0xf) >= 5, "TX IPv4 header");
+	ip = f + l2;
+	FUZZ_CHECK(len >= l2 + 20 && ip[0] >> 4 == 4 && (ip[0] & 0xf) >= 5, "TX IPv4 header");
 	ihl = (ip[0] & 0xfu) * 4;
 	tot = (uint32_t)ip[2] << 8 | ip[3];
-	FUZZ_CHECK(tot >= ihl && 14 + tot <= len, "TX IPv4 total length %u in a %u-byte frame",
+	FUZZ_CHECK(tot >= ihl && l2 + tot <= len, "TX IPv4 total length %u in a %u-byte frame",
 		   tot, len);
 	if (!caps->tx_ip_cksum)
 		FUZZ_CHECK(cksum(ip, ihl, 0) == 0xffff, "TX IPv4 header checksum");
@@ -497,7 +504,7 @@ fuzz_stack_frame_record(const uint8_t *p, size_t n)
 {
 	static uint8_t f[UINT16_MAX];
 	uint8_t flags, mode;
-	size_t len;
+	size_t len, used;
 
 	if (n < 4)
 		return n;
@@ -510,13 +517,27 @@ fuzz_stack_frame_record(const uint8_t *p, size_t n)
 		len = n;
 	if (len == 0)
 		return 4;
+	used = 4 + len;
 	memcpy(f, p, len);
 	fix_frame(f, len, flags, mode);
+	if (mode & 128) {
+		/* the port goes on VLAN FUZZ_VLAN_TCI, or back off it, once what
+		 * it sent so far went out under the old setting */
+		fuzz_stack_poll(1);
+		d->ports[0].vlan_tci = d->ports[0].vlan_tci != 0 ? 0 : FUZZ_VLAN_TCI;
+	}
+	if (mode & 64 && len >= 12 && len + 4 <= sizeof(f)) {
+		/* tagged with FUZZ_VLAN_TCI after the fix-ups */
+		memmove(f + 16, f + 12, len - 12);
+		put16(f + 12, RTE_ETHER_TYPE_VLAN);
+		put16(f + 14, FUZZ_VLAN_TCI);
+		len += 4;
+	}
 	fuzz_stack_rx(f, len, ip_verdicts[(flags >> 4) & 3] | l4_verdicts[flags >> 6],
 		      (mode & 3) + 1u);
 	if (!(mode & 4))
 		fuzz_stack_poll(1);
-	return 4 + len;
+	return used;
 }
 
 /* An ARP reply from the peer: 198.18.0.2 is at fuzz_peer_mac. */
@@ -597,5 +618,6 @@ fuzz_stack_reset(void)
 	}
 	fuzz_seen.tcp_next = 0;
 	fuzz_seen.tcp_sport = fuzz_seen.tcp_dport = 0;
+	d->ports[0].vlan_tci = 0; /* every input starts untagged */
 	peer_arp();
 }

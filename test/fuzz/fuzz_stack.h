@@ -25,6 +25,7 @@
 /* Addresses of the test network (198.18.0.0/24). Network byte order. */
 #define FUZZ_LOCAL_IP 0xc6120001u  /* 198.18.0.1: the stack */
 #define FUZZ_PEER_IP 0xc6120002u   /* 198.18.0.2: the fuzzer's frames */
+#define FUZZ_VLAN_TCI 0xa064u      /* 802.1Q priority 5, VLAN 100 (frame records, mode 64, 128) */
 #define FUZZ_GW_IP 0xc61200feu     /* 198.18.0.254 */
 
 /* What the stack last sent, for inputs that answer it. */
@@ -64,7 +65,10 @@ bool fuzz_stack_rx(const uint8_t *frame, size_t len, uint64_t ol_flags, unsigned
  *   mode:  bits 0-1 mbufs - 1 the frame is split over, 4 no loop iteration
  *          after it (frames share an rx burst), 8 Ethernet addresses peer ->
  *          port, 16 IPv4 addresses peer -> stack, 32 TCP/UDP ports swapped
- *          from the stack's last TCP segment
+ *          from the stack's last TCP segment, 64 the frame tagged
+ *          FUZZ_VLAN_TCI (802.1Q) after those fix-ups, 128 first the port
+ *          goes on VLAN FUZZ_VLAN_TCI (or off it again) for the rest of the
+ *          input (then every frame it sends must carry that tag)
  * Queues the frame and runs the worker once. Returns the bytes used.
  */
 size_t fuzz_stack_frame_record(const uint8_t *p, size_t n);

@@ -168,6 +168,20 @@ def frames_seeds():
     s['tcp_nic_checksums'] = frame(eth(ipv4(6, tcp(40000, 80, 1000, 0, SYN))), flags=0x10 | 0x40)
     s['tcp_syn_fin'] = frame(eth(ipv4(6, tcp(40000, 80, 1000, 0, SYN | FIN))))
     s['burst'] = b''.join(frame(eth(ipv4(1, icmp_echo(9, i))), mode=4) for i in range(8)) + poll(1)
+    # 802.1Q (mode 64: the frame tagged for VLAN 100; 128: the port goes on
+    # VLAN 100 first): on the VLAN, a ping, ARP, an HTTP exchange and the
+    # app's UDP; an untagged frame there and a tagged one on an untagged
+    # port are dropped
+    VLAN, VLAN_ON = 64, 128
+    s['vlan_ping_arp'] = (frame(eth(ipv4(1, icmp_echo(4, 1))), mode=VLAN | VLAN_ON)
+                          + frame(eth(arp(1, PEER_MAC, PEER, b'\0' * 6, LOCAL), 0x0806), mode=VLAN))
+    s['vlan_tcp_http'] = (frame(eth(ipv4(6, tcp(40000, 80, 1000, 0, SYN, options=MSS))), mode=VLAN | VLAN_ON)
+                          + frame(eth(ipv4(6, tcp(40000, 80, 1001, 0, ACK))), flags=8 | 4 | 2, mode=VLAN)
+                          + frame(eth(ipv4(6, tcp(40000, 80, 1001, 0, PSH | ACK, b'GET / HTTP/1.1\r\n\r\n'))),
+                                  flags=8 | 4 | 2, mode=VLAN)
+                          + udp_send(5000, 3000) + poll(2))
+    s['vlan_untagged_dropped'] = frame(eth(ipv4(1, icmp_echo(5, 1))), mode=VLAN_ON) + poll(1)
+    s['vlan_tagged_on_untagged'] = frame(eth(ipv4(17, udp(5000, 7, b'tagged'))), mode=VLAN)
     return s
 
 
