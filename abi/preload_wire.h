@@ -55,8 +55,10 @@
  * 5: UDP multicast and options: OP_MCAST, UDP_BIND's reuse flags and owner,
  *    SETOPT of IP_TTL / IP_TOS / IP_MULTICAST_* / SO_RCVBUF, datagram
  *    headers with destination, interface and receive time, interfaces'
- *    kernel ifindex. */
-#define DPSOCK_PL_VERSION 5
+ *    kernel ifindex.
+ * 6: static routes in the segment header (routes[]: the offload decision
+ *    and the local address of a connecting socket follow them). */
+#define DPSOCK_PL_VERSION 6
 
 /* ======================================================================== */
 /* Control socket (SOCK_SEQPACKET, one message = one struct)                */
@@ -167,6 +169,7 @@ static_assert(sizeof(struct dpsock_pl_rule) == 96, "rule size");
 
 #define DPSOCK_PL_MAX_RULES 64
 #define DPSOCK_PL_MAX_IFACES 4
+#define DPSOCK_PL_MAX_ROUTES 32
 
 /* An address the daemon serves, and where its gateway leads. */
 struct dpsock_pl_iface {
@@ -177,6 +180,16 @@ struct dpsock_pl_iface {
 	uint32_t mtu;
 	uint32_t ifindex;         /* the port's kernel netdev (IP_PKTINFO, MCAST_JOIN_GROUP,
 				   * ip_mreqn), 0: none (a NIC bound to vfio) */
+};
+
+/* A static route of the daemon's (routes = [ ... ]): what no interface's
+ * subnet holds and dest/prefix_len does leaves by ifaces[iface]. */
+struct dpsock_pl_route {
+	uint32_t dest;            /* network order */
+	uint32_t gateway;         /* network order */
+	uint8_t prefix_len;
+	uint8_t iface;            /* index into ifaces[] */
+	uint8_t pad[2];
 };
 
 /*
@@ -247,6 +260,8 @@ struct dpsock_pl_seg {
 	/* congestion control of connections that set none (tcp.congestion):
 	 * getsockopt(TCP_CONGESTION) before a connection exists */
 	char tcp_congestion[16];
+	uint32_t n_routes;
+	struct dpsock_pl_route routes[DPSOCK_PL_MAX_ROUTES];
 };
 
 #define DPSOCK_PL_SEG_HDR 16384u

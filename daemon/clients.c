@@ -314,6 +314,14 @@ group_create(struct pl_ctl *c, char *why, size_t whylen)
 	}
 	hdr->n_rules = conf->n_rules;
 	memcpy(hdr->rules, conf->rules, conf->n_rules * sizeof(conf->rules[0]));
+	static_assert(DPSOCK_PL_MAX_ROUTES == DPSOCK_MAX_ROUTES, "routes in the segment");
+	hdr->n_routes = conf->n_routes;
+	for (i = 0; i < conf->n_routes; i++) {
+		hdr->routes[i].dest = conf->routes[i].dest;
+		hdr->routes[i].gateway = conf->routes[i].gateway;
+		hdr->routes[i].prefix_len = conf->routes[i].prefix_len;
+		hdr->routes[i].iface = conf->routes[i].iface;
+	}
 	snprintf(hdr->daemon_name, sizeof(hdr->daemon_name), "%s", conf->name);
 	snprintf(hdr->tcp_congestion, sizeof(hdr->tcp_congestion), "%s", conf->congestion);
 	hdr->state = DPSOCK_PL_RUNNING;

@@ -159,3 +159,20 @@ dpsock_lwip_vlan_set(struct netif *netif)
 	(void)netif;
 	return -1;
 }
+
+/* dpsock_lwip_hooks.h: without the stack (the lwIP unit tests), no static
+ * routes. stack/netif.c's definitions replace these. */
+__attribute__((weak)) struct netif *
+dpsock_lwip_route(const ip4_addr_t *dest)
+{
+	(void)dest;
+	return NULL;
+}
+
+__attribute__((weak)) const ip4_addr_t *
+dpsock_lwip_route_gw(struct netif *netif, const ip4_addr_t *dest)
+{
+	(void)netif;
+	(void)dest;
+	return NULL;
+}

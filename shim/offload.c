@@ -57,12 +57,15 @@ plen_mask(unsigned int plen)
 }
 
 /* The served interface a client socket's traffic to addr leaves by, or
- * NULL: its subnet, else the first one with a gateway. */
+ * NULL, as the workers route: its subnet, else the longest static route
+ * holding it, else the first interface with a gateway. */
 static const struct dpsock_pl_iface *
 iface_for(uint32_t addr)
 {
 	const struct dpsock_pl_seg *g = shim_seg();
 	uint32_t n = g->n_ifaces < DPSOCK_PL_MAX_IFACES ? g->n_ifaces : DPSOCK_PL_MAX_IFACES;
+	uint32_t nr = g->n_routes < DPSOCK_PL_MAX_ROUTES ? g->n_routes : DPSOCK_PL_MAX_ROUTES;
+	const struct dpsock_pl_route *best = NULL;
 
 	for (uint32_t i = 0; i < n; i++) {
 		uint32_t m = plen_mask(g->ifaces[i].prefix_len);
@@ -70,6 +73,15 @@ iface_for(uint32_t addr)
 		if ((addr & m) == (g->ifaces[i].addr & m))
 			return &g->ifaces[i];
 	}
+	for (uint32_t i = 0; i < nr; i++) {
+		const struct dpsock_pl_route *r = &g->routes[i];
+
+		if ((addr & plen_mask(r->prefix_len)) == r->dest && r->iface < n &&
+		    (best == NULL || r->prefix_len > best->prefix_len))
+			best = r;
+	}
+	if (best != NULL)
+		return &g->ifaces[best->iface];
 	for (uint32_t i = 0; i < n; i++)
 		if (g->ifaces[i].gateway != 0)
 			return &g->ifaces[i];

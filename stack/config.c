@@ -56,6 +56,7 @@ enum conf_type {
 	CONF_IFACE_LIST,  /* ( { iface }, ... ) (struct dpsock_config only) */
 	CONF_UID_LIST,    /* [ uid, ... ] (struct dpsock_config only) */
 	CONF_RULE_LIST,   /* [ "rule line", ... ] (struct dpsock_config only) */
+	CONF_ROUTE_LIST,  /* [ "DEST/LEN via GATEWAY", ... ] (struct dpsock_config only) */
 };
 
 #define CONF_F_REQUIRED 0x1u /* must be present (no default) */
@@ -151,6 +152,8 @@ static const struct conf_key conf_main_keys[] = {
 		  "pace new data at 2x (slow start) or 1.2x cwnd/RTT, in bursts of 1 ms (Linux's internal pacing); off: as Linux's CUBIC"),
 	K_UINT(DC, "stats.socket_slots", socket_slots, 4096, 0, 65536, 0,
 	       "sockets each worker lists in the stats segment (dpsock-stat -v sockets); 0 = none"),
+	K_SPECIAL(DC, "routes", CONF_ROUTE_LIST, routes, 0, 0,
+		  "static routes, [ \"DEST/LEN via GATEWAY\", ... ]: what no interface's subnet holds goes to the gateway of the longest matching prefix (on the interface whose subnet holds that gateway), before the interfaces' default gateway"),
 	K_SPECIAL(DC, "interfaces", CONF_IFACE_LIST, ifaces, 0, CONF_F_REQUIRED,
 		  "ports and their addresses, ( { port = ...; address = ...; }, ... ); 1..4 entries"),
 	K_SPECIAL(DC, "preload.allowed_uids", CONF_UID_LIST, allowed_uids, 0, 0,
@@ -687,6 +690,86 @@ parse_rule_list(struct parse_ctx *p, struct dpsock_config *c,
 	return 0;
 }
 
+/* "a.b.c.d/len" into host-order address and length; NULL or why not. */
+static const char *
+parse_prefix(const char *str, uint32_t *a, unsigned int *len)
+{
+	char buf[64], *slash, *end;
+	unsigned long l;
+
+	if (strlen(str) >= sizeof(buf))
+		return "is too long for a.b.c.d/len";
+	snprintf(buf, sizeof(buf), "%s", str);
+	slash = strchr(buf, '/');
+	if (slash == NULL)
+		return "has no prefix length (a.b.c.d/len)";
+	*slash = '\0';
+	if (parse_ipv4(buf, a) < 0)
+		return "is not an IPv4 prefix (a.b.c.d/len)";
+	errno = 0;
+	l = strtoul(slash + 1, &end, 10);
+	if (slash[1] < '0' || slash[1] > '9' || *end != '\0' || errno != 0 || l > 32)
+		return "has a prefix length that is not 0..32";
+	*len = (unsigned int)l;
+	return NULL;
+}
+
+/* routes = [ "DEST/LEN via GATEWAY", ... ] (the interface is found later,
+ * routes_validate, once every interface is known). */
+static int
+parse_route_list(struct parse_ctx *p, struct dpsock_config *c,
+		 const config_setting_t *s, const char *path)
+{
+	int t = config_setting_type(s), i, j, n;
+
+	if (t != CONFIG_TYPE_ARRAY && t != CONFIG_TYPE_LIST)
+		return fail(p, s, path, "expected a list of route strings, like [ \"198.19.0.0/16 via 198.18.0.254\" ], got %s",
+			    type_name(t));
+	n = config_setting_length(s);
+	c->n_routes = 0;
+	for (i = 0; i < n; i++) {
+		const config_setting_t *e = config_setting_get_elem(s, (unsigned int)i);
+		const config_setting_t *at = config_setting_source_line(e) > 0 ? e : s;
+		char epath[64], dst[64], via[16], gw[64], extra[2];
+		struct dpsock_route_conf *r;
+		unsigned int len;
+		uint32_t a, g;
+		const char *str, *why;
+
+		pathf(epath, sizeof(epath), "%s[%d]", path, i);
+		if (config_setting_type(e) != CONFIG_TYPE_STRING)
+			return fail(p, at, epath, "expected a string, got %s",
+				    type_name(config_setting_type(e)));
+		str = config_setting_get_string(e);
+		if (sscanf(str, "%63s %15s %63s %1s", dst, via, gw, extra) != 3 ||
+		    strcmp(via, "via") != 0)
+			return fail(p, at, epath, "'%s': expected \"DEST/LEN via GATEWAY\"", str);
+		if ((why = parse_prefix(dst, &a, &len)) != NULL)
+			return fail(p, at, epath, "destination '%s' %s", dst, why);
+		if ((a & ~prefix_mask(len)) != 0)
+			return fail(p, at, epath, "destination '%s' has bits set past its prefix length "
+				    "(the network is %u.%u.%u.%u/%u)", dst, (a & prefix_mask(len)) >> 24,
+				    ((a & prefix_mask(len)) >> 16) & 0xff, ((a & prefix_mask(len)) >> 8) & 0xff,
+				    a & prefix_mask(len) & 0xff, len);
+		if (parse_ipv4(gw, &g) < 0)
+			return fail(p, at, epath, "gateway '%s' is not an IPv4 address (a.b.c.d)", gw);
+		if ((why = ipv4_unicast_why(g)) != NULL)
+			return fail(p, at, epath, "gateway %s %s", gw, why);
+		for (j = 0; j < (int)c->n_routes; j++)
+			if (c->routes[j].dest == htonl(a) && c->routes[j].prefix_len == len)
+				return fail(p, at, epath, "a second route to %s (also %s[%d])", dst, path, j);
+		if (c->n_routes >= DPSOCK_MAX_ROUTES)
+			return fail(p, at, epath, "at most %d routes", DPSOCK_MAX_ROUTES);
+		r = &c->routes[c->n_routes++];
+		r->dest = htonl(a);
+		r->prefix_len = (uint8_t)len;
+		r->gateway = htonl(g);
+		r->iface = 0;
+		r->line = (int)config_setting_source_line(at);
+	}
+	return 0;
+}
+
 static int
 parse_value(struct parse_ctx *p, const struct scope *sc, const struct conf_key *k,
 	    const config_setting_t *s, const char *path)
@@ -733,6 +816,8 @@ parse_value(struct parse_ctx *p, const struct scope *sc, const struct conf_key *
 		return parse_uid_list(p, sc->base, s, path);
 	case CONF_RULE_LIST:
 		return parse_rule_list(p, sc->base, s, path);
+	case CONF_ROUTE_LIST:
+		return parse_route_list(p, sc->base, s, path);
 	case CONF_IPV4_ADDR:
 		if (get_string(p, s, path, &str) < 0)
 			return -EINVAL;
@@ -942,6 +1027,9 @@ apply_defaults(const struct conf_key *keys, size_t n, void *base)
 		case CONF_RULE_LIST:
 			((struct dpsock_config *)base)->n_rules = 0;
 			break;
+		case CONF_ROUTE_LIST:
+			((struct dpsock_config *)base)->n_routes = 0;
+			break;
 		}
 	}
 }
@@ -1047,6 +1135,51 @@ parse_iface_list(struct parse_ctx *p, struct dpsock_config *c,
 	return 0;
 }
 
+/* Each route's gateway on an interface's subnet (which becomes the route's
+ * interface), and no route inside a connected subnet (the stack reaches
+ * those directly: such a route would never be used). */
+static int
+routes_validate(struct parse_ctx *p, struct dpsock_config *c)
+{
+	for (unsigned int i = 0; i < c->n_routes; i++) {
+		struct dpsock_route_conf *r = &c->routes[i];
+		uint32_t g = ntohl(r->gateway), d = ntohl(r->dest);
+		char path[32], gs[16], ds[16], net[16];
+		int found = -1;
+
+		pathf(path, sizeof(path), "routes[%u]", i);
+		format_ipv4(g, gs, sizeof(gs));
+		format_ipv4(d, ds, sizeof(ds));
+		for (unsigned int j = 0; j < c->n_ifaces; j++) {
+			const struct dpsock_iface_conf *f = &c->ifaces[j];
+			uint32_t a = ntohl(f->addr), m = prefix_mask(f->prefix_len);
+
+			format_ipv4(a & m, net, sizeof(net));
+			if (r->prefix_len >= f->prefix_len && (d & m) == (a & m))
+				return fail_at(p, NULL, r->line, path,
+					       "the route to %s/%u lies inside interfaces[%u]'s subnet "
+					       "%s/%u, which the stack reaches directly", ds,
+					       r->prefix_len, j, net, f->prefix_len);
+			if (found < 0 && (g & m) == (a & m)) {
+				if (g == a)
+					return fail_at(p, NULL, r->line, path,
+						       "gateway %s is interfaces[%u]'s own address", gs, j);
+				if (f->prefix_len < 31 && ((g & ~m) == 0 || (g & ~m) == ~m))
+					return fail_at(p, NULL, r->line, path,
+						       "gateway %s is the network or broadcast address of %s/%u",
+						       gs, net, f->prefix_len);
+				found = (int)j;
+			}
+		}
+		if (found < 0)
+			return fail_at(p, NULL, r->line, path,
+				       "gateway %s is on no interface's subnet: a route's gateway must be "
+				       "reachable directly", gs);
+		r->iface = (uint8_t)found;
+	}
+	return 0;
+}
+
 /* Rules across top-level keys. */
 static int
 main_validate(struct parse_ctx *p, struct dpsock_config *c,
@@ -1056,6 +1189,8 @@ main_validate(struct parse_ctx *p, struct dpsock_config *c,
 
 	if (seen_key(sc, "interfaces") == NULL || c->n_ifaces == 0)
 		return fail_at(p, NULL, 0, "interfaces", "at least one interface is required");
+	if (routes_validate(p, c) < 0)
+		return -EINVAL;
 	/* rte_mempool_create: cache_size * 1.5 must not exceed the pool */
 	if ((uint64_t)c->mbuf_cache * 3 > (uint64_t)c->mbufs * 2) {
 		const char *key = "memory.mbuf_cache";
@@ -1280,6 +1415,21 @@ format_value(const struct conf_key *k, const void *base, char *buf, size_t len)
 			snprintf(buf, len, "%u rule%s", c->n_rules, c->n_rules == 1 ? "" : "s");
 		break;
 	}
+	case CONF_ROUTE_LIST: {
+		const struct dpsock_config *c = base;
+		size_t used = 0;
+		char d[16], g[16];
+
+		if (c->n_routes == 0)
+			snprintf(buf, len, "none");
+		for (unsigned int i = 0; i < c->n_routes && used < len; i++) {
+			format_ipv4(ntohl(c->routes[i].dest), d, sizeof(d));
+			format_ipv4(ntohl(c->routes[i].gateway), g, sizeof(g));
+			used += (size_t)snprintf(buf + used, len - used, "%s%s/%u via %s", i ? ", " : "",
+						 d, c->routes[i].prefix_len, g);
+		}
+		break;
+	}
 	case CONF_LOG_MODULES:
 	case CONF_IFACE_LIST:
 		break;
@@ -1368,6 +1518,7 @@ describe_type(const struct conf_key *k, char *buf, size_t len)
 	case CONF_IFACE_LIST: snprintf(buf, len, "list of groups"); break;
 	case CONF_UID_LIST: snprintf(buf, len, "uid list"); break;
 	case CONF_RULE_LIST: snprintf(buf, len, "list of strings"); break;
+	case CONF_ROUTE_LIST: snprintf(buf, len, "list of strings"); break;
 	}
 }
 

@@ -45,6 +45,16 @@ struct dpsock_iface_conf {
 	int line;                        /* line in the file, for later errors */
 };
 
+/* A static route (routes = [ "DEST/LEN via GATEWAY", ... ]). */
+#define DPSOCK_MAX_ROUTES 32
+struct dpsock_route_conf {
+	uint32_t dest;                   /* network byte order, host bits zero */
+	uint32_t gateway;                /* network byte order */
+	uint8_t prefix_len;              /* 0..32 */
+	uint8_t iface;                   /* the interface whose subnet holds the gateway */
+	int line;                        /* line in the file, for later errors */
+};
+
 struct dpsock_config {
 	char path[256];        /* file it came from, "" = built-in defaults */
 	char name[DPSOCK_NAME_MAX]; /* instance name: shm names, dpsock-stat -n */
@@ -89,6 +99,8 @@ struct dpsock_config {
 	/* interfaces */
 	unsigned int n_ifaces;
 	struct dpsock_iface_conf ifaces[DPSOCK_MAX_PORTS];
+	unsigned int n_routes;
+	struct dpsock_route_conf routes[DPSOCK_MAX_ROUTES];
 
 	/* preload clients (daemon/clients.c, daemon/serve.c) */
 	unsigned int n_allowed_uids; /* 0: root and the daemon's own uid */

@@ -600,6 +600,48 @@ pbuf_lend(struct dpsock_worker_port *wp, struct pbuf *p)
 	return head;
 }
 
+/* The configured route of the longest prefix holding dest (network
+ * order), or NULL. */
+static const struct dpsock_route_conf *
+route_find(const struct dpsock_config *c, uint32_t dest)
+{
+	const struct dpsock_route_conf *best = NULL;
+
+	for (unsigned int i = 0; i < c->n_routes; i++) {
+		const struct dpsock_route_conf *r = &c->routes[i];
+		uint32_t mask = r->prefix_len ? rte_cpu_to_be_32(~0u << (32 - r->prefix_len)) : 0;
+
+		if ((dest & mask) == r->dest && (best == NULL || r->prefix_len > best->prefix_len))
+			best = r;
+	}
+	return best;
+}
+
+struct netif *
+dpsock_lwip_route(const ip4_addr_t *dest)
+{
+	struct dpsock_worker *w = dpsock_self;
+	const struct dpsock_route_conf *r;
+	struct netif *nif;
+
+	if (w == NULL || (r = route_find(&w->d->conf, ip4_addr_get_u32(dest))) == NULL)
+		return NULL;
+	nif = &w->ports[r->iface].netif;
+	return netif_is_up(nif) && netif_is_link_up(nif) ? nif : NULL;
+}
+
+const ip4_addr_t *
+dpsock_lwip_route_gw(struct netif *netif, const ip4_addr_t *dest)
+{
+	const struct dpsock_worker_port *wp = netif->state;
+	const struct dpsock_stack *d = wp->w->d;
+	const struct dpsock_route_conf *r = route_find(&d->conf, ip4_addr_get_u32(dest));
+
+	if (r == NULL || r->iface != wp->port_idx)
+		return NULL;
+	return &d->route_gw[r - d->conf.routes];
+}
+
 s32_t
 dpsock_lwip_vlan_set(struct netif *netif)
 {

@@ -297,6 +297,8 @@ setup_ports(struct dpsock_stack *d)
 	unsigned int i, k;
 	int ret;
 
+	for (i = 0; i < c->n_routes; i++)
+		ip4_addr_set_u32(&d->route_gw[i], c->routes[i].gateway);
 	for (i = 0; i < c->n_ifaces; i++) {
 		const struct dpsock_iface_conf *ic = &c->ifaces[i];
 		struct dpsock_port *p = &d->ports[i];
@@ -704,6 +706,15 @@ dpsock_run(const struct dpsock_app *app, void *arg)
 
 		DPSOCK_LOG(NOTICE, main, "serving %s/%u on %s", inet_ntoa(a), ic->prefix_len,
 			   d->ports[i].name);
+	}
+	for (i = 0; i < d->conf.n_routes; i++) {
+		const struct dpsock_route_conf *r = &d->conf.routes[i];
+		char dst[INET_ADDRSTRLEN], gw[INET_ADDRSTRLEN];
+
+		inet_ntop(AF_INET, &r->dest, dst, sizeof(dst));
+		inet_ntop(AF_INET, &r->gateway, gw, sizeof(gw));
+		DPSOCK_LOG(NOTICE, main, "route %s/%u via %s on %s", dst, r->prefix_len, gw,
+			   d->ports[r->iface].name);
 	}
 	control_tasks(d);
 	/* release: the segment's contents are complete before readers see it run */

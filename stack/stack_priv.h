@@ -173,6 +173,7 @@ struct dpsock_steer_ops {
 
 struct dpsock_stack {
 	struct dpsock_config conf;
+	ip4_addr_t route_gw[DPSOCK_MAX_ROUTES]; /* conf.routes[i].gateway, for lwIP */
 	unsigned int n_ports;
 	struct dpsock_port ports[DPSOCK_MAX_PORTS];
 	unsigned int n_workers;

@@ -60,4 +60,12 @@ int dpsock_lwip_udp_deliver(struct pbuf *p, struct netif *inp, struct udp_pcb *p
  * send untagged (stack/netif.c). */
 s32_t dpsock_lwip_vlan_set(struct netif *netif);
 
+/* Static routes (stack/netif.c): the netif of the longest configured
+ * prefix holding dest (ip4_route asks once no connected subnet holds it),
+ * or NULL for lwIP's default netif; the next hop on netif for an off-link
+ * dest: that route's gateway when the route leaves through netif, else
+ * NULL (the netif's own gateway). */
+struct netif *dpsock_lwip_route(const ip4_addr_t *dest);
+const ip4_addr_t *dpsock_lwip_route_gw(struct netif *netif, const ip4_addr_t *dest);
+
 #endif /* DPSOCK_LWIP_HOOKS_H */

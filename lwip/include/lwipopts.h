@@ -146,6 +146,11 @@ void dpsock_lwip_timeouts_fini(void);
  * what it receives before lwIP sees it (stack/worker.c). */
 #define ETHARP_SUPPORT_VLAN             1
 #define LWIP_HOOK_VLAN_SET(netif, p, src, dst, eth_type) dpsock_lwip_vlan_set(netif)
+/* Static routes (routes = [ ... ]): after the connected subnets, before the
+ * default netif; the next hop of an off-link destination is the route's
+ * gateway, else the netif's own (dpsock_lwip_hooks.h) */
+#define LWIP_HOOK_IP4_ROUTE(dest)                 dpsock_lwip_route(dest)
+#define LWIP_HOOK_ETHARP_GET_GW(netif, dest)      dpsock_lwip_route_gw((netif), (dest))
 #define LWIP_NETIF_STATUS_CALLBACK      1
 #define LWIP_NETIF_LINK_CALLBACK        1
 #define LWIP_NETIF_HWADDRHINT           1   /* per-pcb ARP cache hint */

@@ -19,6 +19,7 @@
  * block the fuzzer. Which files a root-owned configuration may include is
  * the administrator's business.
  */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -85,6 +86,32 @@ check_accepted(const struct dpsock_config *c)
 		FUZZ_CHECK(ic->prefix_len <= 32, "prefix %u", ic->prefix_len);
 		FUZZ_CHECK(ic->mtu >= 68 && ic->mtu <= 9000, "mtu %u", ic->mtu);
 		FUZZ_CHECK(ic->addr != 0, "address 0 accepted");
+		FUZZ_CHECK(ic->vlan <= 4094 && ic->vlan_priority <= 7 &&
+			   (ic->vlan != 0 || ic->vlan_priority == 0), "vlan %u priority %u",
+			   ic->vlan, ic->vlan_priority);
+	}
+	/* every route: network address, gateway directly on its interface's
+	 * subnet (not the interface's own address), none inside a subnet */
+	FUZZ_CHECK(c->n_routes <= DPSOCK_MAX_ROUTES, "routes %u", c->n_routes);
+	for (i = 0; i < c->n_routes; i++) {
+		const struct dpsock_route_conf *r = &c->routes[i];
+		const struct dpsock_iface_conf *ic;
+		uint32_t m, rm;
+
+		FUZZ_CHECK(r->prefix_len <= 32 && r->iface < c->n_ifaces, "route %u fields", i);
+		ic = &c->ifaces[r->iface];
+		m = ic->prefix_len ? htonl(~0u << (32 - ic->prefix_len)) : 0;
+		rm = r->prefix_len ? htonl(~0u << (32 - r->prefix_len)) : 0;
+		FUZZ_CHECK((r->dest & ~rm) == 0, "route %u: host bits in its destination", i);
+		FUZZ_CHECK((r->gateway & m) == (ic->addr & m) && r->gateway != ic->addr,
+			   "route %u: gateway not on interface %u's subnet", i, r->iface);
+		for (unsigned int j = 0; j < c->n_ifaces; j++) {
+			const struct dpsock_iface_conf *f = &c->ifaces[j];
+			uint32_t fm = f->prefix_len ? htonl(~0u << (32 - f->prefix_len)) : 0;
+
+			FUZZ_CHECK(!(r->prefix_len >= f->prefix_len && (r->dest & fm) == (f->addr & fm)),
+				   "route %u inside interface %u's subnet", i, j);
+		}
 	}
 	FUZZ_CHECK(c->n_allowed_uids <= DPSOCK_MAX_UIDS, "uids %u", c->n_allowed_uids);
 	FUZZ_CHECK(pow2(c->pl_rx_fifo_kb) && pow2(c->pl_tx_fifo_kb), "fifo sizes");

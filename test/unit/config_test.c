@@ -75,6 +75,7 @@ check_defaults(const struct dpsock_config *c, const char *what)
 	      c->pl_rx_fifo_kb, c->pl_tx_fifo_kb);
 	CHECK(c->pl_poll_batch == 32, "%s: pl_poll_batch %u", what, c->pl_poll_batch);
 	CHECK(c->n_rules == 0, "%s: n_rules %u", what, c->n_rules);
+	CHECK(c->n_routes == 0, "%s: n_routes %u", what, c->n_routes);
 }
 
 static void
@@ -203,6 +204,19 @@ test_full_file(void)
 	CHECK(strcmp(c.ifaces[3].port, "net_tap0") == 0, "full: if3 port");
 	CHECK(c.ifaces[3].addr == ip("192.0.2.9"), "full: if3 addr");
 	CHECK(c.ifaces[3].prefix_len == 32, "full: if3 prefix");
+	/* each route on the interface whose subnet holds its gateway */
+	CHECK(c.n_routes == 3, "full: n_routes %u", c.n_routes);
+	if (c.n_routes == 3) {
+		CHECK(c.routes[0].dest == ip("203.0.113.0") && c.routes[0].prefix_len == 24 &&
+		      c.routes[0].gateway == ip("198.18.0.7") && c.routes[0].iface == 0,
+		      "full: route 0 (interface %u)", c.routes[0].iface);
+		CHECK(c.routes[1].dest == 0 && c.routes[1].prefix_len == 0 &&
+		      c.routes[1].gateway == ip("198.19.0.1") && c.routes[1].iface == 1,
+		      "full: route 1 (interface %u)", c.routes[1].iface);
+		CHECK(c.routes[2].dest == ip("10.9.0.0") && c.routes[2].prefix_len == 16 &&
+		      c.routes[2].gateway == ip("10.1.2.2") && c.routes[2].iface == 2,
+		      "full: route 2 (interface %u)", c.routes[2].iface);
+	}
 }
 
 /* ---------------------------------------------------------------------- */
@@ -372,6 +386,19 @@ static const struct bad_case bad_cases[] = {
 	  "offload.rules_file: /nonexistent/libvma.conf: No such file or directory", NULL },
 	{ IF0 "offload = { rule = [ ]; };\n", 2, "offload.rule: unknown key 'rule' (did you mean 'rules'?)", NULL },
 	{ IF0 "offload = { rules = \"use os tcp_server *:22\"; };\n", 2, "offload.rules: expected a list of rule strings", NULL },
+	/* static routes */
+	{ IF0 "routes = \"10.0.0.0/8 via 198.18.0.9\";\n", 2, "routes: expected a list of route strings", NULL },
+	{ IF0 "routes = [\n\t\"10.0.0.0/8 198.18.0.9\" ];\n", 3, "routes[0]: '10.0.0.0/8 198.18.0.9': expected \"DEST/LEN via GATEWAY\"", NULL },
+	{ IF0 "routes = [ \"10.0.0.0/8 via 198.18.0.9 now\" ];\n", 2, "expected \"DEST/LEN via GATEWAY\"", NULL },
+	{ IF0 "routes = [ \"10.0.0.0 via 198.18.0.9\" ];\n", 2, "routes[0]: destination '10.0.0.0' has no prefix length", NULL },
+	{ IF0 "routes = [ \"10.0.0.0/33 via 198.18.0.9\" ];\n", 2, "prefix length that is not 0..32", NULL },
+	{ IF0 "routes = [ \"10.1.0.0/8 via 198.18.0.9\" ];\n", 2, "has bits set past its prefix length (the network is 10.0.0.0/8)", NULL },
+	{ IF0 "routes = [ \"10.0.0.0/8 via 224.0.0.1\" ];\n", 2, "gateway 224.0.0.1 is a multicast address", NULL },
+	{ IF0 "routes = [ \"10.0.0.0/8 via 198.18.0.9\",\n\t\"10.0.0.0/8 via 198.18.0.8\" ];\n", 3, "routes[1]: a second route to 10.0.0.0/8 (also routes[0])", NULL },
+	{ IF0 "routes = [\n\t\"10.0.0.0/8 via 198.19.0.9\" ];\n", 3, "routes[0]: gateway 198.19.0.9 is on no interface's subnet", NULL },
+	{ IF0 "routes = [ \"10.0.0.0/8 via 198.18.0.1\" ];\n", 2, "gateway 198.18.0.1 is interfaces[0]'s own address", NULL },
+	{ IF0 "routes = [ \"10.0.0.0/8 via 198.18.0.255\" ];\n", 2, "network or broadcast address of 198.18.0.0/24", NULL },
+	{ IF0 "routes = [ \"198.18.0.128/25 via 198.18.0.9\" ];\n", 2, "lies inside interfaces[0]'s subnet 198.18.0.0/24", NULL },
 	{ IF0 "offload = { rules = [ \"use os tcp_server *:22\",\n\t\"use maybe tcp_server *:22\" ]; };\n", 3,
 	  "offload.rules[1]: 'maybe': expected 'offload' (or 'vma') or 'os'", NULL },
 	{ IF0 "offload = { rules = [\n\t\"use os tcp_serve *:22\" ]; };\n", 3,
@@ -590,10 +617,14 @@ test_nondefault(void)
 	rc = dpsock_config_load(&c, "test/unit/data/full.conf", err, sizeof(err));
 	CHECK(rc == 0, "full: rc %d: %s", rc, err);
 	dpsock_config_foreach_nondefault(&c, collect, &l);
-	/* 19 scalars + workers + 3 modules + 4 interfaces * 4 (+ the one VLAN's
-	 * 2: vlan keys are shown when set) + 6 preload scalars + allowed_uids +
-	 * rules */
-	CHECK(l.n == 19 + 1 + 3 + 16 + 2 + 6 + 2, "full: %u non-default lines", l.n);
+	/* 19 scalars + workers + 3 modules + routes + 4 interfaces * 4 (+ the
+	 * one VLAN's 2: vlan keys are shown when set) + 6 preload scalars +
+	 * allowed_uids + rules */
+	CHECK(l.n == 19 + 1 + 3 + 1 + 16 + 2 + 6 + 2, "full: %u non-default lines", l.n);
+	for (i = 0; i < l.n && i < sizeof(l.line) / sizeof(l.line[0]); i++)
+		if (strncmp(l.line[i], "routes = ", 9) == 0)
+			CHECK(strcmp(l.line[i], "routes = 203.0.113.0/24 via 198.18.0.7, 0.0.0.0/0 via "
+				      "198.19.0.1, 10.9.0.0/16 via 10.1.2.2") == 0, "full: '%s'", l.line[i]);
 	CHECK(strcmp(l.line[0], "name = edge-7_b") == 0, "full: first '%s'", l.line[0]);
 	CHECK(strcmp(l.line[l.n - 1], "offload.rules = 3 rules") == 0,
 	      "full: last '%s'", l.line[l.n - 1]);
@@ -631,7 +662,7 @@ test_help(void)
 		"worker.idle_sleep_max_us", "memory.lwip_mb", "tcp.ephemeral_min",
 		"tcp.ephemeral_max", "tcp.max_connections", "tcp.steering", "tcp.segmentation",
 		"tcp.gro", "tcp.congestion", "tcp.pacing", "stats.socket_slots",
-		"interfaces", "interfaces[].port",
+		"routes", "interfaces", "interfaces[].port",
 		"interfaces[].address", "interfaces[].gateway", "interfaces[].mtu",
 		"interfaces[].vlan", "interfaces[].vlan_priority",
 		"preload.allowed_uids", "preload.max_groups", "preload.max_threads",
