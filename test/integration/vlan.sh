@@ -61,8 +61,10 @@ vlan_topo() {
 test_topo_up 47
 vlan_topo
 cap=$TEST_TMP/vlan.pcap
-# (ip netns exec execs tcpdump: $! is tcpdump's pid, to stop it before reading)
-ip netns exec "$TOPO_NS_B" tcpdump -i "$TOPO_IF_B" -nn -U -w "$cap" ether src "$TOPO_MAC_A" >/dev/null 2>&1 &
+# (ip netns exec execs tcpdump: $! is tcpdump's pid, to stop it before reading;
+# --immediate-mode: every frame reaches the file at once, none is left in a
+# block of libpcap's ring when tcpdump stops)
+ip netns exec "$TOPO_NS_B" tcpdump -i "$TOPO_IF_B" -nn -U --immediate-mode -w "$cap" ether src "$TOPO_MAC_A" >/dev/null 2>&1 &
 tcpdump_pid=$!
 on_exit "kill $tcpdump_pid 2>/dev/null; true"
 wait_until 5 test -s "$cap"
@@ -127,7 +129,7 @@ ok "8 MiB from a preloaded sender reached B over VLAN $VID exact (sha256)"
 # 4. multicast: the IGMP report and a feed (IGMP is dpsockd's own frame, not
 # lwIP's: tagged by dpsock_netif_send_raw)
 igmp=$TEST_TMP/igmp.pcap
-ip netns exec "$TOPO_NS_B" tcpdump -i "$TOPO_IF_B" -nn -U -w "$igmp" "vlan $VID and igmp" >/dev/null 2>&1 &
+ip netns exec "$TOPO_NS_B" tcpdump -i "$TOPO_IF_B" -nn -U --immediate-mode -w "$igmp" "vlan $VID and igmp" >/dev/null 2>&1 &
 igmp_pid=$!
 on_exit "kill $igmp_pid 2>/dev/null; true"
 wait_until 5 test -s "$igmp"
