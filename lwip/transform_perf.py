@@ -232,6 +232,26 @@ EDITS = [
      '    /* dpsock: the last unsent segment may be a super-segment (lwip/tso.c) */\n'
      '    space = mss_local >= last_unsent->len + unsent_optlen ?\n'
      '            (u16_t)(mss_local - (last_unsent->len + unsent_optlen)) : 0;\n'),
+    # ... and spare bytes in the last unsent segment's pbuf (oversize) that
+    # no longer fit its MSS (mss_local, which follows the peer's largest
+    # window, fell since the segment was built; or a super-segment): left
+    # unused, instead of lwIP's assertion (found by fuzz_frames,
+    # crash-tcp_write_oversize_past_mss)
+    ('core/tcp_out.c', 'tso: tcp_write leaves oversize that no longer fits unused',
+     '    oversize = pcb->unsent_oversize;\n'
+     '    if (oversize > 0) {\n'
+     '      LWIP_ASSERT("inconsistent oversize vs. space", oversize <= space);\n',
+     '    oversize = pcb->unsent_oversize;\n'
+     '    if (oversize > space) {\n'
+     '      /* dpsock: no room for them in this segment any more */\n'
+     '      oversize = 0;\n'
+     '      pcb->unsent_oversize = 0;\n'
+     '#if TCP_OVERSIZE_DBGCHECK\n'
+     '      last_unsent->oversize_left = 0;\n'
+     '#endif\n'
+     '    }\n'
+     '    if (oversize > 0) {\n'
+     '      LWIP_ASSERT("inconsistent oversize vs. space", oversize <= space);\n'),
     ('core/tcp.c', 'tso: the persist timer cuts a super-segment to one MSS first',
      '              if (tcp_split_unsent_seg(pcb, (u16_t)pcb->snd_wnd) == ERR_OK) {\n',
      '              /* dpsock: tcp_split_unsent_seg takes one MSS at most (lwip/tso.c) */\n'
