@@ -577,6 +577,12 @@ shim_daemon_gone(void)
 	return ctl_hup != 0;
 }
 
+void
+shim_daemon_hung_up(void)
+{
+	ctl_hup = 1;
+}
+
 int
 shim_sleep(struct shim_waiter *w, struct pollfd *pfd, nfds_t nfds, int timeout_ms,
 	   const sigset_t *sigmask)
@@ -593,7 +599,9 @@ shim_sleep(struct shim_waiter *w, struct pollfd *pfd, nfds_t nfds, int timeout_m
 	for (nfds_t i = 0; i < nfds; i++)
 		p[i] = pfd[i];
 	p[nfds] = (struct pollfd){ w->efd, POLLIN, 0 };
-	p[nfds + 1] = (struct pollfd){ shim_proc.ctl, 0, 0 };
+	/* the control socket hangs up when dpsockd dies; once it has, it
+	 * would only wake every sleep at once */
+	p[nfds + 1] = (struct pollfd){ ctl_hup ? -1 : shim_proc.ctl, 0, 0 };
 	if (sigmask != NULL) {
 		struct timespec ts = { timeout_ms / 1000, (long)(timeout_ms % 1000) * 1000000L };
 

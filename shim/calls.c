@@ -51,19 +51,21 @@ socket(int domain, int type, int protocol)
 static int
 bind_locked(int fd, struct shim_sock *s, const struct sockaddr_in *sin, socklen_t len)
 {
-	struct sockaddr_in any, got;
+	struct sockaddr_in got;
 	socklen_t gl = sizeof(got);
-	int r;
+	int r, one = 1;
 
 	r = REAL(bind)(fd, (const struct sockaddr *)sin, len);
 	if (r < 0 && errno == EADDRNOTAVAIL && shim_offload_decide(s->type == SOCK_STREAM ?
 		    DPSOCK_PL_TCP_SERVER : DPSOCK_PL_UDP_RECEIVER, sin->sin_addr.s_addr,
-		    sin->sin_port, 0, 0) == 1) {
+		    sin->sin_port, 0, 0) == 1 &&
+	    REAL(setsockopt)(fd, IPPROTO_IP, IP_FREEBIND, &one, sizeof(one)) == 0) {
 		/* an address only dpsockd has: the kernel socket (the identity)
-		 * takes the port on the wildcard address */
-		any = *sin;
-		any.sin_addr.s_addr = htonl(INADDR_ANY);
-		r = REAL(bind)(fd, (struct sockaddr *)&any, sizeof(any));
+		 * still holds exactly that address and port (IP_FREEBIND, as
+		 * for an address not up yet), so that the port is taken in the
+		 * kernel too, and so that after dpsockd's end the socket goes on
+		 * as the kernel socket the program asked for (gone.c) */
+		r = REAL(bind)(fd, (const struct sockaddr *)sin, len);
 	}
 	if (r < 0)
 		return -errno;
@@ -681,6 +683,7 @@ getsockopt(int fd, int level, int name, void *val, socklen_t *len)
 			v = shim_conn_take_err(s);
 		if (v == 0 && shim_daemon_gone() && !s->err_taken) {
 			s->err_taken = 1;
+			shim_sock_gone_seen(s);
 			v = ECONNRESET;
 		}
 	} else if (level == SOL_SOCKET && name == SO_ACCEPTCONN) {

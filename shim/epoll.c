@@ -29,6 +29,8 @@
 
 #define EP_MARKER 0xd950c4d900000000ull
 #define EP_MARKER_MASK 0xffffffff00000000ull
+/* the control socket's entry: its hang-up is dpsockd's death */
+#define EP_CTL_MARKER (EP_MARKER | 0xffffffffull)
 
 struct ep_reg {
 	int fd;
@@ -230,6 +232,13 @@ ep_waiter(struct shim_ep *e)
 		shim_waiter_free(&e->w);
 		return r;
 	}
+	/* the control socket too, as shim_sleep watches it: only its hang-up
+	 * (always reported, once: edge-triggered) tells a sleeping wait that
+	 * dpsockd was killed. Already there (a forked child's set): fine. */
+	kev.events = EPOLLET;
+	kev.data.u64 = EP_CTL_MARKER;
+	if (shim_proc.ctl >= 0)
+		REAL(epoll_ctl)(e->epfd, EPOLL_CTL_ADD, shim_proc.ctl, &kev);
 	geo = shim_seg();
 	if (e->by_slot == NULL) {
 		e->n_slots = geo->n_workers * geo->slots_per_worker;
@@ -311,6 +320,26 @@ reg_drop(struct shim_ep *e, struct ep_reg *g)
 	shim_fdmap_take(&e->regs, g->fd);
 	__atomic_sub_fetch(&g->s->in_epoll, 1, __ATOMIC_RELAXED);
 	free(g);
+}
+
+/* dpsockd is gone and g's socket was reported (or fell back elsewhere):
+ * a socket that is now a kernel socket (gone.c) leaves our registrations
+ * for the kernel set, with its events (a fired one-shot stays disabled).
+ * Caller holds e->lock; g may be freed. */
+static void
+ep_to_kernel(struct shim_ep *e, struct ep_reg *g)
+{
+	struct epoll_event kev = g->ev;
+
+	shim_sock_fall_back(g->fd, g->s);
+	if (__atomic_load_n(&g->s->mode, __ATOMIC_ACQUIRE) != SHIM_KERNEL)
+		return;   /* a connection: it stays, reported once */
+	if (g->disabled)
+		kev.events = EPOLLONESHOT;
+	if (REAL(epoll_ctl)(e->epfd, EPOLL_CTL_ADD, g->fd, &kev) < 0 && errno != EEXIST)
+		SHIM_LOG(WARNING, "fd %d: dpsockd is gone, and its epoll registration could not "
+			 "move to the kernel set: %s", g->fd, strerror(errno));
+	reg_drop(e, g);
 }
 
 /* Undecided sockets that listen/connect/bind decided since: offloaded ones
@@ -492,15 +521,18 @@ epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
 
 	if (s == NULL || s->mode == SHIM_KERNEL) {
 		/* a kernel descriptor: the kernel set has it; forget one we
-		 * tracked while it was undecided */
-		e = op == EPOLL_CTL_DEL ? ep_find(epfd) : NULL;
+		 * tracked while it was undecided, and hand the kernel one we
+		 * watched while it was offloaded (dpsockd gone, gone.c) */
+		e = op != EPOLL_CTL_ADD ? ep_find(epfd) : NULL;
 		if (e != NULL) {
 			struct ep_reg *g;
 
 			pthread_mutex_lock(&e->lock);
 			g = shim_fdmap_get(&e->regs, fd);
-			if (g != NULL && g->in_kernel)
+			if (g != NULL && g->in_kernel && op == EPOLL_CTL_DEL)
 				reg_drop(e, g);
+			else if (g != NULL && !g->in_kernel && g->s == s)
+				ep_to_kernel(e, g);
 			pthread_mutex_unlock(&e->lock);
 		}
 		return REAL(epoll_ctl)(epfd, op, fd, ev);
@@ -589,6 +621,8 @@ ep_collect(struct shim_ep *e, struct epoll_event *evs, int max, bool peek)
 			g->disabled = 1;
 		else if (!(g->ev.events & EPOLLET) && !gone)
 			ready_add(e, g);   /* level-triggered: still ready, to the tail */
+		if (gone)
+			ep_to_kernel(e, g);   /* reported once: now the kernel's, or reset */
 	}
 	return c;
 }
@@ -602,9 +636,12 @@ ep_strip(struct shim_ep *e, struct epoll_event *evs, int n)
 {
 	int o = 0;
 
-	for (int i = 0; i < n; i++)
+	for (int i = 0; i < n; i++) {
 		if ((evs[i].data.u64 & EP_MARKER_MASK) != EP_MARKER)
 			evs[o++] = evs[i];
+		else if (evs[i].data.u64 == EP_CTL_MARKER)
+			shim_daemon_hung_up();
+	}
 	(void)e;
 	return o;
 }

@@ -88,7 +88,14 @@ static struct shim_fdmap fdtab;
 struct shim_sock *
 shim_sock_get(int fd)
 {
-	return shim_fdmap_get(&fdtab, fd);
+	struct shim_sock *s = shim_fdmap_get(&fdtab, fd);
+
+	/* dpsockd is gone and the socket said so once: from this call on it
+	 * is a kernel socket, or a reset connection (gone.c) */
+	if (__builtin_expect(s != NULL && __atomic_load_n(&s->gone, __ATOMIC_RELAXED) ==
+						 SHIM_GONE_SEEN, 0))
+		shim_sock_fall_back(fd, s);
+	return s;
 }
 
 int

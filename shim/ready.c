@@ -28,6 +28,9 @@ shim_sock_ready_sig(struct shim_sock *s, struct shim_edge_sig *sig)
 	uint32_t ev = 0, p, c;
 
 	if (shim_daemon_gone()) {
+		/* dpsockd's end, reported as ready with ERR|HUP once: the next
+		 * lookup hands the socket to the kernel (gone.c) */
+		shim_sock_gone_seen(s);
 		if (sig != NULL)
 			*sig = (struct shim_edge_sig){ .in = UINT64_MAX, .out = UINT64_MAX };
 		return POLLIN | POLLOUT | POLLERR | POLLHUP;

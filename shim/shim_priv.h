@@ -243,6 +243,8 @@ long shim_spin_budget(long configured);
 bool shim_waiter_dead(uint32_t id);
 /* true when dpsockd stopped or the control socket hung up. */
 bool shim_daemon_gone(void);
+/* The control socket hung up (seen by a wait that watched it). */
+void shim_daemon_hung_up(void);
 /* Sleep until the waiter's eventfd, the control socket, or timeout_ms
  * (-1 forever). Extra kernel fds may ride along (nfds entries of pfd, whose
  * revents are filled). Returns the real poll's result or -errno. */
@@ -336,6 +338,7 @@ struct shim_sock {
 	uint64_t ino;
 	int in_epoll;             /* registrations in epoll sets (atomic) */
 	int fd0;                  /* the descriptor socket() gave (-1: unknown; dpsock-stat shows it) */
+	int gone;                 /* enum shim_gone (atomic): dpsockd's end, reported and handled */
 	/* extra API receive state (zcopy.c): made at the first
 	 * recvfrom_zcopy, callback or completion; NULL = the plain paths */
 	struct shim_xrx *xrx;
@@ -354,6 +357,19 @@ struct shim_sock {
 };
 
 #define SHIM_UNSET (-0x7fffffff - 1)
+
+/* An offloaded socket after dpsockd is gone (gone.c). */
+enum shim_gone {
+	SHIM_GONE_LIVE = 0,       /* dpsockd serves it (or nobody noticed yet) */
+	SHIM_GONE_SEEN,           /* its end was reported once to the program */
+	SHIM_GONE_DONE,           /* handled: a kernel socket now, or a reset connection */
+};
+/* The report of dpsockd's end was made (a call failed, a wait reported the
+ * socket): the next lookup hands the socket to the kernel. */
+void shim_sock_gone_seen(struct shim_sock *s);
+/* After the report: a UDP socket or a listener becomes its kernel socket
+ * (fd: any descriptor of it; a listener listens there). true when it did. */
+bool shim_sock_fall_back(int fd, struct shim_sock *s);
 
 /* true if fd is an offloaded socket (mode >= SHIM_TCP_LISTEN). */
 static inline bool shim_sock_offloaded(const struct shim_sock *s)

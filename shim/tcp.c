@@ -220,6 +220,14 @@ connect_outcome(struct shim_sock *s, int dflt)
 	uint32_t st = __atomic_load_n(&shim_sock_slot(s, 0)->state, __ATOMIC_ACQUIRE);
 	int e;
 
+	if (st == DPSOCK_PL_ST_CONNECTING && shim_daemon_gone()) {
+		/* a killed dpsockd never finishes it: refused (each time: a
+		 * connect again would not be answered either) */
+		s->connect_reported = 1;
+		s->err_taken = 1;
+		shim_sock_gone_seen(s);
+		return -ECONNREFUSED;
+	}
 	if (st == DPSOCK_PL_ST_CONNECTING)
 		return s->nonblock ? -EALREADY : SHIM_BLOCKED;
 	if (st == DPSOCK_PL_ST_ESTABLISHED) {
@@ -337,8 +345,10 @@ shim_tcp_accept(int fd, struct shim_sock *s, struct sockaddr *addr, socklen_t *a
 		}
 		if (s->shut_rd)
 			return shim_fail(EINVAL);
-		if (shim_daemon_gone())
+		if (shim_daemon_gone()) {
+			shim_sock_gone_seen(s);
 			return shim_fail(ECONNABORTED);
+		}
 		if (s->nonblock || nowait)
 			return shim_fail(EAGAIN);
 		int w = shim_wait_sock(s, POLLIN, s->rcvtimeo_ms);

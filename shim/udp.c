@@ -62,8 +62,10 @@ shim_udp_send(struct shim_sock *s, const struct iovec *iov, int iovcnt, int flag
 		uint32_t n = 0;
 		int w;
 
-		if (shim_daemon_gone())
+		if (shim_daemon_gone()) {
+			shim_sock_gone_seen(s);
 			return shim_fail(EPIPE);
+		}
 		shim_lock(&a->tx_lock);
 		if (dpsock_fifo_prod_attach(&p, shim_slot_tx(s->slot[k]), g->tx_fifo_bytes) == 0 &&
 		    dpsock_fifo_free(&p) >= need &&
@@ -194,8 +196,10 @@ got:
 				*hdr = h;
 			return (flags & MSG_TRUNC) ? (ssize_t)len : (ssize_t)copy;
 		}
-		if (shim_daemon_gone())
+		if (shim_daemon_gone()) {
+			shim_sock_gone_seen(s);
 			return shim_fail(ECONNRESET);
+		}
 		if (!block)
 			return shim_fail(EAGAIN);
 		int w = shim_wait_sock(s, POLLIN, s->rcvtimeo_ms);

@@ -785,6 +785,7 @@ shim_x_recvfrom_zcopy(int fd, struct dpsock_zpkt *pkts, unsigned int max, int fl
 				return -shim_conn_take_err(s);
 			}
 		} else if (s->mode == SHIM_UDP && shim_daemon_gone()) {
+			shim_sock_gone_seen(s);
 			return -ECONNRESET;
 		}
 		if (!block)
