@@ -75,7 +75,7 @@ struct dpsock_sock {
 	uint32_t holds;    /* received data the app holds (dpsock_rx_hold) */
 	uint32_t rx_unacked; /* bytes handed to the app whose window is not open yet:
 			      * the readable callback's and held data */
-	uint16_t owned_port; /* active open: port from the shared allocator */
+	uint16_t owned_port; /* active open, or UDP bind OWNED: port from the shared allocator */
 	struct txm *txm_head, *txm_tail;
 	struct dpsock_sock_stats *st; /* entry in the stats socket table, or NULL */
 	struct dpsock_udp_state udp; /* UDP: memberships, multicast options (mcast.c) */
@@ -302,6 +302,22 @@ window_open(struct tcp_pcb *pcb, uint32_t n)
 
 		tcp_recved(pcb, k);
 		n -= k;
+	}
+}
+
+/* A UDP socket's end: it leaves its groups, its pcb goes, and an owned
+ * port (DPSOCK_UDP_OWNED) returns to the shared allocator. */
+static void
+udp_release(struct dpsock_sock *s)
+{
+	dpsock_udp_state_fini(s, &s->udp);
+	if (s->pcb.udp != NULL)
+		udp_remove(s->pcb.udp);
+	s->pcb.udp = NULL;
+	if (s->owned_port != 0) {
+		/* acquire: pairs with the release when the backend falls back */
+		__atomic_load_n(&s->w->d->steer, __ATOMIC_ACQUIRE)->release_port(s->w, s->owned_port);
+		s->owned_port = 0;
 	}
 }
 
@@ -894,10 +910,7 @@ dpsock_close(struct dpsock_sock *s)
 	if (s->dead || s->closed_by_app)
 		return 0;
 	if (s->type == SOCK_UDP) {
-		dpsock_udp_state_fini(s, &s->udp); /* leaves its groups */
-		if (s->pcb.udp != NULL)
-			udp_remove(s->pcb.udp);
-		s->pcb.udp = NULL;
+		udp_release(s);
 		sock_free(s);
 		return 0;
 	}
@@ -1180,6 +1193,9 @@ dpsock_sock_rx_dropped(struct dpsock_sock *s, size_t bytes)
 	DPSOCK_SOCKSTAT_ADD(s->st, rx_drops, 1);
 }
 
+/* DPSOCK_UDP_OWNED: ports tried when a claimed one is bound here already */
+#define UDP_OWNED_TRIES 8
+
 struct dpsock_sock *
 dpsock_udp_bind(struct dpsock_worker *w, uint16_t port, const struct dpsock_sock_ops *ops,
 		void *user)
@@ -1193,14 +1209,18 @@ dpsock_udp_bind_addr(struct dpsock_worker *w, uint32_t addr, uint16_t port, unsi
 {
 	struct dpsock_sock *s;
 	struct udp_pcb *pcb;
+	uint16_t lport = 0;
+	unsigned int tries;
 	ip4_addr_t la;
-	err_t e;
+	err_t e = ERR_USE;
 
 	if (w == NULL || w != dpsock_self) {
 		errno = w == NULL ? EINVAL : EPERM;
 		return NULL;
 	}
-	if (flags & ~(DPSOCK_UDP_REUSEADDR | DPSOCK_UDP_REUSEPORT)) {
+	if ((flags & ~(DPSOCK_UDP_REUSEADDR | DPSOCK_UDP_REUSEPORT | DPSOCK_UDP_OWNED)) ||
+	    ((flags & DPSOCK_UDP_OWNED) &&
+	     (port != 0 || (flags & (DPSOCK_UDP_REUSEADDR | DPSOCK_UDP_REUSEPORT))))) {
 		errno = EINVAL;
 		return NULL;
 	}
@@ -1216,15 +1236,38 @@ dpsock_udp_bind_addr(struct dpsock_worker *w, uint32_t addr, uint16_t port, unsi
 		ip_set_option(pcb, SOF_REUSEADDR);
 	udp_set_multicast_ttl(pcb, 1); /* Linux's default; lwIP's is the unicast TTL */
 	ip4_addr_set_u32(&la, addr);
-	e = udp_bind(pcb, &la, port);
+	if (flags & DPSOCK_UDP_OWNED) {
+		/* A port no worker owns may still be bound here by an
+		 * explicit bind in the ephemeral range: then another one. */
+		for (tries = 0; tries < UDP_OWNED_TRIES; tries++) {
+			lport = dpsock_steer_claim_any(w);
+			if (lport == 0) {
+				dpsock_stat_add(&w->stats->port_claim_failed, 1);
+				udp_remove(pcb);
+				errno = EADDRNOTAVAIL;
+				return NULL;
+			}
+			e = udp_bind(pcb, &la, lport);
+			if (e != ERR_USE)
+				break;
+			/* acquire: pairs with the release when the backend falls back */
+			__atomic_load_n(&w->d->steer, __ATOMIC_ACQUIRE)->release_port(w, lport);
+			lport = 0;
+		}
+	} else {
+		e = udp_bind(pcb, &la, port);
+	}
 	if (e == ERR_OK && (s = sock_new(w, SOCK_UDP, ops, user)) == NULL)
 		e = ERR_MEM;
 	if (e != ERR_OK) {
 		udp_remove(pcb);
+		if (lport != 0)
+			__atomic_load_n(&w->d->steer, __ATOMIC_ACQUIRE)->release_port(w, lport);
 		errno = -err_to_errno(e);
 		return NULL;
 	}
 	s->pcb.udp = pcb;
+	s->owned_port = lport;
 	dpsock_udp_state_init(&s->udp);
 	s->udp.reuseport = (flags & DPSOCK_UDP_REUSEPORT) != 0;
 	s->udp.owner_pid = w->d->stats != NULL ? w->d->stats->pid : 0;
@@ -1462,9 +1505,7 @@ dpsock_sock_worker_fini(struct dpsock_worker *w)
 			tcp_detach(s->pcb.tcp);
 			tcp_close(s->pcb.tcp);
 		} else if (s->type == SOCK_UDP) {
-			dpsock_udp_state_fini(s, &s->udp);
-			if (s->pcb.udp != NULL)
-				udp_remove(s->pcb.udp);
+			udp_release(s);
 		}
 		sock_free(s);
 	}

@@ -267,6 +267,11 @@ void dpsock_steer_teardown(struct dpsock_stack *d);
 uint32_t dpsock_rss_hash_ipv4_l4(const uint8_t *key, uint32_t saddr, uint32_t daddr,
 				 uint16_t sport, uint16_t dport);
 
+/* Claim a free ephemeral port for worker w with no peer in view (the
+ * software redirect of every backend steers it). Returns the port (host
+ * order) or 0; release it with the backend's release_port. */
+uint16_t dpsock_steer_claim_any(struct dpsock_worker *w);
+
 /* Where does a received IPv4 frame belong? Returns the worker index that
  * must process it, or -1 for "here". Looks at fragments (one owner per
  * datagram, so that reassembly sees every piece) and at TCP/UDP segments

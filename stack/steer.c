@@ -139,6 +139,16 @@ port_search(struct dpsock_worker *w, port_accept_fn accept, const void *ctx)
 	return port_scan(w, accept, ctx, UINT32_MAX);
 }
 
+/* A local port for a socket tied to no peer (an ephemeral UDP bind,
+ * DPSOCK_UDP_OWNED): no hash to match and no rule to install, so whatever
+ * the backend, the port table alone redirects what other workers' queues
+ * receive for it (dpsock_steer_owner). Released like any port. */
+uint16_t
+dpsock_steer_claim_any(struct dpsock_worker *w)
+{
+	return port_search(w, NULL, NULL);
+}
+
 /* ---- software ------------------------------------------------------------ */
 
 static uint16_t

@@ -260,18 +260,30 @@ int dpsock_tcp_info(const struct dpsock_sock *s, struct dpsock_tcp_info *out);
 
 /* Bind port (host order) on worker w; datagrams to it arriving on this
  * worker's queues reach ops->datagram. Create it on every worker to
- * receive everything. Returns NULL with errno EADDRINUSE, ENOMEM. */
+ * receive everything. Port 0 is an ephemeral port of w's lwIP instance
+ * alone: with several workers, datagrams to it that reach another worker's
+ * queue are lost (a client socket wants DPSOCK_UDP_OWNED instead).
+ * Returns NULL with errno EADDRINUSE, ENOMEM. */
 struct dpsock_sock *dpsock_udp_bind(struct dpsock_worker *w, uint16_t port,
 				    const struct dpsock_sock_ops *ops, void *user);
 
 #define DPSOCK_UDP_REUSEADDR 0x1 /* SO_REUSEADDR: share the port */
 #define DPSOCK_UDP_REUSEPORT 0x2 /* SO_REUSEPORT: share it; unicast hashed over the group */
+#define DPSOCK_UDP_OWNED 0x4     /* port 0: an ephemeral port owned by w (see below) */
 /* The same, bound to addr (network order: 0 = any, an interface's address,
  * or a multicast group: then only that group's datagrams arrive). Sockets
- * with either flag share a port (multicast and broadcast datagrams reach
- * every one of them; a unicast one reaches one, hashed over the
- * REUSEPORT sockets, else the last bound). Returns NULL with errno
- * EADDRINUSE, ENOMEM, EINVAL (unknown flag). */
+ * with either REUSE flag share a port (multicast and broadcast datagrams
+ * reach every one of them; a unicast one reaches one, hashed over the
+ * REUSEPORT sockets, else the last bound).
+ * DPSOCK_UDP_OWNED, with port 0, is the UDP client's bind: the port comes
+ * from the ephemeral range shared with TCP's active opens (tcp.ephemeral_*)
+ * and belongs to w until the socket is closed, so that a datagram to it
+ * reaches this socket whichever worker's queue receives it (another worker
+ * hands it over, as it does a connection's segments). Not for datagrams
+ * in IP fragments (above the MTU): those are reassembled on a worker
+ * chosen from their addresses and IP id, and lost when that is another.
+ * Returns NULL with errno EADDRINUSE, ENOMEM, EADDRNOTAVAIL (OWNED: no
+ * free port), EINVAL (unknown flag, OWNED with a port or a REUSE flag). */
 struct dpsock_sock *dpsock_udp_bind_addr(struct dpsock_worker *w, uint32_t addr, uint16_t port,
 					 unsigned int flags, const struct dpsock_sock_ops *ops,
 					 void *user);

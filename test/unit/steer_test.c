@@ -12,6 +12,8 @@
  * 3. The software backend and the RX owner lookup: a segment for a port
  *    worker 1 claimed, received by worker 0, is handed to worker 1;
  *    fragments of one datagram all go to one worker.
+ * 4. A UDP client's port (dpsock_steer_claim_any) on the toeplitz
+ *    backend: exclusive, released, and its datagrams handed to the owner.
  * No PMD available here exposes a RETA, so this is where the toeplitz
  * backend is checked.
  */
@@ -223,6 +225,46 @@ test_software_and_owner(void)
 	free_stack(d);
 }
 
+/* A UDP client's port (DPSOCK_UDP_OWNED): whatever the backend (toeplitz
+ * here), any free port, exclusive, and its datagrams handed to the owner. */
+static void
+test_claim_any(void)
+{
+	struct dpsock_stack *d = fake_stack("toeplitz", true);
+	struct rte_mempool *mp = rte_pktmbuf_pool_create("steer_any", 63, 0, 0, 256, SOCKET_ID_ANY);
+	uint16_t got[2][64];
+	struct rte_mbuf *m;
+	unsigned int k, i, j;
+
+	CHECK(mp != NULL, "pool");
+	CHECK(dpsock_steer_setup(d) == 0, "setup");
+	for (k = 0; k < 2; k++)
+		for (i = 0; i < 64; i++) {
+			got[k][i] = dpsock_steer_claim_any(&d->workers[k]);
+			CHECK(got[k][i] >= d->eph_min && got[k][i] <= d->eph_max, "port %u outside range",
+			      got[k][i]);
+			CHECK(d->port_owner[got[k][i]] == k + 1, "port %u owner %u", got[k][i],
+			      d->port_owner[got[k][i]]);
+		}
+	for (i = 0; i < 64; i++)
+		for (j = 0; j < 64; j++)
+			CHECK(got[0][i] != got[1][j], "port %u given to both workers", got[0][i]);
+	m = frame(mp, IPPROTO_UDP, got[1][0], 0, 1);
+	CHECK(dpsock_steer_owner(&d->workers[0], m) == 1, "worker 0 keeps a datagram for worker 1's port");
+	CHECK(dpsock_steer_owner(&d->workers[1], m) == -1, "worker 1 hands its own datagram away");
+	rte_pktmbuf_free(m);
+	for (k = 0; k < 2; k++)
+		for (i = 0; i < 64; i++)
+			d->steer->release_port(&d->workers[k], got[k][i]);
+	m = frame(mp, IPPROTO_UDP, got[1][0], 0, 1);
+	CHECK(dpsock_steer_owner(&d->workers[0], m) == -1, "released port still steered");
+	rte_pktmbuf_free(m);
+	for (i = d->eph_min; i <= d->eph_max; i++)
+		CHECK(d->port_owner[i] == 0, "port %u still owned after release", i);
+	rte_mempool_free(mp);
+	free_stack(d);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -237,6 +279,7 @@ main(int argc, char **argv)
 	test_vectors();
 	test_toeplitz();
 	test_software_and_owner();
+	test_claim_any();
 	rte_eal_cleanup();
 	if (failures) {
 		fprintf(stderr, "steer_test: %d check(s) failed\n", failures);
