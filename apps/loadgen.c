@@ -1,12 +1,13 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * dpsock-loadgen — TCP load client on the dpsock native API, for benchmarks
- * and tests. Runs on the workers: worker k opens its share of the
- * connections (active opens steered back to it by the stack).
+ * dpsock-loadgen — TCP and UDP load client on the dpsock native API, for
+ * benchmarks and tests. Runs on the workers: worker k opens its share of
+ * the connections (active opens steered back to it by the stack; UDP
+ * sockets on ports the stack steers back the same way).
  *
  *   dpsock-loadgen [EAL options] -- -f dpsock.conf -d IP [-p PORT] [-c CONNS]
- *                  [-m rr|churn|bulk] [-s BYTES] [-n COUNT] [-t SECONDS] [--verify]
- *                  [--proto echo|sockperf|http] [--path PATH]
+ *                  [-m rr|churn|bulk|udp] [-s BYTES] [-n COUNT] [-t SECONDS] [--verify]
+ *                  [--proto echo|sockperf|http] [--path PATH] [--udp-timeout-ms MS]
  *
  * Modes:
  *   rr     each connection sends a request of -s bytes and waits for the
@@ -16,8 +17,21 @@
  *          transaction is one whole connection, timed from the connect.
  *   bulk   send as fast as the window allows (to a sink); what comes back
  *          is counted and dropped. Bytes count when dpsock_send takes them.
+ *   udp    rr over UDP: -c sockets (dpsock_udp_bind_addr, DPSOCK_UDP_OWNED:
+ *          an ephemeral port owned by the worker, so that replies another
+ *          worker's queue receives are handed to it), each with one datagram
+ *          of -s bytes out to -d:-p; a transaction is one request and its
+ *          reply, timed from the send (but for each socket's first, which
+ *          may have waited for ARP). A request unanswered after
+ *          --udp-timeout-ms (200) is lost: counted in "lost", not an error,
+ *          and the next request goes out. A reply is known by its first
+ *          bytes (see udp_answers) and its source; a datagram that answers
+ *          nothing out (late, after its request was given up; duplicated;
+ *          from elsewhere) is counted in "stale" and dropped. Against
+ *          dpsock-echo: --raw for --proto echo; without --raw it answers
+ *          --proto sockperf; a raw echo (kernel_echo, socat) answers both.
  *
- * What a request and its reply are (rr, churn), --proto:
+ * What a request and its reply are (rr, churn, udp), --proto:
  *   echo      -s bytes of a pattern; the reply is the same bytes (default)
  *   sockperf  a sockperf ping-pong message of -s bytes (its 14-byte header:
  *             sequence, flags client|pong-request, length; then the
@@ -25,21 +39,22 @@
  *             message of the same length (a sockperf server's pong)
  *   http      GET --path (default /) HTTP/1.1 with keep-alive; the reply is
  *             one response: its headers, then Content-Length bytes of body
- *             (status 200 wanted)
+ *             (status 200 wanted; not in udp mode)
  * so that the same client drives dpsock-echo, a kernel echo program, an
  * unmodified sockperf server or nginx.
  *
  * -n bounds the work of each connection (rr: transactions, churn:
- * connections, bulk: bytes), -t the whole run. Each worker stops when its
- * time is up or its connections are done, closing what is open; the last
- * worker to stop calls dpsock_stop(). Between replies a worker is idle: it
+ * connections, bulk: bytes, udp: requests answered or lost), -t the whole
+ * run. Each worker stops when its time is up or its connections are done,
+ * closing what is open; the last worker to stop calls dpsock_stop(). Between replies a worker is idle: it
  * polls for worker.idle_poll_us (yielding the CPU to another thread that
  * wants it), then sleeps; benchmarks set idle_poll_us above the run time so
  * that no measurement is stretched by a sleep.
  *
  * Each worker first opens a single connection and the others once that one
  * is established (or after a second): the first SYN then resolves the
- * neighbour, instead of a burst of SYNs waiting on ARP.
+ * neighbour, instead of a burst of SYNs waiting on ARP. (udp: the first
+ * socket alone until its first reply, or a second.)
  *
  * Output (stdout, one line each, key=value):
  *   loadgen: worker K lcore=L conns=.. connected=.. transactions=.. errors=.. ...
@@ -47,8 +62,12 @@
  *            ... elapsed_s=.. active_s=.. rate=../s ... p50_us=.. p99_us=.. p999_us=..
  *            max_us=..   (rate: per second of active_s, the time since the
  *            first connection was established; churn: of elapsed_s)
+ * udp: connected counts the sockets that got a reply (active_s runs from
+ * the first), and lost=.. stale=.. follow the err_* counters.
  * Exit status: 0 when there were no errors and some work was done
  * (transactions, or bytes in bulk mode), else 1 (or dpsock_run's status).
+ * udp: losses are no errors, but a run where no reply came back did no
+ * work: 1.
  */
 
 #include <arpa/inet.h>
@@ -81,11 +100,15 @@
 #define LG_CONNECT_BURST 16    /* connects per poll */
 #define LG_BOUNCE 4096
 #define LG_HIST_BUCKETS LAT_HIST_BUCKETS
+#define LG_UDP_MAX_SIZE 65507  /* the largest UDP payload over IPv4 */
+#define LG_UDP_TIMEOUT_MS 200  /* a UDP request unanswered for this long is lost */
+#define LG_UDP_TAG 8u	       /* reply bytes that say which request it answers */
 
 enum lg_mode {
 	MODE_RR,
 	MODE_CHURN,
 	MODE_BULK,
+	MODE_UDP,
 };
 
 enum lg_proto {
@@ -111,6 +134,7 @@ static const char *const mode_names[] = {
 	[MODE_RR] = "rr",
 	[MODE_CHURN] = "churn",
 	[MODE_BULK] = "bulk",
+	[MODE_UDP] = "udp",
 };
 
 struct lg_cfg {
@@ -127,23 +151,29 @@ struct lg_cfg {
 	enum lg_proto proto;
 	char *http_req; /* http: the request, http_len bytes */
 	size_t http_len;
+	uint32_t udp_timeout_ms;
+	struct sockaddr_in dst; /* udp: where requests go, and replies come from */
 };
 
 /* Per-worker counters: one table for the struct, the sums and the printer.
  * The err_* ones add up to "errors". */
 #define LG_COUNTERS(X)                                                                 \
-	X(connected)	/* connections established (connected callback, err 0) */       \
-	X(transactions) /* rr: replies; churn: connections; bulk: connections done */    \
-	X(bytes_tx)	/* bytes dpsock_send took */                                     \
+	X(connected)	/* connections established (connected callback, err 0; udp:      \
+			 * sockets that got a reply) */                                  \
+	X(transactions) /* rr/udp: replies; churn: connections; bulk: conns done */      \
+	X(bytes_tx)	/* bytes dpsock_send took (udp: sent in datagrams) */            \
 	X(bytes_rx)	/* bytes received */                                             \
-	X(err_connect)	/* dpsock_tcp_connect failed */                                  \
+	X(err_connect)	/* dpsock_tcp_connect (udp: dpsock_udp_bind_addr) failed */      \
 	X(err_refused)	/* the connect failed (refused, timed out, unreachable) */       \
 	X(err_reset)	/* an open connection was reset or timed out */                  \
 	X(err_eof)	/* the server closed while a request was due */                  \
-	X(err_send)	/* dpsock_send failed */                                         \
-	X(err_verify)	/* reply bytes differ from the request, or too many; an HTTP    \
-			 * status other than 200 or a response it cannot parse */        \
-	X(err_steer)	/* a callback ran off the socket's creating worker */
+	X(err_send)	/* dpsock_send (udp: dpsock_udp_sendto) failed */                \
+	X(err_verify)	/* reply bytes differ from the request, or too many (udp: a      \
+			 * reply of another length); an HTTP status other than 200 or    \
+			 * a response it cannot parse */                                 \
+	X(err_steer)	/* a callback ran off the socket's creating worker */            \
+	X(lost)		/* udp: requests unanswered within --udp-timeout-ms */           \
+	X(stale)	/* udp: datagrams that answer no outstanding request */
 
 #define LG_ERRORS(X) X(err_connect) X(err_refused) X(err_reset) X(err_eof) X(err_send) \
 	X(err_verify) X(err_steer)
@@ -156,7 +186,7 @@ struct lg_stats {
 
 enum lg_state {
 	ST_IDLE,       /* in the idle stack, to be connected */
-	ST_CONNECTING,
+	ST_CONNECTING, /* (udp: bound, no reply yet) */
 	ST_OPEN,
 	ST_FAILED,     /* connected(err) came; closed() follows */
 	ST_DONE,       /* its work is done (or it failed, in rr and bulk) */
@@ -169,9 +199,10 @@ struct lg_conn {
 	struct dpsock_sock *s;
 	uint32_t idx;
 	uint32_t state;
-	uint64_t done;	 /* rr: transactions, churn: connections, bulk: bytes */
+	uint64_t done;	 /* rr: transactions, churn: connections, bulk: bytes; udp:
+			  * requests answered or lost */
 	uint64_t t0;	 /* tsc at the start of the current transaction */
-	size_t sent;	 /* request bytes sent */
+	size_t sent;	 /* request bytes sent (udp: 0 while no request is out) */
 	size_t rcvd;	 /* reply bytes received */
 	size_t shift;	 /* the request is pat[shift .. shift + size) */
 	const uint8_t *req; /* the current request, req_len bytes */
@@ -197,7 +228,9 @@ struct lg_worker {
 	bool finished;
 	uint64_t hz;
 	uint64_t start_tsc, deadline_tsc, gate_tsc, retry_tsc, end_tsc;
-	uint64_t up_tsc;      /* the first connection established (rr, bulk rates) */
+	uint64_t up_tsc;      /* the first connection established (rr, bulk rates; udp: the
+			       * first reply) */
+	uint64_t udp_timeout_tsc, scan_tsc; /* udp: loss timeout; next look for losses */
 	struct lg_stats st;
 	uint64_t lat_n, lat_sum, lat_max; /* tsc cycles */
 	uint64_t hist[LG_HIST_BUCKETS];
@@ -298,8 +331,9 @@ put_be(uint8_t *p, uint64_t v, unsigned int n)
 	}
 }
 
-static int
-start_request(struct lg_conn *c)
+/* The next request: its bytes, and its start time in rr and udp. */
+static void
+build_request(struct lg_conn *c)
 {
 	const struct lg_cfg *cfg = c->w->cfg;
 
@@ -326,8 +360,40 @@ start_request(struct lg_conn *c)
 		c->reply_len = SIZE_MAX; /* until the headers say */
 		break;
 	}
-	if (c->w->cfg->mode == MODE_RR)
+	if (cfg->mode == MODE_RR || cfg->mode == MODE_UDP)
 		c->t0 = rte_rdtsc(); /* churn: timed from the connect */
+}
+
+/* udp: send the request in one datagram. A failure is counted here; the
+ * request is then not out, and is sent again when the loss timeout
+ * passes (as a lost one would be, without counting it lost). */
+static void
+udp_send(struct lg_conn *c)
+{
+	struct lg_worker *w = c->w;
+	ssize_t r = dpsock_udp_sendto(c->s, c->req, c->req_len, &w->cfg->dst);
+
+	if (r < 0) {
+		if (w->st.err_send++ == 0)
+			fprintf(stderr, "dpsock-loadgen: worker %u: dpsock_udp_sendto: %s\n", w->idx,
+				strerror((int)-r));
+		c->sent = 0;
+		return;
+	}
+	c->sent = c->req_len;
+	w->st.bytes_tx += c->req_len;
+}
+
+/* Send the next request. Returns 0 or -errno (TCP; udp: 0, a failure is
+ * counted and the request sent again after the timeout, see udp_send). */
+static int
+start_request(struct lg_conn *c)
+{
+	build_request(c);
+	if (c->w->cfg->mode == MODE_UDP) {
+		udp_send(c);
+		return 0;
+	}
 	return send_pump(c);
 }
 
@@ -578,6 +644,121 @@ static const struct dpsock_sock_ops lg_ops = {
 };
 
 /*
+ * UDP: one datagram out per socket at a time
+ */
+
+/* Does this datagram answer the request that is out? Its first bytes say
+ * (LG_UDP_TAG, or all of a shorter request): the pattern at the request's
+ * own offset (echo) or the sequence number (sockperf), both different
+ * from one request to the next, so a late reply to a request already
+ * counted lost does not pass for the current one. */
+static bool
+udp_answers(const struct lg_conn *c, const struct sockaddr_in *from, const struct dpsock_rx *rx,
+	    size_t n)
+{
+	const struct sockaddr_in *dst = &c->w->cfg->dst;
+	size_t k = c->req_len < LG_UDP_TAG ? c->req_len : LG_UDP_TAG;
+	uint8_t tag[LG_UDP_TAG];
+
+	return c->sent != 0 && from->sin_addr.s_addr == dst->sin_addr.s_addr &&
+	       from->sin_port == dst->sin_port && n >= k && dpsock_rx_copy(rx, tag, k, 0) == k &&
+	       memcmp(tag, c->req, k) == 0;
+}
+
+/* The request is over (answered, or lost): the next one, unless the
+ * socket did its -n. */
+static void
+udp_next(struct lg_conn *c)
+{
+	const struct lg_cfg *cfg = c->w->cfg;
+
+	c->done++;
+	if (cfg->count != 0 && c->done >= cfg->count) {
+		dpsock_close(c->s);
+		if (c->state == ST_CONNECTING)
+			c->w->connecting--;
+		slot_done(c);
+		return;
+	}
+	start_request(c);
+}
+
+static void
+on_datagram(struct dpsock_sock *s, const struct sockaddr_in *from, struct dpsock_rx *rx)
+{
+	struct lg_conn *c = dpsock_sock_user(s);
+	struct lg_worker *w = c->w;
+	const struct lg_cfg *cfg = w->cfg;
+	size_t n = dpsock_rx_len(rx);
+	uint64_t now;
+
+	check_worker(c, s);
+	w->st.bytes_rx += n;
+	if ((c->state != ST_CONNECTING && c->state != ST_OPEN) || !udp_answers(c, from, rx, n)) {
+		w->st.stale++;
+		return;
+	}
+	now = rte_rdtsc();
+	if (n != c->req_len ||
+	    (cfg->verify && !(cfg->proto == PROTO_ECHO ? verify(c, rx, n) :
+			      sockperf_verify(c, rx, n)))) {
+		w->st.err_verify++; /* counted; the socket goes on */
+	} else {
+		/* a socket's first reply may have waited for the neighbour
+		 * (ARP, a memif link coming up): counted, not timed, as TCP's
+		 * handshake is not */
+		if (c->state != ST_CONNECTING)
+			hist_add(w, now - c->t0);
+		w->st.transactions++;
+	}
+	if (c->state == ST_CONNECTING) {
+		/* its first reply: the path works, open the others */
+		c->state = ST_OPEN;
+		w->connecting--;
+		w->st.connected++;
+		w->gate = false;
+		if (w->up_tsc == 0)
+			w->up_tsc = now;
+	}
+	udp_next(c);
+}
+
+static const struct dpsock_sock_ops lg_udp_ops = {
+	.datagram = on_datagram,
+};
+
+/* Requests out for longer than the timeout are lost: count them and send
+ * the next (or, after a failed send, the same one again). Looked at once a
+ * millisecond. Returns the requests sent. */
+static unsigned int
+udp_expire(struct lg_worker *w, uint64_t now)
+{
+	unsigned int sent = 0;
+	uint32_t i;
+
+	if (now < w->scan_tsc)
+		return 0;
+	w->scan_tsc = now + w->hz / 1000;
+	for (i = 0; i < w->n_conns; i++) {
+		struct lg_conn *c = &w->conns[i];
+
+		/* (t0 may be later than now: a request sent in this pass) */
+		if ((c->state != ST_CONNECTING && c->state != ST_OPEN) ||
+		    c->t0 + w->udp_timeout_tsc > now)
+			continue;
+		sent++;
+		if (c->sent == 0) {
+			build_request(c);
+			udp_send(c);
+			continue;
+		}
+		w->st.lost++;
+		udp_next(c);
+	}
+	return sent;
+}
+
+/*
  * Worker hooks
  */
 
@@ -631,13 +812,20 @@ lg_worker_poll(struct dpsock_worker *dw, void *arg)
 	while (opened < limit && w->n_idle > 0 && now >= w->retry_tsc) {
 		struct lg_conn *c = &w->conns[w->idle[w->n_idle - 1]];
 
-		c->s = dpsock_tcp_connect(dw, cfg->addr, cfg->port, &lg_ops, c);
+		if (cfg->mode == MODE_UDP)
+			/* a port of the shared allocator, owned by this worker:
+			 * replies that reach another worker's queue are handed
+			 * over to this one */
+			c->s = dpsock_udp_bind_addr(dw, 0, 0, DPSOCK_UDP_OWNED, &lg_udp_ops, c);
+		else
+			c->s = dpsock_tcp_connect(dw, cfg->addr, cfg->port, &lg_ops, c);
 		if (c->s == NULL) {
 			int err = errno;
 
 			if (w->st.err_connect++ == 0)
-				fprintf(stderr, "dpsock-loadgen: worker %u: dpsock_tcp_connect: %s\n",
-					w->idx, strerror(err));
+				fprintf(stderr, "dpsock-loadgen: worker %u: %s: %s\n", w->idx,
+					cfg->mode == MODE_UDP ? "dpsock_udp_bind_addr" :
+					"dpsock_tcp_connect", strerror(err));
 			if (cfg->mode == MODE_CHURN) {
 				w->retry_tsc = now + w->hz / 1000; /* 1 ms, then again */
 			} else {
@@ -651,7 +839,11 @@ lg_worker_poll(struct dpsock_worker *dw, void *arg)
 		c->t0 = now;
 		w->connecting++;
 		opened++;
+		if (cfg->mode == MODE_UDP)
+			start_request(c);
 	}
+	if (cfg->mode == MODE_UDP)
+		opened += udp_expire(w, now);
 	/* what this pass did; waiting for replies is idle time, which the
 	 * worker spends polling (and, when another thread wants this CPU,
 	 * yielding to it) for worker.idle_poll_us before it sleeps: the
@@ -706,6 +898,7 @@ lg_worker_init(struct dpsock_worker *dw, void *arg)
 	w->start_tsc = rte_rdtsc();
 	w->deadline_tsc = w->start_tsc + (uint64_t)cfg->seconds * w->hz;
 	w->gate_tsc = w->start_tsc + w->hz;
+	w->udp_timeout_tsc = (uint64_t)cfg->udp_timeout_ms * w->hz / 1000;
 	return 0;
 }
 
@@ -748,7 +941,7 @@ errors_of(const struct lg_stats *st)
 
 /* "key=value ..." for counters, elapsed time, rates and latencies. */
 static void
-report(const char *head, const struct lg_stats *st, uint32_t conns, double elapsed,
+report(const char *head, const struct lg_stats *st, uint32_t conns, bool udp, double elapsed,
        double active, const uint64_t *hist, uint64_t lat_n, uint64_t lat_sum, uint64_t lat_max,
        uint64_t hz)
 {
@@ -768,6 +961,8 @@ report(const char *head, const struct lg_stats *st, uint32_t conns, double elaps
 #define X(name) OUT(" " #name "=%" PRIu64, st->name);
 	LG_ERRORS(X)
 #undef X
+	if (udp)
+		OUT(" lost=%" PRIu64 " stale=%" PRIu64, st->lost, st->stale);
 	OUT(" elapsed_s=%.3f active_s=%.3f", elapsed, active);
 	OUT(" rate=%.1f/s", active > 0 ? (double)st->transactions / active : 0.0);
 	OUT(" tx_mbit_s=%.1f rx_mbit_s=%.1f",
@@ -791,31 +986,41 @@ usage(FILE *f, const char *prog)
 	fprintf(f,
 		"Usage: %s [EAL options] -- [-f dpsock.conf] -d IP [options]\n"
 		"\n"
-		"TCP load generator on dpsock: connections spread over the workers, each\n"
-		"worker opening its share. Prints one line per worker and a total line.\n"
+		"TCP and UDP load generator on dpsock: connections spread over the workers,\n"
+		"each worker opening its share. Prints one line per worker and a total line.\n"
 		"\n"
 		"Options:\n"
 		"  -d, --dest IP          server address (required)\n"
 		"  -p, --port PORT        server port (default %u)\n"
-		"  -c, --connections N    connections in all, 1..%u (default 1)\n"
+		"  -c, --connections N    connections (udp: sockets) in all, 1..%u (default 1)\n"
 		"  -m, --mode MODE        rr     request/reply over long connections (default)\n"
 		"                         churn  connect, request/reply, close, again\n"
 		"                         bulk   send as fast as possible (to a sink)\n"
-		"  -s, --size BYTES       request size for rr and churn, 1..1M (default %u)\n"
+		"                         udp    request/reply in datagrams, one out per socket\n"
+		"  -s, --size BYTES       request size for rr and churn, 1..1M, udp 1..%u\n"
+		"                         (default %u)\n"
 		"  -n, --requests N       per connection: transactions (rr), connections (churn),\n"
-		"                         bytes (bulk, suffixes k/m/g); 0 = until the time is up\n"
+		"                         bytes (bulk, suffixes k/m/g), requests answered or\n"
+		"                         lost (udp); 0 = until the time is up\n"
 		"  -t, --time SECONDS     run time, 1..%u (default %u); also bounds -n runs\n"
 		"      --verify           check that every reply byte equals the request's\n"
 		"                         (sockperf: the reply's length field)\n"
 		"      --proto PROTO      echo      the reply is the request (default)\n"
 		"                         sockperf  sockperf ping-pong messages of -s bytes\n"
 		"                         http      GET --path, keep-alive; status 200 wanted\n"
+		"                                   (not udp)\n"
 		"      --path PATH        the URL path for --proto http (default /)\n"
+		"      --udp-timeout-ms MS\n"
+		"                         udp: a request unanswered this long is lost (counted,\n"
+		"                         not an error) and the next one sent, 1..60000\n"
+		"                         (default %u)\n"
 		"  -h, --help             this text\n"
 		"\n"
-		"Exit status: 0 with no errors and some work done, 1 otherwise.\n"
+		"Exit status: 0 with no errors and some work done, 1 otherwise (udp: losses\n"
+		"are not errors).\n"
 		"\n",
-		prog, LG_DEFAULT_PORT, LG_MAX_CONNS, LG_DEFAULT_SIZE, LG_MAX_TIME, LG_DEFAULT_TIME);
+		prog, LG_DEFAULT_PORT, LG_MAX_CONNS, LG_UDP_MAX_SIZE, LG_DEFAULT_SIZE, LG_MAX_TIME,
+		LG_DEFAULT_TIME, LG_UDP_TIMEOUT_MS);
 	dpsock_usage(f);
 }
 
@@ -823,6 +1028,7 @@ enum {
 	OPT_VERIFY = 256,
 	OPT_PROTO,
 	OPT_PATH,
+	OPT_UDP_TIMEOUT,
 };
 
 static const struct option long_opts[] = {
@@ -836,6 +1042,7 @@ static const struct option long_opts[] = {
 	{ "verify", no_argument, NULL, OPT_VERIFY },
 	{ "proto", required_argument, NULL, OPT_PROTO },
 	{ "path", required_argument, NULL, OPT_PATH },
+	{ "udp-timeout-ms", required_argument, NULL, OPT_UDP_TIMEOUT },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
@@ -849,6 +1056,7 @@ main(int argc, char **argv)
 		.mode = MODE_RR,
 		.size = LG_DEFAULT_SIZE,
 		.seconds = LG_DEFAULT_TIME,
+		.udp_timeout_ms = LG_UDP_TIMEOUT_MS,
 	};
 	const struct dpsock_app app = {
 		.name = "dpsock-loadgen",
@@ -886,7 +1094,7 @@ main(int argc, char **argv)
 				if (strcmp(optarg, mode_names[i]) == 0)
 					break;
 			if (i == RTE_DIM(mode_names))
-				app_bad_usage(prog, "--mode: '%s' is not rr, churn or bulk", optarg);
+				app_bad_usage(prog, "--mode: '%s' is not rr, churn, bulk or udp", optarg);
 			cfg.mode = (enum lg_mode)i;
 			break;
 		case 's':
@@ -918,6 +1126,10 @@ main(int argc, char **argv)
 				app_bad_usage(prog, "--path: '%s' is not a URL path", optarg);
 			path = optarg;
 			break;
+		case OPT_UDP_TIMEOUT:
+			cfg.udp_timeout_ms = (uint32_t)app_parse_u64(prog, "--udp-timeout-ms", optarg, 1,
+								     60000, false);
+			break;
 		default:
 			app_usage_exit(prog);
 		}
@@ -931,8 +1143,19 @@ main(int argc, char **argv)
 	if (cfg.proto == PROTO_SOCKPERF && cfg.size < SP_HDR_LEN)
 		app_bad_usage(prog, "--proto sockperf: -s must be at least %u (its header)",
 			      SP_HDR_LEN);
-	if (cfg.proto == PROTO_HTTP && cfg.mode == MODE_BULK)
+	if (cfg.proto == PROTO_HTTP && (cfg.mode == MODE_BULK || cfg.mode == MODE_UDP))
 		app_bad_usage(prog, "--proto http: rr or churn");
+	if (cfg.mode == MODE_UDP && cfg.size > LG_UDP_MAX_SIZE)
+		app_bad_usage(prog, "-m udp: -s is at most %u", LG_UDP_MAX_SIZE);
+	if (cfg.mode == MODE_UDP && cfg.size > 1472 && dpsock_worker_count() > 1)
+		/* dpsock_steer_owner: fragments go by IP id, not by port */
+		fprintf(stderr, "%s: warning: -s %" PRIu32 " is above a 1500-byte MTU: replies come "
+			"in fragments, reassembled on a worker chosen by hash; with %u workers, those "
+			"reassembled off their socket's worker are lost (counted in lost)\n",
+			prog, cfg.size, dpsock_worker_count());
+	cfg.dst.sin_family = AF_INET;
+	cfg.dst.sin_addr.s_addr = cfg.addr;
+	cfg.dst.sin_port = htons(cfg.port);
 	if (cfg.proto == PROTO_HTTP &&
 	    asprintf(&cfg.http_req, "GET %s HTTP/1.1\r\nHost: %s\r\nUser-Agent: dpsock-loadgen\r\n\r\n",
 		     path, dest) < 0) {
@@ -977,8 +1200,8 @@ main(int argc, char **argv)
 		if (active > active_max)
 			active_max = active;
 		snprintf(head, sizeof(head), "worker %u lcore=%u", i, w->lcore);
-		report(head, &w->st, w->share, elapsed, active, w->hist, w->lat_n, w->lat_sum,
-		       w->lat_max, w->hz);
+		report(head, &w->st, w->share, cfg.mode == MODE_UDP, elapsed, active, w->hist,
+		       w->lat_n, w->lat_sum, w->lat_max, w->hz);
 #define X(name) total.name += w->st.name;
 		LG_COUNTERS(X)
 #undef X
@@ -998,8 +1221,8 @@ main(int argc, char **argv)
 
 		snprintf(head, sizeof(head), "total mode=%s workers=%u", mode_names[cfg.mode],
 			 n_workers);
-		report(head, &total, cfg.conns, elapsed_max, active_max, hist, lat_n, lat_sum,
-		       lat_max, hz);
+		report(head, &total, cfg.conns, cfg.mode == MODE_UDP, elapsed_max, active_max, hist,
+		       lat_n, lat_sum, lat_max, hz);
 	}
 	fflush(stdout);
 	free(cfg.pat);
