@@ -130,15 +130,18 @@ wake_flush(struct pl_wgroup *wg)
 			if (write(g->waiter_fd[id], &one, sizeof(one)) == sizeof(one)) {
 				dpsock_stat_add(&wg->w->stats->pl_wakeups, 1);
 				__atomic_store_n(&wg->wakeups, wg->wakeups + 1, __ATOMIC_RELAXED);
-				yield |= cpu1 != 0 &&
+				yield |= cpu1 != 0 && wg->w->yield != DPSOCK_YIELD_NEVER &&
 					 __atomic_load_n(&pl_waiter_hdr(g, id)->cpu,
 							 __ATOMIC_RELAXED) == cpu1;
 			}
 		}
 	}
-	/* A thread we woke sleeps on our CPU: let it run now. Polling on would
-	 * keep it waiting for our idle spin to end (and its answer waiting for
-	 * it): on a shared core, every hand-off would cost a time slice. */
+	/* A thread we woke sleeps on our CPU: offer it the CPU now, once
+	 * (worker.yield = auto or always). This is all a worker knows of the
+	 * threads of its CPU: yielding again on the following idle passes
+	 * until it ran was measured (docs/perf/handoff.md) to change nothing
+	 * but the system calls: the scheduler (EEVDF) runs the woken thread
+	 * when its fair share says so, whoever yields meanwhile. */
 	if (yield) {
 		dpsock_stat_add(&wg->w->stats->pl_yields, 1);
 		sched_yield();

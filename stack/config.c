@@ -83,6 +83,7 @@ static const char *check_abs_path(const char *v);
 static const char *check_abs_path_or_empty(const char *v);
 static const char *check_port(const char *v);
 static const char *check_steering(const char *v);
+static const char *check_yield(const char *v);
 static const char *check_segmentation(const char *v);
 static const char *check_congestion(const char *v);
 
@@ -125,6 +126,10 @@ static const struct conf_key conf_main_keys[] = {
 	       "per-worker software steering ring (mbufs)"),
 	K_UINT(DC, "worker.rx_burst", rx_burst, 32, 1, 512, 0,
 	       "packets per rx_burst call"),
+	K_STR(DC, "worker.yield", yield, "auto", 1, 7, check_yield, 0,
+	      "when a polling worker gives its CPU away (sched_yield): auto (once, right after "
+	      "it woke a preloaded thread that sleeps on its CPU), never, or always (that, and "
+	      "on every idle pass: other threads of unknown needs share its CPU)"),
 	K_UINT(DC, "worker.idle_poll_us", idle_poll_us, 200, 0, 1000000, 0,
 	       "keep polling this long after the last work before sleeping (0 = sleep at once)"),
 	K_UINT(DC, "worker.idle_sleep_max_us", idle_sleep_max_us, 1000, 1, 100000, 0,
@@ -291,6 +296,14 @@ check_steering(const char *v)
 	static const char *const names[] = { "auto", "toeplitz", "rte_flow", "software", NULL };
 
 	return check_one_of(v, names, "must be auto, toeplitz, rte_flow or software");
+}
+
+static const char *
+check_yield(const char *v)
+{
+	static const char *const names[] = { "auto", "never", "always", NULL };
+
+	return check_one_of(v, names, "must be auto, never or always");
 }
 
 static const char *

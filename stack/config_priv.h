@@ -88,6 +88,7 @@ struct dpsock_config {
 	uint32_t max_connections; /* per worker; more are refused with RST */
 	uint32_t lwip_mb;        /* per worker: memory lwIP may hold (MiB) */
 	char steering[16];       /* auto, toeplitz, rte_flow, software */
+	char yield[8];           /* worker.yield: auto, never, always */
 	char segmentation[8];    /* auto, tso, gso, lwip */
 	bool gro;                /* merge in-order segments before lwIP */
 	char congestion[16];     /* default congestion control: cubic, reno */

@@ -275,6 +275,8 @@ setup_workers(struct dpsock_stack *d)
 		w->rx_burst = RTE_MIN(c->rx_burst, DPSOCK_RX_BURST_MAX);
 		w->idle_poll_tsc = d->tsc_hz / 1000000 * c->idle_poll_us;
 		w->sleep_max_us = c->idle_sleep_max_us;
+		w->yield = strcmp(c->yield, "never") == 0 ? DPSOCK_YIELD_NEVER :
+			   strcmp(c->yield, "always") == 0 ? DPSOCK_YIELD_ALWAYS : DPSOCK_YIELD_AUTO;
 		snprintf(name, sizeof(name), "dps_steer_%u", i);
 		w->steer = rte_ring_create(name, c->steer_ring, rte_lcore_to_socket_id(lcores[i]),
 					   RING_F_SC_DEQ);

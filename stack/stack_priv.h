@@ -95,6 +95,13 @@ struct dpsock_gro {
 	struct dpsock_gro_item item[DPSOCK_GRO_FLOWS];
 };
 
+/* worker.yield: when a polling worker gives its CPU away */
+enum dpsock_yield {
+	DPSOCK_YIELD_AUTO,    /* to a thread of its CPU the app knows has work */
+	DPSOCK_YIELD_NEVER,
+	DPSOCK_YIELD_ALWAYS,  /* on every idle pass */
+};
+
 struct dpsock_worker {
 	/* hot: read every iteration */
 	struct dpsock_stack *d;
@@ -109,10 +116,9 @@ struct dpsock_worker {
 	uint64_t idle_poll_tsc;   /* poll this long after the last work before sleeping */
 	uint32_t sleep_us;        /* current back-off step */
 	uint32_t sleep_max_us;
-	uint32_t idle_passes;     /* idle polling passes (yield probe) */
+	uint8_t yield;            /* enum dpsock_yield (worker.yield) */
 	uint64_t rx_tsc;          /* TSC of the last RX burst (receive timestamps) */
 	struct dpsock_mc_worker *mc; /* snapshot of the ports' multicast state (mcast.c) */
-	uint64_t yield_until;     /* yield on every idle pass until then (TSC) */
 	uint64_t next_mirror_tsc; /* next copy of lwIP's counters into stats */
 	uint64_t timer_due_tsc;   /* when to ask lwIP for due timers again (worker.c) */
 

@@ -476,29 +476,21 @@ dpsock_worker_poll(struct dpsock_worker *w)
 }
 
 /*
- * Idle polling on a CPU that another thread wants (a preloaded program on
- * the worker's core, or anything else): a yield that took long means
- * another thread ran meanwhile; then yield on every idle pass for a while,
- * so that it runs as soon as it is runnable and not when our polling ends.
- * Alone on the CPU, probe once every 256 passes (a system call that
- * returns at once).
+ * An idle pass (worker.yield): polling makes no system call. Only with
+ * `always` (threads of unknown needs share the worker's CPU) does every
+ * idle pass offer the CPU away; `auto` yields only where the worker knows
+ * a thread of its CPU has work, which is when the preload server has just
+ * woken one (daemon/serve.c). A guess between two packets would put a
+ * system call in front of the next one, and a native app, whose threads
+ * are the workers, never yields.
  */
-#define YIELD_BUSY_US 5    /* a yield this long: someone else ran */
-#define YIELD_HOLD_MS 20   /* then keep yielding this long */
-
 static void
-idle_yield(struct dpsock_worker *w, uint64_t now)
+idle_yield(struct dpsock_worker *w)
 {
-	uint64_t t, hz = w->d->tsc_hz;
-
-	if (now >= w->yield_until && (++w->idle_passes & 255) != 0)
+	if (w->yield != DPSOCK_YIELD_ALWAYS)
 		return;
 	sched_yield();
-	t = rte_rdtsc();
-	if (t - now > hz / 1000000 * YIELD_BUSY_US) {
-		w->yield_until = t + hz / 1000 * YIELD_HOLD_MS;
-		dpsock_stat_add(&w->stats->idle_yields, 1);
-	}
+	dpsock_stat_add(&w->stats->idle_yields, 1);
 }
 
 void
@@ -517,7 +509,7 @@ dpsock_worker_idle(struct dpsock_worker *w, unsigned int work, uint32_t max_us)
 		return;
 	}
 	if (now - w->last_work_tsc < w->idle_poll_tsc) {
-		idle_yield(w, now);
+		idle_yield(w);
 		rte_pause();
 		return;
 	}

@@ -64,6 +64,7 @@ check_defaults(const struct dpsock_config *c, const char *what)
 	      what, c->ephemeral_min, c->ephemeral_max);
 	CHECK(c->max_connections == 65536, "%s: max_connections %u", what, c->max_connections);
 	CHECK(strcmp(c->steering, "auto") == 0, "%s: steering '%s'", what, c->steering);
+	CHECK(strcmp(c->yield, "auto") == 0, "%s: yield '%s'", what, c->yield);
 	CHECK(strcmp(c->congestion, "cubic") == 0, "%s: congestion '%s'", what, c->congestion);
 	CHECK(!c->pacing, "%s: pacing on", what);
 	CHECK(c->socket_slots == 4096, "%s: socket_slots %u", what, c->socket_slots);
@@ -270,6 +271,8 @@ static const struct bad_case bad_cases[] = {
 	  "worker.idle_sleep_max_us: must be between 1 and 100000", NULL },
 	{ IF0 "worker = { idle_sleep_max_us = 0; };\n", 2,
 	  "worker.idle_sleep_max_us: must be between 1 and 100000", NULL },
+	{ IF0 "worker = { yield = \"seldom\"; };\n", 2,
+	  "worker.yield: 'seldom' must be auto, never or always", NULL },
 	{ IF0 "tcp = { steering = \"magic\"; };\n", 2,
 	  "tcp.steering: 'magic' must be auto, toeplitz, rte_flow or software", NULL },
 	{ IF0 "tcp = { congestion = \"bbr\"; };\n", 2,
@@ -659,7 +662,7 @@ test_help(void)
 		"name", "runtime_dir", "log.level", "log.modules.<module>", "workers",
 		"memory.mbufs", "memory.mbuf_cache", "memory.rx_desc", "memory.tx_desc",
 		"memory.steer_ring", "worker.rx_burst", "worker.idle_poll_us",
-		"worker.idle_sleep_max_us", "memory.lwip_mb", "tcp.ephemeral_min",
+		"worker.idle_sleep_max_us", "worker.yield", "memory.lwip_mb", "tcp.ephemeral_min",
 		"tcp.ephemeral_max", "tcp.max_connections", "tcp.steering", "tcp.segmentation",
 		"tcp.gro", "tcp.congestion", "tcp.pacing", "stats.socket_slots",
 		"routes", "interfaces", "interfaces[].port",
