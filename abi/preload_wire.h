@@ -57,8 +57,10 @@
  *    headers with destination, interface and receive time, interfaces'
  *    kernel ifindex.
  * 6: static routes in the segment header (routes[]: the offload decision
- *    and the local address of a connecting socket follow them). */
-#define DPSOCK_PL_VERSION 6
+ *    and the local address of a connecting socket follow them).
+ * 7: a waiter sleeps on a futex in its header when it waits for offloaded
+ *    sockets alone (armed DPSOCK_PL_ARMED_FUTEX). */
+#define DPSOCK_PL_VERSION 7
 
 /* ======================================================================== */
 /* Control socket (SOCK_SEQPACKET, one message = one struct)                */
@@ -370,10 +372,13 @@ static_assert(sizeof(struct dpsock_pl_reply) == DPSOCK_PL_REPLY_SIZE, "reply siz
  * instance. Followed by one wait ring per worker (uint32_t slot numbers the
  * worker changed while the waiter watched them). */
 struct dpsock_pl_waiter {
-	/* shim-written: 1 while the waiter is asleep or about to sleep. The
-	 * shim stores 1, fences (seq_cst), re-checks its sockets, sleeps on
-	 * its eventfd; the worker publishes a change, fences (seq_cst), and
-	 * writes the eventfd if armed. */
+	/* shim-written: non-zero while the waiter is asleep or about to sleep.
+	 * The shim stores it, fences (seq_cst), re-checks its sockets and
+	 * sleeps; the worker publishes a change, fences (seq_cst), and wakes
+	 * an armed waiter: DPSOCK_PL_ARMED_EVENTFD, by writing its eventfd (a
+	 * sleep among kernel descriptors: poll, epoll); DPSOCK_PL_ARMED_FUTEX,
+	 * by adding one to `futex` and FUTEX_WAKE on it (a sleep on offloaded
+	 * sockets alone: no eventfd to read afterwards). */
 	uint32_t armed;
 	/* worker-written: a wait ring was full, a slot number was lost; the
 	 * shim re-examines every socket it watches and clears it. */
@@ -387,8 +392,13 @@ struct dpsock_pl_waiter {
 	 * yields at once, so the woken thread runs now rather than after the
 	 * worker's idle polling. */
 	uint32_t cpu;
-	uint32_t pad[12];
+	/* worker-written: the futex word of a DPSOCK_PL_ARMED_FUTEX sleep (the
+	 * shim waits while it holds the value it read before arming) */
+	uint32_t futex;
+	uint32_t pad[11];
 };
+#define DPSOCK_PL_ARMED_EVENTFD 1u
+#define DPSOCK_PL_ARMED_FUTEX 2u
 #define DPSOCK_PL_WAITER_HDR 128u
 static_assert(sizeof(struct dpsock_pl_waiter) <= DPSOCK_PL_WAITER_HDR, "waiter header");
 

@@ -20,7 +20,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/futex.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <sched.h>
@@ -95,14 +97,31 @@ wake_mark(struct pl_wgroup *wg, uint32_t id)
 	wg->wake_pending = true;
 }
 
-/* Write the eventfd of every marked waiter that is armed. */
+/* Wake waiter id: its eventfd, or its futex word (wire: armed). Returns true
+ * when a wake-up went out. */
+static bool
+waiter_wake(struct pl_group *g, uint32_t id, uint32_t armed)
+{
+	static const uint64_t one = 1;
+	struct dpsock_pl_waiter *h = pl_waiter_hdr(g, id);
+
+	if (armed == DPSOCK_PL_ARMED_FUTEX) {
+		/* the shim waits while the word holds what it read before it
+		 * armed: the increment makes a wake-up that comes before its
+		 * FUTEX_WAIT return at once, instead of being lost */
+		__atomic_add_fetch(&h->futex, 1, __ATOMIC_RELEASE);
+		return syscall(SYS_futex, &h->futex, FUTEX_WAKE, 1, NULL, NULL, 0) >= 0;
+	}
+	return write(g->waiter_fd[id], &one, sizeof(one)) == sizeof(one);
+}
+
+/* Wake every marked waiter that is armed. */
 static void
 wake_flush(struct pl_wgroup *wg)
 {
-	static const uint64_t one = 1;
 	struct pl_group *g = wg->g;
 	uint32_t words = (g->geo.max_waiters + 63) / 64, i;
-	uint32_t cpu1 = pl_workers[wg->k].cpu1;
+	uint32_t cpu1 = pl_workers[wg->k].cpu1, armed;
 	bool yield = false;
 
 	if (!wg->wake_pending)
@@ -125,9 +144,10 @@ wake_flush(struct pl_wgroup *wg)
 			 * closed after this worker acknowledged its removal) */
 			if (!__atomic_load_n(&g->waiter_live[id], __ATOMIC_ACQUIRE))
 				continue;
-			if (!__atomic_load_n(&pl_waiter_hdr(g, id)->armed, __ATOMIC_RELAXED))
+			armed = __atomic_load_n(&pl_waiter_hdr(g, id)->armed, __ATOMIC_RELAXED);
+			if (armed == 0)
 				continue;
-			if (write(g->waiter_fd[id], &one, sizeof(one)) == sizeof(one)) {
+			if (waiter_wake(g, id, armed)) {
 				dpsock_stat_add(&wg->w->stats->pl_wakeups, 1);
 				__atomic_store_n(&wg->wakeups, wg->wakeups + 1, __ATOMIC_RELAXED);
 				yield |= cpu1 != 0 && wg->w->yield != DPSOCK_YIELD_NEVER &&
@@ -1557,7 +1577,6 @@ dpsock_pl_worker_pending(struct dpsock_worker *w, void *arg)
 void
 dpsock_pl_worker_fini(struct dpsock_worker *w, void *arg)
 {
-	static const uint64_t one = 1;
 	struct pl_ctl *c = &dpsock_pl_ctl;
 	unsigned int k = w->idx;
 	struct pl_wgroup *wg;
@@ -1589,9 +1608,13 @@ dpsock_pl_worker_fini(struct dpsock_worker *w, void *arg)
 		/* every registered waiter, armed or not, and whatever it watches */
 		__atomic_thread_fence(__ATOMIC_SEQ_CST);
 		for (j = 0; j < g->geo.max_waiters; j++)
-			if (__atomic_load_n(&g->waiter_live[j], __ATOMIC_ACQUIRE) &&
-			    write(g->waiter_fd[j], &one, sizeof(one)) == sizeof(one))
-				dpsock_stat_add(&w->stats->pl_wakeups, 1);
+			if (__atomic_load_n(&g->waiter_live[j], __ATOMIC_ACQUIRE)) {
+				/* both ways: it may sleep either way, or be about to */
+				bool a = waiter_wake(g, j, DPSOCK_PL_ARMED_EVENTFD);
+
+				if (waiter_wake(g, j, DPSOCK_PL_ARMED_FUTEX) || a)
+					dpsock_stat_add(&w->stats->pl_wakeups, 1);
+			}
 		group_release(wg, true);
 	}
 	/* the stack stops: what orphans still had to send goes nowhere */

@@ -505,16 +505,32 @@ shim_waiter_drain(struct shim_waiter *w, void (*fn)(uint32_t, void *), void *arg
 	}
 }
 
-void
-shim_waiter_arm(struct shim_waiter *w)
+static void
+waiter_arm(struct shim_waiter *w, uint32_t how)
 {
 	int cpu = sched_getcpu();
 
 	__atomic_store_n(&w->hdr->cpu, cpu < 0 ? 0u : (uint32_t)cpu + 1, __ATOMIC_RELAXED);
-	__atomic_store_n(&w->hdr->armed, 1, __ATOMIC_RELAXED);
+	w->armed = how;
+	__atomic_store_n(&w->hdr->armed, how, __ATOMIC_RELAXED);
 	/* seq_cst: pairs with the worker's fence between publishing a slot
 	 * change or a reply and reading armed (docs/preload.md "Readiness"). */
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+}
+
+void
+shim_waiter_arm(struct shim_waiter *w)
+{
+	waiter_arm(w, DPSOCK_PL_ARMED_EVENTFD);
+}
+
+void
+shim_waiter_arm_futex(struct shim_waiter *w)
+{
+	/* the word before arming: a wake-up after this point changes it, and
+	 * FUTEX_WAIT then returns at once */
+	w->futex_seen = __atomic_load_n(&w->hdr->futex, __ATOMIC_ACQUIRE);
+	waiter_arm(w, DPSOCK_PL_ARMED_FUTEX);
 }
 
 long
@@ -591,6 +607,17 @@ shim_sleep(struct shim_waiter *w, struct pollfd *pfd, nfds_t nfds, int timeout_m
 	int r, n = 0;
 	uint64_t v;
 
+	if (w->armed == DPSOCK_PL_ARMED_FUTEX && nfds == 0 && sigmask == NULL) {
+		int ms = timeout_ms < 0 || timeout_ms > SHIM_FUTEX_SLEEP_MS ? SHIM_FUTEX_SLEEP_MS
+									   : timeout_ms;
+		struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
+
+		/* shared (not FUTEX_PRIVATE): the worker wakes it through its own
+		 * mapping of the segment */
+		if (futex(&w->hdr->futex, FUTEX_WAIT, w->futex_seen, &ts) < 0 && errno == EINTR)
+			return -EINTR;
+		return 0;   /* woken, timed out, or the word had moved (EAGAIN) */
+	}
 	if (nfds + 2 > 64) {
 		p = calloc(nfds + 2, sizeof(*p));
 		if (p == NULL)
@@ -819,7 +846,7 @@ shim_cmd_call(struct shim_thread *t, uint32_t k, struct dpsock_pl_cmd *c,
 			shim_cpu_relax();
 			continue;
 		}
-		shim_waiter_arm(&t->w);
+		shim_waiter_arm_futex(&t->w);
 		if (dpsock_spsc_cons_empty(&t->reply[k]))
 			shim_sleep(&t->w, NULL, 0, 100, NULL);
 		shim_waiter_disarm(&t->w);

@@ -60,6 +60,12 @@ struct shim_ep {
 	struct ep_reg ready;        /* sentinel of the ready list */
 	unsigned int n_off;         /* offloaded registrations (atomic: ep_mixed) */
 	unsigned int n_undecided;   /* on the undecided list (atomic: ep_mixed) */
+	/* kernel descriptors the program put in the kernel set (ADD less DEL;
+	 * one closed without DEL is still counted: too high is only a system
+	 * call too many). Without any, a wait that has offloaded events to
+	 * return does not also ask the kernel set (atomic). */
+	unsigned int n_kernel;
+	unsigned int quick_waits;   /* waits that skipped the kernel set (see there) */
 	unsigned int n_unwatched;   /* of which without a watch entry */
 	int gone_seen;              /* dpsockd's end was put on the ready list */
 	struct shim_waiter w;
@@ -340,6 +346,7 @@ ep_to_kernel(struct shim_ep *e, struct ep_reg *g)
 		SHIM_LOG(WARNING, "fd %d: dpsockd is gone, and its epoll registration could not "
 			 "move to the kernel set: %s", g->fd, strerror(errno));
 	reg_drop(e, g);
+	__atomic_add_fetch(&e->n_kernel, 1, __ATOMIC_RELAXED);
 }
 
 /* Undecided sockets that listen/connect/bind decided since: offloaded ones
@@ -356,6 +363,7 @@ ep_adopt(struct shim_ep *e)
 			continue;
 		if (!shim_sock_offloaded(g->s)) {
 			reg_drop(e, g);     /* the kernel's: it keeps the registration */
+			__atomic_add_fetch(&e->n_kernel, 1, __ATOMIC_RELAXED);
 			continue;
 		}
 		undecided_del(e, g);
@@ -523,19 +531,29 @@ epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
 		/* a kernel descriptor: the kernel set has it; forget one we
 		 * tracked while it was undecided, and hand the kernel one we
 		 * watched while it was offloaded (dpsockd gone, gone.c) */
-		e = op != EPOLL_CTL_ADD ? ep_find(epfd) : NULL;
-		if (e != NULL) {
+		bool tracked = false;
+
+		e = op != EPOLL_CTL_ADD ? ep_find(epfd) : ep_get(epfd);
+		if (e != NULL && op != EPOLL_CTL_ADD) {
 			struct ep_reg *g;
 
 			pthread_mutex_lock(&e->lock);
 			g = shim_fdmap_get(&e->regs, fd);
-			if (g != NULL && g->in_kernel && op == EPOLL_CTL_DEL)
+			if (g != NULL && g->in_kernel && op == EPOLL_CTL_DEL) {
 				reg_drop(e, g);
-			else if (g != NULL && !g->in_kernel && g->s == s)
+				tracked = true;   /* counted as undecided, not here */
+			} else if (g != NULL && !g->in_kernel && g->s == s) {
 				ep_to_kernel(e, g);
+			}
 			pthread_mutex_unlock(&e->lock);
 		}
-		return REAL(epoll_ctl)(epfd, op, fd, ev);
+		r = REAL(epoll_ctl)(epfd, op, fd, ev);
+		if (r == 0 && e != NULL && op == EPOLL_CTL_ADD)
+			__atomic_add_fetch(&e->n_kernel, 1, __ATOMIC_RELAXED);
+		else if (r == 0 && e != NULL && op == EPOLL_CTL_DEL && !tracked &&
+			 __atomic_load_n(&e->n_kernel, __ATOMIC_RELAXED) > 0)
+			__atomic_sub_fetch(&e->n_kernel, 1, __ATOMIC_RELAXED);
+		return r;
 	}
 	/* a shadowed socket: check what Linux checks, with the real epfd */
 	if (epfd == fd)
@@ -669,7 +687,7 @@ mixed_epoll_wait(struct shim_ep *e, struct epoll_event *evs, int max, int timeou
 	if (max <= 0)
 		return shim_fail(EINVAL);
 	for (;; pass++) {
-		bool spin, ticks;
+		bool spin, ticks, kfds;
 		int c, k, left;
 
 		c = collect_locked(e, evs, max, false);
@@ -677,8 +695,14 @@ mixed_epoll_wait(struct shim_ep *e, struct epoll_event *evs, int max, int timeou
 		spin = left != 0 && (budget < 0 || shim_now_us() - start < (uint64_t)budget);
 		/* the kernel's descriptors: with ours (both are returned), when
 		 * the call returns now, and every 16th pass of a spin; a call
-		 * about to sleep finds them in the sleeping call itself */
-		if (c < max && (c > 0 || left == 0 || (spin && pass % 16 == 0))) {
+		 * about to sleep finds them in the sleeping call itself. A set
+		 * with no kernel descriptor of the program's is asked only every
+		 * 64th time (a count gone wrong through fork costs a delay then,
+		 * never a lost event) */
+		kfds = __atomic_load_n(&e->n_kernel, __ATOMIC_RELAXED) > 0 ||
+		       __atomic_load_n(&e->n_undecided, __ATOMIC_RELAXED) > 0 ||
+		       (__atomic_add_fetch(&e->quick_waits, 1, __ATOMIC_RELAXED) & 63) == 0;
+		if (c < max && ((c > 0 && kfds) || left == 0 || (spin && pass % 16 == 0 && kfds))) {
 			k = REAL(epoll_wait)(e->epfd, evs + c, max - c, 0);
 			if (k < 0)
 				return c > 0 ? c : -1;

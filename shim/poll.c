@@ -129,7 +129,12 @@ mixed_poll(struct pollfd *fds, nfds_t n, int timeout_ms, const sigset_t *mask)
 			if ((fds[i].events & POLLOUT) && !(fds[i].revents & POLLOUT))
 				shim_sock_want_tx(s);
 		}
-		shim_waiter_arm(&t->w);
+		/* offloaded sockets alone: the futex; else the eventfd among
+		 * the kernel's descriptors */
+		if (nk == 0 && mask == NULL)
+			shim_waiter_arm_futex(&t->w);
+		else
+			shim_waiter_arm(&t->w);
 		c = poll_offloaded(fds, n, POLL_COUNT_NONE);
 		if (c == 0 && !shim_daemon_gone()) {
 			int tmo = left;

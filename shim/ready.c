@@ -229,7 +229,7 @@ shim_wait_sock(struct shim_sock *s, uint32_t want, int timeout_ms)
 		if (want & POLLOUT)
 			shim_sock_want_tx(s);
 		watched = shim_sock_watch(s, t->w.id);
-		shim_waiter_arm(&t->w);
+		shim_waiter_arm_futex(&t->w);
 		r = 0;
 		if (!(shim_sock_ready(s) & (want | POLLERR | POLLHUP))) {
 			tmo = watched ? 1000 : 1;

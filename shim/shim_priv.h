@@ -188,6 +188,8 @@ struct shim_waiter {
 	int id;                   /* -1: none */
 	int efd;
 	pid_t pid;
+	uint32_t armed;           /* how it is armed (DPSOCK_PL_ARMED_*), 0: not */
+	uint32_t futex_seen;      /* the header's futex word before a futex arm */
 	struct dpsock_pl_waiter *hdr;
 	struct dpsock_spsc_cons ring[SHIM_MAX_WORKERS];
 };
@@ -225,9 +227,15 @@ void shim_waiter_drain(struct shim_waiter *w, void (*fn)(uint32_t, void *), void
  * a change and reading armed: after it, either the caller's last look sees
  * the change, or the worker sees armed and writes the eventfd. */
 void shim_waiter_arm(struct shim_waiter *w);
+/* The same, for a sleep on offloaded sockets alone (shim_sleep with no
+ * kernel descriptor and no signal mask): the worker wakes a futex in the
+ * waiter's header instead of writing the eventfd, and the sleep is one
+ * FUTEX_WAIT with nothing to read after it. */
+void shim_waiter_arm_futex(struct shim_waiter *w);
 static inline void
 shim_waiter_disarm(struct shim_waiter *w)
 {
+	w->armed = 0;
 	__atomic_store_n(&w->hdr->armed, 0, __ATOMIC_RELAXED);
 }
 /* How long a wait may spin before it arms and sleeps, in µs (-1 = spin
@@ -247,7 +255,11 @@ bool shim_daemon_gone(void);
 void shim_daemon_hung_up(void);
 /* Sleep until the waiter's eventfd, the control socket, or timeout_ms
  * (-1 forever). Extra kernel fds may ride along (nfds entries of pfd, whose
- * revents are filled). Returns the real poll's result or -errno. */
+ * revents are filled). Returns the real poll's result or -errno. Armed by
+ * shim_waiter_arm_futex (nfds 0, no sigmask): a FUTEX_WAIT instead, of at
+ * most SHIM_FUTEX_SLEEP_MS (only the control socket tells of a killed
+ * dpsockd, and a futex cannot watch it: callers look again after it). */
+#define SHIM_FUTEX_SLEEP_MS 200
 int shim_sleep(struct shim_waiter *w, struct pollfd *pfd, nfds_t nfds, int timeout_ms,
 	       const sigset_t *sigmask);
 
