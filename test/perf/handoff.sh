@@ -22,9 +22,15 @@
 # the program's to dpsockd's worker, per transaction).
 #
 #   test/perf/handoff.sh [--quick] [--rounds N] [--time S] [--out FILE]
-#                        [--build DIR] [--only LIST]
+#                        [--build DIR] [--only LIST] [--base-build DIR]
 #
-# --only: native, echo-epoll, echo-select, sockperf, nginx (comma-separated).
+# --only: native, echo-epoll, echo-select, sockperf, nginx, syscalls
+# (comma-separated).
+# syscalls: the system calls each request costs, on the worker's CPU with
+# one connection, in the program and in dpsockd apart (strace -c -f on
+# both while dpsock-loadgen makes a fixed number of requests; counts per
+# request, by call). --base-build DIR (another build, e.g. an earlier
+# commit's from test/perf/ab.sh's build-ab/) adds its counts as "before".
 # Writes a markdown report (default docs/perf/handoff.md, --quick: the build
 # dir) and prints it. Exit 0 when every measurement ran, 1 when one failed
 # (its row says so), 77 without root.
@@ -32,7 +38,7 @@ set -uo pipefail
 
 SELF_DIR=$(cd "$(dirname "$0")" && pwd)
 SRC=$(cd "$SELF_DIR/../.." && pwd)
-quick=0 rounds= secs= out= build=${DPSOCK_BUILD:-} only=,native,echo-epoll,echo-select,sockperf,nginx,
+quick=0 rounds= secs= out= build=${DPSOCK_BUILD:-} only=,native,echo-epoll,echo-select,sockperf,nginx,syscalls, base_build=
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--quick) quick=1 ;;
@@ -41,6 +47,7 @@ while [ $# -gt 0 ]; do
 	--out) out=$2; shift ;;
 	--build) build=$2; shift ;;
 	--only) only=,$2,; shift ;;
+	--base-build) base_build=$2; shift ;;
 	-h | --help) sed -n '3,/^set -uo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; exit 0 ;;
 	*) echo "handoff.sh: unknown option '$1' (try --help)" >&2; exit 2 ;;
 	esac
@@ -98,10 +105,11 @@ wakes() { # dpsockd's wake-ups both ways so far
 	echo $((a + b))
 }
 
-# server_start native|preload: the memif server on CPU 1, up when its stats answer
+# server_start native|preload [BUILD]: the memif server on CPU 1, up when its
+# stats answer (BUILD: another build's dpsockd)
 server_start() {
 	local bin=$ECHO extra=(--raw)
-	[ "$1" = preload ] && { bin=$(dpsock_tool dpsockd); extra=(); }
+	[ "$1" = preload ] && { bin=${2:+$2/dpsockd}; bin=${bin:-$(dpsock_tool dpsockd)}; extra=(); }
 	taskset -c 1 "$bin" -l 1 --file-prefix "$SRV" "${EAL[@]}" \
 		"--vdev=net_memif0,role=server,socket=$SOCK,socket-abstract=no" \
 		-- -f "$TEST_TMP/srv.conf" "${extra[@]}" >"$TEST_TMP/srv.log" 2>&1 </dev/null &
@@ -109,13 +117,15 @@ server_start() {
 	poll_until 30 stat_up "$SRV" || { failed "$1 server did not start: $(tail -n 3 "$TEST_TMP/srv.log")"; return 1; }
 }
 
-# program_start NAME CPU: the unmodified program under the shim on CPU
+# program_start NAME CPU [BUILD]: the unmodified program under the shim on
+# CPU (BUILD: another build's shim and echo program)
 program_start() {
-	local name=$1 cpu=$2 pre=(env "LD_PRELOAD=$PRELOAD_LIB" "DPSOCK_RUNTIME_DIR=$TEST_TMP"
+	local name=$1 cpu=$2 lib=${3:+$3/libdpsock_preload.so} kecho=${3:+$3/test/perf/kernel_echo}
+	local pre=(env "LD_PRELOAD=${lib:-$PRELOAD_LIB}" "DPSOCK_RUNTIME_DIR=$TEST_TMP"
 		"DPSOCK_NAME=$SRV" "DPSOCK_LOG_FILE=$TEST_TMP/shim-%d.log")
 	case "$name" in
 	echo-epoll | echo-select)
-		taskset -c "$cpu" "${pre[@]}" "$KECHO" -p 11111 -a "$ADDR" --tcp-only \
+		taskset -c "$cpu" "${pre[@]}" "${kecho:-$KECHO}" -p 11111 -a "$ADDR" --tcp-only \
 			--wait "${name#echo-}" >"$TEST_TMP/prog.log" 2>&1 </dev/null & ;;
 	sockperf)
 		taskset -c "$cpu" "${pre[@]}" sockperf server --tcp -i "$ADDR" -p 11111 \
@@ -189,10 +199,60 @@ for r in $(seq 1 "$rounds"); do
 	done
 done
 
+# ---- system calls per request ------------------------------------------------
+# syscalls_of LABEL BUILD PROG PROTO: strace -c -f on the program and on
+# dpsockd (both on CPU 1) while loadgen makes SC_N requests on one
+# connection; rows "LABEL PROG program|dpsockd CALL PER_REQUEST" in SYS
+SC_N=20000
+SYS=$TEST_TMP/sys.tsv
+: >"$SYS"
+syscalls_of() {
+	local label=$1 b=$2 prog=$3 proto=$4 s1 s2 side
+	server_start preload "$b" || return
+	if program_start "$prog" 1 "$b"; then
+		strace -c -f -q -o "$TEST_TMP/st-program" -p "${BG[prog]}" 2>/dev/null & s1=$!
+		strace -c -f -q -o "$TEST_TMP/st-dpsockd" -p "${BG[srv]}" 2>/dev/null & s2=$!
+		sleep 1 # attached (strace stops and resumes every thread)
+		if taskset -c 0 "$LOADGEN" -l 0 --file-prefix "$CLI" "${EAL[@]}" \
+			"--vdev=net_memif0,role=client,socket=$SOCK,socket-abstract=no" \
+			-- -f "$TEST_TMP/cli.conf" -d "$ADDR" -p 11111 -m rr -c 1 -s 64 --proto "$proto" \
+			--path /p64 -n "$SC_N" -t 120 >"$TEST_TMP/lg-sys.log" 2>&1 </dev/null; then
+			kill -INT "$s1" "$s2" 2>/dev/null
+			wait "$s1" "$s2" 2>/dev/null
+			for side in program dpsockd; do
+				# strace -c: "% time seconds usecs/call calls [errors] syscall"
+				awk -v l="$label" -v p="$prog" -v s="$side" -v n="$SC_N" \
+					'$NF ~ /^[a-z_0-9]+$/ && $NF != "total" && $4 ~ /^[0-9]+$/ {
+						printf "%s\t%s\t%s\t%s\t%.2f\n", l, p, s, $NF, $4 / n }' \
+					"$TEST_TMP/st-$side" >>"$SYS"
+			done
+		else
+			kill -INT "$s1" "$s2" 2>/dev/null
+			wait "$s1" "$s2" 2>/dev/null
+			failed "syscalls $label $prog: $(tail -n 2 "$TEST_TMP/lg-sys.log" | tr '\n' ' ')"
+		fi
+	fi
+	bg_stop prog
+	bg_stop srv
+}
+if want syscalls && command -v strace >/dev/null; then
+	for prog in echo-epoll echo-select sockperf nginx; do
+		proto=echo
+		[ "$prog" = sockperf ] && proto=sockperf
+		[ "$prog" = nginx ] && proto=http
+		command -v "${prog#echo-*}" >/dev/null 2>&1 || [ "${prog%%-*}" = echo ] || continue
+		[ -z "$base_build" ] || syscalls_of before "$base_build" "$prog" "$proto"
+		syscalls_of now "" "$prog" "$proto"
+	done
+elif want syscalls; then
+	failed "strace is not installed: no system call counts"
+fi
+
 mkdir -p "$(dirname "$out")"
-python3 - "$RES" "$out" "$rounds" "$secs" "$(cut -d' ' -f1-3 /proc/loadavg)" "$TEST_TMP/failures" <<'PY'
+python3 - "$RES" "$out" "$rounds" "$secs" "$(cut -d' ' -f1-3 /proc/loadavg)" "$TEST_TMP/failures" \
+	"$SYS" "$SC_N" "$base_build" <<'PY'
 import statistics, sys, os
-res, out, rounds, secs, load, fails = sys.argv[1:7]
+res, out, rounds, secs, load, fails, sysf, scn, base = sys.argv[1:10]
 rows = {}
 for l in open(res):
     t, lay, c, r, rate, p50, p99, p999, wk = l.rstrip('\n').split('\t')
@@ -235,6 +295,32 @@ if os.path.exists(fails) and os.path.getsize(fails):
 L.append('sockperf and nginx speak other protocols than the echo programs (a sockperf message, an HTTP '
          'request and its ~250-byte response): compare their rows with each other across layouts, and the '
          'echo rows with the native echo.')
+sysrows = {}
+for l in open(sysf):
+    lab, prog, side, call, per = l.rstrip('\n').split('\t')
+    sysrows.setdefault((prog, side), {}).setdefault(lab, {})[call] = float(per)
+if sysrows:
+    L.append('\n## System calls per request\n')
+    L.append('The program on the worker\'s CPU, one connection: `strace -c -f` on the program and on '
+             'dpsockd while dpsock-loadgen makes %s requests (strace slows both: the counts, not the '
+             'rates, are what this measures).%s Calls under 0.01 per request are left out.\n' % (
+                 scn, ' **before**: the build in `%s`.' % base if base else ''))
+    labs = ['before', 'now'] if base else ['now']
+    L.append('| program | process | ' + ' | '.join('%s: calls per request' % x for x in labs) +
+             ' | ' + ' | '.join('%s: total' % x for x in labs) + ' |')
+    L.append('|---|---|' + '---|' * (2 * len(labs)))
+    for prog in ('echo-epoll', 'echo-select', 'sockperf', 'nginx'):
+        for side in ('program', 'dpsockd'):
+            d = sysrows.get((prog, side))
+            if not d:
+                continue
+            cells = []
+            for x in labs:
+                calls = d.get(x, {})
+                cells.append(', '.join('%s %.2f' % (c, v) for c, v in sorted(calls.items(), key=lambda i: -i[1])
+                                       if v >= 0.01) or '—')
+            tot = ['%.2f' % sum(v for v in d.get(x, {}).values() if v >= 0.01) if x in d else '—' for x in labs]
+            L.append('| %s | %s | %s | %s |' % (prog, side, ' | '.join(cells), ' | '.join(tot)))
 open(out, 'w').write('\n'.join(L) + '\n')
 print('\n'.join(L))
 PY
