@@ -1,0 +1,106 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * filter_priv.h — the flows dpsock serves on a port it shares with the
+ * kernel (docs/design.md, decision 9): only those leave the kernel.
+ *
+ * A port whose interface has no `address` in dpsock.conf follows its kernel
+ * netdev (addresses, routes, neighbours: stack/netview.c) and shares it: the
+ * kernel keeps ARP, ICMP, its own sockets and every flow dpsock does not
+ * serve. What dpsock serves is, per port:
+ *   - the port's local addresses (the kernel's, on that netdev): a frame to
+ *     any other destination is never dpsock's;
+ *   - TCP/UDP to a local port an offloaded socket listens on or is bound to
+ *     (on one local address, or on all: addr 0);
+ *   - TCP/UDP to a port of dpsock's ephemeral range (tcp.ephemeral_min..max,
+ *     reserved in the kernel: net.ipv4.ip_local_reserved_ports): the
+ *     replies to its active opens and to its unbound UDP senders, with no
+ *     per-connection entry;
+ *   - UDP to a multicast group one of its sockets joined;
+ *   - the IP fragments of all of the above (the first fragment decides for
+ *     its datagram: source, destination, id and protocol remembered).
+ * Everything else is the kernel's.
+ *
+ * The registry (filter.c) counts the sockets behind each entry and tells a
+ * port's backend only of changes; a backend makes the NIC, or the kernel,
+ * steer exactly that set:
+ *   xdp       AF_XDP (net_af_xdp): dpsockd's own XDP program, whose maps
+ *             hold the set; frames it does not redirect to the port's AF_XDP
+ *             sockets pass to the kernel (xdp_filter.c, bpf/dpsock_xdp.bpf.c)
+ *   rte_flow  a NIC in isolated mode (rte_flow_isolate, mlx5): one rule per
+ *             entry sends it to the workers' queues, the rest stays with the
+ *             kernel (flow_filter.c)
+ * Backend functions return 0 or -errno and are called from control paths
+ * (never a worker's data path); they may make system calls.
+ */
+#ifndef DPSOCK_FILTER_PRIV_H
+#define DPSOCK_FILTER_PRIV_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+/* ---- the XDP backend (xdp_filter.c) ------------------------------------------ */
+
+struct dpsock_xdpf;
+
+/* Counters of the XDP program, summed over CPUs. */
+struct dpsock_xdpf_stats {
+	uint64_t redirected;   /* frames given to dpsock's AF_XDP sockets */
+	uint64_t passed;       /* frames left to the kernel */
+	uint64_t frags;        /* fragments redirected (first ones included) */
+	uint64_t no_socket;    /* dpsock's frames on a queue without an AF_XDP
+				* socket of dpsockd's: dropped (the kernel must not
+				* answer them with a RST) */
+};
+
+/*
+ * Load dpsockd's XDP program (built into the binary) for the interface
+ * ifindex and put it in place of whatever XDP program the interface runs
+ * (the AF_XDP PMD's), attached through a BPF link: the link is dpsockd's
+ * open file, so when dpsockd exits or is killed the kernel detaches the
+ * program and the interface is the kernel's again. xsk_fds[i] is the
+ * AF_XDP socket bound to interface queue if_queues[i] (n of them). vlan: the
+ * 802.1Q VLAN id dpsock's frames carry (0: untagged; a tagged frame of
+ * another VLAN passes). Nothing is redirected until entries are added.
+ * Returns NULL with a message in err: -errno in *ret (ENOTSUP: no BPF
+ * links in this kernel; EPERM: not allowed to load BPF).
+ */
+struct dpsock_xdpf *dpsock_xdpf_open(unsigned int ifindex, const int *xsk_fds,
+				     const uint32_t *if_queues, unsigned int n, uint16_t vlan,
+				     int *ret, char *err, size_t errlen);
+/* Detach the program (the kernel gets every frame again) and free it. */
+void dpsock_xdpf_close(struct dpsock_xdpf *x);
+/* A local address of the port (network order). */
+int dpsock_xdpf_addr(struct dpsock_xdpf *x, uint32_t addr, bool add);
+/* TCP (6) or UDP (17) to local port (host order) on addr (network order,
+ * 0: any local address). */
+int dpsock_xdpf_port(struct dpsock_xdpf *x, uint8_t proto, uint32_t addr, uint16_t port, bool add);
+/* dpsock's ephemeral range, host order, lo <= hi (0, 0: none). */
+int dpsock_xdpf_ephemeral(struct dpsock_xdpf *x, uint16_t lo, uint16_t hi);
+/* UDP to a multicast group (network order). */
+int dpsock_xdpf_group(struct dpsock_xdpf *x, uint32_t group, bool add);
+void dpsock_xdpf_stats(const struct dpsock_xdpf *x, struct dpsock_xdpf_stats *out);
+
+/* ---- the rte_flow backend, isolated mode (flow_filter.c) --------------------- */
+
+/*
+ * One rule's match, as flow_filter.c builds it before it becomes an
+ * rte_flow pattern (kept apart so that the construction is unit tested
+ * without a NIC): ETH [VLAN vid] / IPV4 dst=addr [/ TCP|UDP dst port/mask].
+ * The ephemeral range becomes the fewest (port, mask) pairs that cover it
+ * exactly, as an address range becomes CIDR blocks; a group becomes
+ * IPV4 dst=group / UDP.
+ */
+struct dpsock_flow_match {
+	uint16_t vlan;            /* 0: no VLAN item */
+	uint32_t dst;             /* network order */
+	uint8_t proto;            /* 6, 17, or 0: any (none of TCP/UDP items) */
+	uint16_t port;            /* host order */
+	uint16_t port_mask;       /* host order; 0: no port match */
+};
+
+/* The exact cover of [lo, hi] (host order) by (port, mask) blocks: up to
+ * max of them into out. Returns how many, or -ENOSPC. */
+int dpsock_flow_port_range(uint16_t lo, uint16_t hi, struct dpsock_flow_match *out,
+			   unsigned int max, const struct dpsock_flow_match *tmpl);
+
+#endif /* DPSOCK_FILTER_PRIV_H */
