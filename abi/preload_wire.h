@@ -59,8 +59,11 @@
  * 6: static routes in the segment header (routes[]: the offload decision
  *    and the local address of a connecting socket follow them).
  * 7: a waiter sleeps on a futex in its header when it waits for offloaded
- *    sockets alone (armed DPSOCK_PL_ARMED_FUTEX). */
-#define DPSOCK_PL_VERSION 7
+ *    sockets alone (armed DPSOCK_PL_ARMED_FUTEX).
+ * 8: the served addresses and routes move from the segment header to the
+ *    wake page (struct dpsock_pl_netview, under a sequence lock): a port
+ *    shared with the kernel follows its addresses; an entry per address. */
+#define DPSOCK_PL_VERSION 8
 
 /* ======================================================================== */
 /* Control socket (SOCK_SEQPACKET, one message = one struct)                */
@@ -112,6 +115,11 @@ static_assert(sizeof(struct dpsock_pl_msg) == 128, "control message size");
 /* ======================================================================== */
 /* Wake page: read-only to clients                                          */
 /* ======================================================================== */
+
+/* The wake page: n_workers lines of struct dpsock_pl_wake from offset 0
+ * (64 at most), then, at DPSOCK_PL_WAKE_NETVIEW, the addresses and routes
+ * dpsockd serves (struct dpsock_pl_netview). */
+#define DPSOCK_PL_WAKE_NETVIEW 4096u
 
 /* One cache line per worker. A client that posted a command reads
  * `sleeping` after a seq_cst fence and, if set, writes the worker's eventfd
@@ -170,30 +178,46 @@ struct dpsock_pl_rule {
 static_assert(sizeof(struct dpsock_pl_rule) == 96, "rule size");
 
 #define DPSOCK_PL_MAX_RULES 64
-#define DPSOCK_PL_MAX_IFACES 4
-#define DPSOCK_PL_MAX_ROUTES 32
+#define DPSOCK_PL_MAX_ROUTES 64
 
-/* An address the daemon serves, and where its gateway leads. */
+#define DPSOCK_PL_MAX_ADDRS 16
+
+/* An address the daemon serves: a port's own (the configured one of a port
+ * it owns, each of the kernel's on a port it shares with the kernel). */
 struct dpsock_pl_iface {
 	uint32_t addr;            /* network order */
-	uint32_t gateway;         /* network order; 0 = none */
+	uint32_t gateway;         /* network order: its port's default gateway; 0 = none */
 	uint8_t prefix_len;
-	uint8_t pad[3];
+	uint8_t port;             /* dpsockd's interface (port) index: OP_MCAST's interface */
+	uint8_t pad[2];
 	uint32_t mtu;
 	uint32_t ifindex;         /* the port's kernel netdev (IP_PKTINFO, MCAST_JOIN_GROUP,
 				   * ip_mreqn), 0: none (a NIC bound to vfio) */
 };
 
-/* A static route of the daemon's (routes = [ ... ]): what no interface's
- * subnet holds and dest/prefix_len does leaves by ifaces[iface]. */
+/* A route of the daemon's (its static routes = [ ... ], the kernel's on a
+ * shared port): what no address's subnet holds and dest/prefix_len does
+ * leaves by port `iface`. */
 struct dpsock_pl_route {
 	uint32_t dest;            /* network order */
 	uint32_t gateway;         /* network order */
 	uint8_t prefix_len;
-	uint8_t iface;            /* index into ifaces[] */
+	uint8_t iface;            /* dpsockd's interface (port) index */
 	uint8_t pad[2];
 };
 
+/* What the daemon serves, for the shim's offload decision (in the wake
+ * page, at DPSOCK_PL_WAKE_NETVIEW): it changes while the daemon runs (a
+ * shared port follows the kernel's addresses and routes), so it is read
+ * under a sequence lock: seq is odd while the daemon writes; a reader
+ * copies, and copies again when seq moved or was odd. */
+struct dpsock_pl_netview {
+	uint32_t seq;
+	uint32_t n_ifaces;
+	struct dpsock_pl_iface ifaces[DPSOCK_PL_MAX_ADDRS];
+	uint32_t n_routes;
+	struct dpsock_pl_route routes[DPSOCK_PL_MAX_ROUTES];
+};
 /*
  * The segment, as offsets from its start (each process maps it at its own
  * address). Written by the daemon before WELCOME and read-only after,
@@ -253,17 +277,14 @@ struct dpsock_pl_seg {
 	uint64_t tx_fifo_off;
 	uint64_t tx_fifo_bytes;
 
-	/* what the daemon serves, for the shim's offload decision */
-	uint32_t n_ifaces;
+	/* the offload rules (the addresses and routes are in the wake page:
+	 * they change) */
 	uint32_t n_rules;
-	struct dpsock_pl_iface ifaces[DPSOCK_PL_MAX_IFACES];
 	struct dpsock_pl_rule rules[DPSOCK_PL_MAX_RULES];
 	char daemon_name[32];
 	/* congestion control of connections that set none (tcp.congestion):
 	 * getsockopt(TCP_CONGESTION) before a connection exists */
 	char tcp_congestion[16];
-	uint32_t n_routes;
-	struct dpsock_pl_route routes[DPSOCK_PL_MAX_ROUTES];
 };
 
 #define DPSOCK_PL_SEG_HDR 16384u

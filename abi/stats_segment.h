@@ -69,7 +69,7 @@
 #include <stdint.h>
 
 #define DPSOCK_STATS_MAGIC 0x64707374617473ULL /* "dpstats" */
-#define DPSOCK_STATS_VERSION 9
+#define DPSOCK_STATS_VERSION 10
 #define DPSOCK_STATS_MAX_PORTS 4
 #define DPSOCK_STATS_MAX_WORKERS 64
 #define DPSOCK_STATS_MAX_CLIENTS 64
@@ -150,6 +150,9 @@
 	X(rx_drop_ethertype, "dropped: ethertype not IPv4 or ARP")            \
 	X(rx_drop_vlan, "dropped: another VLAN's frame, or untagged on a VLAN interface") \
 	X(rx_drop_arp, "dropped: malformed ARP")                              \
+	X(rx_kernel_frames, "shared port: frames of the kernel's seen by dpsock (ARP, ICMP, flows it does not serve): left alone") \
+	X(neigh_missing, "shared port: frames that found no neighbour MAC in the kernel's table (the kernel is asked)") \
+	X(neigh_dropped, "shared port: frames dropped waiting for a neighbour (3 s, or too many waiting)") \
 	X(rx_drop_ip_hdr, "dropped: bad IPv4 version or header length")       \
 	X(rx_drop_ip_len, "dropped: IPv4 total length does not fit the frame") \
 	X(rx_drop_ip_cksum, "dropped: bad IPv4 header checksum")              \

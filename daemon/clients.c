@@ -35,6 +35,7 @@
 
 #include "stack_priv.h"
 #include "log_priv.h"
+#include "netview_priv.h"
 #include "server_priv.h"
 
 #define CTL_TICK_MS 100
@@ -246,7 +247,7 @@ group_create(struct pl_ctl *c, char *why, size_t whylen)
 	const struct dpsock_config *conf = &c->d->conf;
 	struct dpsock_pl_seg *hdr;
 	struct pl_group *g;
-	uint32_t idx, i;
+	uint32_t idx;
 	int ret;
 
 	for (idx = 0; idx < c->max_groups; idx++)
@@ -304,24 +305,8 @@ group_create(struct pl_ctl *c, char *why, size_t whylen)
 	memcpy(hdr, &g->geo, sizeof(*hdr));
 	hdr->magic = 0;
 	hdr->version = DPSOCK_PL_VERSION;
-	hdr->n_ifaces = RTE_MIN(conf->n_ifaces, (unsigned int)DPSOCK_PL_MAX_IFACES);
-	for (i = 0; i < hdr->n_ifaces; i++) {
-		hdr->ifaces[i].addr = conf->ifaces[i].addr;
-		hdr->ifaces[i].gateway = conf->ifaces[i].gateway;
-		hdr->ifaces[i].prefix_len = conf->ifaces[i].prefix_len;
-		hdr->ifaces[i].mtu = conf->ifaces[i].mtu;
-		hdr->ifaces[i].ifindex = c->d->ports[i].caps.if_index;
-	}
 	hdr->n_rules = conf->n_rules;
 	memcpy(hdr->rules, conf->rules, conf->n_rules * sizeof(conf->rules[0]));
-	static_assert(DPSOCK_PL_MAX_ROUTES == DPSOCK_MAX_ROUTES, "routes in the segment");
-	hdr->n_routes = conf->n_routes;
-	for (i = 0; i < conf->n_routes; i++) {
-		hdr->routes[i].dest = conf->routes[i].dest;
-		hdr->routes[i].gateway = conf->routes[i].gateway;
-		hdr->routes[i].prefix_len = conf->routes[i].prefix_len;
-		hdr->routes[i].iface = conf->routes[i].iface;
-	}
 	snprintf(hdr->daemon_name, sizeof(hdr->daemon_name), "%s", conf->name);
 	snprintf(hdr->tcp_congestion, sizeof(hdr->tcp_congestion), "%s", conf->congestion);
 	hdr->state = DPSOCK_PL_RUNNING;
@@ -1152,6 +1137,61 @@ listen_socket(struct pl_ctl *c)
 
 /* Before the workers start: the state they share with the control thread
  * (wake page, group table, acknowledgements) and their own buffers. */
+/*
+ * The wake page's net view: what the shim's offload decision reads (the
+ * served addresses, their ports' gateways, the routes), from the stack's
+ * view, under the sequence lock of struct dpsock_pl_netview. One writer:
+ * main_init, then the kernel follower's thread.
+ */
+static void
+pl_netview_write(struct dpsock_stack *d, const struct dpsock_netview *v)
+{
+	struct pl_ctl *c = &dpsock_pl_ctl;
+	struct dpsock_pl_netview *nv;
+	uint32_t seq, i, n = 0;
+
+	if (c->wake == NULL || v == NULL)
+		return;
+	nv = (struct dpsock_pl_netview *)(void *)((unsigned char *)c->wake + DPSOCK_PL_WAKE_NETVIEW);
+	seq = nv->seq;
+	__atomic_store_n(&nv->seq, seq + 1, __ATOMIC_RELAXED);
+	/* release fence: the odd seq is visible before any field changes,
+	 * pairs with the reader's acquire fence before it reads seq again */
+	__atomic_thread_fence(__ATOMIC_RELEASE);
+	for (i = 0; i < v->n_addrs && n < DPSOCK_PL_MAX_ADDRS; i++) {
+		const struct dpsock_nv_addr *a = &v->addrs[i];
+		const struct dpsock_nv_route *def = NULL;
+		uint32_t k;
+
+		if (a->addr == 0)
+			continue;
+		/* the port's default gateway: its default route of lowest priority */
+		for (k = 0; k < v->n_routes; k++)
+			if (v->routes[k].port == a->port && v->routes[k].prefix_len == 0 &&
+			    v->routes[k].gateway != 0 &&
+			    (def == NULL || v->routes[k].priority < def->priority))
+				def = &v->routes[k];
+		nv->ifaces[n++] = (struct dpsock_pl_iface){
+			.addr = a->addr, .gateway = def != NULL ? def->gateway : 0,
+			.prefix_len = a->prefix_len, .port = a->port,
+			.mtu = v->ports[a->port].mtu, .ifindex = v->ports[a->port].ifindex };
+	}
+	nv->n_ifaces = n;
+	for (i = 0, n = 0; i < v->n_routes && n < DPSOCK_PL_MAX_ROUTES; i++) {
+		const struct dpsock_nv_route *r = &v->routes[i];
+
+		if (r->prefix_len == 0 || r->gateway == 0)
+			continue;   /* the gateways above; the connected subnets */
+		nv->routes[n++] = (struct dpsock_pl_route){ .dest = r->dest, .gateway = r->gateway,
+							     .prefix_len = r->prefix_len,
+							     .iface = r->port };
+	}
+	nv->n_routes = n;
+	/* release: the fields before the even seq (the reader's acquire) */
+	__atomic_store_n(&nv->seq, seq + 2, __ATOMIC_RELEASE);
+	RTE_SET_USED(d);
+}
+
 int
 dpsock_pl_main_init(void *arg)
 {
@@ -1174,10 +1214,12 @@ dpsock_pl_main_init(void *arg)
 		ret = -errno;
 		goto fail;
 	}
-	/* The wake page: one line per worker, read-only for clients (after
-	 * F_SEAL_FUTURE_WRITE no new writable mapping can be made; ours was
-	 * made before). */
-	c->wake_size = align_up(c->n_workers * sizeof(struct dpsock_pl_wake), 4096);
+	/* The wake page: one line per worker, then what dpsockd serves,
+	 * read-only for clients (after F_SEAL_FUTURE_WRITE no new writable
+	 * mapping can be made; ours was made before). */
+	static_assert(DPSOCK_MAX_WORKERS * sizeof(struct dpsock_pl_wake) <= DPSOCK_PL_WAKE_NETVIEW,
+		      "the wake lines fit before the net view");
+	c->wake_size = align_up(DPSOCK_PL_WAKE_NETVIEW + sizeof(struct dpsock_pl_netview), 4096);
 	c->wake_fd = memfd_create("dpsock-wake", MFD_CLOEXEC | MFD_ALLOW_SEALING);
 	if (c->wake_fd < 0 || ftruncate(c->wake_fd, (off_t)c->wake_size) != 0) {
 		ret = -errno;
@@ -1195,8 +1237,13 @@ dpsock_pl_main_init(void *arg)
 		goto fail;
 	}
 	ret = dpsock_pl_srv_init(c->n_workers);
-	if (ret == 0)
+	if (ret == 0) {
+		/* the addresses and routes: now, and after every change (a port
+		 * shared with the kernel follows its netdev) */
+		pl_netview_write(d, d->nv);
+		d->nv_changed = pl_netview_write;
 		return 0;
+	}
 fail:
 	dpsock_pl_main_fini(arg);
 	return ret;

@@ -36,6 +36,7 @@
 #include "stack_priv.h"
 #include "log_priv.h"
 #include "mcast_priv.h"
+#include "netview_priv.h"
 #include "server_priv.h"
 
 /* Linux's option numbers (<netinet/tcp.h> clashes with lwIP's TCP_MSS) */
@@ -899,7 +900,12 @@ cb_datagram(struct dpsock_sock *s, const struct sockaddr_in *from, struct dpsock
 		h.flags |= DPSOCK_PL_DGRAM_HWTS;
 	}
 	if (info.iface < conf->n_ifaces) {
-		h.spec_dst = conf->ifaces[info.iface].addr;
+		/* IP_PKTINFO's ipi_spec_dst: the local address it came to, else
+		 * (a group, a broadcast) the interface's first */
+		const struct dpsock_netview *v = ws->wg->w->nv;
+
+		h.spec_dst = dpsock_netview_local(v, info.dst, NULL) ? info.dst :
+			     dpsock_netview_port_addr(v, info.iface);
 		h.ifindex = ws->wg->w->d->ports[info.iface].caps.if_index;
 	}
 	/* header, data and padding across the (at most two) segments */
@@ -994,17 +1000,11 @@ static const struct dpsock_sock_ops pl_ops = {
 /* ---------------------------------------------------------------------- */
 /* commands */
 
+/* addr is 0 or one of the addresses of the worker's net view */
 static bool
-addr_served(const struct dpsock_stack *d, uint32_t addr)
+addr_served(const struct dpsock_worker *w, uint32_t addr)
 {
-	unsigned int i;
-
-	if (addr == 0)
-		return true;
-	for (i = 0; i < d->conf.n_ifaces; i++)
-		if (d->conf.ifaces[i].addr == addr)
-			return true;
-	return false;
+	return addr == 0 || dpsock_netview_local(w->nv, addr, NULL);
 }
 
 /* The command's slot, if it is one of this worker's live slots of this
@@ -1039,12 +1039,12 @@ op_open(struct pl_wgroup *wg, const struct dpsock_pl_cmd *c, struct dpsock_pl_re
 	case DPSOCK_PL_OP_LISTEN:
 		if (c->port == 0)
 			return -EINVAL;
-		if (!addr_served(w->d, c->addr))
+		if (!addr_served(w, c->addr))
 			return -EADDRNOTAVAIL;
 		kind = DPSOCK_PL_TCP_LISTENER;
 		break;
 	case DPSOCK_PL_OP_UDP_BIND:
-		if (!addr_served(w->d, c->addr) && !dpsock_mc_is_group(c->addr))
+		if (!addr_served(w, c->addr) && !dpsock_mc_is_group(c->addr))
 			return -EADDRNOTAVAIL;
 		if ((uint32_t)c->arg[1] & ~(DPSOCK_PL_BIND_REUSEADDR | DPSOCK_PL_BIND_REUSEPORT))
 			return -EINVAL;

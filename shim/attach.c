@@ -393,6 +393,41 @@ shim_attach_exec(int ctl)
 	return r;
 }
 
+/* ---- what dpsockd serves ------------------------------------------------------ */
+
+void
+shim_netview(struct dpsock_pl_netview *out)
+{
+	const struct dpsock_pl_netview *nv;
+
+	memset(out, 0, sizeof(*out));
+	if (shim_proc.wake == NULL ||
+	    shim_proc.wake_size < DPSOCK_PL_WAKE_NETVIEW + sizeof(*nv))
+		return;
+	nv = (const struct dpsock_pl_netview *)(const void *)
+		((const unsigned char *)shim_proc.wake + DPSOCK_PL_WAKE_NETVIEW);
+	for (int tries = 0; tries < 1000; tries++) {
+		/* acquire: pairs with the daemon's release of an even seq */
+		uint32_t s1 = __atomic_load_n(&nv->seq, __ATOMIC_ACQUIRE), s2;
+
+		if (s1 & 1) {
+			shim_cpu_relax();
+			continue;
+		}
+		memcpy(out, nv, sizeof(*out));
+		/* acquire fence: the copy is done before seq is read again;
+		 * pairs with the daemon's release fence after its odd seq */
+		__atomic_thread_fence(__ATOMIC_ACQUIRE);
+		s2 = __atomic_load_n(&nv->seq, __ATOMIC_RELAXED);
+		if (s1 == s2)
+			break;
+	}
+	if (out->n_ifaces > DPSOCK_PL_MAX_ADDRS)
+		out->n_ifaces = DPSOCK_PL_MAX_ADDRS;
+	if (out->n_routes > DPSOCK_PL_MAX_ROUTES)
+		out->n_routes = DPSOCK_PL_MAX_ROUTES;
+}
+
 /* ---- waiters -------------------------------------------------------------- */
 
 static int

@@ -5,8 +5,9 @@
  *
  * Memberships (IP_ADD_MEMBERSHIP ... MCAST_UNBLOCK_SOURCE) and
  * IP_MULTICAST_IF name an interface by address or index; for a socket
- * dpsockd serves that is one of dpsockd's interfaces (the segment's ifaces:
- * address, and the kernel ifindex of the port's netdev when it has one),
+ * dpsockd serves that is one of dpsockd's interfaces (the wake page's net
+ * view: each address of each port, and the kernel ifindex of the port's
+ * netdev when it has one),
  * which the kernel socket knows nothing of. So these options never reach
  * the kernel socket of an offloaded or undecided UDP socket: the shim parses
  * them as Linux does (lengths, families: EINVAL, EADDRNOTAVAIL), resolves
@@ -55,29 +56,29 @@ shim_mc_optname(int name)
 
 /* ---- interfaces ---------------------------------------------------------- */
 
-static uint32_t
-n_ifaces(void)
-{
-	const struct dpsock_pl_seg *g = shim_seg();
-
-	return g->n_ifaces < DPSOCK_PL_MAX_IFACES ? g->n_ifaces : DPSOCK_PL_MAX_IFACES;
-}
-
+/* dpsockd's interfaces are its ports; an address or a kernel ifindex names
+ * one (the net view of the wake page: each address of each port). */
 static int
 iface_by_index(int ifindex)
 {
-	for (uint32_t i = 0; i < n_ifaces(); i++)
-		if (ifindex > 0 && shim_seg()->ifaces[i].ifindex == (uint32_t)ifindex)
-			return (int)i;
+	struct dpsock_pl_netview nv;
+
+	shim_netview(&nv);
+	for (uint32_t i = 0; i < nv.n_ifaces; i++)
+		if (ifindex > 0 && nv.ifaces[i].ifindex == (uint32_t)ifindex)
+			return nv.ifaces[i].port;
 	return -1;
 }
 
 static int
 iface_by_addr(uint32_t addr)
 {
-	for (uint32_t i = 0; i < n_ifaces(); i++)
-		if (shim_seg()->ifaces[i].addr == addr)
-			return (int)i;
+	struct dpsock_pl_netview nv;
+
+	shim_netview(&nv);
+	for (uint32_t i = 0; i < nv.n_ifaces; i++)
+		if (nv.ifaces[i].addr == addr)
+			return nv.ifaces[i].port;
 	return -1;
 }
 
@@ -87,13 +88,14 @@ iface_by_addr(uint32_t addr)
 static int
 iface_default(void)
 {
-	const struct dpsock_pl_seg *g = shim_seg();
+	struct dpsock_pl_netview nv;
 	int def = -1;
 
-	for (uint32_t i = 0; i < n_ifaces(); i++)
-		if (def < 0 || (g->ifaces[i].gateway != 0 && g->ifaces[def].gateway == 0))
+	shim_netview(&nv);
+	for (uint32_t i = 0; i < nv.n_ifaces; i++)
+		if (def < 0 || (nv.ifaces[i].gateway != 0 && nv.ifaces[def].gateway == 0))
 			def = (int)i;
-	return def;
+	return def < 0 ? -1 : nv.ifaces[def].port;
 }
 
 /* Linux's ip_mc_find_dev: by index, else by address, else the route. */

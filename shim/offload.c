@@ -56,56 +56,53 @@ plen_mask(unsigned int plen)
 	return plen == 0 ? 0 : htonl(~0u << (32 - (plen > 32 ? 32 : plen)));
 }
 
-/* The served interface a client socket's traffic to addr leaves by, or
- * NULL, as the workers route: its subnet, else the longest static route
- * holding it, else the first interface with a gateway. */
+/* The served address a client socket's traffic to addr leaves from, or
+ * NULL, as the workers route: a subnet of one (its address), else the
+ * longest route holding it (an address of the route's port), else an
+ * address whose port has a default gateway. Points into *nv. */
 static const struct dpsock_pl_iface *
-iface_for(uint32_t addr)
+iface_for(const struct dpsock_pl_netview *nv, uint32_t addr)
 {
-	const struct dpsock_pl_seg *g = shim_seg();
-	uint32_t n = g->n_ifaces < DPSOCK_PL_MAX_IFACES ? g->n_ifaces : DPSOCK_PL_MAX_IFACES;
-	uint32_t nr = g->n_routes < DPSOCK_PL_MAX_ROUTES ? g->n_routes : DPSOCK_PL_MAX_ROUTES;
 	const struct dpsock_pl_route *best = NULL;
 
-	for (uint32_t i = 0; i < n; i++) {
-		uint32_t m = plen_mask(g->ifaces[i].prefix_len);
+	for (uint32_t i = 0; i < nv->n_ifaces; i++) {
+		uint32_t m = plen_mask(nv->ifaces[i].prefix_len);
 
-		if ((addr & m) == (g->ifaces[i].addr & m))
-			return &g->ifaces[i];
+		if ((addr & m) == (nv->ifaces[i].addr & m))
+			return &nv->ifaces[i];
 	}
-	for (uint32_t i = 0; i < nr; i++) {
-		const struct dpsock_pl_route *r = &g->routes[i];
+	for (uint32_t i = 0; i < nv->n_routes; i++) {
+		const struct dpsock_pl_route *r = &nv->routes[i];
 
-		if ((addr & plen_mask(r->prefix_len)) == r->dest && r->iface < n &&
+		if ((addr & plen_mask(r->prefix_len)) == r->dest &&
 		    (best == NULL || r->prefix_len > best->prefix_len))
 			best = r;
 	}
-	if (best != NULL)
-		return &g->ifaces[best->iface];
-	for (uint32_t i = 0; i < n; i++)
-		if (g->ifaces[i].gateway != 0)
-			return &g->ifaces[i];
+	for (uint32_t i = 0; best != NULL && i < nv->n_ifaces; i++)
+		if (nv->ifaces[i].port == best->iface)
+			return &nv->ifaces[i];
+	for (uint32_t i = 0; i < nv->n_ifaces; i++)
+		if (nv->ifaces[i].gateway != 0)
+			return &nv->ifaces[i];
 	return NULL;
 }
 
 static bool
-served(int role, uint32_t addr)
+served(const struct dpsock_pl_netview *nv, int role, uint32_t addr)
 {
-	const struct dpsock_pl_seg *g = shim_seg();
 	bool server = role == DPSOCK_PL_TCP_SERVER || role == DPSOCK_PL_UDP_RECEIVER;
-	uint32_t n = g->n_ifaces < DPSOCK_PL_MAX_IFACES ? g->n_ifaces : DPSOCK_PL_MAX_IFACES;
 
 	/* a group: bound to (receivers) or sent to (senders) on dpsockd's
 	 * interfaces, unless IP_MULTICAST_IF chose a kernel one (udp.c) */
 	if ((role == DPSOCK_PL_UDP_RECEIVER || role == DPSOCK_PL_UDP_SENDER ||
 	     role == DPSOCK_PL_UDP_CONNECT) && dpsock_mc_is_group(addr))
-		return n > 0;
+		return nv->n_ifaces > 0;
 	if (!server)
-		return iface_for(addr) != NULL;
+		return iface_for(nv, addr) != NULL;
 	if (addr == htonl(INADDR_ANY))
-		return n > 0;
-	for (uint32_t i = 0; i < n; i++)
-		if (addr == g->ifaces[i].addr)
+		return nv->n_ifaces > 0;
+	for (uint32_t i = 0; i < nv->n_ifaces; i++)
+		if (addr == nv->ifaces[i].addr)
 			return true;
 	return false;
 }
@@ -207,6 +204,7 @@ shim_offload_decide(int role, uint32_t addr, uint16_t port, uint32_t laddr, uint
 		.addr = addr, .port = port, .laddr = laddr, .lport = lport,
 	};
 	const struct dpsock_pl_seg *g;
+	struct dpsock_pl_netview nv;
 	char a[INET_ADDRSTRLEN];
 	int d;
 
@@ -218,9 +216,10 @@ shim_offload_decide(int role, uint32_t addr, uint16_t port, uint32_t laddr, uint
 	if (shim_attach() < 0)
 		return 0;
 	g = shim_seg();
+	shim_netview(&nv);
 	if ((role == DPSOCK_PL_TCP_CLIENT || role == DPSOCK_PL_UDP_CONNECT) && laddr == 0) {
 		/* not bound yet: the address dpsockd will give it */
-		const struct dpsock_pl_iface *f = iface_for(addr);
+		const struct dpsock_pl_iface *f = iface_for(&nv, addr);
 
 		sub.laddr = f != NULL ? f->addr : 0;
 	}
@@ -234,7 +233,7 @@ shim_offload_decide(int role, uint32_t addr, uint16_t port, uint32_t laddr, uint
 				 DPSOCK_PL_MAX_RULES, &sub, "dpsockd's");
 	if (d >= 0)
 		return d;
-	if (served(role, addr))
+	if (served(&nv, role, addr))
 		return 1;
 	if (!__atomic_exchange_n(&logged_unserved, 1, __ATOMIC_RELAXED))
 		SHIM_LOG(INFO, "%s %s: not an address dpsockd serves; kernel socket",

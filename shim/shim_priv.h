@@ -249,6 +249,9 @@ long shim_spin_budget(long configured);
 /* true when waiter id's owning process is gone (its watch entries may be
  * taken back). */
 bool shim_waiter_dead(uint32_t id);
+/* What dpsockd serves now (the wake page's net view, copied under its
+ * sequence lock); zeroed when not attached. */
+void shim_netview(struct dpsock_pl_netview *out);
 /* true when dpsockd stopped or the control socket hung up. */
 bool shim_daemon_gone(void);
 /* The control socket hung up (seen by a wait that watched it). */

@@ -184,14 +184,17 @@ static const struct conf_key conf_main_keys[] = {
 static const struct conf_key conf_iface_keys[] = {
 	K_STR(DI, "port", port, NULL, 1, CONF_PORT_LEN_MAX, check_port, CONF_F_REQUIRED,
 	      "DPDK port: PCI address or vdev name as given to EAL ([A-Za-z0-9_:.-])"),
-	{ .key = "address", .type = CONF_IPV4_PREFIX, .flags = CONF_F_REQUIRED,
+	{ .key = "address", .type = CONF_IPV4_PREFIX,
 	  .off = offsetof(DI, addr), .size = FIELD_SIZE(DI, addr),
 	  .off2 = offsetof(DI, prefix_len),
-	  .help = "IPv4 address and prefix length, a.b.c.d/len" },
+	  .help = "IPv4 address and prefix length, a.b.c.d/len: dpsock owns the port alone and "
+		  "answers ARP; absent = the port is shared with the kernel, whose netdev's "
+		  "addresses, MTU, routes and neighbours it follows" },
 	{ .key = "gateway", .type = CONF_IPV4_ADDR,
 	  .off = offsetof(DI, gateway), .size = FIELD_SIZE(DI, gateway),
-	  .help = "default gateway, inside the interface subnet; absent = none" },
-	K_UINT(DI, "mtu", mtu, 1500, 68, 9000, 0, "IP MTU (bytes)"),
+	  .help = "default gateway, inside the interface subnet; absent = none (with address only)" },
+	K_UINT(DI, "mtu", mtu, 1500, 68, 9000, 0, "IP MTU (bytes; with address only: a shared "
+	       "interface has its netdev's)"),
 	K_UINT(DI, "vlan", vlan, 0, 0, 4094, CONF_F_QUIET,
 	       "802.1Q VLAN id: the interface sends tagged frames and takes only frames of this VLAN; 0 = untagged"),
 	K_UINT(DI, "vlan_priority", vlan_priority, 0, 0, 7, CONF_F_QUIET,
@@ -1057,16 +1060,32 @@ seen_key(const struct scope *sc, const char *key)
 
 /* Rules across the keys of one interface, and against earlier interfaces. */
 static int
-iface_validate(struct parse_ctx *p, const struct dpsock_config *c,
+iface_validate(struct parse_ctx *p, struct dpsock_config *c,
 	       const struct scope *sc, unsigned int idx)
 {
-	const struct dpsock_iface_conf *f = &c->ifaces[idx];
+	struct dpsock_iface_conf *f = &c->ifaces[idx];
 	uint32_t a = ntohl(f->addr), gw = ntohl(f->gateway);
 	uint32_t mask = prefix_mask(f->prefix_len);
 	char path[64], net[16], gws[16];
 	const config_setting_t *s;
 	unsigned int j;
 
+	/* no address: the port is shared with the kernel, which owns its
+	 * addresses, MTU and routes (stack/netview.c follows them) */
+	f->shared = seen_key(sc, "address") == NULL;
+	if (f->shared) {
+		static const char *const owned_only[] = { "gateway", "mtu" };
+
+		for (j = 0; j < ARRAY_SIZE(owned_only); j++) {
+			if ((s = seen_key(sc, owned_only[j])) == NULL)
+				continue;
+			pathf(path, sizeof(path), "%s%s", sc->prefix, owned_only[j]);
+			return fail(p, s, path, "an interface without address is shared with the "
+				    "kernel and takes its %s from the kernel's netdev: remove %s, or "
+				    "give the interface an address to own the port alone",
+				    j == 0 ? "routes" : "MTU", owned_only[j]);
+		}
+	}
 	if (f->gateway != 0) {
 		s = seen_key(sc, "gateway");
 		pathf(path, sizeof(path), "%sgateway", sc->prefix);
@@ -1094,7 +1113,7 @@ iface_validate(struct parse_ctx *p, const struct dpsock_config *c,
 				    "duplicate port '%s' (also interfaces[%u], line %d)",
 				    f->port, j, c->ifaces[j].line);
 		}
-		if (c->ifaces[j].addr == f->addr) {
+		if (!f->shared && !c->ifaces[j].shared && c->ifaces[j].addr == f->addr) {
 			format_ipv4(a, gws, sizeof(gws));
 			pathf(path, sizeof(path), "%saddress", sc->prefix);
 			return fail(p, seen_key(sc, "address"), path,
@@ -1167,6 +1186,8 @@ routes_validate(struct parse_ctx *p, struct dpsock_config *c)
 			const struct dpsock_iface_conf *f = &c->ifaces[j];
 			uint32_t a = ntohl(f->addr), m = prefix_mask(f->prefix_len);
 
+			if (f->shared)
+				continue; /* the kernel's routes lead there */
 			format_ipv4(a & m, net, sizeof(net));
 			if (r->prefix_len >= f->prefix_len && (d & m) == (a & m))
 				return fail_at(p, NULL, r->line, path,
@@ -1187,7 +1208,8 @@ routes_validate(struct parse_ctx *p, struct dpsock_config *c)
 		if (found < 0)
 			return fail_at(p, NULL, r->line, path,
 				       "gateway %s is on no interface's subnet: a route's gateway must be "
-				       "reachable directly", gs);
+				       "reachable directly (an interface without address follows the "
+				       "kernel's routes, not these)", gs);
 		r->iface = (uint8_t)found;
 	}
 	return 0;
@@ -1490,6 +1512,11 @@ dpsock_config_foreach_nondefault(const struct dpsock_config *c,
 				for (j = 0; j < IFACE_NKEYS; j++) {
 					if ((conf_iface_keys[j].flags & CONF_F_QUIET) &&
 					    is_default(&conf_iface_keys[j], &c->ifaces[m], &idef))
+						continue;
+					/* a shared interface has no address of its own
+					 * (the kernel's are logged as they come) */
+					if (c->ifaces[m].shared &&
+					    strcmp(conf_iface_keys[j].key, "address") == 0)
 						continue;
 					format_value(&conf_iface_keys[j], &c->ifaces[m],
 						     val, sizeof(val));

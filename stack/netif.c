@@ -56,6 +56,7 @@
 
 #include "stack_priv.h"
 #include "log_priv.h"
+#include "netview_priv.h"
 
 /* Frames shorter than this are copied: a copy is cheaper than a loan. */
 #define TX_LOAN_MIN 256
@@ -600,18 +601,22 @@ pbuf_lend(struct dpsock_worker_port *wp, struct pbuf *p)
 	return head;
 }
 
-/* The configured route of the longest prefix holding dest (network
- * order), or NULL. */
-static const struct dpsock_route_conf *
-route_find(const struct dpsock_config *c, uint32_t dest)
+/* The route of the longest prefix holding dest in the worker's net view
+ * (netview.c: the configured routes and gateways of owned ports, the
+ * kernel's of shared ones), or NULL. */
+static const struct dpsock_nv_route *
+route_find(const struct dpsock_netview *v, uint32_t dest)
 {
-	const struct dpsock_route_conf *best = NULL;
+	const struct dpsock_nv_route *best = NULL;
 
-	for (unsigned int i = 0; i < c->n_routes; i++) {
-		const struct dpsock_route_conf *r = &c->routes[i];
+	for (unsigned int i = 0; i < v->n_routes; i++) {
+		const struct dpsock_nv_route *r = &v->routes[i];
 		uint32_t mask = r->prefix_len ? rte_cpu_to_be_32(~0u << (32 - r->prefix_len)) : 0;
 
-		if ((dest & mask) == r->dest && (best == NULL || r->prefix_len > best->prefix_len))
+		if ((dest & mask) != r->dest)
+			continue;
+		if (best == NULL || r->prefix_len > best->prefix_len ||
+		    (r->prefix_len == best->prefix_len && r->priority < best->priority))
 			best = r;
 	}
 	return best;
@@ -621,12 +626,12 @@ struct netif *
 dpsock_lwip_route(const ip4_addr_t *dest)
 {
 	struct dpsock_worker *w = dpsock_self;
-	const struct dpsock_route_conf *r;
+	const struct dpsock_nv_route *r;
 	struct netif *nif;
 
-	if (w == NULL || (r = route_find(&w->d->conf, ip4_addr_get_u32(dest))) == NULL)
+	if (w == NULL || w->nv == NULL || (r = route_find(w->nv, ip4_addr_get_u32(dest))) == NULL)
 		return NULL;
-	nif = &w->ports[r->iface].netif;
+	nif = &w->ports[r->port].netif;
 	return netif_is_up(nif) && netif_is_link_up(nif) ? nif : NULL;
 }
 
@@ -634,12 +639,125 @@ const ip4_addr_t *
 dpsock_lwip_route_gw(struct netif *netif, const ip4_addr_t *dest)
 {
 	const struct dpsock_worker_port *wp = netif->state;
-	const struct dpsock_stack *d = wp->w->d;
-	const struct dpsock_route_conf *r = route_find(&d->conf, ip4_addr_get_u32(dest));
+	const struct dpsock_nv_route *r = wp->w->nv == NULL ? NULL :
+					  route_find(wp->w->nv, ip4_addr_get_u32(dest));
 
-	if (r == NULL || r->iface != wp->port_idx)
+	if (r == NULL || r->port != wp->port_idx || r->gateway == 0)
 		return NULL;
-	return &d->route_gw[r - d->conf.routes];
+	/* (ip4_addr_t is the address alone: the view outlives the call) */
+	return (const ip4_addr_t *)(const void *)&r->gateway;
+}
+
+/* ---- shared ports: the kernel's neighbours ---------------------------------- */
+
+/* ms a frame may wait for its neighbour; the kernel is asked again every
+ * NEIGH_ASK_MS meanwhile (it sends its own ARP requests and retries) */
+#define NEIGH_WAIT_MS 3000
+#define NEIGH_ASK_MS 1000
+#define NEIGH_WAIT_PER_HOP 16
+
+static void
+neigh_send(struct dpsock_worker_port *wp, struct pbuf *p, const uint8_t *mac)
+{
+	struct eth_addr dst;
+
+	memcpy(dst.addr, mac, ETH_HWADDR_LEN);
+	ethernet_output(&wp->netif, p, (const struct eth_addr *)wp->netif.hwaddr, &dst, ETHTYPE_IP);
+}
+
+err_t
+dpsock_netif_output_shared(struct netif *netif, struct pbuf *p, const ip4_addr_t *ipaddr)
+{
+	struct dpsock_worker_port *wp = netif->state;
+	struct dpsock_worker *w = wp->w;
+	const struct dpsock_netview *v = w->nv;
+	uint32_t ip = ip4_addr_get_u32(ipaddr), nexthop = ip, gw;
+	unsigned int port, same = 0;
+	struct dpsock_neigh_wait *q;
+	const uint8_t *mac;
+	struct eth_addr dst;
+
+	if (ip4_addr_isbroadcast(ipaddr, netif)) {
+		return ethernet_output(netif, p, (const struct eth_addr *)netif->hwaddr, &ethbroadcast,
+				       ETHTYPE_IP);
+	}
+	if (ip4_addr_ismulticast(ipaddr)) {
+		/* 01:00:5e and the group's low 23 bits (RFC 1112) */
+		const uint8_t *b = (const uint8_t *)&ip;
+
+		dst = (struct eth_addr){ { 0x01, 0x00, 0x5e, b[1] & 0x7f, b[2], b[3] } };
+		return ethernet_output(netif, p, (const struct eth_addr *)netif->hwaddr, &dst,
+				       ETHTYPE_IP);
+	}
+	if (dpsock_netview_route(v, ip, &port, &gw) && gw != 0)
+		nexthop = gw;
+	/* one flow at a time is the common case: the last next hop's MAC */
+	if (wp->neigh_gen == w->nv_gen && wp->neigh_ip == nexthop) {
+		mac = wp->neigh_mac;
+	} else if ((mac = dpsock_netview_neigh(v, wp->port_idx, nexthop)) != NULL) {
+		wp->neigh_gen = w->nv_gen;
+		wp->neigh_ip = nexthop;
+		memcpy(wp->neigh_mac, mac, 6);
+	}
+	if (mac != NULL) {
+		memcpy(dst.addr, mac, ETH_HWADDR_LEN);
+		return ethernet_output(netif, p, (const struct eth_addr *)netif->hwaddr, &dst,
+				       ETHTYPE_IP);
+	}
+	/* not known to the kernel yet: wait for it (a copy when lwIP may
+	 * change the pbuf after this returns, as etharp_query does) */
+	dpsock_stat_add(&w->stats->neigh_missing, 1);
+	for (unsigned int i = 0; i < w->n_neigh_wait; i++)
+		same += w->neigh_wait[i].nexthop == nexthop && w->neigh_wait[i].port == wp->port_idx;
+	if (w->n_neigh_wait == RTE_DIM(w->neigh_wait) || same >= NEIGH_WAIT_PER_HOP) {
+		dpsock_stat_add(&w->stats->neigh_dropped, 1);
+		return ERR_OK;   /* as a full ARP queue: TCP retransmits */
+	}
+	q = &w->neigh_wait[w->n_neigh_wait];
+	if (PBUF_NEEDS_COPY(p)) {
+		q->p = pbuf_clone(PBUF_LINK, PBUF_RAM, p);
+		if (q->p == NULL) {
+			dpsock_stat_add(&w->stats->neigh_dropped, 1);
+			return ERR_MEM;
+		}
+	} else {
+		pbuf_ref(p);
+		q->p = p;
+	}
+	w->n_neigh_wait++;
+	q->nexthop = nexthop;
+	q->port = (uint8_t)wp->port_idx;
+	q->since_tsc = q->asked_tsc = rte_rdtsc();
+	if (same == 0)
+		dpsock_kfollow_resolve(w->d, wp->port_idx, nexthop);
+	return ERR_OK;
+}
+
+void
+dpsock_netif_neigh_retry(struct dpsock_worker *w)
+{
+	uint64_t now = rte_rdtsc(), hz = w->d->tsc_hz;
+	unsigned int i = 0;
+
+	while (i < w->n_neigh_wait) {
+		struct dpsock_neigh_wait *q = &w->neigh_wait[i];
+		const uint8_t *mac = dpsock_netview_neigh(w->nv, q->port, q->nexthop);
+
+		if (mac != NULL || now - q->since_tsc > hz / 1000 * NEIGH_WAIT_MS) {
+			if (mac != NULL)
+				neigh_send(&w->ports[q->port], q->p, mac);
+			else
+				dpsock_stat_add(&w->stats->neigh_dropped, 1);
+			pbuf_free(q->p);
+			*q = w->neigh_wait[--w->n_neigh_wait];
+			continue;
+		}
+		if (now - q->asked_tsc > hz / 1000 * NEIGH_ASK_MS) {
+			q->asked_tsc = now;
+			dpsock_kfollow_resolve(w->d, q->port, q->nexthop);
+		}
+		i++;
+	}
 }
 
 s32_t
@@ -748,6 +866,15 @@ dpsock_netif_offload_setup(struct dpsock_worker_port *wp)
 			   port->name, seg_mode_names[mode], want);
 }
 
+void
+dpsock_netif_offload_setup_nif(struct dpsock_worker_port *wp, struct netif *nif)
+{
+	if (wp->seg_mode != DPSOCK_SEG_LWIP)
+		dpsock_tcp_netif_set_tso(nif, DPSOCK_TCP_TSO_MAX,
+					 RTE_MIN(DPSOCK_TSO_PBUFS_MAX, wp->port->caps.tx_seg_max - 1));
+	NETIF_SET_CHECKSUM_CTRL(nif, wp->cksum_default);
+}
+
 err_t
 dpsock_netif_init(struct netif *netif)
 {
@@ -757,7 +884,8 @@ dpsock_netif_init(struct netif *netif)
 
 	netif->name[0] = 'd';
 	netif->name[1] = 'p';
-	netif->output = etharp_output;
+	/* a shared port: the kernel's neighbours, no ARP of ours (netview.c) */
+	netif->output = port->shared ? dpsock_netif_output_shared : etharp_output;
 	netif->linkoutput = netif_linkoutput;
 	netif->mtu = port->mtu;
 	netif->hwaddr_len = ETH_HWADDR_LEN;

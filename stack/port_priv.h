@@ -130,6 +130,8 @@ struct dpsock_port {
 	 * keeps for itself (af_xdp: its fill rings); see dpsock_port_stop */
 	uint32_t pmd_rx_held;
 	bool is_xdp;              /* net_af_xdp: xdp below is valid */
+	bool shared;              /* shared with the kernel netdev (no address configured):
+				   * stack/netview.c, stack/filter.c */
 	struct dpsock_xdp_info xdp;
 };
 

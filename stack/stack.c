@@ -20,6 +20,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <net/if.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -35,6 +37,7 @@
 #include "dpsock/dpsock.h"
 
 #include "stack_priv.h"
+#include "netview_priv.h"
 #include "log_priv.h"
 #include "mcast_priv.h"
 
@@ -291,6 +294,23 @@ setup_workers(struct dpsock_stack *d)
 	return 0;
 }
 
+/* The MTU of a kernel netdev, or 0. */
+static unsigned int
+netdev_mtu(unsigned int ifindex)
+{
+	struct ifreq ifr = { 0 };
+	int fd, mtu = 0;
+
+	if (ifindex == 0 || if_indextoname(ifindex, ifr.ifr_name) == NULL)
+		return 0;
+	fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (fd >= 0 && ioctl(fd, SIOCGIFMTU, &ifr) == 0)
+		mtu = ifr.ifr_mtu;
+	if (fd >= 0)
+		close(fd);
+	return mtu > 0 ? (unsigned int)mtu : 0;
+}
+
 static int
 setup_ports(struct dpsock_stack *d)
 {
@@ -304,7 +324,7 @@ setup_ports(struct dpsock_stack *d)
 	for (i = 0; i < c->n_ifaces; i++) {
 		const struct dpsock_iface_conf *ic = &c->ifaces[i];
 		struct dpsock_port *p = &d->ports[i];
-		uint32_t need, data_room, rx_hold;
+		uint32_t need, data_room, rx_hold, mtu = ic->mtu;
 		char pool_name[RTE_MEMPOOL_NAMESIZE];
 		int socket;
 
@@ -321,6 +341,14 @@ setup_ports(struct dpsock_stack *d)
 		d->n_ports = i + 1;
 		for (k = 0; k < p->n_members; k++)
 			d->port_idx[p->members[k]] = i;
+		if (ic->shared) {
+			/* shared with the kernel: its netdev's MTU (kfollow.c
+			 * follows it later, up to this one) */
+			p->shared = true;
+			d->any_shared = true;
+			if (netdev_mtu(p->caps.if_index) != 0)
+				mtu = netdev_mtu(p->caps.if_index);
+		}
 		/* Each queue's ring (or what the PMD keeps per RX queue), a full
 		 * TX batch, the steering ring and the per-lcore caches must fit,
 		 * with room left for lwIP to hold. */
@@ -341,7 +369,7 @@ setup_ports(struct dpsock_stack *d)
 			return -EINVAL;
 		}
 		data_room = RTE_MAX((uint32_t)RTE_MBUF_DEFAULT_BUF_SIZE,
-				    (uint32_t)(RTE_PKTMBUF_HEADROOM + ic->mtu + RTE_ETHER_HDR_LEN +
+				    (uint32_t)(RTE_PKTMBUF_HEADROOM + mtu + RTE_ETHER_HDR_LEN +
 					       RTE_ETHER_CRC_LEN + 2 * RTE_VLAN_HLEN));
 		/* a PMD that hands over larger frames whole (af_packet's framesz:
 		 * the kernel reassembles fragments before it) needs mbufs that
@@ -371,7 +399,7 @@ setup_ports(struct dpsock_stack *d)
 				rte_errno == ENOMEM ? " (reserve more hugepages, or lower memory.mbufs)" : "");
 			return -rte_errno;
 		}
-		ret = dpsock_port_start(p, d->n_workers, ic->mtu, c->rx_desc, c->tx_desc, p->pool,
+		ret = dpsock_port_start(p, d->n_workers, (uint16_t)mtu, c->rx_desc, c->tx_desc, p->pool,
 					err, sizeof(err));
 		if (ret != 0) {
 			fprintf(stderr, "%s: %s:%d: interfaces[%u]: %s\n", prog_name,
@@ -587,7 +615,7 @@ dpsock_worker_count(void)
 uint32_t
 dpsock_local_addr(void)
 {
-	return stack_state.conf.ifaces[0].addr;
+	return dpsock_iface_addr(0);
 }
 
 unsigned int
@@ -599,7 +627,14 @@ dpsock_iface_count(void)
 uint32_t
 dpsock_iface_addr(unsigned int iface)
 {
-	return iface < stack_state.conf.n_ifaces ? stack_state.conf.ifaces[iface].addr : 0;
+	const struct dpsock_stack *d = &stack_state;
+	/* the caller's worker holds its own view; elsewhere the latest */
+	const struct dpsock_netview *v = dpsock_self != NULL && dpsock_self->nv != NULL ?
+					 dpsock_self->nv : __atomic_load_n(&d->nv, __ATOMIC_ACQUIRE);
+
+	if (iface >= d->conf.n_ifaces)
+		return 0;
+	return v != NULL ? dpsock_netview_port_addr(v, iface) : d->conf.ifaces[iface].addr;
 }
 
 int
@@ -619,6 +654,18 @@ dpsock_run(const struct dpsock_app *app, void *arg)
 	d->app = app;
 	d->app_arg = arg;
 	if (setup_ports(d) != 0 || dpsock_steer_setup(d) != 0) {
+		exit_code = 1;
+		goto out;
+	}
+	/* addresses, routes, neighbours: the configuration's, and the kernel's
+	 * for the ports shared with it (read before any worker starts) */
+	if (d->any_shared && (ret = dpsock_kfollow_start(d, err, sizeof(err))) != 0) {
+		fprintf(stderr, "%s: %s\n", prog_name, err);
+		exit_code = 1;
+		goto out;
+	}
+	if (dpsock_netview_init(d) != 0) {
+		fprintf(stderr, "%s: no memory for the net view\n", prog_name);
 		exit_code = 1;
 		goto out;
 	}
@@ -706,8 +753,18 @@ dpsock_run(const struct dpsock_app *app, void *arg)
 		const struct dpsock_iface_conf *ic = &d->conf.ifaces[i];
 		struct in_addr a = { .s_addr = ic->addr };
 
-		DPSOCK_LOG(NOTICE, main, "serving %s/%u on %s", inet_ntoa(a), ic->prefix_len,
-			   d->ports[i].name);
+		if (!ic->shared)
+			DPSOCK_LOG(NOTICE, main, "serving %s/%u on %s", inet_ntoa(a), ic->prefix_len,
+				   d->ports[i].name);
+	}
+	/* from now on the kernel's changes reach the workers */
+	ret = dpsock_kfollow_run(d);
+	if (ret != 0) {
+		fprintf(stderr, "%s: cannot start the kernel follower: %s\n", prog_name,
+			strerror(-ret));
+		exit_code = 1;
+		__atomic_store_n(&d->quit, 1, __ATOMIC_RELAXED);
+		goto stop;
 	}
 	for (i = 0; i < d->conf.n_routes; i++) {
 		const struct dpsock_route_conf *r = &d->conf.routes[i];
@@ -747,6 +804,7 @@ dpsock_run(const struct dpsock_app *app, void *arg)
 
 stop:
 	__atomic_store_n(&d->quit, 1, __ATOMIC_RELAXED);
+	dpsock_kfollow_stop(d);
 	if (main_started && app->main_stop != NULL)
 		app->main_stop(arg);
 	for (i = 0; i < d->n_workers; i++)
@@ -760,6 +818,8 @@ stop:
 	if (d->stats != NULL)
 		control_tasks(d);
 out:
+	dpsock_kfollow_stop(d);
+	dpsock_netview_fini(d);
 	dpsock_mcast_fini(d);
 	dpsock_steer_teardown(d);
 	if (d->workers != NULL || d->n_ports > 0) {

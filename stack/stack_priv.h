@@ -58,6 +58,14 @@ enum dpsock_seg_mode {
 /* A worker's view of one port: its lwIP netif and its TX batch. */
 struct dpsock_worker_port {
 	struct netif netif;
+	/* the netifs of the port's addresses: nif[0] is &netif; a shared port
+	 * gets one more per address of its netdev (netview.c) */
+	struct netif *nif[8];
+	uint8_t n_nif;
+	/* shared port: the last next hop's MAC (netif.c), valid for one view */
+	uint64_t neigh_gen;
+	uint32_t neigh_ip;
+	uint8_t neigh_mac[6];
 	struct dpsock_worker *w;
 	struct dpsock_port *port;
 	uint16_t port_idx;
@@ -119,6 +127,19 @@ struct dpsock_worker {
 	uint8_t yield;            /* enum dpsock_yield (worker.yield) */
 	uint64_t rx_tsc;          /* TSC of the last RX burst (receive timestamps) */
 	struct dpsock_mc_worker *mc; /* snapshot of the ports' multicast state (mcast.c) */
+	const struct dpsock_netview *nv; /* the net view this worker holds (netview.c) */
+	uint64_t nv_gen;          /* its generation */
+	uint64_t nv_held;         /* shared: the same, for the control side's reclaim */
+	/* shared ports: frames waiting for a neighbour the kernel is asked
+	 * to resolve (netif.c) */
+	unsigned int n_neigh_wait;
+	struct dpsock_neigh_wait {
+		struct pbuf *p;
+		uint32_t nexthop;
+		uint8_t port;
+		uint64_t since_tsc;
+		uint64_t asked_tsc;
+	} neigh_wait[64];
 	uint64_t next_mirror_tsc; /* next copy of lwIP's counters into stats */
 	uint64_t timer_due_tsc;   /* when to ask lwIP for due timers again (worker.c) */
 
@@ -212,6 +233,15 @@ struct dpsock_stack {
 	rte_spinlock_t flow_lock;       /* rte_flow calls from several lcores */
 
 	struct dpsock_mcast *mc;        /* multicast registry (mcast.c) */
+
+	/* addresses, routes, neighbours (netview.c): the current view */
+	bool any_shared;                /* a port is shared with the kernel */
+	struct dpsock_netview *nv;      /* shared: release/acquire */
+	uint64_t nv_gen;                /* shared: its generation */
+	struct dpsock_kfollow *kf;      /* the kernel follower (kfollow.c), NULL: none */
+	/* called on the control side after each view is published (the
+	 * preload server copies it for its clients) */
+	void (*nv_changed)(struct dpsock_stack *d, const struct dpsock_netview *v);
 };
 
 /*
@@ -310,6 +340,16 @@ void dpsock_gro_input(struct dpsock_worker_port *wp, struct rte_mbuf *m);
 
 /* Hand every held segment to lwIP (end of a burst). */
 void dpsock_gro_flush(struct dpsock_worker *w);
+
+/* A shared port's netifs send through this (netif->output): the next hop's
+ * MAC from the net view, or the frame waits while the kernel resolves it. */
+err_t dpsock_netif_output_shared(struct netif *netif, struct pbuf *p, const ip4_addr_t *ipaddr);
+/* Frames waiting for a neighbour: send what the view now resolves, ask
+ * again or drop what waited too long. On the worker. */
+void dpsock_netif_neigh_retry(struct dpsock_worker *w);
+/* dpsock_netif_offload_setup for one more netif of the port (an address
+ * of a shared port's netdev). */
+void dpsock_netif_offload_setup_nif(struct dpsock_worker_port *wp, struct netif *nif);
 
 /* Send the worker's TX batch for one port; counts what the queue refused. */
 void dpsock_netif_flush(struct dpsock_worker_port *wp);

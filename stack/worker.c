@@ -33,6 +33,7 @@
 #include <rte_ethdev.h>
 #include <rte_ip.h>
 #include <rte_lcore.h>
+#include <rte_malloc.h>
 #include <rte_pause.h>
 #include <rte_tcp.h>
 #include <rte_udp.h>
@@ -57,6 +58,7 @@
 #include "stack_priv.h"
 #include "log_priv.h"
 #include "mcast_priv.h"
+#include "netview_priv.h"
 
 #define MIRROR_INTERVAL_US 100000 /* lwIP counters → stats block */
 #define SLEEP_MIN_US 16
@@ -268,6 +270,12 @@ rx_frame(struct dpsock_worker *w, struct dpsock_worker_port *wp, struct rte_mbuf
 		dpsock_stat_add(&st->ip_in, 1);
 		break;
 	case RTE_BE16(RTE_ETHER_TYPE_ARP):
+		if (wp->port->shared) {
+			/* the kernel's: dpsock answers no ARP on a port it
+			 * shares (an af_packet port sees every frame) */
+			drop(m, &st->rx_kernel_frames);
+			return;
+		}
 		if (!arp_valid(m)) {
 			drop(m, &st->rx_drop_arp);
 			return;
@@ -379,6 +387,8 @@ stats_tick(struct dpsock_worker *w, uint64_t now)
 	dpsock_stat_set(&st->timers_pending, timer_ms);
 	dpsock_mcast_tick(w);
 	dpsock_sock_stats_refresh(w);
+	if (w->n_neigh_wait > 0)
+		dpsock_netif_neigh_retry(w);
 }
 
 /* the recovery counters sit in the stats block as tcp_rec.c lays them out */
@@ -407,6 +417,9 @@ dpsock_worker_poll(struct dpsock_worker *w)
 	unsigned int i, k, n, work = 0;
 	uint64_t start = rte_rdtsc(), now;
 
+	/* a new net view (addresses, routes, neighbours): one load a pass */
+	if (unlikely(__atomic_load_n(&d->nv_gen, __ATOMIC_RELAXED) != w->nv_gen))
+		dpsock_netview_adopt(w);
 	for (i = 0; i < w->n_ports; i++) {
 		struct dpsock_worker_port *wp = &w->ports[i];
 		uint64_t bytes = 0;
@@ -641,9 +654,13 @@ dpsock_worker_init(struct dpsock_worker *w)
 		wp->port_idx = i;
 		wp->dev_port = wp->port->queues[w->queue].port_id;
 		wp->dev_queue = wp->port->queues[w->queue].queue_id;
-		ip4_addr_set_u32(&addr, ic->addr);
-		ip4_addr_set_u32(&mask, ic->prefix_len ? rte_cpu_to_be_32(~0u << (32 - ic->prefix_len)) : 0);
-		ip4_addr_set_u32(&gw, ic->gateway);
+		wp->nif[0] = &wp->netif;
+		wp->n_nif = 1;
+		/* a shared port's addresses come with the net view (adopted below) */
+		ip4_addr_set_u32(&addr, ic->shared ? 0 : ic->addr);
+		ip4_addr_set_u32(&mask, !ic->shared && ic->prefix_len ?
+				 rte_cpu_to_be_32(~0u << (32 - ic->prefix_len)) : 0);
+		ip4_addr_set_u32(&gw, ic->shared ? 0 : ic->gateway);
 		if (netif_add(&wp->netif, &addr, &mask, &gw, wp, dpsock_netif_init,
 			      ethernet_input) == NULL) {
 			DPSOCK_LOG(ERR, worker, "worker %u: netif_add for port %s failed", w->idx,
@@ -656,6 +673,9 @@ dpsock_worker_init(struct dpsock_worker *w)
 			netif_set_default(&wp->netif);
 		netif_set_up(&wp->netif);
 	}
+	/* the net view: routes, and a shared port's addresses and MTU */
+	w->nv = NULL;
+	dpsock_netview_adopt(w);
 	w->gro_on = d->conf.gro;
 	w->stats->lcore_id = w->lcore_id;
 	w->last_work_tsc = w->busy_mark_tsc = rte_rdtsc();
@@ -707,9 +727,20 @@ dpsock_worker_fini(struct dpsock_worker *w)
 		tcp_close((struct tcp_pcb *)tcp_listen_pcbs.pcbs);
 	while (udp_pcbs != NULL)
 		udp_remove(udp_pcbs);
+	/* frames that waited for a neighbour of a shared port */
+	while (w->n_neigh_wait > 0)
+		pbuf_free(w->neigh_wait[--w->n_neigh_wait].p);
 	for (i = 0; i < w->n_ports; i++) {
-		dpsock_netif_flush(&w->ports[i]);
-		netif_remove(&w->ports[i].netif);
+		struct dpsock_worker_port *wp = &w->ports[i];
+
+		dpsock_netif_flush(wp);
+		while (wp->n_nif > 1) {
+			struct netif *nif = wp->nif[--wp->n_nif];
+
+			netif_remove(nif);
+			rte_free(nif);
+		}
+		netif_remove(&wp->netif);
 	}
 #if IP_REASSEMBLY
 	for (i = 0; i <= IP_REASS_MAXAGE; i++)

@@ -40,6 +40,7 @@
 
 #include "mcast_priv.h"
 #include "stack_priv.h"
+#include "netview_priv.h"
 
 #include "fuzz_check.h"
 #include "fuzz_stack.h"
@@ -195,6 +196,10 @@ fuzz_stack_init(const char *extra_conf, const struct dpsock_app *app)
 	ret = dpsock_mcast_init(d);
 	if (ret != 0)
 		die("multicast registry", strerror(-ret));
+	/* as dpsock_run: the net view (addresses, routes) before the workers */
+	ret = dpsock_netview_init(d);
+	if (ret != 0)
+		die("net view", strerror(-ret));
 	d->app = app;
 	d->app_arg = NULL;
 	/* as dpsock_run: the app's set-up before its workers' */

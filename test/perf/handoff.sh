@@ -13,9 +13,9 @@
 #               nginx        nginx, 1 worker, a 64-byte page (loadgen --proto http)
 #             in two layouts: the program on the worker's CPU (1), and on
 #             the other CPU (0, which it shares with the load generator,
-#             which polls between replies and yields to the program: this
-#             machine has two CPUs, so no layout gives the program a core of
-#             its own).
+#             which polls between replies and, told worker.yield = always,
+#             yields to the program on every idle pass: this machine has
+#             two CPUs, so no layout gives the program a core of its own).
 # 64-byte request/response, 1 connection (p50, p99, p99.9, rate) and 16
 # connections (rate); the median of ROUNDS runs, preload/native ratios, and
 # the wake-ups each request cost (dpsockd's eventfd writes to the program,
@@ -87,10 +87,15 @@ failed() { note "FAILED: $*"; FAILED=1; echo "$*" >>"$TEST_TMP/failures"; }
 
 printf 'name = "%s";\nruntime_dir = "%s";\ninterfaces = ( { port = "net_memif0"; address = "%s/24"; } );\n' \
 	"$SRV" "$TEST_TMP" "$ADDR" >"$TEST_TMP/srv.conf"
-# the load generator polls between replies (yielding to a program that
-# shares its CPU) and never sleeps in a run
-printf 'name = "%s";\nworker = { idle_poll_us = 100000; };\ntcp = { ephemeral_min = 1024; ephemeral_max = 65535; };\ninterfaces = ( { port = "net_memif0"; address = "198.18.202.2/24"; } );\n' \
-	"$CLI" >"$TEST_TMP/cli.conf"
+# the load generator polls between replies and never sleeps in a run; in
+# the "other" layout a program shares its CPU, of which its worker knows
+# nothing: worker.yield = always has it yield on every idle pass (a native
+# app never yields on its own: docs/preload.md)
+for y in auto always; do
+	printf 'name = "%s";\nworker = { idle_poll_us = 100000; yield = "%s"; };\ntcp = { ephemeral_min = 1024; ephemeral_max = 65535; };\ninterfaces = ( { port = "net_memif0"; address = "198.18.202.2/24"; } );\n' \
+		"$CLI" "$y" >"$TEST_TMP/cli-$y.conf"
+done
+cp "$TEST_TMP/cli-auto.conf" "$TEST_TMP/cli.conf"
 
 declare -A BG=()
 bg_stop() { local p=${BG[$1]:-}; [ -n "$p" ] || return 0; kill -TERM "$p" 2>/dev/null
@@ -191,7 +196,11 @@ for r in $(seq 1 "$rounds"); do
 			[ "$layout" = other ] && cpu=0
 			server_start preload || continue
 			if program_start "$prog" "$cpu"; then
+				y=auto
+				[ "$layout" = other ] && y=always
+				cp "$TEST_TMP/cli-$y.conf" "$TEST_TMP/cli.conf"
 				for c in 1 16; do run "$prog" "$layout" "$c" "$r" "$proto"; done
+				cp "$TEST_TMP/cli-auto.conf" "$TEST_TMP/cli.conf"
 			fi
 			bg_stop prog
 			bg_stop srv

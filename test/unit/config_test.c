@@ -429,8 +429,15 @@ static const struct bad_case bad_cases[] = {
 	{ "", 0, "interfaces: at least one interface is required", NULL },
 	{ "name = \"x\";\ninterfaces = ( );\n", 2, "interfaces: at least one interface is required", NULL },
 	{ "name = \"x\";\ninterfaces = [ ];\n", 2, "interfaces: at least one interface is required", NULL },
-	{ "interfaces = (\n\t{ port = \"p0\"; }\n);\n", 2,
-	  "interfaces[0]: missing required key 'address'", NULL },
+	{ "interfaces = (\n\t{ port = \"p0\"; gateway = \"198.18.0.1\"; }\n);\n", 2,
+	  "interfaces[0].gateway: an interface without address is shared with the kernel and "
+	  "takes its routes from the kernel's netdev", NULL },
+	{ "interfaces = (\n\t{ port = \"p0\"; mtu = 9000; }\n);\n", 2,
+	  "interfaces[0].mtu: an interface without address is shared with the kernel and "
+	  "takes its MTU from the kernel's netdev", NULL },
+	{ "interfaces = (\n\t{ port = \"p0\"; address = \"198.18.0.1/24\"; },\n\t{ port = \"p1\"; }\n);\n"
+	  "routes = [ \"10.0.0.0/8 via 198.18.5.1\" ];\n", 5,
+	  "routes[0]: gateway 198.18.5.1 is on no interface's subnet", NULL },
 	{ "interfaces = (\n\t{ port = \"p0\"; address = \"198.18.0.1/24\"; },\n\t{ mtu = 1500; address = \"198.18.1.1/24\"; }\n);\n", 3,
 	  "interfaces[1]: missing required key 'port'", NULL },
 	{ "interfaces = (\n"
@@ -488,12 +495,19 @@ test_good_cases(void)
 	struct dpsock_config c;
 	char err[512];
 	size_t i;
+	int rc;
 
 	for (i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
-		int rc = dpsock_config_load_string(&c, good[i], "good.conf", err, sizeof(err));
+		rc = dpsock_config_load_string(&c, good[i], "good.conf", err, sizeof(err));
 
 		CHECK(rc == 0, "good case %zu: rc %d, '%s'", i, rc, err);
 	}
+	/* no address: the port is shared with the kernel; an owned one beside */
+	rc = dpsock_config_load_string(&c, "interfaces = ( { port = \"p0\"; },\n"
+				       "{ port = \"p1\"; address = \"198.18.0.1/24\"; } );\n",
+				       "shared.conf", err, sizeof(err));
+	CHECK(rc == 0 && c.n_ifaces == 2 && c.ifaces[0].shared && !c.ifaces[1].shared,
+	      "shared: rc %d, '%s'", rc, err);
 }
 
 /* Cases too long to write out: built in a buffer. */

@@ -1,0 +1,128 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * netview_priv.h — the addresses, routes and neighbours the stack uses, in
+ * one immutable snapshot (a "net view") that the control side publishes and
+ * each worker adopts between two loop iterations.
+ *
+ * An interface with an address in dpsock.conf owns its port: its view comes
+ * from the configuration (one address, its gateway, the static routes) and
+ * never changes; lwIP's ARP finds the neighbours. An interface without one
+ * is shared with the kernel (docs/design.md, decision 9): the kernel
+ * follower (kfollow.c) reads its netdev's addresses, MTU, MAC, link state,
+ * routes and neighbours over netlink, at start and as they change, and
+ * publishes a new view each time; the workers' lwIP netifs take the
+ * addresses, and what they send leaves with the kernel's neighbours' MACs
+ * (netif.c's shared output), never with an ARP of dpsock's.
+ *
+ * Publication: d->nv points at the current view (release store; gen
+ * grows). A worker compares d->nv_gen with its own in every loop iteration
+ * (one load), adopts the new view (its netifs, its pending frames) and
+ * records the generation it holds in nv_held; a view is freed once every
+ * worker holds a later one. Readers never lock.
+ */
+#ifndef DPSOCK_NETVIEW_PRIV_H
+#define DPSOCK_NETVIEW_PRIV_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "config_priv.h"
+
+#define DPSOCK_NV_ADDRS 16      /* addresses, all ports */
+#define DPSOCK_NV_ADDRS_PORT 8  /* addresses of one port */
+#define DPSOCK_NV_ROUTES 64
+#define DPSOCK_NV_NEIGH 1024
+
+struct dpsock_stack;
+struct dpsock_worker;
+
+struct dpsock_nv_addr {
+	uint32_t addr;            /* network order */
+	uint8_t prefix_len;
+	uint8_t port;             /* index into d->ports */
+};
+
+/* A route the stack follows: dest/prefix_len leaves by port, to gateway
+ * (0: on-link). The default route is 0/0. */
+struct dpsock_nv_route {
+	uint32_t dest;            /* network order, host bits zero */
+	uint32_t gateway;         /* network order */
+	uint32_t priority;        /* lower first (the kernel's metric) */
+	uint8_t prefix_len;
+	uint8_t port;
+};
+
+struct dpsock_nv_neigh {
+	uint32_t ip;              /* network order */
+	uint8_t port;
+	uint8_t mac[6];
+};
+
+struct dpsock_nv_port {
+	bool shared;              /* follows the kernel netdev (no configured address) */
+	bool up;                  /* shared: the netdev's carrier (owned: always) */
+	uint16_t mtu;
+	uint8_t mac[6];           /* shared: the netdev's address */
+	uint32_t ifindex;         /* the kernel netdev, 0: none */
+};
+
+struct dpsock_netview {
+	uint64_t gen;
+	unsigned int n_ports;
+	struct dpsock_nv_port ports[DPSOCK_MAX_PORTS];
+	unsigned int n_addrs;     /* grouped by port, each port's primary first */
+	struct dpsock_nv_addr addrs[DPSOCK_NV_ADDRS];
+	unsigned int n_routes;
+	struct dpsock_nv_route routes[DPSOCK_NV_ROUTES];
+	unsigned int n_neigh;     /* shared ports' usable neighbours, sorted by (port, ip) */
+	struct dpsock_nv_neigh neigh[DPSOCK_NV_NEIGH];
+	struct dpsock_netview *older; /* kfollow.c: views not freed yet */
+};
+
+/* ---- netview.c ---------------------------------------------------------------- */
+
+/* The first view: every owned port from the configuration, shared ports
+ * as kfollow_start found them. Returns 0 or -ENOMEM. */
+int dpsock_netview_init(struct dpsock_stack *d);
+/* A new view: the owned ports' configuration and the kernel follower's
+ * model of the shared ports (control side; NULL: no memory). */
+struct dpsock_netview *dpsock_netview_build(struct dpsock_stack *d);
+/* Publish v (gen set here) and free the views no worker holds. Control side. */
+void dpsock_netview_publish(struct dpsock_stack *d, struct dpsock_netview *v);
+void dpsock_netview_fini(struct dpsock_stack *d);
+
+/* On worker w: adopt the published view if it moved (worker.c calls this
+ * when d->nv_gen != w->nv_gen). */
+void dpsock_netview_adopt(struct dpsock_worker *w);
+
+/* Lookups in a view. */
+/* The route dest takes: a connected subnet (gateway 0, its port), else the
+ * longest static or kernel route (lowest priority among equals). Returns
+ * false when none leads there. */
+bool dpsock_netview_route(const struct dpsock_netview *v, uint32_t dest, unsigned int *port,
+			  uint32_t *gateway);
+/* The MAC of a neighbour on a shared port, or NULL. */
+const uint8_t *dpsock_netview_neigh(const struct dpsock_netview *v, unsigned int port, uint32_t ip);
+/* Is addr (network order) one of the view's addresses? Its port in *port. */
+bool dpsock_netview_local(const struct dpsock_netview *v, uint32_t addr, unsigned int *port);
+/* The primary address of a port (0: none yet). */
+uint32_t dpsock_netview_port_addr(const struct dpsock_netview *v, unsigned int port);
+
+/* ---- kfollow.c: the kernel follower (shared ports) ---------------------------- */
+
+/* Read the shared ports' netdevs (link, addresses, routes, neighbours) once,
+ * before the workers start; the view is built from it. Returns 0, or
+ * -errno with a message (a port with no kernel netdev: -ENODEV). */
+int dpsock_kfollow_start(struct dpsock_stack *d, char *err, size_t errlen);
+/* Follow the kernel from now on: a control thread listens to netlink and
+ * publishes a view at every change. Returns 0 or -errno. */
+int dpsock_kfollow_run(struct dpsock_stack *d);
+void dpsock_kfollow_stop(struct dpsock_stack *d);
+/* Fill v's shared ports from the kernel's state as last read (control). */
+void dpsock_kfollow_fill(struct dpsock_stack *d, struct dpsock_netview *v);
+/* A worker needs a neighbour the kernel has not resolved: ask the kernel
+ * to (it sends the ARP request: dpsock sends none on a shared port). Any
+ * thread; no system call (a ring and a wake-up of the follower). */
+void dpsock_kfollow_resolve(struct dpsock_stack *d, unsigned int port, uint32_t ip);
+
+#endif /* DPSOCK_NETVIEW_PRIV_H */
