@@ -67,7 +67,10 @@ struct dpsock_xdpf_stats {
 struct dpsock_xdpf *dpsock_xdpf_open(unsigned int ifindex, const int *xsk_fds,
 				     const uint32_t *if_queues, unsigned int n, uint16_t vlan,
 				     int *ret, char *err, size_t errlen);
-/* Detach the program (the kernel gets every frame again) and free it. */
+/* Detach the program (the kernel gets every frame again) and free it.
+ * Best before the port closes: net_af_xdp's close tries to detach the
+ * program it attached, and logs an error while dpsockd's link holds the
+ * interface instead (harmless otherwise). */
 void dpsock_xdpf_close(struct dpsock_xdpf *x);
 /* A local address of the port (network order). */
 int dpsock_xdpf_addr(struct dpsock_xdpf *x, uint32_t addr, bool add);
@@ -79,6 +82,10 @@ int dpsock_xdpf_ephemeral(struct dpsock_xdpf *x, uint16_t lo, uint16_t hi);
 /* UDP to a multicast group (network order). */
 int dpsock_xdpf_group(struct dpsock_xdpf *x, uint32_t group, bool add);
 void dpsock_xdpf_stats(const struct dpsock_xdpf *x, struct dpsock_xdpf_stats *out);
+/* For tests only (test/unit/xdp_filter_test.c): the loaded program's fd, to
+ * run it on crafted frames (BPF_PROG_TEST_RUN). -ENOTSUP without the XDP
+ * program in the build. */
+int dpsock_xdpf_prog_fd(const struct dpsock_xdpf *x);
 
 /* ---- the rte_flow backend, isolated mode (flow_filter.c) --------------------- */
 
