@@ -1,0 +1,834 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * dpsockd's XDP program (stack/bpf/dpsock_xdp.bpf.c) through its loader
+ * (stack/xdp_filter.c), without DPDK: in a network namespace of its own
+ * (unshare), on a veth pair it creates there, which goes with the
+ * namespace when the test exits.
+ *
+ * 1. Verdicts: the filter opened on the veth (loaded, attached through its
+ *    BPF link), entries added through the backend's API, then the program
+ *    run on crafted frames (BPF_PROG_TEST_RUN, on the veth's queues):
+ *    ARP, IPv6, ICMP pass; TCP/UDP to a served port on a local address, to
+ *    the ephemeral range, to a joined group are dpsock's (XDP_DROP and
+ *    no_socket: no AF_XDP socket in xsks_map); the same to another address,
+ *    port or group pass; fragments (first decides, later follow, unknown
+ *    later pass); truncated and malformed frames pass; a deleted port
+ *    passes again. The counters add up to the frames run.
+ * 2. VLAN 100 configured, and an AF_XDP socket of the test's in xsks_map
+ *    for queue 0: tagged 100 is redirected (XDP_REDIRECT), on queue 1 (no
+ *    socket) dropped; untagged and tagged 200 pass.
+ * 3. The link: a netlink-attached program in generic mode (as the PMD's
+ *    can be) is replaced by a child process's filter, in the same mode; a
+ *    second filter cannot replace the child's link; kill -9 of the child
+ *    leaves the interface with no XDP program at all.
+ * 4. Live, in native mode: from a second namespace on the veth's peer, TCP
+ *    to a port of the kernel's connects through the filter (ARP and TCP
+ *    pass); TCP to dpsock's port does not reach the kernel's listener on
+ *    that same port (dropped: no AF_XDP socket).
+ * Needs root (BPF, namespaces) and iproute2: exits 77 with a reason
+ * otherwise, or when the library was built without its XDP program.
+ */
+
+#include <errno.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <arpa/inet.h>
+#include <net/if.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sched.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+
+#include "dpsock_build_config.h"
+
+#include "filter_priv.h"
+#include "log_priv.h"
+
+#if !DPSOCK_HAS_XDP_FILTER
+
+int
+main(void)
+{
+	printf("skip: built without the XDP program (clang with the BPF target and libbpf)\n");
+	return 77;
+}
+
+#else
+
+#include <linux/bpf.h>
+#include <linux/if_link.h>
+#include <linux/if_xdp.h>
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#ifndef AF_XDP
+#define AF_XDP 44
+#endif
+#ifndef SOL_XDP
+#define SOL_XDP 283
+#endif
+
+#define IF_A "xdpf0"
+#define IF_B "xdpf1"
+
+static int failures;
+static unsigned int ifindex;
+
+#define CHECK(cond, ...)                                                        \
+	do {                                                                    \
+		if (!(cond)) {                                                  \
+			fprintf(stderr, "%s:%d: CHECK(%s) failed: ", __FILE__,   \
+				__LINE__, #cond);                               \
+			fprintf(stderr, __VA_ARGS__);                           \
+			fputc('\n', stderr);                                    \
+			failures++;                                             \
+		}                                                               \
+	} while (0)
+
+static uint32_t
+ip4(uint8_t a, uint8_t b, uint8_t c, uint8_t d)
+{
+	return htonl((uint32_t)a << 24 | b << 16 | c << 8 | d);
+}
+
+/* ---- frames ------------------------------------------------------------------ */
+
+struct frame {
+	uint16_t vlan;            /* 0: untagged */
+	uint16_t ethertype;       /* 0: IPv4 */
+	uint8_t version;          /* 0: 4 */
+	uint8_t ihl;              /* 0: 5 */
+	uint8_t proto;
+	uint32_t src, dst;        /* network order */
+	uint16_t id;
+	uint16_t frag;            /* host order: MF | offset */
+	uint16_t sport, dport;    /* host order */
+	unsigned int payload;     /* bytes after the L4 header (0: none) */
+};
+
+/* The frame into buf; returns its length. */
+static size_t
+build(uint8_t *buf, size_t cap, const struct frame *f)
+{
+	size_t off = 12, l4len, ihl = f->ihl ? f->ihl : 5, ipstart, len;
+	uint16_t tot;
+
+	memset(buf, 0, cap);
+	memcpy(buf, "\x02\x00\x00\x00\x00\x01\x02\x00\x00\x00\x00\x02", 12);
+	if (f->vlan) {
+		buf[off++] = 0x81;
+		buf[off++] = 0x00;
+		buf[off++] = f->vlan >> 8;
+		buf[off++] = f->vlan & 0xff;
+	}
+	buf[off++] = (f->ethertype ? f->ethertype : 0x0800) >> 8;
+	buf[off++] = (f->ethertype ? f->ethertype : 0x0800) & 0xff;
+	ipstart = off;
+	l4len = f->proto == IPPROTO_TCP ? 20 : f->proto == IPPROTO_UDP ? 8 : 8;
+	if (f->frag & 0x1fff)
+		l4len = 0; /* a later fragment: no L4 header */
+	tot = (uint16_t)(ihl * 4 + l4len + f->payload);
+	buf[off] = (uint8_t)((f->version ? f->version : 4) << 4 | (ihl & 0xf));
+	buf[off + 2] = tot >> 8;
+	buf[off + 3] = tot & 0xff;
+	buf[off + 4] = f->id >> 8;
+	buf[off + 5] = f->id & 0xff;
+	buf[off + 6] = f->frag >> 8;
+	buf[off + 7] = f->frag & 0xff;
+	buf[off + 8] = 64;
+	buf[off + 9] = f->proto;
+	memcpy(buf + off + 12, &f->src, 4);
+	memcpy(buf + off + 16, &f->dst, 4);
+	off += ihl * 4;
+	if (l4len) {
+		buf[off] = f->sport >> 8;
+		buf[off + 1] = f->sport & 0xff;
+		buf[off + 2] = f->dport >> 8;
+		buf[off + 3] = f->dport & 0xff;
+		if (f->proto == IPPROTO_TCP)
+			buf[off + 12] = 5 << 4;
+	}
+	len = ipstart + tot;
+	return len < cap ? len : cap;
+}
+
+/* ---- running the program ------------------------------------------------------ */
+
+static struct dpsock_xdpf_stats want;   /* what the runs so far should have counted */
+
+static int
+run_raw(int prog_fd, const uint8_t *frame, size_t len, uint32_t queue)
+{
+	struct xdp_md ctx = {
+		.data_end = (uint32_t)len,
+		.ingress_ifindex = ifindex,
+		.rx_queue_index = queue,
+	};
+	LIBBPF_OPTS(bpf_test_run_opts, o,
+		.data_in = frame,
+		.data_size_in = (uint32_t)len,
+		.ctx_in = &ctx,
+		.ctx_size_in = sizeof(ctx),
+		.repeat = 1,
+	);
+	int rc = bpf_prog_test_run_opts(prog_fd, &o);
+
+	return rc < 0 ? rc : (int)o.retval;
+}
+
+static const char *
+verdict(int v)
+{
+	switch (v) {
+	case XDP_PASS:
+		return "XDP_PASS";
+	case XDP_DROP:
+		return "XDP_DROP";
+	case XDP_REDIRECT:
+		return "XDP_REDIRECT";
+	default:
+		return v < 0 ? strerror(-v) : "other";
+	}
+}
+
+/* Run one frame, check its verdict, count what the program should count. */
+#define EXPECT(name, prog_fd, buf, len, queue, exp, is_frag)                     \
+	do {                                                                    \
+		int v_ = run_raw(prog_fd, buf, len, queue);                     \
+		CHECK(v_ == (exp), "%s: %s, expected %s", name, verdict(v_),    \
+		      verdict(exp));                                            \
+		if ((exp) == XDP_PASS)                                          \
+			want.passed++;                                          \
+		else if ((exp) == XDP_DROP)                                     \
+			want.no_socket++;                                       \
+		else {                                                          \
+			want.redirected++;                                      \
+			want.frags += (is_frag);                                \
+		}                                                               \
+	} while (0)
+
+#define FRAME(name, prog_fd, queue, exp, ...)                                   \
+	do {                                                                    \
+		struct frame f_ = { __VA_ARGS__ };                              \
+		uint8_t b_[256];                                                \
+		size_t l_ = build(b_, sizeof(b_), &f_);                         \
+		EXPECT(name, prog_fd, b_, l_, queue, exp, (f_.frag & 0x3fff) != 0); \
+	} while (0)
+
+static void
+check_stats(const struct dpsock_xdpf *x, const char *phase)
+{
+	struct dpsock_xdpf_stats s;
+
+	dpsock_xdpf_stats(x, &s);
+	CHECK(s.redirected == want.redirected && s.passed == want.passed &&
+	      s.frags == want.frags && s.no_socket == want.no_socket,
+	      "%s: counters redirected %lu passed %lu frags %lu no_socket %lu, expected "
+	      "%lu %lu %lu %lu", phase, (unsigned long)s.redirected, (unsigned long)s.passed,
+	      (unsigned long)s.frags, (unsigned long)s.no_socket,
+	      (unsigned long)want.redirected, (unsigned long)want.passed,
+	      (unsigned long)want.frags, (unsigned long)want.no_socket);
+	memset(&want, 0, sizeof(want));
+}
+
+/* ---- the interface's XDP state ------------------------------------------------- */
+
+/* The program attached to the interface: its id (0: none), mode, name. */
+static uint32_t
+attached(uint8_t *mode, char *name, size_t len)
+{
+	LIBBPF_OPTS(bpf_xdp_query_opts, q);
+	struct bpf_prog_info pi;
+	__u32 plen = sizeof(pi);
+	int fd;
+
+	name[0] = '\0';
+	if (bpf_xdp_query((int)ifindex, 0, &q) != 0)
+		return 0;
+	*mode = q.attach_mode;
+	if (q.prog_id == 0)
+		return 0;
+	memset(&pi, 0, sizeof(pi));
+	fd = bpf_prog_get_fd_by_id(q.prog_id);
+	if (fd >= 0 && bpf_obj_get_info_by_fd(fd, &pi, &plen) == 0)
+		snprintf(name, len, "%s", pi.name);
+	if (fd >= 0)
+		close(fd);
+	return q.prog_id;
+}
+
+/* An AF_XDP socket bound to queue of the interface (copy mode), enough for
+ * xsks_map to take it: a UMEM, its fill and completion rings, an RX ring. */
+static int
+xsk_open(uint32_t queue)
+{
+	const size_t chunk = 4096, nchunks = 64;
+	struct xdp_umem_reg mr;
+	struct sockaddr_xdp sx;
+	int fd, ring = 64;
+	void *umem;
+
+	fd = socket(AF_XDP, SOCK_RAW | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	umem = mmap(NULL, chunk * nchunks, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+		    -1, 0);
+	if (umem == MAP_FAILED)
+		goto fail;
+	memset(&mr, 0, sizeof(mr));
+	mr.addr = (uintptr_t)umem;
+	mr.len = chunk * nchunks;
+	mr.chunk_size = (uint32_t)chunk;
+	memset(&sx, 0, sizeof(sx));
+	sx.sxdp_family = AF_XDP;
+	sx.sxdp_ifindex = ifindex;
+	sx.sxdp_queue_id = queue;
+	sx.sxdp_flags = XDP_COPY;
+	if (setsockopt(fd, SOL_XDP, XDP_UMEM_REG, &mr, sizeof(mr)) != 0 ||
+	    setsockopt(fd, SOL_XDP, XDP_UMEM_FILL_RING, &ring, sizeof(ring)) != 0 ||
+	    setsockopt(fd, SOL_XDP, XDP_UMEM_COMPLETION_RING, &ring, sizeof(ring)) != 0 ||
+	    setsockopt(fd, SOL_XDP, XDP_RX_RING, &ring, sizeof(ring)) != 0 ||
+	    bind(fd, (struct sockaddr *)&sx, sizeof(sx)) != 0)
+		goto fail;
+	return fd;
+fail:
+	{
+		int e = errno;
+
+		close(fd);
+		return -e;
+	}
+}
+
+/* ---- 1. verdicts, untagged, no socket ----------------------------------------- */
+
+static const uint32_t QNONE[1] = { 0 };
+
+static void
+test_verdicts(void)
+{
+	const uint32_t local = ip4(10, 0, 0, 1), local2 = ip4(10, 0, 0, 3);
+	const uint32_t other = ip4(10, 0, 0, 2), peer = ip4(10, 0, 0, 9);
+	const uint32_t group = ip4(239, 1, 1, 1), group2 = ip4(239, 2, 2, 2);
+	char err[512], name[32];
+	struct dpsock_xdpf *x;
+	uint8_t buf[256], mode = 0;
+	int rc, p;
+
+	x = dpsock_xdpf_open(ifindex, NULL, QNONE, 0, 0, &rc, err, sizeof(err));
+	if (x == NULL) {
+		if (rc == -ENOTSUP || rc == -EPERM) {
+			printf("skip: %s\n", err);
+			exit(77);
+		}
+		CHECK(x != NULL, "open: %s (%s)", err, strerror(-rc));
+		exit(1);
+	}
+	CHECK(attached(&mode, name, sizeof(name)) != 0 && strcmp(name, "dpsock_xdp") == 0,
+	      "after open the interface runs '%s'", name);
+	p = dpsock_xdpf_prog_fd(x);
+
+	CHECK(dpsock_xdpf_addr(x, local, true) == 0, "addr");
+	CHECK(dpsock_xdpf_addr(x, local, true) == 0, "addr again");
+	CHECK(dpsock_xdpf_addr(x, local2, true) == 0, "addr 2");
+	CHECK(dpsock_xdpf_port(x, IPPROTO_TCP, 0, 80, true) == 0, "tcp 80 on any");
+	CHECK(dpsock_xdpf_port(x, IPPROTO_UDP, local, 5000, true) == 0, "udp 5000 on local");
+	CHECK(dpsock_xdpf_port(x, IPPROTO_UDP, 0, 7000, true) == 0, "udp 7000 on any");
+	CHECK(dpsock_xdpf_ephemeral(x, 40000, 40999) == 0, "ephemeral");
+	CHECK(dpsock_xdpf_group(x, group, true) == 0, "group");
+	CHECK(dpsock_xdpf_port(x, 1, 0, 80, true) == -EINVAL, "ICMP port");
+	CHECK(dpsock_xdpf_port(x, IPPROTO_TCP, 0, 0, true) == -EINVAL, "port 0");
+	CHECK(dpsock_xdpf_group(x, local, true) == -EINVAL, "unicast group");
+	CHECK(dpsock_xdpf_ephemeral(x, 2000, 1000) == -EINVAL, "ephemeral lo > hi");
+	CHECK(dpsock_xdpf_port(x, IPPROTO_TCP, 0, 81, false) == 0, "del of a missing port");
+	CHECK(dpsock_xdpf_group(x, group2, false) == 0, "del of a missing group");
+
+	/* not IPv4, not TCP/UDP */
+	memset(buf, 0, sizeof(buf));
+	memcpy(buf, "\xff\xff\xff\xff\xff\xff\x02\x00\x00\x00\x00\x02\x08\x06", 14);
+	EXPECT("ARP", p, buf, 60, 0, XDP_PASS, 0);
+	FRAME("IPv6", p, 0, XDP_PASS, .ethertype = 0x86dd, .version = 6, .proto = IPPROTO_TCP,
+	      .src = peer, .dst = local, .dport = 80);
+	FRAME("LLDP", p, 0, XDP_PASS, .ethertype = 0x88cc);
+	FRAME("ICMP to a local address", p, 0, XDP_PASS, .proto = IPPROTO_ICMP, .src = peer,
+	      .dst = local);
+	FRAME("IGMP to a joined group", p, 0, XDP_PASS, .proto = IPPROTO_IGMP, .src = peer,
+	      .dst = group);
+
+	/* ports on addresses */
+	FRAME("TCP to a listened port", p, 0, XDP_DROP, .proto = IPPROTO_TCP, .src = peer,
+	      .dst = local, .sport = 33000, .dport = 80);
+	FRAME("TCP to a listened port, 2nd address", p, 0, XDP_DROP, .proto = IPPROTO_TCP,
+	      .src = peer, .dst = local2, .sport = 33000, .dport = 80);
+	FRAME("TCP to a listened port, IP options", p, 0, XDP_DROP, .ihl = 7,
+	      .proto = IPPROTO_TCP, .src = peer, .dst = local, .sport = 33000, .dport = 80);
+	FRAME("TCP to a listened port on another address", p, 0, XDP_PASS,
+	      .proto = IPPROTO_TCP, .src = peer, .dst = other, .sport = 33000, .dport = 80);
+	FRAME("TCP to another port", p, 0, XDP_PASS, .proto = IPPROTO_TCP, .src = peer,
+	      .dst = local, .sport = 33000, .dport = 22);
+	FRAME("UDP to the TCP port", p, 0, XDP_PASS, .proto = IPPROTO_UDP, .src = peer,
+	      .dst = local, .sport = 33000, .dport = 80);
+	FRAME("UDP to a port bound on the address", p, 0, XDP_DROP, .proto = IPPROTO_UDP,
+	      .src = peer, .dst = local, .dport = 5000, .payload = 10);
+	FRAME("UDP to that port on the 2nd address", p, 0, XDP_PASS, .proto = IPPROTO_UDP,
+	      .src = peer, .dst = local2, .dport = 5000, .payload = 10);
+	FRAME("UDP to a port bound on any address", p, 0, XDP_DROP, .proto = IPPROTO_UDP,
+	      .src = peer, .dst = local2, .dport = 7000);
+
+	/* the ephemeral range */
+	FRAME("TCP to the ephemeral range", p, 0, XDP_DROP, .proto = IPPROTO_TCP, .src = peer,
+	      .dst = local, .sport = 80, .dport = 40500);
+	FRAME("TCP to the range's low end", p, 0, XDP_DROP, .proto = IPPROTO_TCP, .src = peer,
+	      .dst = local, .sport = 80, .dport = 40000);
+	FRAME("UDP to the range's high end", p, 0, XDP_DROP, .proto = IPPROTO_UDP, .src = peer,
+	      .dst = local, .sport = 53, .dport = 40999);
+	FRAME("TCP below the range", p, 0, XDP_PASS, .proto = IPPROTO_TCP, .src = peer,
+	      .dst = local, .sport = 80, .dport = 39999);
+	FRAME("TCP above the range", p, 0, XDP_PASS, .proto = IPPROTO_TCP, .src = peer,
+	      .dst = local, .sport = 80, .dport = 41000);
+	FRAME("TCP to the range on another address", p, 0, XDP_PASS, .proto = IPPROTO_TCP,
+	      .src = peer, .dst = other, .sport = 80, .dport = 40500);
+
+	/* multicast */
+	FRAME("UDP to a joined group", p, 0, XDP_DROP, .proto = IPPROTO_UDP, .src = peer,
+	      .dst = group, .dport = 7000, .payload = 100);
+	FRAME("UDP to another group", p, 0, XDP_PASS, .proto = IPPROTO_UDP, .src = peer,
+	      .dst = group2, .dport = 7000, .payload = 100);
+	FRAME("UDP to a joined group, port not served", p, 0, XDP_PASS, .proto = IPPROTO_UDP,
+	      .src = peer, .dst = group, .dport = 7001);
+	FRAME("TCP to a joined group", p, 0, XDP_PASS, .proto = IPPROTO_TCP, .src = peer,
+	      .dst = group, .dport = 80);
+
+	/* fragments: MF 0x2000, offset in 8-byte units */
+	FRAME("first fragment of an ours datagram", p, 0, XDP_DROP, .proto = IPPROTO_UDP,
+	      .src = peer, .dst = local, .id = 0x1234, .frag = 0x2000, .dport = 5000,
+	      .payload = 64);
+	FRAME("middle fragment of it", p, 0, XDP_DROP, .proto = IPPROTO_UDP, .src = peer,
+	      .dst = local, .id = 0x1234, .frag = 0x2000 | 9, .payload = 72);
+	FRAME("last fragment of it", p, 0, XDP_DROP, .proto = IPPROTO_UDP, .src = peer,
+	      .dst = local, .id = 0x1234, .frag = 18, .payload = 20);
+	FRAME("later fragment, other id", p, 0, XDP_PASS, .proto = IPPROTO_UDP, .src = peer,
+	      .dst = local, .id = 0x1235, .frag = 18, .payload = 20);
+	FRAME("later fragment, other source", p, 0, XDP_PASS, .proto = IPPROTO_UDP,
+	      .src = other, .dst = local, .id = 0x1234, .frag = 18, .payload = 20);
+	FRAME("later fragment, other protocol", p, 0, XDP_PASS, .proto = IPPROTO_TCP,
+	      .src = peer, .dst = local, .id = 0x1234, .frag = 18, .payload = 20);
+	FRAME("first fragment not ours, same id", p, 0, XDP_PASS, .proto = IPPROTO_UDP,
+	      .src = peer, .dst = local, .id = 0x1234, .frag = 0x2000, .dport = 5001,
+	      .payload = 64);
+	FRAME("later fragment of the id reused", p, 0, XDP_PASS, .proto = IPPROTO_UDP,
+	      .src = peer, .dst = local, .id = 0x1234, .frag = 18, .payload = 20);
+	FRAME("first TCP fragment to the ephemeral range", p, 0, XDP_DROP, .proto = IPPROTO_TCP,
+	      .src = peer, .dst = local, .id = 7, .frag = 0x2000, .sport = 80, .dport = 40001,
+	      .payload = 100);
+	FRAME("its later fragment", p, 0, XDP_DROP, .proto = IPPROTO_TCP, .src = peer,
+	      .dst = local, .id = 7, .frag = 15, .payload = 100);
+	FRAME("fragments of a group's datagram", p, 0, XDP_DROP, .proto = IPPROTO_UDP,
+	      .src = peer, .dst = group, .id = 8, .frag = 0x2000, .dport = 7000, .payload = 64);
+	FRAME("later fragment to the group", p, 0, XDP_DROP, .proto = IPPROTO_UDP, .src = peer,
+	      .dst = group, .id = 8, .frag = 9, .payload = 8);
+
+	/* tagged while configured untagged */
+	FRAME("tagged frame, untagged configured", p, 0, XDP_PASS, .vlan = 100,
+	      .proto = IPPROTO_TCP, .src = peer, .dst = local, .dport = 80);
+
+	/* truncated and malformed */
+	{
+		struct frame f = { .proto = IPPROTO_TCP, .src = peer, .dst = local, .dport = 80 };
+		size_t full = build(buf, sizeof(buf), &f), cut;
+
+		/* every prefix of an ours frame but the whole one passes */
+		for (cut = 14; cut < full; cut++)
+			EXPECT("truncated TCP frame", p, buf, cut, 0, XDP_PASS, 0);
+		EXPECT("the whole TCP frame", p, buf, full, 0, XDP_DROP, 0);
+		f.proto = IPPROTO_UDP;
+		f.dport = 5000;
+		full = build(buf, sizeof(buf), &f);
+		for (cut = 14; cut < full; cut++)
+			EXPECT("truncated UDP frame", p, buf, cut, 0, XDP_PASS, 0);
+		EXPECT("the whole UDP frame", p, buf, full, 0, XDP_DROP, 0);
+		/* a tagged frame cut inside its tag (VLAN configured below) */
+	}
+	FRAME("IHL 4", p, 0, XDP_PASS, .ihl = 4, .proto = IPPROTO_TCP, .src = peer,
+	      .dst = local, .dport = 80);
+	FRAME("IHL 0", p, 0, XDP_PASS, .ihl = 0x10 /* & 0xf: 0 */, .proto = IPPROTO_TCP,
+	      .src = peer, .dst = local, .dport = 80);
+	FRAME("version 6 in an IPv4 frame", p, 0, XDP_PASS, .version = 6, .proto = IPPROTO_TCP,
+	      .src = peer, .dst = local, .dport = 80);
+	{
+		/* IHL 15 (60 bytes of header) in a frame that ends before */
+		struct frame f = { .ihl = 15, .proto = IPPROTO_TCP, .src = peer, .dst = local,
+				   .dport = 80 };
+		size_t full = build(buf, sizeof(buf), &f);
+
+		EXPECT("IHL 15, frame cut in the options", p, buf, 14 + 40, 0, XDP_PASS, 0);
+		EXPECT("IHL 15, frame cut in the TCP header", p, buf, 14 + 60 + 10, 0, XDP_PASS, 0);
+		EXPECT("IHL 15, whole frame", p, buf, full, 0, XDP_DROP, 0);
+	}
+	/* garbage: nothing may crash; anything not IPv4/TCP/UDP to us passes */
+	{
+		unsigned int i, j, seed = 1;
+
+		for (i = 0; i < 200; i++) {
+			size_t len = 14 + (seed % 120);
+
+			for (j = 0; j < sizeof(buf); j++) {
+				seed = seed * 1103515245u + 12345u;
+				buf[j] = (uint8_t)(seed >> 16);
+			}
+			EXPECT("random frame", p, buf, len, 0, XDP_PASS, 0);
+		}
+	}
+
+	/* a deleted port, address, group, range */
+	CHECK(dpsock_xdpf_port(x, IPPROTO_TCP, 0, 80, false) == 0, "del tcp 80");
+	FRAME("TCP to the port deleted", p, 0, XDP_PASS, .proto = IPPROTO_TCP, .src = peer,
+	      .dst = local, .dport = 80);
+	CHECK(dpsock_xdpf_port(x, IPPROTO_TCP, 0, 80, false) == 0, "del tcp 80 again");
+	CHECK(dpsock_xdpf_addr(x, local2, false) == 0, "del addr 2");
+	FRAME("UDP to a port on any, address deleted", p, 0, XDP_PASS, .proto = IPPROTO_UDP,
+	      .src = peer, .dst = local2, .dport = 7000);
+	CHECK(dpsock_xdpf_group(x, group, false) == 0, "leave group");
+	FRAME("UDP to the group left", p, 0, XDP_PASS, .proto = IPPROTO_UDP, .src = peer,
+	      .dst = group, .dport = 7000);
+	CHECK(dpsock_xdpf_ephemeral(x, 0, 0) == 0, "no ephemeral range");
+	FRAME("TCP to the range removed", p, 0, XDP_PASS, .proto = IPPROTO_TCP, .src = peer,
+	      .dst = local, .sport = 80, .dport = 40500);
+	FRAME("TCP to port 0, no range", p, 0, XDP_PASS, .proto = IPPROTO_TCP, .src = peer,
+	      .dst = local, .sport = 80, .dport = 0);
+
+	check_stats(x, "verdicts");
+	dpsock_xdpf_close(x);
+	CHECK(attached(&mode, name, sizeof(name)) == 0,
+	      "after close the interface still runs '%s'", name);
+}
+
+/* ---- 2. VLAN and a socket ------------------------------------------------------- */
+
+static void
+test_vlan_socket(void)
+{
+	const uint32_t local = ip4(10, 0, 0, 1), peer = ip4(10, 0, 0, 9);
+	const uint32_t q0 = 0;
+	struct dpsock_xdpf *x;
+	char err[512];
+	uint8_t buf[256];
+	int rc, p, xsk;
+
+	xsk = xsk_open(0);
+	if (xsk < 0)
+		printf("note: no AF_XDP socket on %s (%s): the redirect is not checked\n", IF_A,
+		       strerror(-xsk));
+	x = dpsock_xdpf_open(ifindex, &xsk, &q0, xsk >= 0 ? 1 : 0, 100, &rc, err, sizeof(err));
+	CHECK(x != NULL, "open with VLAN 100: %s", err);
+	if (x == NULL)
+		return;
+	p = dpsock_xdpf_prog_fd(x);
+	CHECK(dpsock_xdpf_addr(x, local, true) == 0, "addr");
+	CHECK(dpsock_xdpf_port(x, IPPROTO_TCP, local, 8080, true) == 0, "port");
+
+	FRAME("VLAN 100, queue 0 (socket)", p, 0, xsk >= 0 ? XDP_REDIRECT : XDP_DROP,
+	      .vlan = 100, .proto = IPPROTO_TCP, .src = peer, .dst = local, .dport = 8080);
+	FRAME("VLAN 100 with priority bits", p, 0, xsk >= 0 ? XDP_REDIRECT : XDP_DROP,
+	      .vlan = 0xe000 | 100, .proto = IPPROTO_TCP, .src = peer, .dst = local,
+	      .dport = 8080);
+	FRAME("VLAN 100, first fragment", p, 0, xsk >= 0 ? XDP_REDIRECT : XDP_DROP,
+	      .vlan = 100, .proto = IPPROTO_TCP, .src = peer, .dst = local, .id = 99,
+	      .frag = 0x2000, .dport = 8080, .payload = 64);
+	FRAME("VLAN 100, later fragment", p, 0, xsk >= 0 ? XDP_REDIRECT : XDP_DROP,
+	      .vlan = 100, .proto = IPPROTO_TCP, .src = peer, .dst = local, .id = 99,
+	      .frag = 10, .payload = 64);
+	FRAME("VLAN 100, queue 1 (no socket)", p, 1, XDP_DROP, .vlan = 100,
+	      .proto = IPPROTO_TCP, .src = peer, .dst = local, .dport = 8080);
+	FRAME("VLAN 100, ARP", p, 0, XDP_PASS, .vlan = 100, .ethertype = 0x0806);
+	FRAME("VLAN 100, other port", p, 0, XDP_PASS, .vlan = 100, .proto = IPPROTO_TCP,
+	      .src = peer, .dst = local, .dport = 8081);
+	FRAME("untagged", p, 0, XDP_PASS, .proto = IPPROTO_TCP, .src = peer, .dst = local,
+	      .dport = 8080);
+	FRAME("VLAN 200", p, 0, XDP_PASS, .vlan = 200, .proto = IPPROTO_TCP, .src = peer,
+	      .dst = local, .dport = 8080);
+	{
+		struct frame f = { .vlan = 100, .proto = IPPROTO_TCP, .src = peer, .dst = local,
+				   .dport = 8080 };
+		size_t full = build(buf, sizeof(buf), &f), cut;
+
+		for (cut = 14; cut < full; cut++)
+			EXPECT("truncated tagged frame", p, buf, cut, 0, XDP_PASS, 0);
+		/* QinQ: a second tag inside */
+		buf[16] = 0x81;
+		buf[17] = 0x00;
+		EXPECT("two tags", p, buf, full, 0, XDP_PASS, 0);
+	}
+	check_stats(x, "vlan");
+	dpsock_xdpf_close(x);
+	if (xsk >= 0)
+		close(xsk);
+}
+
+/* ---- 3. the link: replacing a netlink program, dying with its process -------- */
+
+/* A program that passes everything, attached through netlink in generic
+ * mode: the AF_XDP PMD's program as it is on a driver without native XDP. */
+static int
+attach_pass_prog(void)
+{
+	const struct bpf_insn insns[] = {
+		{ .code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_0, .imm = XDP_PASS },
+		{ .code = BPF_JMP | BPF_EXIT },
+	};
+	int fd, rc;
+
+	fd = bpf_prog_load(BPF_PROG_TYPE_XDP, "pmd_like", "GPL", insns, 2, NULL);
+	if (fd < 0)
+		return fd;
+	rc = bpf_xdp_attach((int)ifindex, fd, XDP_FLAGS_SKB_MODE, NULL);
+	if (rc < 0) {
+		close(fd);
+		return rc;
+	}
+	return fd;
+}
+
+static void
+test_link(void)
+{
+	struct timespec ts = { 0, 10 * 1000 * 1000 };
+	struct dpsock_xdpf *x;
+	char err[512], name[32];
+	uint8_t mode = 0;
+	int pfd[2], rc, st, i, old;
+	pid_t child;
+
+	old = attach_pass_prog();
+	CHECK(old >= 0, "netlink attach of a pass program: %s", strerror(-old));
+	if (old < 0)
+		return;
+	CHECK(attached(&mode, name, sizeof(name)) != 0 && strcmp(name, "pmd_like") == 0 &&
+	      mode == XDP_ATTACHED_SKB, "the PMD-like program runs: '%s', mode %u", name, mode);
+
+	if (pipe(pfd) != 0) {
+		CHECK(0, "pipe: %s", strerror(errno));
+		return;
+	}
+	child = fork();
+	if (child == 0) {
+		close(pfd[0]);
+		x = dpsock_xdpf_open(ifindex, NULL, QNONE, 0, 0, &rc, err, sizeof(err));
+		if (x == NULL)
+			fprintf(stderr, "child: open: %s\n", err);
+		if (write(pfd[1], &rc, sizeof(rc)) != sizeof(rc))
+			_exit(1);
+		for (;;)
+			pause();
+	}
+	close(pfd[1]);
+	if (read(pfd[0], &rc, sizeof(rc)) != sizeof(rc))
+		rc = -EPIPE;
+	close(pfd[0]);
+	CHECK(rc == 0, "the child's open: %s", strerror(-rc));
+	CHECK(attached(&mode, name, sizeof(name)) != 0 && strcmp(name, "dpsock_xdp") == 0 &&
+	      mode == XDP_ATTACHED_SKB,
+	      "the child's filter took the PMD-like program's place in its mode: '%s', mode %u",
+	      name, mode);
+
+	/* the child's link: nobody else replaces it */
+	x = dpsock_xdpf_open(ifindex, NULL, QNONE, 0, 0, &rc, err, sizeof(err));
+	CHECK(x == NULL && rc == -EBUSY && strstr(err, "BPF link") != NULL,
+	      "a second filter over the child's link: rc %d, '%s'", rc, x ? "" : err);
+	dpsock_xdpf_close(x);
+	CHECK(attached(&mode, name, sizeof(name)) != 0 && strcmp(name, "dpsock_xdp") == 0,
+	      "the child's filter stays: '%s'", name);
+
+	kill(child, SIGKILL);
+	waitpid(child, &st, 0);
+	for (i = 0; i < 100 && attached(&mode, name, sizeof(name)) != 0; i++)
+		nanosleep(&ts, NULL);
+	CHECK(attached(&mode, name, sizeof(name)) == 0,
+	      "after kill -9 of the child the interface still runs '%s'", name);
+	printf("after kill -9 of the filter's process: XDP on %s: %s\n", IF_A,
+	       attached(&mode, name, sizeof(name)) == 0 ? "none" : name);
+	close(old);
+}
+
+/* ---- 4. live: frames through the veth ------------------------------------------- */
+
+/* Connect to addr:port from this namespace within 500 ms? */
+static bool
+tcp_connects(uint32_t addr, uint16_t port)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(port),
+				  .sin_addr.s_addr = addr };
+	struct pollfd pfd;
+	int fd, e = 0;
+	socklen_t len = sizeof(e);
+	bool ok;
+
+	fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+	if (fd < 0)
+		return false;
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0 && errno != EINPROGRESS) {
+		close(fd);
+		return false;
+	}
+	pfd.fd = fd;
+	pfd.events = POLLOUT;
+	ok = poll(&pfd, 1, 500) == 1 && getsockopt(fd, SOL_SOCKET, SO_ERROR, &e, &len) == 0 &&
+	     e == 0;
+	close(fd);
+	return ok;
+}
+
+static int
+tcp_listen(uint32_t addr, uint16_t port)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(port),
+				  .sin_addr.s_addr = addr };
+	int fd = socket(AF_INET, SOCK_STREAM, 0), one = 1;
+
+	if (fd < 0)
+		return -1;
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0 || listen(fd, 8) != 0) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/*
+ * The filter attached (native mode: veth has XDP) on IF_A, 10.0.0.1, with
+ * the kernel listening on TCP 9001 and 9002 there and dpsock "serving"
+ * 9001; a child in a namespace of its own, on IF_B (10.0.0.9), connects to
+ * both: 9002 is the kernel's (ARP and TCP pass), 9001's SYN is dropped (no
+ * socket of dpsock's) so the kernel, listening, never answers it. Runs
+ * last: IF_B goes with the child's namespace, and IF_A with it.
+ */
+static void
+test_live(void)
+{
+	const uint32_t local = ip4(10, 0, 0, 1);
+	struct dpsock_xdpf_stats s;
+	struct dpsock_xdpf *x;
+	char err[512], cmd[128], name[32];
+	int to_child[2], to_parent[2], l1, l2, rc, st;
+	uint8_t mode = 0;
+	pid_t child;
+	char c = 0;
+
+	if (system("ip addr add 10.0.0.1/24 dev " IF_A " && ip link set " IF_A " up && "
+		   "ip link set lo up") != 0) {
+		CHECK(0, "cannot configure %s", IF_A);
+		return;
+	}
+	l1 = tcp_listen(local, 9001);
+	l2 = tcp_listen(local, 9002);
+	CHECK(l1 >= 0 && l2 >= 0, "kernel listeners");
+	x = dpsock_xdpf_open(ifindex, NULL, QNONE, 0, 0, &rc, err, sizeof(err));
+	CHECK(x != NULL, "open: %s", err);
+	if (x == NULL)
+		return;
+	CHECK(attached(&mode, name, sizeof(name)) != 0 && mode == XDP_ATTACHED_DRV,
+	      "on veth the filter runs in native mode: mode %u", mode);
+	CHECK(dpsock_xdpf_addr(x, local, true) == 0, "addr");
+	CHECK(dpsock_xdpf_port(x, IPPROTO_TCP, local, 9001, true) == 0, "port");
+
+	if (pipe(to_child) != 0 || pipe(to_parent) != 0) {
+		CHECK(0, "pipe: %s", strerror(errno));
+		return;
+	}
+	child = fork();
+	if (child == 0) {
+		int fails = 0;
+
+		if (unshare(CLONE_NEWNET) != 0)
+			_exit(100);
+		if (write(to_parent[1], &c, 1) != 1 || read(to_child[0], &c, 1) != 1)
+			_exit(101);
+		if (system("ip addr add 10.0.0.9/24 dev " IF_B " && ip link set " IF_B " up") != 0)
+			_exit(102);
+		if (!tcp_connects(local, 9002))
+			fails |= 1;
+		if (tcp_connects(local, 9001))
+			fails |= 2;
+		_exit(fails);
+	}
+	if (read(to_parent[0], &c, 1) != 1) {
+		CHECK(0, "child did not start");
+		return;
+	}
+	snprintf(cmd, sizeof(cmd), "ip link set " IF_B " netns %d", (int)child);
+	CHECK(system(cmd) == 0, "%s", cmd);
+	if (write(to_child[1], &c, 1) != 1)
+		CHECK(0, "child gone");
+	waitpid(child, &st, 0);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) < 100, "child set-up failed: status %#x", st);
+	CHECK(WIFEXITED(st) && !(WEXITSTATUS(st) & 1),
+	      "TCP to the kernel's port 9002 through the filter failed");
+	CHECK(WIFEXITED(st) && !(WEXITSTATUS(st) & 2),
+	      "TCP to dpsock's port 9001 reached the kernel's listener");
+	dpsock_xdpf_stats(x, &s);
+	CHECK(s.no_socket >= 1 && s.passed >= 3 && s.redirected == 0,
+	      "live counters: redirected %lu passed %lu no_socket %lu",
+	      (unsigned long)s.redirected, (unsigned long)s.passed, (unsigned long)s.no_socket);
+	printf("live on %s: passed %lu (ARP, the kernel's TCP), dropped %lu (SYNs to dpsock's "
+	       "port, no socket)\n", IF_A, (unsigned long)s.passed, (unsigned long)s.no_socket);
+	dpsock_xdpf_close(x);
+	close(l1);
+	close(l2);
+}
+
+/* ---- set-up ------------------------------------------------------------------ */
+
+int
+main(void)
+{
+	char err[256];
+	int rc;
+
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (geteuid() != 0) {
+		printf("skip: needs root (BPF programs, a network namespace)\n");
+		return 77;
+	}
+	if (unshare(CLONE_NEWNET) != 0) {
+		printf("skip: cannot make a network namespace: %s\n", strerror(errno));
+		return 77;
+	}
+	/* left down: no frame of the kernel's (IPv6 neighbour discovery...)
+	 * meets the program and its counters */
+	if (system("ip link add " IF_A " numrxqueues 2 numtxqueues 2 type veth peer name " IF_B
+		   " numrxqueues 2 numtxqueues 2") != 0) {
+		printf("skip: cannot make a veth pair with ip(8) (iproute2, CONFIG_VETH)\n");
+		return 77;
+	}
+	ifindex = if_nametoindex(IF_A);
+	dpsock_log_init(RTE_LOG_WARNING);
+
+	CHECK(dpsock_xdpf_open(9999, NULL, QNONE, 0, 0, &rc, err, sizeof(err)) == NULL &&
+	      rc == -ENODEV, "open on a missing interface: %d %s", rc, err);
+	CHECK(dpsock_xdpf_open(ifindex, NULL, QNONE, 0, 4095, &rc, err, sizeof(err)) == NULL &&
+	      rc == -EINVAL, "VLAN 4095: %d %s", rc, err);
+
+	test_verdicts();
+	test_vlan_socket();
+	test_link();
+	test_live();
+
+	if (failures) {
+		fprintf(stderr, "%d check(s) failed\n", failures);
+		return 1;
+	}
+	printf("ok\n");
+	return 0;
+}
+
+#endif /* DPSOCK_HAS_XDP_FILTER */
