@@ -96,7 +96,11 @@
 	X(xdp_fill_empty, "AF_XDP: frames the kernel dropped, no buffer in the fill ring (also in rx_missed)") \
 	X(xdp_rx_invalid, "AF_XDP: received descriptors the kernel found invalid") \
 	X(xdp_tx_invalid, "AF_XDP: frames the kernel refused to send (a descriptor outside the UMEM or too long): lost") \
-	X(xdp_tx_ring_empty, "AF_XDP: TX wake-ups that found the socket's TX ring empty")
+	X(xdp_tx_ring_empty, "AF_XDP: TX wake-ups that found the socket's TX ring empty") \
+	X(filter_redirected, "shared port: frames dpsockd's XDP program gave to dpsock (its flows)") \
+	X(filter_passed, "shared port: frames it left to the kernel (everything else)") \
+	X(filter_frags, "shared port: IP fragments it gave to dpsock (first ones included)") \
+	X(filter_no_socket, "shared port: dpsock's frames on a queue dpsockd does not read: dropped (the kernel would reset them)")
 
 #define DPSOCK_PORT_GAUGES(X)                                                  \
 	X(link_up, "1 while the port's link is up")                            \
@@ -411,6 +415,25 @@ struct dpsock_sock_stats {
 	DPSOCK_SOCK_GAUGES(DPSOCK_STATS_FIELD)
 } __attribute__((aligned(64)));
 
+/* How a port is served (dpsock-stat's port lines), written by the main
+ * lcore every 100 ms from the stack's net view, with the gen seqlock of
+ * socket entries (odd while written; dpsock_sockstat_read's protocol). */
+#define DPSOCK_STATS_PORT_ADDRS 8
+struct dpsock_port_info {
+	uint32_t gen;
+	uint8_t shared;         /* 1: shared with the kernel netdev, whose addresses it has;
+				 * 0: owned alone, its address from dpsock.conf */
+	uint8_t up;             /* the netdev's link (shared) */
+	uint8_t n_addrs;
+	uint8_t pad;
+	uint16_t mtu;
+	uint16_t pad2;
+	uint32_t ifindex;       /* the kernel netdev behind the port, 0: none */
+	char ifname[16];
+	uint32_t addrs[DPSOCK_STATS_PORT_ADDRS]; /* network order */
+	uint8_t prefix_len[DPSOCK_STATS_PORT_ADDRS];
+} __attribute__((aligned(8)));
+
 struct dpsock_stats_segment {
 	uint64_t magic;
 	uint32_t version;
@@ -435,6 +458,8 @@ struct dpsock_stats_segment {
 	struct dpsock_client_stats clients[DPSOCK_STATS_MAX_CLIENTS];
 	/* version 4 */
 	struct dpsock_mc_table mc;
+	/* version 10 */
+	struct dpsock_port_info port_info[DPSOCK_STATS_MAX_PORTS];
 };
 
 static inline struct dpsock_sock_stats *

@@ -1063,14 +1063,19 @@ op_open(struct pl_wgroup *wg, const struct dpsock_pl_cmd *c, struct dpsock_pl_re
 		return -EMFILE;
 	switch (c->op) {
 	case DPSOCK_PL_OP_LISTEN:
-		s = dpsock_tcp_listen(w, ntohs(c->port), c->arg[0], &pl_ops, ws);
+		/* the program's kernel socket holds addr:port (shim: bind) */
+		s = dpsock_tcp_listen_addr(w, c->addr, ntohs(c->port), c->arg[0], DPSOCK_LISTEN_HELD,
+					   &pl_ops, ws);
 		break;
 	case DPSOCK_PL_OP_UDP_BIND:
+		/* a port of the program's own is held by its kernel socket; a
+		 * port the worker picks is held for it by the stack */
 		s = dpsock_udp_bind_addr(w, c->addr, ntohs(c->port),
 					 ((uint32_t)c->arg[1] & DPSOCK_PL_BIND_REUSEADDR ?
 					  DPSOCK_UDP_REUSEADDR : 0) |
 					 ((uint32_t)c->arg[1] & DPSOCK_PL_BIND_REUSEPORT ?
-					  DPSOCK_UDP_REUSEPORT : 0), &pl_ops, ws);
+					  DPSOCK_UDP_REUSEPORT : 0) |
+					 (c->port != 0 ? DPSOCK_UDP_HELD : 0), &pl_ops, ws);
 		if (s != NULL)
 			dpsock_sock_set_owner(s, c->arg[2], c->arg[3]);
 		break;

@@ -38,6 +38,36 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+/* ---- the registry (filter.c) ---------------------------------------------------- */
+
+struct dpsock_stack;
+struct dpsock_netview;
+struct dpsock_xdpf_stats;
+
+/* After the ports started and the first net view: on each shared port, its
+ * backend (an AF_XDP port: the XDP program; another port is refused with
+ * -ENOTSUP), the ephemeral range reserved in the kernel and steered, the
+ * local addresses. No-op without a shared port. 0 or -errno, message in err. */
+int dpsock_filter_init(struct dpsock_stack *d, char *err, size_t errlen);
+/* Before the ports stop: the kernel gets every frame again; the
+ * reservation is put back. */
+void dpsock_filter_fini(struct dpsock_stack *d);
+/* A socket serves proto (IPPROTO_TCP/UDP), local addr (network order, 0:
+ * any), port (host order); counted. hold: the port is also taken in the
+ * kernel (a native socket's; a preloaded program's kernel socket holds its
+ * own). -EADDRINUSE when the kernel has the port already; 0 without a
+ * shared port. Any thread. */
+int dpsock_filter_serve(struct dpsock_stack *d, uint8_t proto, uint32_t addr, uint16_t port,
+			bool hold);
+void dpsock_filter_unserve(struct dpsock_stack *d, uint8_t proto, uint32_t addr, uint16_t port);
+/* A multicast group joined on port port_idx (counted). */
+int dpsock_filter_group(struct dpsock_stack *d, unsigned int port_idx, uint32_t group, bool add);
+/* The local addresses of a new net view (control side). */
+void dpsock_filter_netview(struct dpsock_stack *d, const struct dpsock_netview *v);
+/* The XDP program's counters on a port (zeros without one). */
+void dpsock_filter_port_stats(struct dpsock_stack *d, unsigned int port_idx,
+			      struct dpsock_xdpf_stats *out);
+
 /* ---- the XDP backend (xdp_filter.c) ------------------------------------------ */
 
 struct dpsock_xdpf;

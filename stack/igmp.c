@@ -689,6 +689,10 @@ sync_registry(struct dpsock_igmp *ig)
 	for (g = ig->groups; g != NULL; g = g->next)
 		g->in_registry = false;
 	for (i = 0; i < n; i++) {
+		/* a port shared with the kernel: the kernel is the host there
+		 * (mcast_kernel.c) */
+		if (v[i].port < ig->w->d->n_ports && ig->w->d->ports[v[i].port].shared)
+			continue;
 		g = group_find(ig, v[i].addr, v[i].port, true);
 		if (g == NULL)
 			continue;

@@ -47,6 +47,7 @@
 #include <rte_ring.h>
 
 #include "stack_priv.h"
+#include "filter_priv.h"
 #include "log_priv.h"
 #include "netview_priv.h"
 
@@ -551,6 +552,9 @@ republish(struct dpsock_kfollow *kf)
 		return;
 	}
 	kf->changed = false;
+	/* the filter's addresses first: a frame to a new address finds the
+	 * workers' netifs ready or waits in the queue */
+	dpsock_filter_netview(d, v);
 	dpsock_netview_publish(d, v);
 	if (d->nv_changed != NULL)
 		d->nv_changed(d, v);

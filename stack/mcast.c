@@ -831,6 +831,7 @@ dpsock_mcast_fini(struct dpsock_stack *d)
 
 	if (mc == NULL)
 		return;
+	dpsock_mcast_kernel_fini(d);
 	/* the workers closed their sockets: whatever is left was never freed */
 	while (mc->groups != NULL) {
 		struct dpsock_mc_group *g = mc->groups;
@@ -895,10 +896,13 @@ dpsock_mcast_control(struct dpsock_stack *d)
 	if (gen == mc->mac_gen)
 		return;
 	mc->mac_gen = gen;
+	dpsock_mcast_kernel_sync(d);
 	for (i = 0; i < d->n_ports; i++) {
 		const struct dpsock_port *p = &d->ports[i];
 		int r;
 
+		if (p->shared)
+			continue;   /* the kernel's memberships set its netdev's filter */
 		rte_spinlock_lock(&mc->lock);
 		n = port_macs(mc, i, macs, MC_MACS_MAX);
 		rte_spinlock_unlock(&mc->lock);

@@ -111,6 +111,8 @@ struct dpsock_mcast {
 	bool allmulti_on[8];
 	/* worker 0: the IGMP host (igmp.c), created on its first poll */
 	struct dpsock_igmp *igmp;
+	/* main lcore: the kernel's memberships on shared ports (mcast_kernel.c) */
+	struct dpsock_mc_kernel *kernel;
 };
 
 /* Publish a port's IGMP host state in the stats table (takes the lock). */
@@ -124,8 +126,13 @@ void dpsock_mcast_publish_port(struct dpsock_stack *d, unsigned int port,
  * port's multicast filter and logs it). 0 or -ENOMEM. */
 int dpsock_mcast_init(struct dpsock_stack *d);
 void dpsock_mcast_fini(struct dpsock_stack *d);
-/* Main lcore, every 100 ms: program the ports' multicast MAC filters. */
+/* Main lcore, every 100 ms: program the ports' multicast MAC filters, and
+ * on the ports shared with the kernel, its memberships. */
 void dpsock_mcast_control(struct dpsock_stack *d);
+/* mcast_kernel.c: the kernel joins what the registry holds on the shared
+ * ports (main lcore); fini leaves every group. */
+void dpsock_mcast_kernel_sync(struct dpsock_stack *d);
+void dpsock_mcast_kernel_fini(struct dpsock_stack *d);
 /* Per worker (its lcore): snapshot and time base; 0 or -ENOMEM. */
 int dpsock_mcast_worker_init(struct dpsock_worker *w);
 void dpsock_mcast_worker_fini(struct dpsock_worker *w);

@@ -310,12 +310,16 @@ xdp_probe(struct dpsock_port *p, const struct rte_eth_dev_info *info, char *err,
 				 x->if_rx_queues, x->ifname);
 			return -EINVAL;
 		}
-		if (p->n_members == 1)
+		if (p->n_members == 1) {
+			for (j = 0; j < DPSOCK_PORT_QUEUES_MAX; j++)
+				p->queues[j].if_queue = (uint16_t)(first[0] + j);
 			break;
+		}
 		if (i == 0)
 			p->caps.max_rx_queues = 0;
 		for (j = 0; j < mi.max_rx_queues && p->caps.max_rx_queues < DPSOCK_PORT_QUEUES_MAX; j++) {
 			p->queues[p->caps.max_rx_queues].port_id = p->members[i];
+			p->queues[p->caps.max_rx_queues].if_queue = (uint16_t)(first[i] + j);
 			p->queues[p->caps.max_rx_queues++].queue_id = j;
 		}
 	}

@@ -98,6 +98,7 @@ struct dpsock_port_queue {
 	uint16_t port_id;
 	uint16_t queue_id;
 	int xsk_fd;               /* af_xdp: the queue's socket (for the probe), else -1 */
+	uint16_t if_queue;        /* af_xdp: the interface queue the socket is bound to */
 };
 
 struct dpsock_port {

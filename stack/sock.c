@@ -38,6 +38,7 @@
 #include "dpsock_lwip.h"
 
 #include "stack_priv.h"
+#include "filter_priv.h"
 #include "log_priv.h"
 #include "mcast_priv.h"
 
@@ -76,6 +77,11 @@ struct dpsock_sock {
 	uint32_t rx_unacked; /* bytes handed to the app whose window is not open yet:
 			      * the readable callback's and held data */
 	uint16_t owned_port; /* active open, or UDP bind OWNED: port from the shared allocator */
+	/* a listener's or bound UDP socket's entry in the shared ports' filter
+	 * (filter.c), released with the socket; proto 0: none */
+	uint8_t served_proto;
+	uint16_t served_port;
+	uint32_t served_addr;
 	struct txm *txm_head, *txm_tail;
 	struct dpsock_sock_stats *st; /* entry in the stats socket table, or NULL */
 	struct dpsock_udp_state udp; /* UDP: memberships, multicast options (mcast.c) */
@@ -257,6 +263,9 @@ sock_free(struct dpsock_sock *s)
 {
 	if (s->dead)
 		return;
+	if (s->served_proto != 0)
+		dpsock_filter_unserve(s->w->d, s->served_proto, s->served_addr, s->served_port);
+	s->served_proto = 0;
 	txm_free_all(s);
 	if (s->type == SOCK_TCP)
 		conn_count(s, false);
@@ -647,12 +656,20 @@ struct dpsock_sock *
 dpsock_tcp_listen(struct dpsock_worker *w, uint16_t port, int backlog,
 		  const struct dpsock_sock_ops *ops, void *user)
 {
+	return dpsock_tcp_listen_addr(w, 0, port, backlog, 0, ops, user);
+}
+
+struct dpsock_sock *
+dpsock_tcp_listen_addr(struct dpsock_worker *w, uint32_t addr, uint16_t port, int backlog,
+		       unsigned int flags, const struct dpsock_sock_ops *ops, void *user)
+{
 	struct tcp_pcb *pcb, *lpcb;
 	struct dpsock_sock *s;
 	err_t e;
+	int r;
 
-	if (w == NULL || w != dpsock_self) {
-		errno = w == NULL ? EINVAL : EPERM;
+	if (w == NULL || w != dpsock_self || (flags & ~DPSOCK_LISTEN_HELD)) {
+		errno = w == NULL || w == dpsock_self ? EINVAL : EPERM;
 		return NULL;
 	}
 	pcb = tcp_new();
@@ -673,12 +690,23 @@ dpsock_tcp_listen(struct dpsock_worker *w, uint16_t port, int backlog,
 		errno = -err_to_errno(e);
 		return NULL;
 	}
+	/* a port shared with the kernel: dpsock's before the first SYN */
+	r = dpsock_filter_serve(w->d, IPPROTO_TCP, addr, port, !(flags & DPSOCK_LISTEN_HELD));
+	if (r != 0) {
+		tcp_close(lpcb);
+		errno = -r;
+		return NULL;
+	}
 	s = sock_new(w, SOCK_TCP_LISTEN, ops, user);
 	if (s == NULL) {
+		dpsock_filter_unserve(w->d, IPPROTO_TCP, addr, port);
 		tcp_close(lpcb);
 		errno = ENOMEM;
 		return NULL;
 	}
+	s->served_proto = IPPROTO_TCP;
+	s->served_addr = addr;
+	s->served_port = port;
 	s->pcb.tcp = lpcb;
 	sock_stats_open(s);
 	tcp_arg(lpcb, s);
@@ -1218,7 +1246,8 @@ dpsock_udp_bind_addr(struct dpsock_worker *w, uint32_t addr, uint16_t port, unsi
 		errno = w == NULL ? EINVAL : EPERM;
 		return NULL;
 	}
-	if ((flags & ~(DPSOCK_UDP_REUSEADDR | DPSOCK_UDP_REUSEPORT | DPSOCK_UDP_OWNED)) ||
+	if ((flags & ~(DPSOCK_UDP_REUSEADDR | DPSOCK_UDP_REUSEPORT | DPSOCK_UDP_OWNED |
+		       DPSOCK_UDP_HELD)) ||
 	    ((flags & DPSOCK_UDP_OWNED) &&
 	     (port != 0 || (flags & (DPSOCK_UDP_REUSEADDR | DPSOCK_UDP_REUSEPORT))))) {
 		errno = EINVAL;
@@ -1265,6 +1294,24 @@ dpsock_udp_bind_addr(struct dpsock_worker *w, uint32_t addr, uint16_t port, unsi
 			__atomic_load_n(&w->d->steer, __ATOMIC_ACQUIRE)->release_port(w, lport);
 		errno = -err_to_errno(e);
 		return NULL;
+	}
+	/* a port shared with the kernel: dpsock's before the first datagram
+	 * (a group's datagrams come through the group, filter.c) */
+	if (!ip4_addr_ismulticast(&la)) {
+		int r = dpsock_filter_serve(w->d, IPPROTO_UDP, addr, pcb->local_port,
+					    !(flags & DPSOCK_UDP_HELD));
+
+		if (r != 0) {
+			udp_remove(pcb);
+			if (lport != 0)
+				__atomic_load_n(&w->d->steer, __ATOMIC_ACQUIRE)->release_port(w, lport);
+			sock_free(s);
+			errno = -r;
+			return NULL;
+		}
+		s->served_proto = IPPROTO_UDP;
+		s->served_addr = addr;
+		s->served_port = pcb->local_port;
 	}
 	s->pcb.udp = pcb;
 	s->owned_port = lport;

@@ -37,6 +37,7 @@
 #include "dpsock/dpsock.h"
 
 #include "stack_priv.h"
+#include "filter_priv.h"
 #include "netview_priv.h"
 #include "log_priv.h"
 #include "mcast_priv.h"
@@ -653,7 +654,19 @@ dpsock_run(const struct dpsock_app *app, void *arg)
 	}
 	d->app = app;
 	d->app_arg = arg;
-	if (setup_ports(d) != 0 || dpsock_steer_setup(d) != 0) {
+	if (setup_ports(d) != 0) {
+		exit_code = 1;
+		goto out;
+	}
+	if (d->any_shared && d->conf.ephemeral_min == 32768 && d->conf.ephemeral_max == 60999) {
+		/* the default range is the kernel's own (net.ipv4.ip_local_port_range):
+		 * on a shared port dpsock's is reserved in the kernel, so take
+		 * its upper part and leave the kernel 32768-49151 */
+		d->conf.ephemeral_min = 49152;
+		DPSOCK_LOG(NOTICE, main, "a port is shared with the kernel: dpsock's ephemeral "
+			   "ports are 49152-60999 (tcp.ephemeral_min/max to choose others)");
+	}
+	if (dpsock_steer_setup(d) != 0) {
 		exit_code = 1;
 		goto out;
 	}
@@ -666,6 +679,13 @@ dpsock_run(const struct dpsock_app *app, void *arg)
 	}
 	if (dpsock_netview_init(d) != 0) {
 		fprintf(stderr, "%s: no memory for the net view\n", prog_name);
+		exit_code = 1;
+		goto out;
+	}
+	/* a shared port steers only dpsock's flows to dpsock */
+	ret = dpsock_filter_init(d, err, sizeof(err));
+	if (ret != 0) {
+		fprintf(stderr, "%s: %s\n", prog_name, err);
 		exit_code = 1;
 		goto out;
 	}
@@ -819,6 +839,7 @@ stop:
 		control_tasks(d);
 out:
 	dpsock_kfollow_stop(d);
+	dpsock_filter_fini(d);
 	dpsock_netview_fini(d);
 	dpsock_mcast_fini(d);
 	dpsock_steer_teardown(d);

@@ -239,6 +239,7 @@ struct dpsock_stack {
 	struct dpsock_netview *nv;      /* shared: release/acquire */
 	uint64_t nv_gen;                /* shared: its generation */
 	struct dpsock_kfollow *kf;      /* the kernel follower (kfollow.c), NULL: none */
+	struct dpsock_filter *filter;   /* what the shared ports steer to dpsock (filter.c) */
 	/* called on the control side after each view is published (the
 	 * preload server copies it for its clients) */
 	void (*nv_changed)(struct dpsock_stack *d, const struct dpsock_netview *v);

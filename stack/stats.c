@@ -3,6 +3,7 @@
  * commands; see stats_segment.h. */
 
 #include <errno.h>
+#include <net/if.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
@@ -23,6 +24,8 @@
 #include "config_priv.h"
 
 #include "stack_priv.h"
+#include "filter_priv.h"
+#include "netview_priv.h"
 #include "log_priv.h"
 
 _Static_assert(DPSOCK_STATS_MAX_PORTS >= DPSOCK_MAX_PORTS, "stats segment too small for ports");
@@ -161,6 +164,37 @@ dpsock_stats_create(struct dpsock_stack *d, char *err, size_t errlen)
 #define PORT_FROM_XDP(X)                                                        \
 	X(xdp_rx_ring_full) X(xdp_fill_empty) X(xdp_rx_invalid) X(xdp_tx_invalid) \
 	X(xdp_tx_ring_empty)
+/* the shared-port filter's counters (filter.c): struct dpsock_xdpf_stats */
+#define PORT_FROM_FILTER(X)                                                     \
+	X(filter_redirected, redirected) X(filter_passed, passed) X(filter_frags, frags) \
+	X(filter_no_socket, no_socket)
+
+/* A port's mode and addresses, from the net view (gen seqlock). */
+static void
+port_info_update(struct dpsock_stack *d, unsigned int i, const struct dpsock_netview *v)
+{
+	struct dpsock_port_info *pi = &d->stats->port_info[i];
+	const struct dpsock_nv_port *vp = &v->ports[i];
+	uint32_t gen = pi->gen;
+	uint8_t n = 0;
+
+	__atomic_store_n(&pi->gen, gen + 1, __ATOMIC_RELAXED);
+	/* release fence: the odd gen before the fields (the reader's acquire) */
+	__atomic_thread_fence(__ATOMIC_RELEASE);
+	pi->shared = vp->shared;
+	pi->up = vp->up;
+	pi->mtu = vp->mtu;
+	pi->ifindex = vp->ifindex;
+	if (vp->ifindex == 0 || if_indextoname(vp->ifindex, pi->ifname) == NULL)
+		pi->ifname[0] = '\0';
+	for (unsigned int j = 0; j < v->n_addrs && n < DPSOCK_STATS_PORT_ADDRS; j++)
+		if (v->addrs[j].port == i && v->addrs[j].addr != 0) {
+			pi->addrs[n] = v->addrs[j].addr;
+			pi->prefix_len[n++] = v->addrs[j].prefix_len;
+		}
+	pi->n_addrs = n;
+	__atomic_store_n(&pi->gen, gen + 2, __ATOMIC_RELEASE);
+}
 
 void
 dpsock_stats_update_ports(struct dpsock_stack *d)
@@ -200,6 +234,16 @@ dpsock_stats_update_ports(struct dpsock_stack *d)
 			PORT_FROM_XDP(PORT_SET)
 #undef PORT_SET
 		}
+		if (p->shared) {
+			struct dpsock_xdpf_stats fs;
+
+			dpsock_filter_port_stats(d, i, &fs);
+#define PORT_SET(f, e) dpsock_stat_set(&ps->f, fs.e - base->f);
+			PORT_FROM_FILTER(PORT_SET)
+#undef PORT_SET
+		}
+		if (d->nv != NULL)
+			port_info_update(d, i, __atomic_load_n(&d->nv, __ATOMIC_ACQUIRE));
 		if (p->pool != NULL) {
 			dpsock_stat_set(&ps->mbufs_free, rte_mempool_avail_count(p->pool));
 			dpsock_stat_set(&ps->mbufs_total, p->pool->size);
@@ -314,6 +358,14 @@ dpsock_stats_control(struct dpsock_stack *d)
 			if (d->ports[i].started && dpsock_port_xdp_stats_get(&d->ports[i], &xs) == 0) {
 #define PORT_BASE(f) d->port_base[i].f = xs.f;
 				PORT_FROM_XDP(PORT_BASE)
+#undef PORT_BASE
+			}
+			if (d->ports[i].shared) {
+				struct dpsock_xdpf_stats fs;
+
+				dpsock_filter_port_stats(d, i, &fs);
+#define PORT_BASE(f, e) d->port_base[i].f = fs.e;
+				PORT_FROM_FILTER(PORT_BASE)
 #undef PORT_BASE
 			}
 		}

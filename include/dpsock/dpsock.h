@@ -174,6 +174,18 @@ uint32_t dpsock_iface_addr(unsigned int iface);
 struct dpsock_sock *dpsock_tcp_listen(struct dpsock_worker *w, uint16_t port, int backlog,
 				      const struct dpsock_sock_ops *ops, void *user);
 
+#define DPSOCK_LISTEN_HELD 0x1 /* the port is held in the kernel already (below) */
+/* The same, for local address addr (network order, 0: any). On a port
+ * shared with the kernel (an interface without address in dpsock.conf),
+ * the address and port become dpsock's: the kernel sends their flows to
+ * dpsock, and a kernel socket is bound to them so that no kernel program
+ * takes them (EADDRINUSE when one has them already), unless flags has
+ * DPSOCK_LISTEN_HELD (the caller holds the port in the kernel itself: the
+ * preload's programs do, with their own kernel socket). */
+struct dpsock_sock *dpsock_tcp_listen_addr(struct dpsock_worker *w, uint32_t addr, uint16_t port,
+					   int backlog, unsigned int flags,
+					   const struct dpsock_sock_ops *ops, void *user);
+
 /* Connect to addr (network order) : port (host order). The result comes
  * through ops->connected. Returns NULL with errno EADDRNOTAVAIL (no local
  * port steers to this worker), ENETUNREACH (no route), ENOMEM. */
@@ -270,6 +282,7 @@ struct dpsock_sock *dpsock_udp_bind(struct dpsock_worker *w, uint16_t port,
 #define DPSOCK_UDP_REUSEADDR 0x1 /* SO_REUSEADDR: share the port */
 #define DPSOCK_UDP_REUSEPORT 0x2 /* SO_REUSEPORT: share it; unicast hashed over the group */
 #define DPSOCK_UDP_OWNED 0x4     /* port 0: an ephemeral port owned by w (see below) */
+#define DPSOCK_UDP_HELD 0x8      /* the port is held in the kernel already (as DPSOCK_LISTEN_HELD) */
 /* The same, bound to addr (network order: 0 = any, an interface's address,
  * or a multicast group: then only that group's datagrams arrive). Sockets
  * with either REUSE flag share a port (multicast and broadcast datagrams
