@@ -36,7 +36,11 @@
 #define DPSOCK_FILTER_PRIV_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
+
+#include <rte_flow.h>
 
 /* ---- the registry (filter.c) ---------------------------------------------------- */
 
@@ -139,5 +143,130 @@ struct dpsock_flow_match {
  * max of them into out. Returns how many, or -ENOSPC. */
 int dpsock_flow_port_range(uint16_t lo, uint16_t hi, struct dpsock_flow_match *out,
 			   unsigned int max, const struct dpsock_flow_match *tmpl);
+
+/* (dpsock_flow_port_range also returns -EINVAL when lo > hi; a NULL tmpl
+ * is a zeroed one.) Blocks in the cover of any port range (1-65534 takes
+ * the most: 30). */
+#define DPSOCK_FLOW_RANGE_MAX 30
+/* Queues one rule spreads over, and RSS key bytes (as port_priv.h's
+ * DPSOCK_PORT_QUEUES_MAX and DPSOCK_RSS_KEY_MAX: checked in flow_filter.c). */
+#define DPSOCK_FLOW_QUEUES_MAX 64
+#define DPSOCK_FLOW_KEY_MAX 64
+/*
+ * Priority of every rule the backend installs. The active-open steering's
+ * 5-tuple rules (steer.c, priority 0) match inside the ephemeral range's
+ * blocks and must win over them: two matching rules of equal priority are
+ * undefined in rte_flow. mlx5's root table has at least priorities 0 and 1
+ * (0-1 with 8 verbs priorities, 0-3 with 16).
+ */
+#define DPSOCK_FLOW_PRIORITY 1
+
+/* A (proto, local address, local port) entry of the served set. */
+struct dpsock_flow_port {
+	uint8_t proto;            /* 6 or 17 */
+	uint32_t addr;            /* network order; 0: every local address */
+	uint16_t port;            /* host order */
+};
+
+/* The served set, as the rule construction reads it (the backend's copy of
+ * what it was told). */
+struct dpsock_flow_set {
+	uint16_t vlan;                        /* VLAN id, 0: untagged */
+	const uint32_t *addrs;                /* local addresses, network order */
+	unsigned int n_addrs;
+	const struct dpsock_flow_port *ports;
+	unsigned int n_ports;
+	uint16_t eph_lo, eph_hi;              /* host order; 0, 0: none */
+	const uint32_t *groups;               /* multicast groups, network order */
+	unsigned int n_groups;
+};
+
+/*
+ * The rules of a whole served set, duplicates dropped (a port served on
+ * every address and on one of them gives one rule there): per local
+ * address, each port entry on it or on every address, then the ephemeral
+ * range's TCP blocks and its UDP blocks; then one UDP rule per group.
+ * A port entry on an address that is not local gives none. Returns how
+ * many, -ENOSPC (more than max) or -EINVAL (ephemeral lo > hi).
+ */
+int dpsock_flow_set_matches(const struct dpsock_flow_set *s, struct dpsock_flow_match *out,
+			    unsigned int max);
+/*
+ * What one change of the set adds or takes away, one match per (entry,
+ * address) pair and NOT deduplicated: the backend counts how many entries
+ * need each rule. Each returns how many, or -ENOSPC / -EINVAL.
+ *   addr       the rules local address addr brings (whether or not it is
+ *              in s): s's port entries on addr or on every address, the
+ *              ephemeral blocks (TCP, then UDP) on addr
+ *   port       entry e's rules: on every address of s (e->addr 0), or on
+ *              e->addr when it is one of s's; none otherwise
+ *   ephemeral  [lo, hi]'s blocks, TCP then UDP, on every address of s
+ *              (0, 0: none)
+ *   group      the one UDP rule of a group (not per address)
+ */
+int dpsock_flow_addr_matches(const struct dpsock_flow_set *s, uint32_t addr,
+			     struct dpsock_flow_match *out, unsigned int max);
+int dpsock_flow_port_matches(const struct dpsock_flow_set *s, const struct dpsock_flow_port *e,
+			     struct dpsock_flow_match *out, unsigned int max);
+int dpsock_flow_ephemeral_matches(const struct dpsock_flow_set *s, uint16_t lo, uint16_t hi,
+				  struct dpsock_flow_match *out, unsigned int max);
+void dpsock_flow_group_match(const struct dpsock_flow_set *s, uint32_t group,
+			     struct dpsock_flow_match *out);
+
+/*
+ * One rule's attributes and pattern, with the storage its items point to:
+ * build it in place and do not copy it (the items point into it).
+ *   ETH       untagged_only and no VLAN: spec has_vlan 0, mask has_vlan 1
+ *             (a tagged frame is not dpsock's: the kernel's VLAN devices
+ *             keep theirs); else no spec (any)
+ *   VLAN      when m->vlan: tci spec vid, mask 0x0fff (priority ignored)
+ *   IPV4      dst spec m->dst, mask 255.255.255.255; nothing else
+ *   TCP|UDP   when m->proto: dst_port spec port & mask, mask port_mask,
+ *             network order; no spec (any port) when port_mask is 0
+ *   END
+ * attr: ingress, group 0, priority DPSOCK_FLOW_PRIORITY.
+ * Returns 0, or -EINVAL (proto not 0, 6 or 17; a port mask without a
+ * protocol; a VLAN id above 4094).
+ */
+struct dpsock_flow_rule {
+	struct rte_flow_attr attr;
+	struct rte_flow_item_eth eth_spec, eth_mask;
+	struct rte_flow_item_vlan vlan_spec, vlan_mask;
+	struct rte_flow_item_ipv4 ip_spec, ip_mask;
+	struct rte_flow_item_tcp tcp_spec, tcp_mask;
+	struct rte_flow_item_udp udp_spec, udp_mask;
+	struct rte_flow_item pattern[5];
+};
+int dpsock_flow_rule_build(struct dpsock_flow_rule *r, const struct dpsock_flow_match *m,
+			   bool untagged_only);
+
+/*
+ * The action every rule of a port shares, built in place (do not copy):
+ * QUEUE queues[0] when n is 1; else RSS over queues[0..n) with hash types
+ * types (0: the PMD's default) and key (NULL or key_len 0: the PMD's
+ * default key; mlx5 wants 40 bytes), level 0 (no tunnels), default function.
+ * Returns 0, or -EINVAL (n 0 or above DPSOCK_FLOW_QUEUES_MAX, key_len
+ * above DPSOCK_FLOW_KEY_MAX).
+ */
+struct dpsock_flow_actions {
+	struct rte_flow_action_rss rss;
+	struct rte_flow_action_queue queue;
+	uint16_t queues[DPSOCK_FLOW_QUEUES_MAX];
+	uint8_t key[DPSOCK_FLOW_KEY_MAX];
+	struct rte_flow_action actions[2];
+};
+int dpsock_flow_actions_build(struct dpsock_flow_actions *a, const uint16_t *queues,
+			      unsigned int n, const uint8_t *key, unsigned int key_len,
+			      uint64_t types);
+
+/*
+ * A rule in testpmd's flow syntax, pattern only ("eth has_vlan is 0 /
+ * ipv4 dst is 10.0.0.1 / tcp dst is 80 / end"): what error messages and
+ * dumps name, and what an operator can paste after `flow validate 0
+ * ingress priority 1 pattern` (docs/mlx5-sharing-test-plan.md). Returns
+ * snprintf's count.
+ */
+int dpsock_flow_match_str(const struct dpsock_flow_match *m, bool untagged_only, char *buf,
+			  size_t len);
 
 #endif /* DPSOCK_FILTER_PRIV_H */
