@@ -269,4 +269,121 @@ int dpsock_flow_actions_build(struct dpsock_flow_actions *a, const uint16_t *que
 int dpsock_flow_match_str(const struct dpsock_flow_match *m, bool untagged_only, char *buf,
 			  size_t len);
 
+/*
+ * Enter isolated mode on port_id: from then on the port receives only
+ * what rules send it; on a bifurcated NIC (mlx5) everything else goes to
+ * the kernel netdev. Call it after the port is probed and BEFORE
+ * rte_eth_dev_configure (dpsock_port_start): rte_flow's guide asks for it
+ * before the first configure, and mlx5 refuses a started port (EBUSY,
+ * "port must be stopped first"); in isolated mode mlx5 (DPDK 22.11) also
+ * drops the RSS key and RETA queries, so the Toeplitz steering backend
+ * cannot be used on such a port. Isolated mode is a state of the PMD, not
+ * of the NIC: it ends with the process (below). Returns 0, or -errno with
+ * a message in err: ENOSYS / ENOTSUP (the PMD has no isolated mode: it
+ * cannot share the NIC through rte_flow), EBUSY (already started), ENODEV.
+ */
+int dpsock_flowf_isolate(uint16_t port_id, char *err, size_t errlen);
+
+/* The rte_flow calls the backend makes, as DPDK declares them; tests give
+ * fakes (dump may be NULL: not dumped). */
+struct dpsock_flowf_ops {
+	int (*validate)(uint16_t port_id, const struct rte_flow_attr *attr,
+			const struct rte_flow_item pattern[], const struct rte_flow_action actions[],
+			struct rte_flow_error *error);
+	struct rte_flow *(*create)(uint16_t port_id, const struct rte_flow_attr *attr,
+				   const struct rte_flow_item pattern[],
+				   const struct rte_flow_action actions[],
+				   struct rte_flow_error *error);
+	int (*destroy)(uint16_t port_id, struct rte_flow *flow, struct rte_flow_error *error);
+	int (*dump)(uint16_t port_id, struct rte_flow *flow, FILE *file,
+		    struct rte_flow_error *error);
+};
+
+struct dpsock_flowf_conf {
+	uint16_t port_id;
+	const uint16_t *queues;   /* the workers' queues on the port */
+	unsigned int n_queues;
+	uint16_t vlan;            /* VLAN id of dpsock's frames, 0: untagged */
+	const uint8_t *rss_key;   /* NULL: the PMD's default key */
+	unsigned int rss_key_len;
+	uint64_t rss_types;       /* RTE_ETH_RSS_*, 0: the PMD's default */
+	const struct dpsock_flowf_ops *ops; /* NULL: DPDK's rte_flow_* */
+};
+
+struct dpsock_flowf;
+
+/* The backend's state, for logs and dpsock-stat. */
+struct dpsock_flowf_stats {
+	uint32_t rules;           /* rules installed now */
+	uint32_t stale;           /* of those, unneeded ones whose destroy failed
+				   * (retried on each change and at close) */
+	uint64_t created;         /* rte_flow_create successes */
+	uint64_t destroyed;       /* rte_flow_destroy successes */
+	uint64_t failed;          /* changes refused (validate, create) and
+				   * failed destroys */
+	bool untagged_only;       /* the PMD matches has_vlan: tagged frames of
+				   * other VLANs stay the kernel's */
+};
+
+/*
+ * The rte_flow backend of a port in isolated mode (dpsock_flowf_isolate):
+ * one rule per entry of the served set, each sending its frames to the
+ * workers' queues[0..n) (RSS, or QUEUE when n is 1). Open it after
+ * dpsock_port_start and close it before dpsock_port_stop: mlx5 in DPDK
+ * 22.11 does not keep rules across a stop (no FLOW_RULE_KEEP), so rules
+ * can only be created on a started port and must be gone before it stops.
+ * open reads the port's RSS hash types and key (the configured ones; the
+ * PMD's default key where the port does not tell it, which mlx5 in
+ * isolated mode does not) and validates one sample rule, so that a port
+ * that cannot take them fails here with the reason; nothing is steered
+ * until entries are added. open_conf takes them from conf instead.
+ * Returns NULL with -errno in *ret and a message in err.
+ *
+ * Each change creates and destroys exactly the rules that change: a rule
+ * is counted once per entry that needs it and destroyed when none does
+ * (rules are per local address: adding one installs its port entries and
+ * ephemeral blocks; a port entry on every address installs one per
+ * address). The new rules of a change are all validated before any is
+ * created, and a failed create destroys what the change had created: a
+ * change takes effect whole or not at all. A refused change returns
+ * -errno from rte_flow, with a message naming the change, the rule (in
+ * testpmd's syntax) and what the PMD said in dpsock_flowf_error() and the
+ * log. A rule whose destroy fails stays installed, "stale", and is
+ * destroyed at the next change or at close; the removal still takes
+ * effect (the entry is gone) and returns that -errno. Adding an entry
+ * that is there is -EEXIST, removing one that is not -ENOENT, a bad
+ * argument -EINVAL (proto not 6 or 17, port 0, address 0 or multicast, a
+ * group that is not, lo > hi), all with nothing changed. Not thread-safe:
+ * one caller at a time (the registry).
+ *
+ * The rules are the process's: when dpsockd exits or is killed, the PMD's
+ * verbs/DevX objects close with it and the kernel destroys its rules, so
+ * the netdev gets every frame again (docs/mlx5-sharing-test-plan.md checks
+ * it on a ConnectX).
+ */
+struct dpsock_flowf *dpsock_flowf_open(uint16_t port_id, const uint16_t *queues,
+				       unsigned int n, uint16_t vlan, int *ret, char *err,
+				       size_t errlen);
+struct dpsock_flowf *dpsock_flowf_open_conf(const struct dpsock_flowf_conf *conf, int *ret,
+					    char *err, size_t errlen);
+/* Destroy every rule (the kernel gets those frames again) and free x. */
+void dpsock_flowf_close(struct dpsock_flowf *x);
+/* A local address of the port (network order). */
+int dpsock_flowf_addr(struct dpsock_flowf *x, uint32_t addr, bool add);
+/* TCP (6) or UDP (17) to local port (host order) on addr (network order,
+ * 0: any local address). */
+int dpsock_flowf_port(struct dpsock_flowf *x, uint8_t proto, uint32_t addr, uint16_t port,
+		      bool add);
+/* dpsock's ephemeral range, host order, lo <= hi (0, 0: none). */
+int dpsock_flowf_ephemeral(struct dpsock_flowf *x, uint16_t lo, uint16_t hi);
+/* UDP to a multicast group (network order). */
+int dpsock_flowf_group(struct dpsock_flowf *x, uint32_t group, bool add);
+void dpsock_flowf_stats(const struct dpsock_flowf *x, struct dpsock_flowf_stats *out);
+/* The last refused change's message ("" when none). */
+const char *dpsock_flowf_error(const struct dpsock_flowf *x);
+/* Every rule with its reference count, in testpmd's syntax, then the PMD's
+ * own dump of the port's rules (rte_flow_dev_dump) when it has one.
+ * Returns 0 or the PMD dump's -errno. */
+int dpsock_flowf_dump(const struct dpsock_flowf *x, FILE *f);
+
 #endif /* DPSOCK_FILTER_PRIV_H */

@@ -16,16 +16,23 @@
  * 3. The rte_flow items and action built from a match: item types in
  *    order, spec and mask values, network byte order, attributes; QUEUE
  *    and RSS actions; the testpmd text.
+ * 4. The backend over fake rte_flow calls that decode each pattern back to
+ *    a match: after every change the installed rules are exactly the
+ *    rule list of the set told so far (each once), each change creates and
+ *    destroys only what changes, validation comes before any create, a
+ *    failed create is rolled back, a failed destroy is retried, and close
+ *    removes everything.
  *
  * No PMD here takes these rules for real: af_packet, memif and the null
  * PMD have no rte_flow; net_tap validates in software (tried by hand: it
  * accepts the port, group and VLAN patterns with a QUEUE action, refuses
- * has_vlan and RSS) but cannot create
+ * has_vlan, which sends open down its fallback, and RSS) but cannot create
  * rules without the kernel's flower classifier, and needs root and a
  * network namespace. So the patterns are checked against rte_flow's
  * definitions, not a PMD: mlx5 is docs/mlx5-sharing-test-plan.md's work.
  */
 
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,13 +41,18 @@
 
 #include <rte_byteorder.h>
 #include <rte_common.h>
+#include <rte_errno.h>
 #include <rte_ethdev.h>
 #include <rte_flow.h>
+#include <rte_log.h>
+#include <rte_udp.h>
 
 #include "filter_priv.h"
+#include "log_priv.h"
 
 static int failures;
 static unsigned int checks;
+static bool verbose;
 
 #define CHECK(cond, ...)                                                        \
 	do {                                                                    \
@@ -425,14 +437,486 @@ test_actions(void)
 	      "key too long");
 }
 
+/* ---- 4. the backend over fake rte_flow calls --------------------------------- */
+
+#define FAKE_MAX 4096
+
+static struct fake {
+	struct dpsock_flow_match m;
+	bool live;
+	bool untagged_only;
+	enum rte_flow_action_type action;
+} fake[FAKE_MAX];
+static unsigned int n_fake;
+static unsigned int n_validate, n_create, n_destroy;
+static int refuse_port = -1;    /* validate refuses rules on this L4 dst port */
+static bool refuse_has_vlan;    /* validate refuses an ETH item with a mask */
+static int create_fails_in = -1; /* the create after this many more fails */
+static int destroy_fails;       /* this many next destroys fail */
+static bool pattern_bad;
+
+/* A pattern back to the match it was built from; -EINVAL for anything
+ * flow_filter.c should never build. */
+static int
+decode(const struct rte_flow_attr *attr, const struct rte_flow_item *p,
+       struct dpsock_flow_match *m, bool *untagged_only)
+{
+	unsigned int i = 0;
+
+	memset(m, 0, sizeof(*m));
+	*untagged_only = false;
+	if (attr->ingress != 1 || attr->egress || attr->transfer || attr->group != 0 ||
+	    attr->priority != DPSOCK_FLOW_PRIORITY || p[i].type != RTE_FLOW_ITEM_TYPE_ETH)
+		return -EINVAL;
+	if (p[i].spec != NULL) {
+		const struct rte_flow_item_eth *s = p[i].spec, *k = p[i].mask;
+
+		if (k == NULL || k->has_vlan != 1 || s->has_vlan != 0)
+			return -EINVAL;
+		*untagged_only = true;
+	}
+	i++;
+	if (p[i].type == RTE_FLOW_ITEM_TYPE_VLAN) {
+		const struct rte_flow_item_vlan *s = p[i].spec, *k = p[i].mask;
+
+		if (s == NULL || k == NULL || k->hdr.vlan_tci != RTE_BE16(0x0fff) || *untagged_only)
+			return -EINVAL;
+		m->vlan = rte_be_to_cpu_16(s->hdr.vlan_tci);
+		i++;
+	}
+	if (p[i].type != RTE_FLOW_ITEM_TYPE_IPV4 || p[i].spec == NULL || p[i].mask == NULL ||
+	    ((const struct rte_flow_item_ipv4 *)p[i].mask)->hdr.dst_addr != 0xffffffff)
+		return -EINVAL;
+	m->dst = ((const struct rte_flow_item_ipv4 *)p[i].spec)->hdr.dst_addr;
+	i++;
+	if (p[i].type == RTE_FLOW_ITEM_TYPE_TCP || p[i].type == RTE_FLOW_ITEM_TYPE_UDP) {
+		/* the TCP and UDP items both start with the ports */
+		const struct rte_udp_hdr *s = p[i].spec, *k = p[i].mask;
+
+		m->proto = p[i].type == RTE_FLOW_ITEM_TYPE_TCP ? IPPROTO_TCP : IPPROTO_UDP;
+		if ((s == NULL) != (k == NULL))
+			return -EINVAL;
+		if (s != NULL) {
+			m->port = rte_be_to_cpu_16(s->dst_port);
+			m->port_mask = rte_be_to_cpu_16(k->dst_port);
+			if (k->src_port != 0 || (m->port & ~m->port_mask) != 0)
+				return -EINVAL;
+		}
+		i++;
+	}
+	return p[i].type == RTE_FLOW_ITEM_TYPE_END ? 0 : -EINVAL;
+}
+
+static int
+fake_validate(uint16_t port_id, const struct rte_flow_attr *attr,
+	      const struct rte_flow_item pattern[], const struct rte_flow_action actions[],
+	      struct rte_flow_error *error)
+{
+	struct dpsock_flow_match m;
+	bool untagged;
+
+	n_validate++;
+	if (decode(attr, pattern, &m, &untagged) != 0) {
+		pattern_bad = true;
+		return rte_flow_error_set(error, EINVAL, RTE_FLOW_ERROR_TYPE_ITEM, pattern,
+					  "fake: pattern flow_filter.c should not build");
+	}
+	if (refuse_has_vlan && pattern[0].mask != NULL)
+		return rte_flow_error_set(error, ENOTSUP, RTE_FLOW_ERROR_TYPE_ITEM_MASK,
+					  pattern[0].mask, "fake: no has_vlan");
+	if (refuse_port >= 0 && m.port == refuse_port && m.port_mask != 0) {
+		unsigned int i = 0;
+
+		while (pattern[i].type != RTE_FLOW_ITEM_TYPE_TCP &&
+		       pattern[i].type != RTE_FLOW_ITEM_TYPE_UDP)
+			i++;
+		return rte_flow_error_set(error, ENOTSUP, RTE_FLOW_ERROR_TYPE_ITEM_SPEC,
+					  pattern[i].spec, "fake: port refused");
+	}
+	if (actions[0].type != RTE_FLOW_ACTION_TYPE_RSS &&
+	    actions[0].type != RTE_FLOW_ACTION_TYPE_QUEUE)
+		return rte_flow_error_set(error, EINVAL, RTE_FLOW_ERROR_TYPE_ACTION, actions,
+					  "fake: action");
+	return 0;
+}
+
+static struct rte_flow *
+fake_create(uint16_t port_id, const struct rte_flow_attr *attr,
+	    const struct rte_flow_item pattern[], const struct rte_flow_action actions[],
+	    struct rte_flow_error *error)
+{
+	struct fake *f;
+
+	n_create++;
+	if (create_fails_in == 0) {
+		create_fails_in = -1;
+		rte_flow_error_set(error, ENOSPC, RTE_FLOW_ERROR_TYPE_UNSPECIFIED, NULL,
+				   "fake: table full");
+		return NULL;
+	}
+	if (create_fails_in > 0)
+		create_fails_in--;
+	if (n_fake == FAKE_MAX || fake_validate(port_id, attr, pattern, actions, error) != 0) {
+		n_validate--; /* (not a call of the backend's) */
+		rte_errno = EINVAL;
+		return NULL;
+	}
+	n_validate--;
+	f = &fake[n_fake++];
+	decode(attr, pattern, &f->m, &f->untagged_only);
+	f->live = true;
+	f->action = actions[0].type;
+	return (struct rte_flow *)f;
+}
+
+static int
+fake_destroy(uint16_t port_id, struct rte_flow *flow, struct rte_flow_error *error)
+{
+	struct fake *f = (struct fake *)flow;
+
+	n_destroy++;
+	if (f < fake || f >= fake + n_fake || !f->live) {
+		pattern_bad = true;
+		return rte_flow_error_set(error, EINVAL, RTE_FLOW_ERROR_TYPE_HANDLE, flow,
+					  "fake: unknown handle");
+	}
+	if (destroy_fails > 0) {
+		destroy_fails--;
+		return rte_flow_error_set(error, EBUSY, RTE_FLOW_ERROR_TYPE_HANDLE, flow,
+					  "fake: busy");
+	}
+	f->live = false;
+	return 0;
+}
+
+static const struct dpsock_flowf_ops fake_ops = {
+	.validate = fake_validate,
+	.create = fake_create,
+	.destroy = fake_destroy,
+};
+
+static unsigned int
+n_live(void)
+{
+	unsigned int i, n = 0;
+
+	for (i = 0; i < n_fake; i++)
+		n += fake[i].live;
+	return n;
+}
+
+/* What the test told the backend, to compute the rules it should have. */
+static struct {
+	uint16_t vlan;
+	uint32_t addrs[8];
+	unsigned int n_addrs;
+	struct dpsock_flow_port ports[16];
+	unsigned int n_ports;
+	uint16_t lo, hi;
+	uint32_t groups[4];
+	unsigned int n_groups;
+} model;
+
+/* The fake NIC holds exactly the set's rule list, each rule once, built
+ * as the backend says (untagged_only, action). */
+static void
+check_nic(const char *what, struct dpsock_flowf *x, enum rte_flow_action_type action)
+{
+	struct dpsock_flow_set s = {
+		.vlan = model.vlan, .addrs = model.addrs, .n_addrs = model.n_addrs,
+		.ports = model.ports, .n_ports = model.n_ports, .eph_lo = model.lo,
+		.eph_hi = model.hi, .groups = model.groups, .n_groups = model.n_groups,
+	};
+	static struct dpsock_flow_match want[1024];
+	struct dpsock_flowf_stats st;
+	unsigned int i, j, found;
+	int n = dpsock_flow_set_matches(&s, want, RTE_DIM(want));
+
+	dpsock_flowf_stats(x, &st);
+	CHECK(n >= 0 && n_live() == (unsigned int)n && st.rules == (unsigned int)n &&
+	      st.stale == 0, "%s: %u rules on the NIC, %u in the backend, %d in the set", what,
+	      n_live(), st.rules, n);
+	for (i = 0; n > 0 && i < (unsigned int)n; i++) {
+		for (j = 0, found = 0; j < n_fake; j++)
+			if (fake[j].live && match_eq(&fake[j].m, &want[i]))
+				found++;
+		CHECK(found == 1, "%s: rule %s installed %u times", what, mstr(&want[i]), found);
+	}
+	for (j = 0; j < n_fake; j++)
+		if (fake[j].live)
+			CHECK(fake[j].action == action && fake[j].untagged_only == st.untagged_only,
+			      "%s: rule %s: action %d, untagged %d", what, mstr(&fake[j].m),
+			      fake[j].action, fake[j].untagged_only);
+	CHECK(!pattern_bad, "%s: a malformed pattern or handle reached the NIC", what);
+}
+
+/* A change's rte_flow calls, against what it should have made. */
+#define CALLS(what, expr, want_ret, want_create, want_destroy)                            \
+	do {                                                                              \
+		unsigned int c0 = n_create, d0 = n_destroy;                               \
+		int r_ = (expr);                                                          \
+		CHECK(r_ == (want_ret), "%s: returned %d, want %d", what, r_, want_ret);  \
+		CHECK(n_create - c0 == (want_create) && n_destroy - d0 == (want_destroy), \
+		      "%s: %u created, %u destroyed; want %u, %u", what, n_create - c0,   \
+		      n_destroy - d0, (unsigned int)(want_create),                        \
+		      (unsigned int)(want_destroy));                                      \
+	} while (0)
+
+static void
+model_port_del(uint8_t proto, uint32_t addr, uint16_t port)
+{
+	unsigned int i;
+
+	for (i = 0; i < model.n_ports; i++)
+		if (model.ports[i].proto == proto && model.ports[i].addr == addr &&
+		    model.ports[i].port == port) {
+			/* (the order is not compared) */
+			model.ports[i] = model.ports[--model.n_ports];
+			return;
+		}
+	CHECK(false, "model: no port %u", port);
+}
+
+static void
+fake_reset(void)
+{
+	memset(fake, 0, sizeof(fake));
+	n_fake = n_validate = n_create = n_destroy = 0;
+	refuse_port = -1;
+	refuse_has_vlan = false;
+	create_fails_in = -1;
+	destroy_fails = 0;
+	pattern_bad = false;
+	memset(&model, 0, sizeof(model));
+}
+
+static void
+test_backend(void)
+{
+	static const uint16_t queues[] = { 0, 1, 2, 3 };
+	const uint32_t a = ip(10, 0, 0, 1), b = ip(10, 0, 0, 2), c = ip(10, 0, 0, 3);
+	const uint32_t g = ip(239, 1, 2, 3);
+	struct dpsock_flowf_conf conf = {
+		.port_id = 3, .queues = queues, .n_queues = 4, .vlan = 100,
+		.rss_types = RTE_ETH_RSS_IP | RTE_ETH_RSS_TCP | RTE_ETH_RSS_UDP, .ops = &fake_ops,
+	};
+	const enum rte_flow_action_type rss = RTE_FLOW_ACTION_TYPE_RSS;
+	struct dpsock_flowf_stats st;
+	struct dpsock_flowf *x;
+	char err[512];
+	int ret = 1;
+	unsigned int v0;
+
+	fake_reset();
+	model.vlan = 100;
+	x = dpsock_flowf_open_conf(&conf, &ret, err, sizeof(err));
+	CHECK(x != NULL && ret == 0, "open: %d %s", ret, err);
+	if (x == NULL)
+		return;
+	CHECK(n_validate == 1 && n_create == 0, "open validates one sample rule, creates none");
+	check_nic("open", x, rss);
+
+	CALLS("address a", dpsock_flowf_addr(x, a, true), 0, 0, 0);
+	model.addrs[model.n_addrs++] = a;
+	/* the default range: 7 blocks per protocol */
+	CALLS("ephemeral", dpsock_flowf_ephemeral(x, 32768, 60999), 0, 14, 0);
+	model.lo = 32768;
+	model.hi = 60999;
+	check_nic("ephemeral", x, rss);
+	CALLS("same range", dpsock_flowf_ephemeral(x, 32768, 60999), 0, 0, 0);
+	CALLS("TCP 80 everywhere", dpsock_flowf_port(x, IPPROTO_TCP, 0, 80, true), 0, 1, 0);
+	model.ports[model.n_ports++] = (struct dpsock_flow_port){ IPPROTO_TCP, 0, 80 };
+	CALLS("address b", dpsock_flowf_addr(x, b, true), 0, 15, 0);
+	model.addrs[model.n_addrs++] = b;
+	check_nic("address b", x, rss);
+	CALLS("UDP 5000 on a", dpsock_flowf_port(x, IPPROTO_UDP, a, 5000, true), 0, 1, 0);
+	model.ports[model.n_ports++] = (struct dpsock_flow_port){ IPPROTO_UDP, a, 5000 };
+	CALLS("TCP 22 on c (not local yet)", dpsock_flowf_port(x, IPPROTO_TCP, c, 22, true), 0,
+	      0, 0);
+	model.ports[model.n_ports++] = (struct dpsock_flow_port){ IPPROTO_TCP, c, 22 };
+	/* the rule a's own listener needs exists: counted, not created */
+	CALLS("TCP 80 on a", dpsock_flowf_port(x, IPPROTO_TCP, a, 80, true), 0, 0, 0);
+	model.ports[model.n_ports++] = (struct dpsock_flow_port){ IPPROTO_TCP, a, 80 };
+	CALLS("group", dpsock_flowf_group(x, g, true), 0, 1, 0);
+	model.groups[model.n_groups++] = g;
+	check_nic("all added", x, rss);
+	dpsock_flowf_stats(x, &st);
+	/* a: TCP 80 (once for two entries), UDP 5000, 14 blocks; b: TCP 80,
+	 * 14 blocks; the group */
+	CHECK(st.rules == 1 + 1 + 14 + 1 + 14 + 1 && st.created == st.rules &&
+	      st.destroyed == 0 && st.failed == 0 && !st.untagged_only,
+	      "stats: %u rules, %" PRIu64 " created", st.rules, st.created);
+
+	/* the listener on every address goes: b's rule goes, a's stays (a's
+	 * own listener) */
+	CALLS("TCP 80 everywhere goes", dpsock_flowf_port(x, IPPROTO_TCP, 0, 80, false), 0, 0, 1);
+	model_port_del(IPPROTO_TCP, 0, 80);
+	check_nic("TCP 80 everywhere gone", x, rss);
+	/* a range whose blocks share two with the old one: per address and
+	 * protocol 57344/0xf000 comes, the 5 blocks above 57343 go, and
+	 * 32768/0xc000 and 49152/0xe000 are never touched */
+	CALLS("ephemeral 32768-61439", dpsock_flowf_ephemeral(x, 32768, 61439), 0, 2 * 2 * 1,
+	      2 * 2 * 5);
+	model.hi = 61439;
+	check_nic("ephemeral 32768-61439", x, rss);
+	CALLS("ephemeral 1024-65535", dpsock_flowf_ephemeral(x, 1024, 65535), 0, 2 * 2 * 6,
+	      2 * 2 * 3);
+	model.lo = 1024;
+	model.hi = 65535;
+	check_nic("ephemeral 1024-65535", x, rss);
+	CALLS("ephemeral 2048-65535", dpsock_flowf_ephemeral(x, 2048, 65535), 0, 0, 2 * 2);
+	model.lo = 2048;
+	check_nic("ephemeral 2048-65535", x, rss);
+	/* c arrives: its TCP 22, a's ports are not its, 5 blocks per protocol */
+	CALLS("address c", dpsock_flowf_addr(x, c, true), 0, 1 + 10, 0);
+	model.addrs[model.n_addrs++] = c;
+	check_nic("address c", x, rss);
+
+	/* refused changes change nothing */
+	CALLS("again", dpsock_flowf_addr(x, c, true), -EEXIST, 0, 0);
+	CALLS("unknown", dpsock_flowf_group(x, ip(239, 9, 9, 9), false), -ENOENT, 0, 0);
+	CALLS("port 0", dpsock_flowf_port(x, IPPROTO_TCP, 0, 0, true), -EINVAL, 0, 0);
+	CALLS("ICMP", dpsock_flowf_port(x, IPPROTO_ICMP, 0, 7, true), -EINVAL, 0, 0);
+	CALLS("not a group", dpsock_flowf_group(x, a, true), -EINVAL, 0, 0);
+	CALLS("lo > hi", dpsock_flowf_ephemeral(x, 9, 8), -EINVAL, 0, 0);
+	CALLS("multicast address", dpsock_flowf_addr(x, g, true), -EINVAL, 0, 0);
+	/* validation first: the PMD refuses the third address's rule, none is
+	 * created, and the message names the change and the rule */
+	refuse_port = 7;
+	v0 = n_validate;
+	CALLS("refused UDP 7", dpsock_flowf_port(x, IPPROTO_UDP, 0, 7, true), -ENOTSUP, 0, 0);
+	CHECK(n_validate - v0 == 1, "stops at the first refusal: %u validations",
+	      n_validate - v0);
+	CHECK(strstr(dpsock_flowf_error(x), "add UDP port 7 on every address") != NULL &&
+	      strstr(dpsock_flowf_error(x), "rte_flow_validate") != NULL &&
+	      strstr(dpsock_flowf_error(x), "vlan vid is 100 / ipv4 dst is 10.0.0.1 / udp dst is "
+				  "7 / end") != NULL &&
+	      strstr(dpsock_flowf_error(x), "fake: port refused") != NULL &&
+	      strstr(dpsock_flowf_error(x), "of the udp item") != NULL &&
+	      strstr(dpsock_flowf_error(x), "rss queues 0 1 2 3 end") != NULL,
+	      "message: %s", dpsock_flowf_error(x));
+	refuse_port = -1;
+	check_nic("after a refused validation", x, rss);
+	/* a create fails half-way: what this change created is destroyed */
+	create_fails_in = 5;
+	CALLS("address d, 6th create fails", dpsock_flowf_addr(x, ip(10, 0, 0, 4), true),
+	      -ENOSPC, 6, 5);
+	CHECK(strstr(dpsock_flowf_error(x), "rte_flow_create") != NULL &&
+	      strstr(dpsock_flowf_error(x), "fake: table full") != NULL, "message: %s",
+	      dpsock_flowf_error(x));
+	check_nic("after a failed create", x, rss);
+	CALLS("address d", dpsock_flowf_addr(x, ip(10, 0, 0, 4), true), 0, 10, 0);
+	model.addrs[model.n_addrs++] = ip(10, 0, 0, 4);
+	check_nic("address d", x, rss);
+	/* a destroy fails: the entry goes, its rule stays stale, the next
+	 * change destroys it */
+	destroy_fails = 1;
+	CALLS("UDP 5000 goes, destroy fails", dpsock_flowf_port(x, IPPROTO_UDP, a, 5000, false),
+	      -EBUSY, 0, 1);
+	dpsock_flowf_stats(x, &st);
+	CHECK(st.stale == 1, "%u stale", st.stale);
+	model_port_del(IPPROTO_UDP, a, 5000);
+	CALLS("group goes", dpsock_flowf_group(x, g, false), 0, 0, 2);
+	model.n_groups = 0;
+	check_nic("after a failed destroy", x, rss);
+	/* a stale rule needed again is counted again, not re-created */
+	destroy_fails = 1;
+	CALLS("UDP 5000 on b, destroy fails", dpsock_flowf_port(x, IPPROTO_UDP, b, 5000, true), 0,
+	      1, 0);
+	CALLS("UDP 5000 on b goes", dpsock_flowf_port(x, IPPROTO_UDP, b, 5000, false), -EBUSY, 0,
+	      1);
+	CALLS("UDP 5000 on b back", dpsock_flowf_port(x, IPPROTO_UDP, b, 5000, true), 0, 0, 0);
+	model.ports[model.n_ports++] = (struct dpsock_flow_port){ IPPROTO_UDP, b, 5000 };
+	check_nic("stale rule revived", x, rss);
+	/* addresses go: each takes its rules with it */
+	CALLS("address a goes", dpsock_flowf_addr(x, a, false), 0, 0, 1 + 10);
+	model.addrs[0] = model.addrs[--model.n_addrs];
+	check_nic("address a gone", x, rss);
+	CALLS("no range", dpsock_flowf_ephemeral(x, 0, 0), 0, 0, 3 * 10);
+	model.lo = model.hi = 0;
+	check_nic("no range", x, rss);
+	/* (its text is the same as the messages'; shown with -v) */
+	if (verbose)
+		dpsock_flowf_dump(x, stdout);
+	dpsock_flowf_close(x);
+	CHECK(n_live() == 0, "close leaves %u rules", n_live());
+	CHECK(!pattern_bad, "a malformed pattern or handle reached the NIC");
+}
+
+/* One queue, untagged, a PMD without has_vlan matching. */
+static void
+test_backend_queue_untagged(void)
+{
+	static const uint16_t queues[] = { 5 };
+	struct dpsock_flowf_conf conf = {
+		.port_id = 0, .queues = queues, .n_queues = 1, .ops = &fake_ops,
+	};
+	const enum rte_flow_action_type queue = RTE_FLOW_ACTION_TYPE_QUEUE;
+	struct dpsock_flowf_stats st;
+	struct dpsock_flowf *x;
+	char err[512];
+	int ret;
+
+	fake_reset();
+	x = dpsock_flowf_open_conf(&conf, &ret, err, sizeof(err));
+	CHECK(x != NULL && ret == 0, "open: %d %s", ret, err);
+	if (x == NULL)
+		return;
+	dpsock_flowf_stats(x, &st);
+	CHECK(st.untagged_only && st.failed == 0, "untagged only");
+	CALLS("address", dpsock_flowf_addr(x, ip(192, 168, 7, 9), true), 0, 0, 0);
+	model.addrs[model.n_addrs++] = ip(192, 168, 7, 9);
+	CALLS("UDP 5000", dpsock_flowf_port(x, IPPROTO_UDP, 0, 5000, true), 0, 1, 0);
+	model.ports[model.n_ports++] = (struct dpsock_flow_port){ IPPROTO_UDP, 0, 5000 };
+	CALLS("ephemeral", dpsock_flowf_ephemeral(x, 49152, 65535), 0, 2, 0);
+	model.lo = 49152;
+	model.hi = 65535;
+	check_nic("one queue", x, queue);
+	dpsock_flowf_close(x);
+	CHECK(n_live() == 0, "close leaves %u rules", n_live());
+
+	/* has_vlan refused: open falls back to ETH without a mask */
+	fake_reset();
+	refuse_has_vlan = true;
+	x = dpsock_flowf_open_conf(&conf, &ret, err, sizeof(err));
+	CHECK(x != NULL && ret == 0, "open without has_vlan: %d %s", ret, err);
+	if (x == NULL)
+		return;
+	dpsock_flowf_stats(x, &st);
+	CHECK(!st.untagged_only && st.failed == 0 && dpsock_flowf_error(x)[0] == '\0',
+	      "fell back");
+	CALLS("address", dpsock_flowf_addr(x, ip(192, 168, 7, 9), true), 0, 0, 0);
+	CALLS("UDP 5000", dpsock_flowf_port(x, IPPROTO_UDP, 0, 5000, true), 0, 1, 0);
+	model.addrs[model.n_addrs++] = ip(192, 168, 7, 9);
+	model.ports[model.n_ports++] = (struct dpsock_flow_port){ IPPROTO_UDP, 0, 5000 };
+	check_nic("without has_vlan", x, queue);
+	dpsock_flowf_close(x);
+
+	/* a PMD that refuses everything: open fails, saying why */
+	fake_reset();
+	refuse_port = 9;
+	x = dpsock_flowf_open_conf(&conf, &ret, err, sizeof(err));
+	CHECK(x == NULL && ret == -ENOTSUP && strstr(err, "isolated mode") != NULL &&
+	      strstr(err, "tcp dst is 9") != NULL, "open refused: %d %s", ret, err);
+	conf.n_queues = 0;
+	x = dpsock_flowf_open_conf(&conf, &ret, err, sizeof(err));
+	CHECK(x == NULL && ret == -EINVAL, "no queues: %d", ret);
+	dpsock_flowf_close(NULL);
+}
+
 int
 main(int argc, char **argv)
 {
+	/* dpsock's log types, quiet unless -v: the refusals below are expected */
+	verbose = argc > 1 && strcmp(argv[1], "-v") == 0;
+	dpsock_log_init(verbose ? RTE_LOG_DEBUG : RTE_LOG_EMERG);
 	srand(1);
 	test_ranges();
 	test_rule_list();
 	test_items();
 	test_actions();
+	test_backend();
+	test_backend_queue_untagged();
 	printf("flow_filter_test: %u passed, %d failed\n", checks - failures, failures);
 	return failures ? 1 : 0;
 }
