@@ -61,7 +61,10 @@ struct dpsock_filter {
 	rte_spinlock_t lock;      /* entries; the backends' calls */
 	unsigned int n, cap;
 	struct flt_entry *e;
+	/* each shared port's backend: its XDP program (AF_XDP), or its rte_flow
+	 * rules (a NIC in isolated mode) */
 	struct dpsock_xdpf *xdpf[DPSOCK_MAX_PORTS];
+	struct dpsock_flowf *flowf[DPSOCK_MAX_PORTS];
 	uint32_t addrs[DPSOCK_MAX_PORTS][DPSOCK_NV_ADDRS_PORT]; /* given to each backend */
 	unsigned int n_addrs[DPSOCK_MAX_PORTS];
 	char reserved_before[4096]; /* ip_local_reserved_ports at start */
@@ -147,20 +150,36 @@ reserve_ports(struct dpsock_stack *d, struct dpsock_filter *f, char *err, size_t
 
 /* ---- backends ------------------------------------------------------------------ */
 
+static bool
+has_backend(const struct dpsock_filter *f, unsigned int i)
+{
+	return f->xdpf[i] != NULL || f->flowf[i] != NULL;
+}
+
+static int
+backend_addr(struct dpsock_filter *f, unsigned int i, uint32_t addr, bool add)
+{
+	return f->xdpf[i] != NULL ? dpsock_xdpf_addr(f->xdpf[i], addr, add) :
+				    dpsock_flowf_addr(f->flowf[i], addr, add);
+}
+
 static int
 backend_port(struct dpsock_stack *d, struct dpsock_filter *f, const struct flt_entry *e, bool add)
 {
 	int ret = 0, r;
 
 	for (unsigned int i = 0; i < d->n_ports; i++) {
-		if (f->xdpf[i] == NULL)
+		if (!has_backend(f, i))
 			continue;
 		if (e->proto == 0) {
 			if (e->port_idx != i)
 				continue;
-			r = dpsock_xdpf_group(f->xdpf[i], e->addr, add);
+			r = f->xdpf[i] != NULL ? dpsock_xdpf_group(f->xdpf[i], e->addr, add) :
+						 dpsock_flowf_group(f->flowf[i], e->addr, add);
 		} else {
-			r = dpsock_xdpf_port(f->xdpf[i], e->proto, e->addr, e->port, add);
+			r = f->xdpf[i] != NULL ?
+			    dpsock_xdpf_port(f->xdpf[i], e->proto, e->addr, e->port, add) :
+			    dpsock_flowf_port(f->flowf[i], e->proto, e->addr, e->port, add);
 		}
 		if (r != 0 && ret == 0)
 			ret = r;
@@ -313,7 +332,7 @@ dpsock_filter_netview(struct dpsock_stack *d, const struct dpsock_netview *v)
 		uint32_t want[DPSOCK_NV_ADDRS_PORT];
 		unsigned int n = 0, j, k;
 
-		if (f->xdpf[i] == NULL)
+		if (!has_backend(f, i))
 			continue;
 		for (j = 0; j < v->n_addrs && n < DPSOCK_NV_ADDRS_PORT; j++)
 			if (v->addrs[j].port == i && v->addrs[j].addr != 0)
@@ -324,13 +343,13 @@ dpsock_filter_netview(struct dpsock_stack *d, const struct dpsock_netview *v)
 			for (k = 0; k < f->n_addrs[i] && f->addrs[i][k] != want[j]; k++)
 				;
 			if (k == f->n_addrs[i])
-				dpsock_xdpf_addr(f->xdpf[i], want[j], true);
+				backend_addr(f, i, want[j], true);
 		}
 		for (k = 0; k < f->n_addrs[i]; k++) {
 			for (j = 0; j < n && want[j] != f->addrs[i][k]; j++)
 				;
 			if (j == n)
-				dpsock_xdpf_addr(f->xdpf[i], f->addrs[i][k], false);
+				backend_addr(f, i, f->addrs[i][k], false);
 		}
 		memcpy(f->addrs[i], want, n * sizeof(want[0]));
 		f->n_addrs[i] = n;
@@ -375,12 +394,27 @@ dpsock_filter_init(struct dpsock_stack *d, char *err, size_t errlen)
 		if (!p->shared)
 			continue;
 		if (!p->is_xdp) {
-			snprintf(err, errlen, "port %s (%s) has no address and would share its "
-				 "netdev with the kernel, which this port cannot: sharing takes "
-				 "net_af_xdp (dpsockd's XDP program) or an rte_flow isolated-mode "
-				 "NIC; give the interface an address to own the port alone",
-				 p->name, p->caps.driver);
-			return -ENOTSUP;
+			/* in isolated mode since before its start (stack.c) */
+			uint16_t qs16[DPSOCK_PORT_QUEUES_MAX];
+
+			for (unsigned int q = 0; q < p->n_queues; q++)
+				qs16[q] = (uint16_t)q;
+			f->flowf[i] = dpsock_flowf_open(p->port_id, qs16, p->n_queues,
+							p->vlan_tci & RTE_VLAN_ID_MASK, &r, e, sizeof(e));
+			if (f->flowf[i] == NULL) {
+				snprintf(err, errlen, "port %s: %s", p->name, e);
+				return r;
+			}
+			r = dpsock_flowf_ephemeral(f->flowf[i], d->eph_min, d->eph_max);
+			if (r != 0) {
+				snprintf(err, errlen, "port %s: the ephemeral range's rules: %s", p->name,
+					 dpsock_flowf_error(f->flowf[i]));
+				return r;
+			}
+			DPSOCK_LOG(NOTICE, pmd, "port %s: shared with the kernel in isolated mode: "
+				   "rte_flow rules send dpsock's flows to its %u queue(s), everything "
+				   "else stays with the kernel's netdev", p->name, p->n_queues);
+			continue;
 		}
 		for (unsigned int q = 0; q < p->n_queues; q++) {
 			if (p->queues[q].xsk_fd < 0)
@@ -424,9 +458,12 @@ dpsock_filter_fini(struct dpsock_stack *d)
 		return;
 	/* the kernel gets the interfaces back before the ports close (the
 	 * PMD would fail to take off a program held by our link) */
-	for (unsigned int i = 0; i < DPSOCK_MAX_PORTS; i++)
+	for (unsigned int i = 0; i < DPSOCK_MAX_PORTS; i++) {
 		if (f->xdpf[i] != NULL)
 			dpsock_xdpf_close(f->xdpf[i]);
+		if (f->flowf[i] != NULL)
+			dpsock_flowf_close(f->flowf[i]);
+	}
 	for (unsigned int i = 0; i < f->n; i++)
 		if (f->e[i].holder >= 0)
 			close(f->e[i].holder);

@@ -349,6 +349,18 @@ setup_ports(struct dpsock_stack *d)
 			d->any_shared = true;
 			if (netdev_mtu(p->caps.if_index) != 0)
 				mtu = netdev_mtu(p->caps.if_index);
+			/* not AF_XDP: rte_flow's isolated mode, entered before the
+			 * port is configured (filter.c adds the rules) */
+			if (!p->is_xdp && (ret = dpsock_flowf_isolate(p->port_id, err, sizeof(err))) != 0) {
+				fprintf(stderr, "%s: %s:%d: interfaces[%u]: port %s has no address, so it "
+					"shares its netdev with the kernel; that takes net_af_xdp "
+					"(dpsockd's XDP program) or a NIC with rte_flow's isolated mode "
+					"(mlx5), and this port (%s) has neither: %s. Give the interface an "
+					"address to own the port alone\n", prog_name,
+					c->path[0] ? c->path : "config", ic->line, i, p->name,
+					p->caps.driver, err);
+				return ret;
+			}
 		}
 		/* Each queue's ring (or what the PMD keeps per RX queue), a full
 		 * TX batch, the steering ring and the per-lcore caches must fit,

@@ -798,6 +798,8 @@ json_num(const char *key, double v, bool rate)
 		printf(", \"%s\": %.0f", key, v);
 }
 
+static void json_port_info(unsigned int i);
+
 static void
 json_blocks(bool ports, const struct sample *cur, const struct sample *prev, double dt)
 {
@@ -812,8 +814,10 @@ json_blocks(bool ports, const struct sample *cur, const struct sample *prev, dou
 			ports ? (const void *)&prev->ports[i] : (const void *)&prev->workers[i];
 
 		printf("%s{\"index\": %u", i ? ", " : "", i);
-		if (ports)
+		if (ports) {
 			json_str("name", geo.port_names[i], true);
+			json_port_info(i);
+		}
 		else
 			printf(", \"lcore\": %u", cur->workers[i].lcore_id);
 		for (k = 0; k < ndesc; k++)
@@ -943,6 +947,74 @@ json_sockets(const struct sample *cur, const char *filter)
 		printf("}");
 	}
 	printf("], \"unlisted\": %" PRIu64, unlisted_total(cur));
+}
+
+/* ---- how each port is served ---------------------------------------------------- */
+
+/* Port i's mode and addresses, copied under their seqlock. */
+static bool
+port_info_copy(unsigned int i, struct dpsock_port_info *out)
+{
+	const struct dpsock_port_info *src = &seg->port_info[i];
+
+	for (unsigned int tries = 0; tries < 1000; tries++) {
+		/* acquire: pairs with the writer's release store of an even gen */
+		uint32_t g1 = __atomic_load_n(&src->gen, __ATOMIC_ACQUIRE);
+
+		if (g1 & 1)
+			continue;
+		copy_words(out, src, sizeof(*out));
+		__atomic_thread_fence(__ATOMIC_ACQUIRE);
+		if (__atomic_load_n(&src->gen, __ATOMIC_RELAXED) == g1)
+			return g1 != 0;   /* 0: never written (no port info) */
+	}
+	return false;
+}
+
+/* One line per port: owned (its address from dpsock.conf) or shared with
+ * the kernel (the netdev's addresses, as the kernel has them). */
+static void
+port_lines(void)
+{
+	for (unsigned int i = 0; i < geo.n_ports && i < DPSOCK_STATS_MAX_PORTS; i++) {
+		struct dpsock_port_info pi;
+		char addrs[DPSOCK_STATS_PORT_ADDRS * 20] = "", a[INET_ADDRSTRLEN];
+		size_t o = 0;
+
+		if (!port_info_copy(i, &pi))
+			continue;
+		for (unsigned int k = 0; k < pi.n_addrs && k < DPSOCK_STATS_PORT_ADDRS; k++)
+			o += (size_t)snprintf(addrs + o, sizeof(addrs) - o, "%s%s/%u", k ? ", " : "",
+					      inet_ntop(AF_INET, &pi.addrs[k], a, sizeof(a)),
+					      pi.prefix_len[k]);
+		if (pi.shared)
+			printf("port %u %s: shared with the kernel's %s (ifindex %u, link %s, MTU %u); "
+			       "addresses from the kernel: %s\n", i, geo.port_names[i],
+			       pi.ifname[0] ? pi.ifname : "?", pi.ifindex, pi.up ? "up" : "down",
+			       pi.mtu, pi.n_addrs ? addrs : "none yet");
+		else
+			printf("port %u %s: owned by dpsock; address from dpsock.conf: %s\n", i,
+			       geo.port_names[i], addrs);
+	}
+}
+
+static void
+json_port_info(unsigned int i)
+{
+	struct dpsock_port_info pi;
+	char a[INET_ADDRSTRLEN];
+
+	if (!port_info_copy(i, &pi))
+		return;
+	json_str("mode", pi.shared ? "shared" : "owned", true);
+	json_str("addresses_from", pi.shared ? "kernel" : "config", true);
+	if (pi.shared)
+		json_str("netdev", pi.ifname, true);
+	printf(", \"addresses\": [");
+	for (unsigned int k = 0; k < pi.n_addrs && k < DPSOCK_STATS_PORT_ADDRS; k++)
+		printf("%s\"%s/%u\"", k ? ", " : "", inet_ntop(AF_INET, &pi.addrs[k], a, sizeof(a)),
+		       pi.prefix_len[k]);
+	printf("]");
 }
 
 /* ---- multicast ----------------------------------------------------------------- */
@@ -1366,11 +1438,13 @@ print_sample(const struct options *o, const struct sample *cur, const struct sam
 		clients_view(false);
 		break;
 	case VIEW_FULL:
+		port_lines();
 		full_table(true, cur, prev, dt);
 		printf("\n");
 		full_table(false, cur, prev, dt);
 		break;
 	default:
+		port_lines();
 		counter_table(port_basic, NCOLS(port_basic), true, cur, prev, dt);
 		if (o->view == VIEW_EXTRA)
 			counter_table(port_extra, NCOLS(port_extra), true, cur, prev, dt);
