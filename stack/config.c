@@ -1516,7 +1516,9 @@ dpsock_config_foreach_nondefault(const struct dpsock_config *c,
 					/* a shared interface has no address of its own
 					 * (the kernel's are logged as they come) */
 					if (c->ifaces[m].shared &&
-					    strcmp(conf_iface_keys[j].key, "address") == 0)
+					    (strcmp(conf_iface_keys[j].key, "address") == 0 ||
+					     strcmp(conf_iface_keys[j].key, "gateway") == 0 ||
+					     strcmp(conf_iface_keys[j].key, "mtu") == 0))
 						continue;
 					format_value(&conf_iface_keys[j], &c->ifaces[m],
 						     val, sizeof(val));

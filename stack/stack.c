@@ -353,12 +353,12 @@ setup_ports(struct dpsock_stack *d)
 			 * port is configured (filter.c adds the rules) */
 			if (!p->is_xdp && (ret = dpsock_flowf_isolate(p->port_id, err, sizeof(err))) != 0) {
 				fprintf(stderr, "%s: %s:%d: interfaces[%u]: port %s has no address, so it "
-					"shares its netdev with the kernel; that takes net_af_xdp "
+					"would share its netdev with the kernel, which takes net_af_xdp "
 					"(dpsockd's XDP program) or a NIC with rte_flow's isolated mode "
-					"(mlx5), and this port (%s) has neither: %s. Give the interface an "
-					"address to own the port alone\n", prog_name,
+					"(mlx5); this port (%s) has neither (rte_flow_isolate: %s): give "
+					"the interface an address to own the port alone\n", prog_name,
 					c->path[0] ? c->path : "config", ic->line, i, p->name,
-					p->caps.driver, err);
+					p->caps.driver, strerror(-ret));
 				return ret;
 			}
 		}

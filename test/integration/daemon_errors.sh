@@ -2,7 +2,9 @@
 # dpsockd refuses bad start-up conditions with a clear message and a
 # non-zero exit, and leaves nothing behind: a bad config (file:line:key), an
 # unknown port (the ports that exist are listed), a worker lcore EAL does not
-# have, more workers than the port has queues, no hugepages (what to run);
+# have, more workers than the port has queues, an interface without address
+# (shared with the kernel) on a port that cannot share (af_packet, memif),
+# no hugepages (what to run);
 # on AF_XDP (where it can run): no BPF filesystem, more workers than AF_XDP
 # queues, a vdev on a queue the interface lacks, two vdevs on one queue.
 set -euo pipefail
@@ -56,6 +58,17 @@ printf 'name = "%s";\ninterfaces = ( { port = "net_af_packet0"; address = "%s/24
 	"$name" "$TOPO_ADDR_A" >"$dir/lcore.conf.ok"
 expect_fail "more workers than queues" "2 workers need one pair each" \
 	ip netns exec "$TOPO_NS_A" "$dpsockd" -l 0-1 "${eal[@]}" "$vdev" -- -f "$dir/queues.conf"
+
+# an interface without address shares its netdev with the kernel, which
+# af_packet cannot (the kernel sees every frame it sees): refused, with what
+# to do instead; and a port with no netdev at all (memif) cannot follow one
+printf 'name = "%s";\ninterfaces = ( { port = "net_af_packet0"; } );\n' "$name" >"$dir/share.conf"
+expect_fail "af_packet shared with the kernel" "give the interface an address to own the port alone" \
+	ip netns exec "$TOPO_NS_A" "$dpsockd" -l 0 "${eal[@]}" "$vdev" -- -f "$dir/share.conf"
+printf 'name = "%s";\ninterfaces = ( { port = "net_memif0"; } );\n' "$name" >"$dir/share-memif.conf"
+expect_fail "memif shared with the kernel" "give the interface an address" \
+	ip netns exec "$TOPO_NS_A" "$dpsockd" -l 0 "${eal[@]}" \
+	"--vdev=net_memif0,role=server,socket=$dir/memif.sock,socket-abstract=no" -- -f "$dir/share-memif.conf"
 
 # af_packet fans packets out over all its qpairs: fewer workers would lose
 # the flows hashed to the unread queues.
