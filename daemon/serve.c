@@ -220,7 +220,9 @@ slot_set_state(struct pl_wslot *ws, uint32_t state, int32_t err)
 
 	ws->state = (uint8_t)state;
 	__atomic_store_n(&sh->err, err, __ATOMIC_RELAXED);
-	__atomic_store_n(&sh->state, state, __ATOMIC_RELAXED);
+	/* release: the shim acquires the state, then reads err (and, at a
+	 * stop, the segment's STOPPED, stored before) */
+	__atomic_store_n(&sh->state, state, __ATOMIC_RELEASE);
 }
 
 static void

@@ -220,9 +220,13 @@ connect_outcome(struct shim_sock *s, int dflt)
 	uint32_t st = __atomic_load_n(&shim_sock_slot(s, 0)->state, __ATOMIC_ACQUIRE);
 	int e;
 
-	if (st == DPSOCK_PL_ST_CONNECTING && shim_daemon_gone()) {
-		/* a killed dpsockd never finishes it: refused (each time: a
-		 * connect again would not be answered either) */
+	if ((st == DPSOCK_PL_ST_CONNECTING || (st == DPSOCK_PL_ST_CLOSED && !s->connect_reported)) &&
+	    shim_daemon_gone()) {
+		/* a killed dpsockd never finishes it, a stopping one closes it
+		 * (its worker marks the segment STOPPED before the slot: who
+		 * sees CLOSED sees that): refused either way, whichever the
+		 * call saw first (each time: a connect again would not be
+		 * answered either) */
 		s->connect_reported = 1;
 		s->err_taken = 1;
 		shim_sock_gone_seen(s);
