@@ -948,6 +948,27 @@ preload_run() {
 	ip netns exec "$TOPO_NS_A" "${PRELOAD_ARGV[@]}"
 }
 
+# nginx_conf DIR WORKERS [MAIN]: write DIR/nginx.conf (DIR/logs and DIR/tmp
+# made) for `nginx -p DIR -c DIR/nginx.conf -e DIR/logs/error.log`: in the
+# foreground with a master and WORKERS worker processes, pid and error log
+# (info) in DIR, the temp paths in DIR/tmp, MAIN's directives (user, env)
+# at the top level, and stdin as the body of the http block (servers, logs).
+nginx_conf() {
+	local d=$1 workers=$2 main=${3:-}
+	mkdir -p "$d/logs" "$d/tmp"
+	{
+		printf 'daemon off;\nmaster_process on;\nworker_processes %s;\n' "$workers"
+		printf 'pid %s/nginx.pid;\nerror_log %s/logs/error.log info;\n' "$d" "$d"
+		[ -z "$main" ] || printf '%s\n' "$main"
+		printf 'events { worker_connections 1024; }\nhttp {\n'
+		for t in client_body proxy fastcgi uwsgi scgi; do
+			printf '\t%s_temp_path %s/tmp/%s;\n' "$t" "$d" "$t"
+		done
+		sed 's/^/\t/'
+		printf '}\n'
+	} >"$d/nginx.conf"
+}
+
 # preload_start LABEL CMD...: run CMD in namespace A under the shim in the
 # background, output in $TEST_TMP/LABEL.log; sets PRELOAD_PID (the program's
 # own pid: ip netns exec and env exec it). Killed (KILL) at exit if still up.

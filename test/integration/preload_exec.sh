@@ -125,34 +125,20 @@ children_eq() { [ "$(pgrep -P "$1" | grep -cvx "${3:-0}" || true)" -eq "$2" ]; }
 port=8080
 base=http://$TOPO_ADDR_A:$port
 pfx=$TEST_TMP/nginx
-mkdir -p "$pfx/www" "$pfx/tmp" "$pfx/logs"
+mkdir -p "$pfx/www"
 printf 'dpsock exec test page\n' >"$pfx/www/index.html"
 # nginx hands only the variables named by `env` to the binary it exec()s
 # on USR2: the shim's own must be among them, or the new master would not
 # be preloaded.
-cat >"$pfx/nginx.conf" <<EOF
-daemon off;
-user root;
-master_process on;
-worker_processes 2;
-pid $pfx/nginx.pid;
-error_log $pfx/logs/error.log info;
+nginx_conf "$pfx" 2 "user root;
 env LD_PRELOAD;
 env DPSOCK_RUNTIME_DIR;
 env DPSOCK_NAME;
-env DPSOCK_LOG_FILE;
-events { worker_connections 1024; }
-http {
-	access_log off;
-	client_body_temp_path $pfx/tmp/body;
-	proxy_temp_path $pfx/tmp/proxy;
-	fastcgi_temp_path $pfx/tmp/fastcgi;
-	uwsgi_temp_path $pfx/tmp/uwsgi;
-	scgi_temp_path $pfx/tmp/scgi;
-	server {
-		listen $TOPO_ADDR_A:$port;
-		root $pfx/www;
-	}
+env DPSOCK_LOG_FILE;" <<EOF
+access_log off;
+server {
+	listen $TOPO_ADDR_A:$port;
+	root $pfx/www;
 }
 EOF
 # nginx ignores USR2 while its master still has the parent it started

@@ -41,32 +41,19 @@ base=http://$TOPO_ADDR_A:$port
 # ---- nginx's private prefix: config, pid, logs, temp dirs, files ----------
 pfx=$TEST_TMP/nginx
 chmod 755 "$TEST_TMP" # the workers (nobody) reach the control socket and www/ here
-mkdir -p "$pfx/www" "$pfx/tmp" "$pfx/logs"
+mkdir -p "$pfx/www"
 printf 'dpsock preload nginx test page, 64 bytes long: 0123456789ab\n' >"$pfx/www/index.html"
 head -c $((256 * 1024)) /dev/urandom >"$pfx/www/big.bin"
 big_sum=$(sha256sum <"$pfx/www/big.bin" | cut -d' ' -f1)
 small_sum=$(sha256sum <"$pfx/www/index.html" | cut -d' ' -f1)
-cat >"$pfx/nginx.conf" <<EOF
-daemon off;
-master_process on;
-worker_processes 2;
-pid $pfx/nginx.pid;
-error_log $pfx/logs/error.log info;
-events { worker_connections 1024; }
-http {
-	log_format st '\$status \$pid';
-	access_log $pfx/logs/access.log st;
-	client_body_temp_path $pfx/tmp/body;
-	proxy_temp_path $pfx/tmp/proxy;
-	fastcgi_temp_path $pfx/tmp/fastcgi;
-	uwsgi_temp_path $pfx/tmp/uwsgi;
-	scgi_temp_path $pfx/tmp/scgi;
-	sendfile on;
-	keepalive_requests 100000;
-	server {
-		listen $TOPO_ADDR_A:$port;
-		root $pfx/www;
-	}
+nginx_conf "$pfx" 2 <<EOF
+log_format st '\$status \$pid';
+access_log $pfx/logs/access.log st;
+sendfile on;
+keepalive_requests 100000;
+server {
+	listen $TOPO_ADDR_A:$port;
+	root $pfx/www;
 }
 EOF
 ngx=(nginx -p "$pfx" -c "$pfx/nginx.conf" -e "$pfx/logs/error.log")

@@ -41,28 +41,13 @@ peer_start backend python3 "$TEST_TMP/httpd.py" "$TOPO_ADDR_B" 8000 "$www"
 wait_tcp_port "$TOPO_NS_B" "$TOPO_ADDR_B" 8000 20
 
 pfx=$TEST_TMP/nginx
-mkdir -p "$pfx/logs" "$pfx/tmp"
-cat >"$pfx/nginx.conf" <<EOF
-daemon off;
-master_process on;
-worker_processes 1;
-user root;
-pid $pfx/nginx.pid;
-error_log $pfx/logs/error.log info;
-events { worker_connections 1024; }
-http {
-	access_log $pfx/logs/access.log;
-	client_body_temp_path $pfx/tmp/body;
-	proxy_temp_path $pfx/tmp/proxy;
-	fastcgi_temp_path $pfx/tmp/fastcgi;
-	uwsgi_temp_path $pfx/tmp/uwsgi;
-	scgi_temp_path $pfx/tmp/scgi;
-	proxy_http_version 1.1;
-	server {
-		listen $TOPO_ADDR_A:8080;
-		location /buffered/ { proxy_pass http://$TOPO_ADDR_B:8000/; }
-		location /direct/ { proxy_pass http://$TOPO_ADDR_B:8000/; proxy_buffering off; }
-	}
+nginx_conf "$pfx" 1 "user root;" <<EOF
+access_log $pfx/logs/access.log;
+proxy_http_version 1.1;
+server {
+	listen $TOPO_ADDR_A:8080;
+	location /buffered/ { proxy_pass http://$TOPO_ADDR_B:8000/; }
+	location /direct/ { proxy_pass http://$TOPO_ADDR_B:8000/; proxy_buffering off; }
 }
 EOF
 preload_start nginx nginx -p "$pfx" -c "$pfx/nginx.conf" -e "$pfx/logs/error.log"

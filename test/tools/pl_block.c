@@ -95,6 +95,18 @@ die(const char *what)
 
 static struct sockaddr_in sa;
 
+/* an epoll instance watching s for input */
+static int
+epoll_on(int s)
+{
+	struct epoll_event ev = { .events = EPOLLIN, .data.fd = s };
+	int ep = epoll_create1(0);
+
+	if (ep < 0 || epoll_ctl(ep, EPOLL_CTL_ADD, s, &ev) < 0)
+		die("epoll");
+	return ep;
+}
+
 static int
 udp_bound(void)
 {
@@ -166,13 +178,8 @@ main(int argc, char **argv)
 		const char *how = mode + 4;
 
 		s = udp_bound();
-		if (strcmp(how, "epoll") == 0) {
-			struct epoll_event ev = { .events = EPOLLIN, .data.fd = s };
-
-			ep = epoll_create1(0);
-			if (ep < 0 || epoll_ctl(ep, EPOLL_CTL_ADD, s, &ev) < 0)
-				die("epoll");
-		}
+		if (strcmp(how, "epoll") == 0)
+			ep = epoll_on(s);
 		printf("ready\n");
 		t_last = now_ms();
 		for (;;) {
@@ -215,13 +222,9 @@ main(int argc, char **argv)
 		if (s < 0 || bind(s, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(s, 16) < 0)
 			die("listen");
 		if (strcmp(mode, "tcp-accept-epoll") == 0) {
-			struct epoll_event ev = { .events = EPOLLIN, .data.fd = s };
-
 			/* an epoll server's listener never blocks (nginx's) */
 			fcntl(s, F_SETFL, fcntl(s, F_GETFL) | O_NONBLOCK);
-			ep = epoll_create1(0);
-			if (ep < 0 || epoll_ctl(ep, EPOLL_CTL_ADD, s, &ev) < 0)
-				die("epoll");
+			ep = epoll_on(s);
 		}
 		printf("ready\n");
 		t_last = now_ms();
@@ -275,13 +278,8 @@ main(int argc, char **argv)
 		const char *how = mode + 4;
 
 		s = tcp_connected();
-		if (strcmp(how, "epoll") == 0) {
-			struct epoll_event ev = { .events = EPOLLIN, .data.fd = s };
-
-			ep = epoll_create1(0);
-			if (ep < 0 || epoll_ctl(ep, EPOLL_CTL_ADD, s, &ev) < 0)
-				die("epoll");
-		}
+		if (strcmp(how, "epoll") == 0)
+			ep = epoll_on(s);
 		printf("ready\n");
 		t_last = now_ms();
 		for (;;) {

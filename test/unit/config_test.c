@@ -13,19 +13,7 @@
 #include <string.h>
 
 #include "config_priv.h"
-
-static int failures;
-
-#define CHECK(cond, ...)                                                       \
-	do {                                                                   \
-		if (!(cond)) {                                                 \
-			failures++;                                            \
-			fprintf(stderr, "%s:%d: CHECK(%s) failed: ", __FILE__, \
-				__LINE__, #cond);                              \
-			fprintf(stderr, __VA_ARGS__);                          \
-			fputc('\n', stderr);                                   \
-		}                                                              \
-	} while (0)
+#include "check.h"
 
 #define IF0 "interfaces = ( { port = \"p0\"; address = \"198.18.0.1/24\"; } );\n"
 

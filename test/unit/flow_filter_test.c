@@ -48,23 +48,10 @@
 #include <rte_udp.h>
 
 #include "filter_priv.h"
+#include "check.h"
 #include "log_priv.h"
 
-static int failures;
-static unsigned int checks;
 static bool verbose;
-
-#define CHECK(cond, ...)                                                        \
-	do {                                                                    \
-		checks++;                                                       \
-		if (!(cond)) {                                                  \
-			fprintf(stderr, "%s:%d: CHECK(%s) failed: ", __FILE__,   \
-				__LINE__, #cond);                               \
-			fprintf(stderr, __VA_ARGS__);                           \
-			fputc('\n', stderr);                                    \
-			failures++;                                             \
-		}                                                               \
-	} while (0)
 
 static uint32_t
 ip(uint8_t a, uint8_t b, uint8_t c, uint8_t d)
