@@ -18,9 +18,12 @@
  *     net.ipv4.ip_local_reserved_ports at start, the earlier value put back
  *     at a clean stop. One write for the whole range, so no system call per
  *     connection, and a SYN-ACK can never arrive before its entry: the
- *     filter matches the range, not each connection. (After a kill -9 the
- *     reservation stays until the next start or stop: harmless, the kernel
- *     only leaves those ports alone.)
+ *     filter matches the range, not each connection. The earlier value is
+ *     kept in /dev/shm/dpsock.<name>.ports too (tmpfs: gone at a reboot,
+ *     as the sysctl's value): after a kill -9 the reservation stays
+ *     (harmless, the kernel only leaves those ports alone) and the next
+ *     dpsockd of that name takes the earlier value from there, so its
+ *     clean stop puts back what the host had.
  *   - a port a socket binds or listens on: a preloaded program's own kernel
  *     socket is bound to it already (shim: bind); for a native app's socket
  *     the registry binds a kernel socket of the same protocol to it (the
@@ -47,6 +50,7 @@
 
 #define RESERVED_PORTS "/proc/sys/net/ipv4/ip_local_reserved_ports"
 #define PORT_RANGE "/proc/sys/net/ipv4/ip_local_port_range"
+#define RESERVED_KEPT_FMT "/dev/shm/dpsock.%s.ports"
 
 struct flt_entry {
 	uint8_t proto;            /* IPPROTO_TCP / IPPROTO_UDP; 0: a group */
@@ -68,6 +72,7 @@ struct dpsock_filter {
 	uint32_t addrs[DPSOCK_MAX_PORTS][DPSOCK_NV_ADDRS_PORT]; /* given to each backend */
 	unsigned int n_addrs[DPSOCK_MAX_PORTS];
 	char reserved_before[4096]; /* ip_local_reserved_ports at start */
+	char reserved_kept[128];    /* where reserved_before is kept */
 	bool reserved_set;
 };
 
@@ -127,11 +132,22 @@ reserve_ports(struct dpsock_stack *d, struct dpsock_filter *f, char *err, size_t
 			 "on a shared port is 49152-60999)", d->eph_min, d->eph_max, klo, khi);
 		return -EINVAL;
 	}
-	r = read_file(RESERVED_PORTS, f->reserved_before, sizeof(f->reserved_before));
-	if (r != 0) {
-		snprintf(err, errlen, "%s: %s: the kernel could take dpsock's ports", RESERVED_PORTS,
-			 strerror(-r));
-		return r;
+	snprintf(f->reserved_kept, sizeof(f->reserved_kept), RESERVED_KEPT_FMT, d->conf.name);
+	if (read_file(f->reserved_kept, f->reserved_before, sizeof(f->reserved_before)) == 0) {
+		DPSOCK_LOG(NOTICE, main, "%s: a dpsockd named '%s' did not stop cleanly; %s "
+			   "before it was '%s', put back at this one's stop", f->reserved_kept,
+			   d->conf.name, RESERVED_PORTS, f->reserved_before);
+	} else {
+		r = read_file(RESERVED_PORTS, f->reserved_before, sizeof(f->reserved_before));
+		if (r != 0) {
+			snprintf(err, errlen, "%s: %s: the kernel could take dpsock's ports",
+				 RESERVED_PORTS, strerror(-r));
+			return r;
+		}
+		r = write_file(f->reserved_kept, f->reserved_before);
+		if (r != 0)
+			DPSOCK_LOG(WARNING, main, "%s: %s: after a kill -9 the ports stay "
+				   "reserved in the kernel", f->reserved_kept, strerror(-r));
 	}
 	snprintf(val, sizeof(val), "%s%s%u-%u", f->reserved_before,
 		 f->reserved_before[0] != '\0' ? "," : "", d->eph_min, d->eph_max);
@@ -139,6 +155,7 @@ reserve_ports(struct dpsock_stack *d, struct dpsock_filter *f, char *err, size_t
 	if (r != 0) {
 		snprintf(err, errlen, "cannot reserve dpsock's ports %u-%u in %s: %s", d->eph_min,
 			 d->eph_max, RESERVED_PORTS, strerror(-r));
+		unlink(f->reserved_kept);
 		return r;
 	}
 	f->reserved_set = true;
@@ -467,9 +484,14 @@ dpsock_filter_fini(struct dpsock_stack *d)
 	for (unsigned int i = 0; i < f->n; i++)
 		if (f->e[i].holder >= 0)
 			close(f->e[i].holder);
-	if (f->reserved_set && (r = write_file(RESERVED_PORTS, f->reserved_before)) != 0)
-		DPSOCK_LOG(WARNING, main, "%s: cannot put back '%s': %s", RESERVED_PORTS,
-			   f->reserved_before, strerror(-r));
+	if (f->reserved_set) {
+		r = write_file(RESERVED_PORTS, f->reserved_before);
+		if (r != 0)
+			DPSOCK_LOG(WARNING, main, "%s: cannot put back '%s': %s", RESERVED_PORTS,
+				   f->reserved_before, strerror(-r));
+		else
+			unlink(f->reserved_kept);
+	}
 	free(f->e);
 	free(f);
 	d->filter = NULL;

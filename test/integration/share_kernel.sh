@@ -29,6 +29,8 @@
 #      kernel server answers, a new kernel socket on a port dpsock had used
 #      answers, and nginx (whose listener fell back to its kernel socket,
 #      docs/preload.md) serves port 80 through the kernel.
+#  10. the range stays reserved after the kill -9; a new dpsockd of the same
+#      name and its clean stop put back the kernel's value from before.
 # af_packet cannot share a port (it cannot hide frames from the kernel):
 # dpsockd refuses such a configuration with a message saying what to do.
 set -euo pipefail
@@ -44,6 +46,8 @@ name=$TEST_NAME
 test_topo_up 122
 in_a ip addr add "$TOPO_ADDR_A/$TOPO_PLEN" dev "$TOPO_IF_A"
 conf=$TEST_TMP/$name.conf
+res0=$(in_a cat /proc/sys/net/ipv4/ip_local_reserved_ports)
+on_exit "rm -f /dev/shm/dpsock.$name.ports"
 printf 'name = "%s";\nruntime_dir = "%s";\nworkers = [ 0, 1 ];\ninterfaces = ( { port = "%s"; } );\n' \
 	"$name" "$TEST_TMP" "$TEST_PORT" >"$conf"
 # shellcheck disable=SC2046
@@ -108,24 +112,11 @@ ok "a kernel TCP server answers beside dpsockd"
 
 # ---- 3. preloaded nginx on port 80, offloaded, under load -------------------------------
 pfx=$TEST_TMP/nginx
-mkdir -p "$pfx/www" "$pfx/tmp" "$pfx/logs"
+mkdir -p "$pfx/www"
 printf 'dpsock shares the NIC with the kernel\n' >"$pfx/www/index.html"
-cat >"$pfx/nginx.conf" <<EOF
-daemon off;
-master_process on;
-worker_processes 2;
-pid $pfx/nginx.pid;
-error_log $pfx/logs/error.log info;
-events { worker_connections 1024; }
-http {
-	access_log off;
-	client_body_temp_path $pfx/tmp/body;
-	proxy_temp_path $pfx/tmp/proxy;
-	fastcgi_temp_path $pfx/tmp/fastcgi;
-	uwsgi_temp_path $pfx/tmp/uwsgi;
-	scgi_temp_path $pfx/tmp/scgi;
-	server { listen $TOPO_ADDR_A:80; root $pfx/www; }
-}
+nginx_conf "$pfx" 2 <<EOF
+access_log off;
+server { listen $TOPO_ADDR_A:80; root $pfx/www; }
 EOF
 preload_start nginx nginx -p "$pfx" -c "$pfx/nginx.conf" -e "$pfx/logs/error.log"
 wait_until 20 bash -c "\"$DPSOCK_STAT\" -n $name -v sockets 2>/dev/null | grep -q ':80 .*LISTEN'" ||
@@ -287,4 +278,18 @@ t1=$(date +%s%N)
 	fail "nginx (its listener now a kernel socket) did not answer after kill -9: '$body'"
 ok "kill -9 of dpsockd: no XDP program left, the kernel server, a new kernel socket on dpsock's port and nginx (fallen back) answer within $(((t1 - t0) / 1000000)) ms"
 preload_stop nginx QUIT || true
+
+# ---- 10. the next dpsockd puts back the host's reserved ports ------------------------------
+res=$(in_a cat /proc/sys/net/ipv4/ip_local_reserved_ports)
+grep -q '49152-60999' <<<"$res" || fail "the kill -9 took dpsock's range out of the kernel's reserved ports: '$res'"
+[ -s "/dev/shm/dpsock.$name.ports" ] || [ -z "$res0" ] || fail "the host's reserved ports before dpsockd ('$res0') were not kept"
+# shellcheck disable=SC2046
+dpsockd_start "$name" "$conf" $(DPSOCK_TEST_LCORES=0-1 DPSOCK_TEST_QPAIRS=2 dpsockd_eal_args "$name")
+wait_until 10 test -S "$TEST_TMP/$name.sock"
+grep -q 'did not stop cleanly' "$DPSOCKD_LOG" || fail "the restarted dpsockd did not take the kept value: $(grep -i reserved "$DPSOCKD_LOG")"
+dpsockd_stop_clean
+res=$(in_a cat /proc/sys/net/ipv4/ip_local_reserved_ports)
+[ "$res" = "$res0" ] || fail "after kill -9, restart and stop, the kernel's reserved ports are '$res', not the host's '$res0'"
+[ ! -e "/dev/shm/dpsock.$name.ports" ] || fail "/dev/shm/dpsock.$name.ports left after a clean stop"
+ok "after kill -9 the range stays reserved; the next dpsockd's clean stop puts back the host's value ('$res0')"
 pass "a port shared with the kernel: kernel services answer all along, dpsock serves its own flows, follows the kernel's addresses, and gives the interface back when killed"
