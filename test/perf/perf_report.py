@@ -276,6 +276,51 @@ def main():
         P("| %s |" % " | ".join(r))
     P("")
 
+    P("## Sharing the NIC with the kernel (AF_XDP)")
+    P("")
+    P("The same programs on the same AF_XDP port, owned by dpsock (dpsockd has the address and "
+      "its XDP program, the PMD's, redirects every frame of the queue) and shared with the kernel "
+      "(A's kernel has the address; dpsockd's interface has none, and dpsock's XDP program looks "
+      "each frame's protocol, address and port up in its maps and passes the kernel whatever "
+      "dpsock does not serve; docs/running.md). In each round dpsockd runs owned, then shared, "
+      "restarted for each. The ratio is shared ÷ owned: above 1 a latency got longer, below 1 a "
+      "rate got lower; the difference is sharing's cost (the look-ups, the kernel's neighbour "
+      "table through the net view), within the rounds' spread when the ranges overlap.")
+    P("")
+    P("| metric | owned | shared | shared ÷ owned |")
+    P("|---|---|---|---|")
+    for key, label, unit in (
+            ("pl_sockperf_udp_lat", "sockperf ping-pong UDP 64 B, p50 µs", "µs"),
+            ("pl_sockperf_tcp_lat", "sockperf ping-pong TCP 64 B, p50 µs", "µs"),
+            ("pl_sockperf_udp_tp", "sockperf throughput UDP 64 B, messages/s", "/s"),
+            ("pl_sockperf_tcp_tp", "sockperf throughput TCP 64 B, messages/s", "/s"),
+            ("pl_nginx", "nginx (1 worker) + wrk -c 64, requests/s", "/s")):
+        om, ot = summary(res, key, "af_xdp", unit)
+        sm, st = summary(res, key, "af_xdp_shared", unit)
+        P("| %s | %s | %s | %s |" % (label, ot, st, "%.3f×" % (sm / om) if om and sm else "—"))
+    xdp = (("udp_served", "UDP to a served port"), ("tcp_served", "TCP to a served port"),
+           ("tcp_ephemeral", "TCP to dpsock's ephemeral range (an active open's reply)"),
+           ("udp_group", "UDP to a joined group"), ("tcp_kernel", "TCP to a kernel port (passed)"),
+           ("arp_kernel", "ARP (passed)"))
+    for name, what in xdp:
+        om, ot = summary(res, "xdp_%s_ns" % name, "af_xdp", "ns")
+        sm, st = summary(res, "xdp_%s_ns" % name, "af_xdp_shared", "ns")
+        P("| XDP program per frame, %s, ns | %s | %s | %s |" % (
+            what, ot, st, "+%.0f ns" % (sm - om) if om is not None and sm is not None else "—"))
+    P("")
+    om = summary(res, "xdp_udp_served_ns", "af_xdp", "ns")[0]
+    sm = summary(res, "xdp_udp_served_ns", "af_xdp_shared", "ns")[0]
+    lat = summary(res, "pl_sockperf_udp_lat", "af_xdp_shared", "µs")[0]
+    if om is not None and sm is not None and lat:
+        P("The look-ups' own cost: a UDP ping-pong round trip takes one frame through the "
+          "program on dpsock's side, %.0f ns more than the PMD's program, **%.2f %% of the "
+          "shared round trip's p50** (%.1f µs). The XDP rows come from "
+          "`build/test/unit/xdp_filter_test --bench` (BPF_PROG_TEST_RUN, 2^20 runs per frame, "
+          "median of 5; dpsock's program with 64 served ports, the ephemeral range and a group, "
+          "against a program with the PMD's one call, `bpf_redirect_map` on the queue's "
+          "xsks_map slot)." % (sm - om, 100.0 * (sm - om) / (lat * 1000.0), lat))
+        P("")
+
     # latency
     P("## Latency percentiles (µs, medians over the rounds)")
     P("")
@@ -290,7 +335,7 @@ def main():
         "churn", "udp_c1", "udp_c16", "sp_udp_lat", "sp_tcp_lat",
         "pl_sockperf_udp_lat", "pl_sockperf_tcp_lat",
         "pl_sockperf_udp_lat_split", "pl_sockperf_tcp_lat_split"]
-    SIDES = ("kernel", "dpsock") + PATHS
+    SIDES = ("kernel", "dpsock") + PATHS + ("af_xdp_shared",)
     for m in LAT_METRICS:
         for side in SIDES:
             p = [pct_median(res, m, side, k) for k in ("p50", "p99", "p999")]
@@ -357,7 +402,7 @@ set key outside right top vertical
         # one pair of bars per side that has figures (an all-NaN column
         # stops gnuplot's histogram)
         titles = {"kernel": "kernel", "dpsock": "dpsock (memif)", "af_xdp": "dpsock on AF_XDP",
-                  "af_packet": "dpsock on af_packet"}
+                  "af_packet": "dpsock on af_packet", "af_xdp_shared": "dpsock on AF_XDP, shared"}
         plots = []
         for i, side in enumerate(SIDES):
             if side not in lat_sides:

@@ -12,8 +12,11 @@
 #
 # All dpsock rounds run first, port by port, then dpsockd stops and A's
 # kernel takes the address for the kernel rounds: an af_packet port sees
-# every frame on its veth and AF_XDP's program takes them all, so neither
-# may be up while the kernel serves the address.
+# every frame on its veth and AF_XDP's program (an owned port's) takes them
+# all, so neither may be up while the kernel serves the address. On AF_XDP
+# each round runs twice, the port owned (dpsockd has the address), then
+# shared with the kernel (A's kernel has it, dpsockd follows; side
+# af_xdp_shared: sockperf and nginx), dpsockd restarted for each.
 
 PL_LIB=$(find "$build" -maxdepth 1 -name libdpsock_preload.so 2>/dev/null | head -n 1)
 PL_NAME=${TEST_NAME}p
@@ -153,6 +156,49 @@ pl_round_all() { # SIDE ROUND
 	if command -v redis-server >/dev/null && command -v redis-benchmark >/dev/null; then pl_redis "$1" "$2"; fi
 }
 
+# pl_dpsockd PMD CONF [LABEL] / pl_dpsockd_stop LABEL: dpsockd for the
+# programs.
+pl_dpsockd() {
+	pmd_start "$PL_NAME" "$1" "$TEST_TMP/dpsockd-pl-${3:-$1}.log" "$DPSOCKD" -- -f "$2"
+}
+pl_dpsockd_stop() {
+	local rc=0
+	bg_stop "$PL_NAME" || rc=$?
+	[ "$rc" = 0 ] || failed "dpsockd (programs, $1) exited with status $rc (3 = mbuf leak)"
+	# the next run may be the kernel's, or dpsockd's with the same MAC
+	ip -n "$TOPO_NS_B" neigh flush dev "$TOPO_IF_B" 2>/dev/null
+	return 0
+}
+
+# pl_share_round ROUND: the port shared with the kernel (docs/running.md):
+# A's kernel has the address, dpsockd's interface has none and its XDP
+# program passes the kernel every frame of a flow it does not serve; the
+# same sockperf and nginx rounds as side af_xdp_shared.
+pl_share_round() {
+	local out name pmd_ns dp_ns
+	# what the look-ups cost per frame, BPF_PROG_TEST_RUN on the program
+	# alone (test/unit/xdp_filter_test.c --bench): the PMD's program as side
+	# af_xdp, dpsock's as af_xdp_shared
+	out=$("$build/test/unit/xdp_filter_test" --bench 2>&1)
+	grep -q '^bench ' <<<"$out" || failed "xdp_filter_test --bench: $(tail -n 1 <<<"$out")"
+	while read -r _ name pmd_ns dp_ns; do
+		result "xdp_${name}_ns" af_xdp "$1" "${pmd_ns#pmd_ns=}"
+		result "xdp_${name}_ns" af_xdp_shared "$1" "${dp_ns#dpsock_ns=}"
+	done < <(grep '^bench ' <<<"$out")
+	ip -n "$TOPO_NS_A" addr add "$TOPO_ADDR_A/24" dev "$TOPO_IF_A"
+	printf 'name = "%s";\nruntime_dir = "%s";\ninterfaces = ( { port = "net_af_xdp0"; } );\n' \
+		"$PL_NAME" "$TEST_TMP" >"$TEST_TMP/pl-shared.conf"
+	if pl_dpsockd af_xdp "$TEST_TMP/pl-shared.conf" af_xdp_shared; then
+		if command -v sockperf >/dev/null; then
+			pl_sockperf af_xdp_shared "$1" udp
+			pl_sockperf af_xdp_shared "$1" tcp
+		fi
+		if command -v nginx >/dev/null && command -v wrk >/dev/null; then pl_nginx af_xdp_shared "$1"; fi
+		pl_dpsockd_stop af_xdp_shared
+	fi
+	ip -n "$TOPO_NS_A" addr del "$TOPO_ADDR_A/24" dev "$TOPO_IF_A"
+}
+
 note "5. unmodified programs: server in netns A on CPU 1 (preloaded + dpsockd, or kernel), client in netns B on CPU 0"
 if [ -z "$PL_LIB" ]; then
 	pl_skip "libdpsock_preload.so is not built in $build"
@@ -168,13 +214,22 @@ else
 	for pmd in "${PMDS[@]}"; do
 		printf 'name = "%s";\nruntime_dir = "%s";\ninterfaces = ( { port = "net_%s0"; address = "%s/24"; } );\n' \
 			"$PL_NAME" "$TEST_TMP" "$pmd" "$TOPO_ADDR_A" >"$TEST_TMP/pl.conf"
-		pmd_start "$PL_NAME" "$pmd" "$TEST_TMP/dpsockd-pl-$pmd.log" "$DPSOCKD" -- -f "$TEST_TMP/pl.conf" ||
+		if [ "$pmd" = af_xdp ]; then
+			# each round owned, then shared with the kernel, so that the
+			# shared ÷ owned ratio compares runs minutes apart at most
+			for r in $(seq 1 "$rounds"); do
+				if pl_dpsockd "$pmd" "$TEST_TMP/pl.conf"; then
+					pl_round_all "$pmd" "$r"
+					pl_dpsockd_stop "$pmd"
+				fi
+				pl_share_round "$r"
+			done
 			continue
+		fi
+		pl_dpsockd "$pmd" "$TEST_TMP/pl.conf" || continue
 		for r in $(seq 1 "$rounds"); do pl_round_all "$pmd" "$r"; done
-		rc=0; bg_stop "$PL_NAME" || rc=$?
-		[ "$rc" = 0 ] || failed "dpsockd (programs, $pmd) exited with status $rc (3 = mbuf leak)"
+		pl_dpsockd_stop "$pmd"
 	done
 	ip -n "$TOPO_NS_A" addr add "$TOPO_ADDR_A/24" dev "$TOPO_IF_A"
-	ip -n "$TOPO_NS_B" neigh flush dev "$TOPO_IF_B" 2>/dev/null
 	for r in $(seq 1 "$rounds"); do pl_round_all kernel "$r"; done
 fi

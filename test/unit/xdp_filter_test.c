@@ -27,10 +27,18 @@
  *    that same port (dropped: no AF_XDP socket).
  * Needs root (BPF, namespaces) and iproute2: exits 77 with a reason
  * otherwise, or when the library was built without its XDP program.
+ *
+ * --bench (test/perf/run-all's sharing rows, not a test): what dpsock's
+ * look-ups cost per frame. The filter with 64 served ports, the ephemeral
+ * range and a group, against a program with the AF_XDP PMD's one call
+ * (bpf_redirect_map on the queue's xsks_map slot, as an owned port runs),
+ * both run by BPF_PROG_TEST_RUN on the same frames, 2^20 times each, the
+ * median of 5: one line per frame, "bench NAME pmd_ns=X dpsock_ns=Y".
  */
 
 #include <errno.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -70,6 +78,8 @@ main(void)
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
+#include "check.h"
+
 #ifndef AF_XDP
 #define AF_XDP 44
 #endif
@@ -80,19 +90,7 @@ main(void)
 #define IF_A "xdpf0"
 #define IF_B "xdpf1"
 
-static int failures;
 static unsigned int ifindex;
-
-#define CHECK(cond, ...)                                                        \
-	do {                                                                    \
-		if (!(cond)) {                                                  \
-			fprintf(stderr, "%s:%d: CHECK(%s) failed: ", __FILE__,   \
-				__LINE__, #cond);                               \
-			fprintf(stderr, __VA_ARGS__);                           \
-			fputc('\n', stderr);                                    \
-			failures++;                                             \
-		}                                                               \
-	} while (0)
 
 static uint32_t
 ip4(uint8_t a, uint8_t b, uint8_t c, uint8_t d)
@@ -786,10 +784,133 @@ test_live(void)
 	close(l2);
 }
 
+/* ---- --bench: the look-ups' cost --------------------------------------------- */
+
+/* The AF_XDP PMD's program, reduced to its call: the frame to the AF_XDP
+ * socket of its queue in xsks_map, or to the kernel when there is none. */
+static int
+load_pmd_like(int *map)
+{
+	struct bpf_insn insns[] = {
+		{ .code = BPF_LDX | BPF_MEM | BPF_W, .dst_reg = BPF_REG_2, .src_reg = BPF_REG_1,
+		  .off = offsetof(struct xdp_md, rx_queue_index) },
+		{ .code = BPF_LD | BPF_DW | BPF_IMM, .dst_reg = BPF_REG_1,
+		  .src_reg = BPF_PSEUDO_MAP_FD },
+		{ 0 },
+		{ .code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_3, .imm = XDP_PASS },
+		{ .code = BPF_JMP | BPF_CALL, .imm = BPF_FUNC_redirect_map },
+		{ .code = BPF_JMP | BPF_EXIT },
+	};
+
+	*map = bpf_map_create(BPF_MAP_TYPE_XSKMAP, "xsks_map", 4, 4, 64, NULL);
+	if (*map < 0)
+		return *map;
+	insns[1].imm = *map;
+	return bpf_prog_load(BPF_PROG_TYPE_XDP, "pmd_like", "GPL", insns,
+			     sizeof(insns) / sizeof(insns[0]), NULL);
+}
+
+static int
+cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* ns per run of the program on the frame: the median of 5 runs of 2^20 */
+static double
+run_ns(int prog_fd, const uint8_t *frame, size_t len)
+{
+	double ns[5];
+
+	for (unsigned int i = 0; i < 5; i++) {
+		struct xdp_md ctx = { .data_end = (uint32_t)len, .ingress_ifindex = ifindex };
+		LIBBPF_OPTS(bpf_test_run_opts, o, .data_in = frame, .data_size_in = (uint32_t)len,
+			    .ctx_in = &ctx, .ctx_size_in = sizeof(ctx), .repeat = 1u << 20);
+
+		if (bpf_prog_test_run_opts(prog_fd, &o) != 0)
+			return -1;
+		ns[i] = o.duration;
+	}
+	qsort(ns, 5, sizeof(ns[0]), cmp_double);
+	return ns[2];
+}
+
+static int
+bench(void)
+{
+	const uint32_t local = ip4(198, 18, 0, 1), peer = ip4(198, 18, 0, 2);
+	const uint32_t group = ip4(239, 1, 1, 1);
+	static const struct {
+		const char *name;
+		struct frame f;
+	} frames[] = {
+		{ "udp_served", { .proto = IPPROTO_UDP, .dport = 11111, .sport = 40000, .payload = 64 } },
+		{ "tcp_served", { .proto = IPPROTO_TCP, .dport = 80, .sport = 40000, .payload = 64 } },
+		{ "tcp_ephemeral", { .proto = IPPROTO_TCP, .dport = 50000, .sport = 80, .payload = 64 } },
+		{ "udp_group", { .proto = IPPROTO_UDP, .dport = 5000, .sport = 40000, .payload = 64 } },
+		{ "tcp_kernel", { .proto = IPPROTO_TCP, .dport = 22, .sport = 40000, .payload = 64 } },
+		{ "arp_kernel", { .ethertype = 0x0806, .payload = 28 } },
+	};
+	struct dpsock_xdpf *x;
+	char err[512];
+	int rc, pmd, map;
+
+	x = dpsock_xdpf_open(ifindex, NULL, QNONE, 0, 0, &rc, err, sizeof(err));
+	if (x == NULL) {
+		printf("skip: %s\n", err);
+		return 77;
+	}
+	pmd = load_pmd_like(&map);
+	if (pmd < 0) {
+		printf("the PMD-like program does not load: %s\n", strerror(-pmd));
+		return 1;
+	}
+	rc = dpsock_xdpf_addr(x, local, true);
+	for (uint16_t port = 11100; port < 11164 && rc == 0; port++)
+		rc = dpsock_xdpf_port(x, port & 1 ? IPPROTO_UDP : IPPROTO_TCP, local, port, true);
+	if (rc == 0)
+		rc = dpsock_xdpf_port(x, IPPROTO_TCP, 0, 80, true);
+	if (rc == 0)
+		rc = dpsock_xdpf_port(x, IPPROTO_UDP, 0, 5000, true);
+	if (rc == 0)
+		rc = dpsock_xdpf_ephemeral(x, 49152, 60999);
+	if (rc == 0)
+		rc = dpsock_xdpf_group(x, group, true);
+	if (rc != 0) {
+		printf("filling the filter: %s\n", strerror(-rc));
+		return 1;
+	}
+	for (size_t i = 0; i < sizeof(frames) / sizeof(frames[0]); i++) {
+		struct frame f = frames[i].f;
+		uint8_t buf[256];
+		size_t len;
+		double a, b;
+
+		f.src = peer;
+		f.dst = strcmp(frames[i].name, "udp_group") == 0 ? group : local;
+		if (f.dport == 11111)
+			f.dport = 11101; /* one of the 64, UDP */
+		len = build(buf, sizeof(buf), &f);
+		a = run_ns(pmd, buf, len);
+		b = run_ns(dpsock_xdpf_prog_fd(x), buf, len);
+		if (a < 0 || b < 0) {
+			printf("BPF_PROG_TEST_RUN failed: %s\n", strerror(errno));
+			return 1;
+		}
+		printf("bench %s pmd_ns=%.1f dpsock_ns=%.1f\n", frames[i].name, a, b);
+	}
+	dpsock_xdpf_close(x);
+	close(pmd);
+	close(map);
+	return 0;
+}
+
 /* ---- set-up ------------------------------------------------------------------ */
 
 int
-main(void)
+main(int argc, char **argv)
 {
 	char err[256];
 	int rc;
@@ -812,6 +933,8 @@ main(void)
 	}
 	ifindex = if_nametoindex(IF_A);
 	dpsock_log_init(RTE_LOG_WARNING);
+	if (argc > 1 && strcmp(argv[1], "--bench") == 0)
+		return bench();
 
 	CHECK(dpsock_xdpf_open(9999, NULL, QNONE, 0, 0, &rc, err, sizeof(err)) == NULL &&
 	      rc == -ENODEV, "open on a missing interface: %d %s", rc, err);
