@@ -153,8 +153,11 @@ def main():
         "`-m churn -c 16 -s 64 -t %s`; same pinning as above" % secs)
     add("bulk", "TCP single-stream bulk, Gbit/s sent (echoed back by the server)", "Gbit/s",
         "`-m bulk -c 1 -t %s`; same pinning as above" % secs)
-    rows.append(("UDP echo, dpsock client and server (memif)", "—", "not measured: dpsock-loadgen has no UDP mode",
-                 "—", "needs a UDP mode in apps/loadgen.c"))
+    for c in (1, 16):
+        add("udp_rr_c%d" % c, "UDP request/response, 64 B, %d socket%s, transactions/s"
+            % (c, "" if c == 1 else "s"), "/s",
+            "`-m udp -c %d -s 64 -t %s` (one datagram outstanding per socket); same pinning as above"
+            % (c, secs))
     mem_pmd = next((e.get("pmd") for _, e in res.get(("mem_per_conn", "dpsock"), []) if e.get("pmd")),
                    "net_af_packet")
     add("mem_per_conn", "memory per idle established connection, bytes (server side)", "B",
@@ -332,7 +335,7 @@ def main():
     lat_rows = []
     lat_sides = set()
     LAT_METRICS = ["rr_c%d" % c for c in rr_conns] + [
-        "churn", "udp_c1", "udp_c16", "sp_udp_lat", "sp_tcp_lat",
+        "udp_rr_c1", "udp_rr_c16", "churn", "udp_c1", "udp_c16", "sp_udp_lat", "sp_tcp_lat",
         "pl_sockperf_udp_lat", "pl_sockperf_tcp_lat",
         "pl_sockperf_udp_lat_split", "pl_sockperf_tcp_lat_split"]
     SIDES = ("kernel", "dpsock") + PATHS + ("af_xdp_shared",)
@@ -456,7 +459,11 @@ set key outside right top vertical
       "between the reads. dpsock-loadgen's own `rate` (transactions / whole run) is kept in "
       "`perf/results.tsv` as `whole_run_rate`; it is lower because of the first-second stall "
       "described below." % (secs, warm, warm))
-    P("- **UDP echo.** dpsock-loadgen has no UDP mode, so only the server can be dpsock: "
+    P("- **UDP request/response (memif).** dpsock-loadgen -m udp against dpsock-echo --raw "
+      "over memif, and kernel_load -m udp against kernel_echo over the veth: N connected UDP "
+      "sockets, one 64 B datagram outstanding each; dpsock's rate is Δ`udp_rx` of the client "
+      "over the window.")
+    P("- **UDP echo (veth).** A kernel client against each server: "
       "kernel_load -m udp (N connected UDP sockets, one 64 B datagram outstanding each, 200 ms "
       "loss timeout counted as err_lost) in netns B on CPU 0, against dpsock-echo --raw on "
       "net_af_xdp or net_af_packet, or kernel_echo, on CPU 1 in netns A, over the same veth "
@@ -595,7 +602,6 @@ set key outside right top vertical
     P("")
     P("## Known gaps (apps and stack)")
     P("")
-    P("- dpsock-loadgen has **no UDP mode**: UDP is measured with a kernel client only.")
     stall = [e.get("max_us") for e in extras("churn", "dpsock")]
     P("- Every dpsock-loadgen run **loses about its first second** over memif: its first ARP "
       "request goes out before the memif link is up (counted as `tx_drops`), lwIP re-sends it "
