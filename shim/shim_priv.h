@@ -160,7 +160,8 @@ shim_ts_to_ms(const struct timespec *ts)
 	return (int)(ts->tv_sec * 1000 + (ts->tv_nsec + 999999) / 1000000);
 }
 
-/* ---- process attach, threads, channels, waiters (attach.c) --------------- */
+/* ---- process attach (attach.c), threads' channels (channel.c), waiters
+ * (waiter.c), slots and their locks (slot.c) ------------------------------ */
 
 #define SHIM_MAX_WORKERS 64
 
@@ -180,6 +181,7 @@ struct shim_proc {
 	/* a forked child: a control connection the parent opened for it at
 	 * fork (fork.c), used by its first attach; -1 = none */
 	int spare_ctl;
+	int ctl_hup;              /* the control socket hung up: dpsockd is gone */
 };
 
 extern struct shim_proc shim_proc;
@@ -256,6 +258,13 @@ void shim_netview(struct dpsock_pl_netview *out);
 bool shim_daemon_gone(void);
 /* The control socket hung up (seen by a wait that watched it). */
 void shim_daemon_hung_up(void);
+/* One request on the control socket and its status reply (a waiter's or a
+ * channel's add and delete); fd rides along when >= 0; *out_id gets the
+ * reply's id. Returns the status or -errno (-ECONNRESET: not attached). */
+int shim_ctl_simple(uint16_t type, uint32_t id, uint32_t arg, int fd, uint32_t *out_id);
+/* futex(2) on a word of the segment (shared, not FUTEX_PRIVATE: the other
+ * side maps it too). */
+long shim_futex(uint32_t *uaddr, int op, uint32_t val, const struct timespec *ts);
 /* Sleep until the waiter's eventfd, the control socket, or timeout_ms
  * (-1 forever). Extra kernel fds may ride along (nfds entries of pfd, whose
  * revents are filled). Returns the real poll's result or -errno. Armed by
