@@ -109,7 +109,6 @@ for side in base head; do
 		tool "$side" "$t" >/dev/null || fail "$side build has no $t"
 	done
 done
-STAT=$(tool head dpsock-stat)
 
 # shellcheck disable=SC2207
 EAL=(--no-pci --log-level=lib.eal:error $(eal_mem_args))
@@ -126,7 +125,9 @@ bg_stop() { local p=${BG[$1]:-}; [ -n "$p" ] || return 0; kill -TERM "$p" 2>/dev
 	poll_until 10 _lib_dead "$p" || kill -KILL "$p" 2>/dev/null; wait "$p" 2>/dev/null; unset "BG[$1]"; }
 bg_all() { local n; for n in "${!BG[@]}"; do bg_stop "$n"; done; }
 on_exit bg_all
-stat_up() { "$STAT" -n "$1" >/dev/null 2>&1; }
+# stat_up SIDE NAME: that side's dpsock-stat reads NAME's segment (each
+# build reads its own stats layout)
+stat_up() { "$(tool "$1" dpsock-stat)" -n "$2" >/dev/null 2>&1; }
 
 SOCK=$TEST_TMP/memif.sock
 SRV=${TEST_NAME}s
@@ -148,7 +149,7 @@ memif_server() {
 		"--vdev=net_memif0,role=server,socket=$SOCK,socket-abstract=no" \
 		-- -f "$conf" "${extra[@]}" >"$TEST_TMP/srv.log" 2>&1 </dev/null &
 	BG[srv]=$!
-	poll_until 30 stat_up "$SRV" || { failed "$1 $2 server did not start: $(tail -n 3 "$TEST_TMP/srv.log")"; bg_stop srv; return 1; }
+	poll_until 30 stat_up "$1" "$SRV" || { failed "$1 $2 server did not start: $(tail -n 3 "$TEST_TMP/srv.log")"; bg_stop srv; return 1; }
 }
 
 # loadgen SIDE MODE CONNS: one run against the memif server; the total line
@@ -206,7 +207,7 @@ handoff_round() { # SIDE ROUND
 		"DPSOCK_NAME=$SRV" "$(tool "$1" kernel_echo)" -p 11111 -a "$MADDR" --tcp-only --wait epoll \
 		>"$TEST_TMP/prog.log" 2>&1 </dev/null &
 	BG[prog]=$!
-	if poll_until 20 bash -c "\"$STAT\" -n $SRV -v sockets 2>/dev/null | grep -q '*:11111 .*LISTEN'"; then
+	if poll_until 20 bash -c "\"$(tool "$1" dpsock-stat)\" -n $SRV -v sockets 2>/dev/null | grep -q '*:11111 .*LISTEN'"; then
 		lg_row "$1" "$2" handoff1 rr 1 p50 rate
 		lg_row "$1" "$2" handoff16 rr 16 rate
 	else
@@ -253,7 +254,7 @@ sockperf_round() { # SIDE ROUND
 		"${IN_A_BPFFS[@]}" taskset -c 1 "$(tool "$1" dpsockd)" -l 1 --file-prefix "$SP" "${EAL[@]}" \
 			$(TEST_PMD=af_xdp test_vdevs 1) -- -f "$TEST_TMP/sp.conf" >"$TEST_TMP/sp-d.log" 2>&1 </dev/null &
 		BG[spd]=$!
-		poll_until 30 stat_up "$SP" || { failed "$1 dpsockd on af_xdp did not start: $(tail -n 3 "$TEST_TMP/sp-d.log")"; bg_stop spd; return; }
+		poll_until 30 stat_up "$1" "$SP" || { failed "$1 dpsockd on af_xdp did not start: $(tail -n 3 "$TEST_TMP/sp-d.log")"; bg_stop spd; return; }
 	fi
 	for proto in udp tcp; do
 		sp_server "$1" "$proto"
