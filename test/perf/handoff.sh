@@ -102,7 +102,10 @@ bg_stop() { local p=${BG[$1]:-}; [ -n "$p" ] || return 0; kill -TERM "$p" 2>/dev
 	poll_until 10 _lib_dead "$p" || kill -KILL "$p" 2>/dev/null; wait "$p" 2>/dev/null; unset "BG[$1]"; }
 bg_all() { local n; for n in "${!BG[@]}"; do bg_stop "$n"; done; }
 on_exit bg_all
-stat_up() { "$DPSOCK_STAT" -n "$1" >/dev/null 2>&1; }
+# stat_of [BUILD]: the dpsock-stat that reads BUILD's stats layout;
+# stat_up NAME [BUILD]: it reads NAME's segment
+stat_of() { if [ -n "${1:-}" ]; then echo "$1/dpsock-stat"; else echo "$DPSOCK_STAT"; fi; }
+stat_up() { "$(stat_of "${2:-}")" -n "$1" >/dev/null 2>&1; }
 wakes() { # dpsockd's wake-ups both ways so far
 	local a b
 	a=$(stat_read "$SRV" pl_wakeups 2>/dev/null || echo 0)
@@ -119,7 +122,7 @@ server_start() {
 		"--vdev=net_memif0,role=server,socket=$SOCK,socket-abstract=no" \
 		-- -f "$TEST_TMP/srv.conf" "${extra[@]}" >"$TEST_TMP/srv.log" 2>&1 </dev/null &
 	BG[srv]=$!
-	poll_until 30 stat_up "$SRV" || { failed "$1 server did not start: $(tail -n 3 "$TEST_TMP/srv.log")"; return 1; }
+	poll_until 30 stat_up "$SRV" "${2:-}" || { failed "$1 server did not start: $(tail -n 3 "$TEST_TMP/srv.log")"; return 1; }
 }
 
 # program_start NAME CPU [BUILD]: the unmodified program under the shim on
@@ -152,7 +155,7 @@ EOF
 	esac
 	BG[prog]=$!
 	# listening through dpsockd: its listener shows in the socket view
-	poll_until 20 bash -c "\"$DPSOCK_STAT\" -n $SRV -v sockets 2>/dev/null | grep -q '*:11111 .*LISTEN'" ||
+	poll_until 20 bash -c "\"$(stat_of "${3:-}")\" -n $SRV -v sockets 2>/dev/null | grep -q '*:11111 .*LISTEN'" ||
 		{ failed "$name did not listen: $(tail -n 3 "$TEST_TMP/prog.log")"; return 1; }
 }
 
