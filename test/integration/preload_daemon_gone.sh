@@ -33,19 +33,7 @@ hz=$(getconf CLK_TCK)
 
 # the peer: a TCP server that accepts and holds (never reads or writes), and
 # a port whose SYNs B drops (a connect that stays in progress)
-cat >"$TEST_TMP/holdsrv.py" <<'PY'
-import socket, sys, time
-l = socket.socket()
-l.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-l.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
-l.bind((sys.argv[1], int(sys.argv[2])))
-l.listen(64)
-print("listening", flush=True)
-held = []
-while True:
-    held.append(l.accept()[0])
-PY
-peer_start holdsrv python3 "$TEST_TMP/holdsrv.py" "$TOPO_ADDR_B" 9100
+peer_start holdsrv python3 "$DPSOCK_SRC/test/tools/hold_server.py" "$TOPO_ADDR_B" 9100 4096
 wait_until 10 grep -q listening "$TEST_TMP/holdsrv.log"
 in_b nft -f - <<EOF
 table ip plgone {

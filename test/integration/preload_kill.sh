@@ -269,18 +269,7 @@ except OSError as e:
     print("error %s %d" % (errno.errorcode.get(e.errno, str(e.errno)),
           (time.monotonic() - t0) * 1000), flush=True)
 PY
-cat >"$TEST_TMP/holdsrv.py" <<'PY'
-import socket, sys, time
-l = socket.socket()
-l.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-l.bind((sys.argv[1], int(sys.argv[2])))
-l.listen(16)
-print("listening", flush=True)
-held = []
-while True:
-    held.append(l.accept()[0])
-PY
-peer_start holdsrv python3 "$TEST_TMP/holdsrv.py" "$TOPO_ADDR_B" 9100
+peer_start holdsrv python3 "$DPSOCK_SRC/test/tools/hold_server.py" "$TOPO_ADDR_B" 9100
 wait_until 10 grep -q listening "$TEST_TMP/holdsrv.log"
 
 for sig in TERM KILL; do
