@@ -13,6 +13,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 
 #include "shim_priv.h"
 
@@ -604,6 +605,26 @@ close(int fd)
 	if (!shim_fd_release(fd) && shim_epoll_is(fd))
 		shim_epoll_close(fd);
 	return REAL(close)(fd);
+}
+
+/* syscall(2): a close made through it (libuv's, so Node.js's, on Linux)
+ * lets go of the descriptor's shadow as close() does, else the number,
+ * once the kernel hands it out again, would still name the old socket.
+ * Every other call passes its six argument registers on unchanged, as
+ * glibc's syscall() reads them. */
+HOOK long
+syscall(long nr, ...)
+{
+	va_list ap;
+	long a[6];
+
+	va_start(ap, nr);
+	for (int i = 0; i < 6; i++)
+		a[i] = va_arg(ap, long);
+	va_end(ap);
+	if (nr == SYS_close)
+		return close((int)a[0]);
+	return REAL(syscall)(nr, a[0], a[1], a[2], a[3], a[4], a[5]);
 }
 
 static int

@@ -20,6 +20,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/syscall.h>
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/ioctl.h>
