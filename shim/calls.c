@@ -29,7 +29,8 @@ socket(int domain, int type, int protocol)
 	int base = type & ~(SOCK_NONBLOCK | SOCK_CLOEXEC);
 	struct shim_sock *s;
 
-	if (fd < 0 || domain != AF_INET || (base != SOCK_STREAM && base != SOCK_DGRAM))
+	if (fd < 0 || (domain != AF_INET && domain != AF_INET6) ||
+	    (base != SOCK_STREAM && base != SOCK_DGRAM))
 		return fd;
 	if (protocol != 0 && protocol != (base == SOCK_STREAM ? IPPROTO_TCP : IPPROTO_UDP))
 		return fd;
@@ -40,6 +41,8 @@ socket(int domain, int type, int protocol)
 	if (s != NULL) {
 		s->ino = shim_fd_ino(fd);
 		s->fd0 = fd;
+		s->family = domain;
+		s->v6only = domain == AF_INET6 && shim_bindv6only();
 	}
 	if (s == NULL || shim_fdtab_set(fd, s) < 0) {
 		free(s);
@@ -48,15 +51,17 @@ socket(int domain, int type, int protocol)
 	return fd;
 }
 
-/* Caller holds s->lock; returns 0 or -errno. */
+/* Caller holds s->lock; returns 0 or -errno. The kernel socket binds
+ * what the program gave (addr, len); dpsockd gets its IPv4 form (sin). */
 static int
-bind_locked(int fd, struct shim_sock *s, const struct sockaddr_in *sin, socklen_t len)
+bind_locked(int fd, struct shim_sock *s, const struct sockaddr *addr, socklen_t len,
+	    const struct sockaddr_in *sin)
 {
-	struct sockaddr_in got;
+	struct sockaddr_storage got;
 	socklen_t gl = sizeof(got);
 	int r, one = 1;
 
-	r = REAL(bind)(fd, (const struct sockaddr *)sin, len);
+	r = REAL(bind)(fd, addr, len);
 	if (r < 0 && errno == EADDRNOTAVAIL && shim_offload_decide(s->type == SOCK_STREAM ?
 		    DPSOCK_PL_TCP_SERVER : DPSOCK_PL_UDP_RECEIVER, sin->sin_addr.s_addr,
 		    sin->sin_port, 0, 0) == 1 &&
@@ -66,17 +71,23 @@ bind_locked(int fd, struct shim_sock *s, const struct sockaddr_in *sin, socklen_
 		 * for an address not up yet), so that the port is taken in the
 		 * kernel too, and so that after dpsockd's end the socket goes on
 		 * as the kernel socket the program asked for (gone.c) */
-		r = REAL(bind)(fd, (const struct sockaddr *)sin, len);
+		r = REAL(bind)(fd, addr, len);
 	}
 	if (r < 0)
 		return -errno;
+	/* sin_port and sin6_port sit at the same offset */
 	if (REAL(getsockname)(fd, (struct sockaddr *)&got, &gl) == 0)
-		s->lport = got.sin_port;
+		s->lport = ((struct sockaddr_in *)&got)->sin_port;
 	s->laddr = sin->sin_addr.s_addr;
+	s->any6 = s->family == AF_INET6 && s->laddr == 0 &&
+		  IN6_IS_ADDR_UNSPECIFIED(&((const struct sockaddr_in6 *)(const void *)addr)->sin6_addr);
 	s->bound = 1;
 	if (s->type == SOCK_DGRAM &&
 	    shim_offload_decide(DPSOCK_PL_UDP_RECEIVER, s->laddr, s->lport, 0, 0) == 1) {
 		r = shim_sock_open_all(s, DPSOCK_PL_OP_UDP_BIND, s->laddr, s->lport);
+		/* bound to "::": the kernel socket's datagrams (IPv6) are
+		 * read too (calls.c udp_recv_both) */
+		s->khalf = s->any6;
 		if (r == 0)
 			shim_sock_set_offloaded(s, SHIM_UDP);
 		else
@@ -94,14 +105,21 @@ HOOK int
 bind(int fd, const struct sockaddr *addr, socklen_t len)
 {
 	struct shim_sock *s = shim_sock_get(fd);
-	const struct sockaddr_in *sin = (const struct sockaddr_in *)(const void *)addr;
+	struct sockaddr_in sin;
 	int r;
 
-	if (s == NULL || s->mode != SHIM_UNDECIDED || addr == NULL || len < sizeof(*sin) ||
-	    sin->sin_family != AF_INET)
+	if (s == NULL || s->mode != SHIM_UNDECIDED)
 		return REAL(bind)(fd, addr, len);
+	if (shim_addr_in(s, addr, len, SHIM_ADDR_BIND, &sin) != 0) {
+		/* IPv6 proper (or an address the kernel will refuse): the
+		 * kernel's socket from now on, once the kernel took it */
+		r = REAL(bind)(fd, addr, len);
+		if (r == 0 && s->family == AF_INET6)
+			s->mode = SHIM_KERNEL;
+		return r;
+	}
 	pthread_mutex_lock(&s->lock);
-	r = bind_locked(fd, s, sin, len);
+	r = bind_locked(fd, s, addr, len, &sin);
 	pthread_mutex_unlock(&s->lock);
 	return r < 0 ? shim_fail(-r) : 0;
 }
@@ -125,19 +143,32 @@ listen_locked(int fd, struct shim_sock *s, int backlog)
 		return SHIM_TO_KERNEL;
 	}
 	if (!s->bound) {
-		struct sockaddr_in any = { .sin_family = AF_INET }, got;
+		struct sockaddr_in6 any6 = { .sin6_family = AF_INET6 };
+		struct sockaddr_in any = { .sin_family = AF_INET };
+		struct sockaddr_storage got;
 		socklen_t gl = sizeof(got);
 
-		if (REAL(bind)(fd, (struct sockaddr *)&any, sizeof(any)) < 0 ||
+		if ((s->family == AF_INET6 ?
+		     REAL(bind)(fd, (struct sockaddr *)&any6, sizeof(any6)) :
+		     REAL(bind)(fd, (struct sockaddr *)&any, sizeof(any))) < 0 ||
 		    REAL(getsockname)(fd, (struct sockaddr *)&got, &gl) < 0)
 			return -errno;
-		s->lport = got.sin_port;
+		s->lport = ((struct sockaddr_in *)&got)->sin_port;
+		s->any6 = s->family == AF_INET6;
 		s->bound = 1;
 	}
 	s->backlog = backlog < 0 ? 0 : backlog > 4096 ? 4096 : backlog;
 	r = shim_sock_open_all(s, DPSOCK_PL_OP_LISTEN, s->laddr, s->lport);
 	if (r < 0)
 		return r;
+	/* a dual-stack listener on "::": the kernel socket listens too, for
+	 * what reaches the kernel (IPv6; the kernel's own interfaces) */
+	if (s->any6) {
+		if (REAL(listen)(fd, backlog) == 0)
+			s->khalf = 1;
+		else
+			SHIM_LOG(WARNING, "listen of the kernel half: %s: IPv4 only", strerror(errno));
+	}
 	shim_sock_set_offloaded(s, SHIM_TCP_LISTEN);
 	return 0;
 }
@@ -162,18 +193,20 @@ listen(int fd, int backlog)
 static int
 udp_set_peer(struct shim_sock *s, const struct sockaddr *addr, socklen_t len)
 {
-	const struct sockaddr_in *sin = (const struct sockaddr_in *)(const void *)addr;
+	struct sockaddr_in sin;
 
 	if (addr != NULL && len >= sizeof(sa_family_t) && addr->sa_family == AF_UNSPEC) {
 		s->udp_connected = 0;
 		return 0;
 	}
-	if (addr == NULL || len < sizeof(*sin))
+	if (addr == NULL || len < sizeof(sa_family_t))
 		return -EINVAL;
-	if (sin->sin_family != AF_INET)
-		return -EAFNOSUPPORT;
-	s->raddr = sin->sin_addr.s_addr;
-	s->rport = sin->sin_port;
+	if (shim_addr_in(s, addr, len, SHIM_ADDR_PEER, &sin) != 0)
+		return addr->sa_family == s->family &&
+		       len < (s->family == AF_INET6 ? sizeof(struct sockaddr_in6) : sizeof(sin)) ?
+		       -EINVAL : -EAFNOSUPPORT;
+	s->raddr = sin.sin_addr.s_addr;
+	s->rport = sin.sin_port;
 	s->udp_connected = 1;
 	return 0;
 }
@@ -182,24 +215,25 @@ udp_set_peer(struct shim_sock *s, const struct sockaddr *addr, socklen_t len)
 static int
 connect_locked(struct shim_sock *s, const struct sockaddr *addr, socklen_t len)
 {
-	const struct sockaddr_in *sin = (const struct sockaddr_in *)(const void *)addr;
+	struct sockaddr_in sin;
 	int r;
 
 	if (s->mode == SHIM_UNDECIDED) {
 		int role = s->type == SOCK_STREAM ? DPSOCK_PL_TCP_CLIENT : DPSOCK_PL_UDP_CONNECT;
 
-		if (addr == NULL || len < sizeof(*sin) || sin->sin_family != AF_INET ||
-		    !shim_offload_decide(role, sin->sin_addr.s_addr, sin->sin_port,
+		if (shim_addr_in(s, addr, len, SHIM_ADDR_PEER, &sin) != 0 ||
+		    !shim_offload_decide(role, sin.sin_addr.s_addr, sin.sin_port,
 					 s->bound ? s->laddr : 0, s->bound ? s->lport : 0)) {
+			/* a TCP connect the kernel makes: its socket from now on */
 			if (addr != NULL && len >= sizeof(sa_family_t) &&
-			    addr->sa_family == AF_INET && s->type == SOCK_STREAM)
+			    addr->sa_family == s->family && s->type == SOCK_STREAM)
 				s->mode = SHIM_KERNEL;
 			return SHIM_TO_KERNEL;
 		}
 		if (s->type == SOCK_STREAM)
-			return shim_tcp_connect(s, sin);
-		r = shim_udp_ensure_bound(s, DPSOCK_PL_UDP_CONNECT, sin->sin_addr.s_addr,
-					  sin->sin_port);
+			return shim_tcp_connect(s, &sin);
+		r = shim_udp_ensure_bound(s, DPSOCK_PL_UDP_CONNECT, sin.sin_addr.s_addr,
+					  sin.sin_port);
 		if (r < 0)
 			return r;
 	}
@@ -265,12 +299,66 @@ sock_sendv(struct shim_sock *s, const struct iovec *iov, int n, int flags,
 	return shim_tcp_send(s, iov, n, flags);
 }
 
+/* A UDP socket with a kernel half (AF_INET6 bound to "::"): a datagram
+ * from dpsockd or, when it has none, from the kernel socket (IPv6, the
+ * kernel's own interfaces); a blocking call waits for either. m: the
+ * program's msghdr (recvmsg) or NULL. *kern: the kernel answered, and
+ * filled m's control messages and flags itself. */
 static ssize_t
-sock_recvv(struct shim_sock *s, const struct iovec *iov, int n, int flags,
-	   struct sockaddr *from, socklen_t *fromlen, int *mflags, struct dpsock_pl_dgram *hdr)
+udp_recv_both(int fd, struct shim_sock *s, const struct iovec *iov, int n, int flags,
+	      struct sockaddr *from, socklen_t *fromlen, int *mflags,
+	      struct dpsock_pl_dgram *hdr, struct msghdr *m, bool *kern)
 {
+	bool block = !s->nonblock && !(flags & MSG_DONTWAIT);
+
+	for (;;) {
+		struct msghdr km = { .msg_name = from, .msg_namelen = fromlen ? *fromlen : 0,
+				     .msg_iov = (struct iovec *)iov, .msg_iovlen = (size_t)n };
+		ssize_t r = shim_udp_recv(s, iov, n, flags | MSG_DONTWAIT, from, fromlen, mflags, hdr);
+		int w;
+
+		if (r >= 0 || errno != EAGAIN)
+			return r;
+		if (m != NULL) {
+			km.msg_control = m->msg_control;
+			km.msg_controllen = m->msg_controllen;
+		}
+		r = REAL(recvmsg)(fd, &km, flags | MSG_DONTWAIT);
+		if (r >= 0) {
+			if (fromlen != NULL)
+				*fromlen = km.msg_namelen;
+			if (m != NULL) {
+				m->msg_controllen = km.msg_controllen;
+				m->msg_flags = km.msg_flags;
+			}
+			*kern = true;
+			return r;
+		}
+		if (errno != EAGAIN && errno != EWOULDBLOCK)
+			return -1;
+		if (!block)
+			return shim_fail(EAGAIN);
+		w = shim_wait_sock_k(s, fd, POLLIN, s->rcvtimeo_ms);
+		if (w == -EINTR)
+			return shim_fail(EINTR);
+		if (w == 0)
+			return shim_fail(EAGAIN);   /* SO_RCVTIMEO */
+		/* ready, or dpsockd gone (the next look reports it) */
+	}
+}
+
+static ssize_t
+sock_recvv(int fd, struct shim_sock *s, const struct iovec *iov, int n, int flags,
+	   struct sockaddr *from, socklen_t *fromlen, int *mflags, struct dpsock_pl_dgram *hdr,
+	   struct msghdr *m, bool *kern)
+{
+	bool k = false;
+
 	if (mflags != NULL)
 		*mflags = 0;
+	if (s->mode == SHIM_UDP && s->khalf)
+		return udp_recv_both(fd, s, iov, n, flags, from, fromlen, mflags, hdr, m,
+				     kern != NULL ? kern : &k);
 	if (s->mode == SHIM_UDP)
 		return shim_udp_recv(s, iov, n, flags, from, fromlen, mflags, hdr);
 	if (fromlen != NULL)
@@ -278,6 +366,18 @@ sock_recvv(struct shim_sock *s, const struct iovec *iov, int n, int flags,
 	return shim_tcp_recv(s, iov, n, flags);
 }
 
+
+/* A datagram of an offloaded AF_INET6 socket to IPv6 proper: the kernel
+ * socket sends it (dpsockd carries the socket's IPv4 only). */
+static bool
+udp_to_kernel(const struct shim_sock *s, const struct sockaddr *to, socklen_t tolen)
+{
+	struct sockaddr_in v4;
+
+	return s->family == AF_INET6 && s->mode == SHIM_UDP && to != NULL &&
+	       tolen >= sizeof(struct sockaddr_in6) && to->sa_family == AF_INET6 &&
+	       shim_addr_in(s, to, tolen, SHIM_ADDR_PEER, &v4) != 0;
+}
 
 HOOK ssize_t
 send(int fd, const void *buf, size_t len, int flags)
@@ -298,7 +398,7 @@ sendto(int fd, const void *buf, size_t len, int flags, const struct sockaddr *to
 
 	if (s != NULL && s->mode == SHIM_UNDECIDED && !shim_udp_first_send(s, to, tolen))
 		return REAL(sendto)(fd, buf, len, flags, to, tolen);
-	if (!shim_sock_offloaded(s))
+	if (!shim_sock_offloaded(s) || udp_to_kernel(s, to, tolen))
 		return REAL(sendto)(fd, buf, len, flags, to, tolen);
 	return sock_sendv(s, &v, 1, flags, s->mode == SHIM_UDP ? to : NULL, tolen);
 }
@@ -311,7 +411,7 @@ sendmsg(int fd, const struct msghdr *m, int flags)
 	if (s != NULL && s->mode == SHIM_UNDECIDED && m != NULL &&
 	    !shim_udp_first_send(s, m->msg_name, m->msg_namelen))
 		return REAL(sendmsg)(fd, m, flags);
-	if (!shim_sock_offloaded(s) || m == NULL)
+	if (!shim_sock_offloaded(s) || m == NULL || udp_to_kernel(s, m->msg_name, m->msg_namelen))
 		return REAL(sendmsg)(fd, m, flags);
 	if (m->msg_iovlen > IOV_MAX)
 		return shim_fail(EMSGSIZE);
@@ -373,7 +473,7 @@ recv(int fd, void *buf, size_t len, int flags)
 
 	if (!shim_sock_offloaded(s))
 		return REAL(recv)(fd, buf, len, flags);
-	return sock_recvv(s, &v, 1, flags, NULL, NULL, NULL, NULL);
+	return sock_recvv(fd, s, &v, 1, flags, NULL, NULL, NULL, NULL, NULL, NULL);
 }
 
 HOOK ssize_t
@@ -384,7 +484,7 @@ recvfrom(int fd, void *buf, size_t len, int flags, struct sockaddr *from, sockle
 
 	if (!shim_sock_offloaded(s))
 		return REAL(recvfrom)(fd, buf, len, flags, from, fromlen);
-	return sock_recvv(s, &v, 1, flags, from, fromlen, NULL, NULL);
+	return sock_recvv(fd, s, &v, 1, flags, from, fromlen, NULL, NULL, NULL, NULL);
 }
 
 HOOK ssize_t
@@ -392,6 +492,7 @@ recvmsg(int fd, struct msghdr *m, int flags)
 {
 	struct shim_sock *s = shim_sock_get(fd);
 	struct dpsock_pl_dgram h;
+	bool kern = false;
 	int mf = 0;
 	ssize_t r;
 
@@ -399,9 +500,9 @@ recvmsg(int fd, struct msghdr *m, int flags)
 		return REAL(recvmsg)(fd, m, flags);
 	if (m->msg_iovlen > IOV_MAX)
 		return shim_fail(EMSGSIZE);
-	r = sock_recvv(s, m->msg_iov, (int)m->msg_iovlen, flags,
-		       m->msg_name, m->msg_name != NULL ? &m->msg_namelen : NULL, &mf, &h);
-	if (r >= 0) {
+	r = sock_recvv(fd, s, m->msg_iov, (int)m->msg_iovlen, flags,
+		       m->msg_name, m->msg_name != NULL ? &m->msg_namelen : NULL, &mf, &h, m, &kern);
+	if (r >= 0 && !kern) {
 		if (s->mode == SHIM_UDP) {
 			shim_udp_cmsgs(s, &h, m, &mf);
 		} else {
@@ -447,7 +548,7 @@ read(int fd, void *buf, size_t len)
 
 	if (!shim_sock_offloaded(s))
 		return REAL(read)(fd, buf, len);
-	return sock_recvv(s, &v, 1, 0, NULL, NULL, NULL, NULL);
+	return sock_recvv(fd, s, &v, 1, 0, NULL, NULL, NULL, NULL, NULL, NULL);
 }
 
 HOOK ssize_t
@@ -459,7 +560,7 @@ readv(int fd, const struct iovec *iov, int n)
 		return REAL(readv)(fd, iov, n);
 	if (n < 0 || n > IOV_MAX)
 		return shim_fail(EINVAL);
-	return sock_recvv(s, iov, n, 0, NULL, NULL, NULL, NULL);
+	return sock_recvv(fd, s, iov, n, 0, NULL, NULL, NULL, NULL, NULL, NULL);
 }
 
 HOOK ssize_t
@@ -628,18 +729,13 @@ syscall(long nr, ...)
 }
 
 static int
-put_name(struct sockaddr *addr, socklen_t *len, uint32_t a, uint16_t p)
+put_name(const struct shim_sock *s, struct sockaddr *addr, socklen_t *len, uint32_t a, uint16_t p)
 {
-	struct sockaddr_in sin = { .sin_family = AF_INET, .sin_addr.s_addr = a, .sin_port = p };
-	socklen_t l;
-
 	if (addr == NULL || len == NULL)
 		return shim_fail(EFAULT);
 	if ((int)*len < 0)
 		return shim_fail(EINVAL);
-	l = *len < sizeof(sin) ? *len : sizeof(sin);
-	memcpy(addr, &sin, l);
-	*len = sizeof(sin);
+	shim_addr_out(s, a, p, addr, len);
 	return 0;
 }
 
@@ -653,10 +749,10 @@ getsockname(int fd, struct sockaddr *addr, socklen_t *len)
 	if (s->mode == SHIM_TCP_CONN) {
 		struct dpsock_pl_slot *sl = shim_sock_slot(s, 0);
 
-		return put_name(addr, len, sl->laddr ? sl->laddr : s->laddr,
+		return put_name(s, addr, len, sl->laddr ? sl->laddr : s->laddr,
 				sl->lport ? sl->lport : s->lport);
 	}
-	return put_name(addr, len, s->laddr, s->lport);
+	return put_name(s, addr, len, s->laddr, s->lport);
 }
 
 HOOK int
@@ -667,14 +763,14 @@ getpeername(int fd, struct sockaddr *addr, socklen_t *len)
 	if (!shim_sock_offloaded(s))
 		return REAL(getpeername)(fd, addr, len);
 	if (s->mode == SHIM_UDP)
-		return s->udp_connected ? put_name(addr, len, s->raddr, s->rport) : shim_fail(ENOTCONN);
+		return s->udp_connected ? put_name(s, addr, len, s->raddr, s->rport) : shim_fail(ENOTCONN);
 	if (s->mode == SHIM_TCP_CONN) {
 		struct dpsock_pl_slot *sl = shim_sock_slot(s, 0);
 		uint32_t st = __atomic_load_n(&sl->state, __ATOMIC_ACQUIRE);
 
 		if (st == DPSOCK_PL_ST_ESTABLISHED ||
 		    (st == DPSOCK_PL_ST_CLOSED && sl->err == 0))
-			return put_name(addr, len, sl->raddr, sl->rport);
+			return put_name(s, addr, len, sl->raddr, sl->rport);
 	}
 	return shim_fail(ENOTCONN);
 }
@@ -803,6 +899,13 @@ remember_opt(int fd, struct shim_sock *s, int level, int name, const void *val, 
 			memset(s->cc, 0, sizeof(s->cc));
 			memcpy(s->cc, val, len < sizeof(s->cc) - 1 ? len : sizeof(s->cc) - 1);
 			return 1;
+		default: return 0;
+		}
+	}
+	if (level == IPPROTO_IPV6) {
+		switch (name) {
+		case IPV6_V6ONLY: s->v6only = v != 0; return 0;
+		case IPV6_RECVPKTINFO: s->pktinfo6 = v != 0; return 0;
 		default: return 0;
 		}
 	}

@@ -40,6 +40,8 @@ struct ep_reg {
 	struct ep_reg *undec_next;  /* on the undecided list */
 	struct ep_reg *rnext, *rprev; /* on the ready list */
 	uint8_t in_kernel;          /* registered in the kernel set (undecided) */
+	uint8_t also_kernel;        /* offloaded with a kernel half (shim_sock khalf):
+				     * its kernel socket is in the kernel set too */
 	uint8_t on_ready;
 	uint8_t disabled;           /* EPOLLONESHOT fired */
 	uint8_t unwatched;          /* a slot had no free watch entry for us */
@@ -288,6 +290,25 @@ reg_offload(struct shim_ep *e, struct ep_reg *g)
 	return 0;
 }
 
+/* An offloaded socket with a kernel half (a dual-stack listener): the
+ * kernel set watches its kernel socket too, with the program's event, and
+ * what the kernel reports goes to the program as it is. in_set: it is
+ * there already (it was undecided). Caller holds e->lock. */
+static void
+khalf_watch(struct shim_ep *e, struct ep_reg *g, bool in_set)
+{
+	if (!g->s->khalf || g->also_kernel)
+		return;
+	if (!in_set && REAL(epoll_ctl)(e->epfd, EPOLL_CTL_ADD, g->fd, &g->ev) < 0 &&
+	    errno != EEXIST) {
+		SHIM_LOG(WARNING, "fd %d: its kernel half stays out of the epoll set: %s", g->fd,
+			 strerror(errno));
+		return;
+	}
+	g->also_kernel = 1;
+	__atomic_add_fetch(&e->n_kernel, 1, __ATOMIC_RELAXED);
+}
+
 static void
 undecided_add(struct shim_ep *e, struct ep_reg *g)
 {
@@ -322,6 +343,8 @@ reg_drop(struct shim_ep *e, struct ep_reg *g)
 		ready_del(g);
 		__atomic_sub_fetch(&e->n_off, 1, __ATOMIC_RELAXED);
 		e->n_unwatched -= g->unwatched;
+		if (g->also_kernel)
+			__atomic_sub_fetch(&e->n_kernel, 1, __ATOMIC_RELAXED);
 	}
 	shim_fdmap_take(&e->regs, g->fd);
 	__atomic_sub_fetch(&g->s->in_epoll, 1, __ATOMIC_RELAXED);
@@ -372,7 +395,10 @@ ep_adopt(struct shim_ep *e)
 			undecided_add(e, g);
 			return;
 		}
-		REAL(epoll_ctl)(e->epfd, EPOLL_CTL_DEL, g->fd, NULL);
+		if (g->s->khalf)
+			khalf_watch(e, g, true);
+		else
+			REAL(epoll_ctl)(e->epfd, EPOLL_CTL_DEL, g->fd, NULL);
 	}
 }
 
@@ -487,6 +513,7 @@ ctl_add(struct shim_ep *e, int fd, struct shim_sock *s, const struct epoll_event
 			free(g);
 			return r;
 		}
+		khalf_watch(e, g, false);
 	}
 	__atomic_add_fetch(&s->in_epoll, 1, __ATOMIC_RELAXED);
 	return 0;
@@ -504,13 +531,13 @@ ctl_locked(struct shim_ep *e, int op, int fd, struct shim_sock *s, const struct 
 	if (g == NULL || g->s != s)
 		return -ENOENT;
 	if (op == EPOLL_CTL_DEL) {
-		if (g->in_kernel)
+		if (g->in_kernel || g->also_kernel)
 			REAL(epoll_ctl)(e->epfd, EPOLL_CTL_DEL, fd, NULL);
 		reg_drop(e, g);
 		return 0;
 	}
-	if (g->in_kernel && REAL(epoll_ctl)(e->epfd, EPOLL_CTL_MOD, fd,
-					    (struct epoll_event *)ev) < 0)
+	if ((g->in_kernel || g->also_kernel) &&
+	    REAL(epoll_ctl)(e->epfd, EPOLL_CTL_MOD, fd, (struct epoll_event *)ev) < 0)
 		return -errno;
 	g->ev = *ev;
 	g->disabled = 0;

@@ -351,6 +351,8 @@ adopt_opts(struct shim_sock *s, int fd)
 	if (s->type == SOCK_DGRAM) {
 		/* recvmsg's control messages follow the kernel socket's options */
 		GETINT(IPPROTO_IP, IP_PKTINFO, pktinfo);
+		if (s->family == AF_INET6)
+			GETINT(IPPROTO_IPV6, IPV6_RECVPKTINFO, pktinfo6);
 		GETINT(SOL_SOCKET, SO_TIMESTAMPING, ts_flags);
 		s->ts_ing_opt = SO_TIMESTAMPING;
 		l = sizeof(v);
@@ -399,7 +401,8 @@ adopt_one(int fd, uint64_t ino, struct adopt_cand *c, size_t nc)
 		return NULL;
 	if (REAL(getsockopt)(fd, SOL_SOCKET, SO_TYPE, &type, &l) != 0 ||
 	    (l = sizeof(dom), REAL(getsockopt)(fd, SOL_SOCKET, SO_DOMAIN, &dom, &l)) != 0 ||
-	    dom != AF_INET || type != (kind == DPSOCK_PL_UDP ? SOCK_DGRAM : SOCK_STREAM))
+	    (dom != AF_INET && dom != AF_INET6) ||
+	    type != (kind == DPSOCK_PL_UDP ? SOCK_DGRAM : SOCK_STREAM))
 		return NULL;
 	fl = REAL(fcntl)(fd, F_GETFL);
 	s = shim_sock_new(type, fl >= 0 && (fl & O_NONBLOCK) != 0);
@@ -416,6 +419,22 @@ adopt_one(int fd, uint64_t ino, struct adopt_cand *c, size_t nc)
 	s->laddr = sl->laddr;
 	s->lport = sl->lport;
 	s->bound = 1;
+	s->family = dom;
+	if (dom == AF_INET6) {
+		struct sockaddr_in6 k;
+		socklen_t kl = sizeof(k);
+		int v = 0, acc = 0;
+
+		l = sizeof(v);
+		if (REAL(getsockopt)(fd, IPPROTO_IPV6, IPV6_V6ONLY, &v, &l) == 0)
+			s->v6only = v;
+		s->any6 = s->laddr == 0 && REAL(getsockname)(fd, (struct sockaddr *)&k, &kl) == 0 &&
+			  k.sin6_family == AF_INET6 && IN6_IS_ADDR_UNSPECIFIED(&k.sin6_addr);
+		/* a dual-stack listener's kernel half listens (calls.c) */
+		l = sizeof(acc);
+		s->khalf = kind == DPSOCK_PL_TCP_LISTENER && s->any6 &&
+			   REAL(getsockopt)(fd, SOL_SOCKET, SO_ACCEPTCONN, &acc, &l) == 0 && acc;
+	}
 	if (kind == DPSOCK_PL_TCP_CONN) {
 		uint32_t st = __atomic_load_n(&sl->state, __ATOMIC_ACQUIRE);
 

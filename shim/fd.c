@@ -145,6 +145,7 @@ shim_sock_new(int type, int nonblock)
 	s->refs = 1;
 	pthread_mutex_init(&s->lock, NULL);
 	s->type = type;
+	s->family = AF_INET;
 	s->nonblock = nonblock;
 	s->backlog = 128;
 	s->rcvtimeo_ms = -1;

@@ -462,5 +462,14 @@ shim_udp_cmsgs(const struct shim_sock *s, const struct dpsock_pl_dgram *h, struc
 
 		cmsg_put(&o, IPPROTO_IP, IP_PKTINFO, &pi, sizeof(pi));
 	}
+	if (s->pktinfo6) {
+		/* an AF_INET6 socket's IPv4 datagram: the mapped destination
+		 * and the interface, after the IPv4 messages (as Linux) */
+		struct in6_pktinfo pi6 = { .ipi6_ifindex = h->ifindex };
+
+		pi6.ipi6_addr.s6_addr32[2] = htonl(0xffff);
+		pi6.ipi6_addr.s6_addr32[3] = h->dst;
+		cmsg_put(&o, IPPROTO_IPV6, IPV6_PKTINFO, &pi6, sizeof(pi6));
+	}
 	m->msg_controllen = o.used;
 }

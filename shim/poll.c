@@ -58,6 +58,29 @@ poll_offloaded(struct pollfd *fds, nfds_t n, int count)
 	return c;
 }
 
+/* The kernel's answer for entries k (map: their places in fds) joins fds:
+ * a kernel descriptor's revents are the kernel's, a kernel half's add to
+ * its socket's. Returns how many of them are ready and were not already. */
+static int
+merge_kernel(struct pollfd *fds, const struct pollfd *k, const nfds_t *map, nfds_t nk)
+{
+	int c = 0;
+
+	for (nfds_t j = 0; j < nk; j++) {
+		struct pollfd *f = &fds[map[j]];
+		struct shim_sock *s = shim_sock_get(f->fd);
+
+		if (shim_sock_offloaded(s) && s->khalf) {
+			c += f->revents == 0 && k[j].revents != 0;
+			f->revents |= k[j].revents;
+		} else {
+			f->revents = k[j].revents;
+			c += k[j].revents != 0;
+		}
+	}
+	return c;
+}
+
 /* poll over mixed descriptors. timeout_ms -1 = forever. */
 static int
 mixed_poll(struct pollfd *fds, nfds_t n, int timeout_ms, const sigset_t *mask)
@@ -83,9 +106,13 @@ mixed_poll(struct pollfd *fds, nfds_t n, int timeout_ms, const sigset_t *mask)
 		}
 	}
 	for (nfds_t i = 0; i < n; i++) {
+		struct shim_sock *s = fds[i].fd >= 0 ? shim_sock_get(fds[i].fd) : NULL;
+
 		fds[i].revents = 0;
-		if (fds[i].fd >= 0 && shim_sock_offloaded(shim_sock_get(fds[i].fd)))
+		if (shim_sock_offloaded(s) && !s->khalf)
 			continue;
+		/* a kernel descriptor; or the kernel half of an offloaded one
+		 * (a dual-stack listener), whose events join the slots' */
 		k[nk] = fds[i];
 		map[nk++] = i;
 	}
@@ -97,8 +124,7 @@ mixed_poll(struct pollfd *fds, nfds_t n, int timeout_ms, const sigset_t *mask)
 			kc = REAL(poll)(k, nk, 0);
 			if (kc < 0)
 				goto out_err;
-			for (nfds_t j = 0; j < nk; j++)
-				fds[map[j]].revents = k[j].revents;
+			kc = merge_kernel(fds, k, map, nk);
 		}
 		if (c + kc > 0 || timeout_ms == 0) {
 			ret = c + kc;

@@ -190,10 +190,18 @@ shim_sock_unwatch(struct shim_sock *s, int waiter_id)
 int
 shim_wait_sock(struct shim_sock *s, uint32_t want, int timeout_ms)
 {
+	return shim_wait_sock_k(s, -1, want, timeout_ms);
+}
+
+int
+shim_wait_sock_k(struct shim_sock *s, int kfd, uint32_t want, int timeout_ms)
+{
 	struct shim_thread *t = shim_thread_get();
 	uint64_t start = shim_now_us();
-	long budget = shim_spin_budget(shim_env.rx_poll_us);
+	/* with a kernel half, no spin: each look at it is a system call */
+	long budget = kfd >= 0 ? 0 : shim_spin_budget(shim_env.rx_poll_us);
 	unsigned int sig0 = shim_sig_count();
+	struct pollfd kp = { .fd = kfd, .events = (short)want };
 
 	if (t == NULL)
 		return -errno;
@@ -208,6 +216,8 @@ shim_wait_sock(struct shim_sock *s, uint32_t want, int timeout_ms)
 			shim_poll_count(s, true);
 			return 1;
 		}
+		if (kfd >= 0 && REAL(poll)(&kp, 1, 0) > 0)
+			return 1;
 		if (first)
 			shim_poll_count(s, false);
 		if (shim_daemon_gone())
@@ -229,7 +239,10 @@ shim_wait_sock(struct shim_sock *s, uint32_t want, int timeout_ms)
 		if (want & POLLOUT)
 			shim_sock_want_tx(s);
 		watched = shim_sock_watch(s, t->w.id);
-		shim_waiter_arm_futex(&t->w);
+		if (kfd >= 0)
+			shim_waiter_arm(&t->w);
+		else
+			shim_waiter_arm_futex(&t->w);
 		r = 0;
 		if (!(shim_sock_ready(s) & (want | POLLERR | POLLHUP))) {
 			tmo = watched ? 1000 : 1;
@@ -239,7 +252,7 @@ shim_wait_sock(struct shim_sock *s, uint32_t want, int timeout_ms)
 				if (left < tmo)
 					tmo = left < 0 ? 0 : (int)left;
 			}
-			r = shim_sleep(&t->w, NULL, 0, tmo, NULL);
+			r = shim_sleep(&t->w, kfd >= 0 ? &kp : NULL, kfd >= 0, tmo, NULL);
 		}
 		shim_waiter_disarm(&t->w);
 		shim_waiter_drain(&t->w, NULL, NULL);

@@ -320,7 +320,7 @@ void shim_unlock(uint32_t *lock);
 /* ---- socket shadow objects ------------------------------------------------- */
 
 enum shim_sock_mode {
-	SHIM_UNDECIDED = 0,       /* AF_INET, no offload decision yet */
+	SHIM_UNDECIDED = 0,       /* AF_INET or AF_INET6, no offload decision yet */
 	SHIM_KERNEL,              /* decided: stays a kernel socket */
 	SHIM_TCP_LISTEN,
 	SHIM_TCP_CONN,
@@ -331,6 +331,13 @@ struct shim_sock {
 	int refs;                 /* fds sharing this object (dup) */
 	pthread_mutex_t lock;
 	int type;                 /* SOCK_STREAM / SOCK_DGRAM */
+	int family;               /* AF_INET / AF_INET6 (dual-stack: family.c) */
+	int v6only;               /* AF_INET6: IPV6_V6ONLY (never offloaded) */
+	int any6;                 /* AF_INET6 bound to "::" (getsockname names "::") */
+	/* the kernel socket carries traffic too: an AF_INET6 listener on "::"
+	 * listens in the kernel for what dpsockd does not serve (IPv6, the
+	 * kernel's own interfaces); accept and every wait look at both */
+	int khalf;
 	int mode;                 /* enum shim_sock_mode */
 	int nonblock;             /* mirrors the kernel's O_NONBLOCK */
 	/* local address asked for by bind (network order) */
@@ -374,6 +381,7 @@ struct shim_sock {
 	uint32_t mc_if_addr;      /* the address given (getsockopt) */
 	int rcvbuf_eff, sndbuf_eff; /* SO_RCVBUF / SO_SNDBUF as the kernel reports them */
 	int pktinfo;              /* IP_PKTINFO */
+	int pktinfo6;             /* IPV6_RECVPKTINFO (AF_INET6) */
 	int ts_opt;               /* SO_TIMESTAMP / SO_TIMESTAMPNS (the option number set), 0: off */
 	int ts_flags;             /* SO_TIMESTAMPING flags */
 	int ts_ing_opt;           /* the SO_TIMESTAMPING option number set (old or new) */
@@ -445,6 +453,24 @@ shim_epipe(int flags)
 	errno = EPIPE;
 	return -1;
 }
+
+/* ---- address families (family.c) ------------------------------------------- */
+
+/* What an address is used for: a bind takes "::" as every address. */
+enum { SHIM_ADDR_BIND, SHIM_ADDR_PEER };
+/* net.ipv6.bindv6only, read once. */
+int shim_bindv6only(void);
+/* The IPv4 address and port for dpsockd of a (len bytes) given to socket
+ * s: 0 and *out filled; SHIM_TO_KERNEL when it is not IPv4 for this socket
+ * (IPv6 proper, an AF_INET6 socket with IPV6_V6ONLY, an address family the
+ * socket does not take, a short length): the kernel answers. */
+int shim_addr_in(const struct shim_sock *s, const struct sockaddr *a, socklen_t len, int use,
+		 struct sockaddr_in *out);
+/* Write IPv4 address a, port p (network order) as socket s names addresses
+ * (AF_INET, or AF_INET6 mapped), truncated to *len as the kernel does;
+ * *len gets the full size. */
+void shim_addr_out(const struct shim_sock *s, uint32_t a, uint16_t p, struct sockaddr *out,
+		   socklen_t *len);
 
 /* ---- shadow fd table and object lifetime (fd.c) ---------------------------- */
 
@@ -553,6 +579,9 @@ bool shim_sock_want_tx(struct shim_sock *s);
  * DPSOCK_RX_POLL budget, then sleep. timeout_ms: -1 forever. Returns 1 when
  * ready, 0 on timeout, -EINTR, or -ECONNABORTED when dpsockd went away. */
 int shim_wait_sock(struct shim_sock *s, uint32_t want, int timeout_ms);
+/* The same, with s's kernel half (kfd, a descriptor of its kernel socket;
+ * -1: none) watched too: ready when either is; no spin. */
+int shim_wait_sock_k(struct shim_sock *s, int kfd, uint32_t want, int timeout_ms);
 
 /* ---- offload decision (offload.c) ------------------------------------------- */
 

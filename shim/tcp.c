@@ -268,6 +268,23 @@ shim_tcp_connect_wait(struct shim_sock *s)
 	}
 }
 
+/* A connection of the kernel half of listener s (fd), without blocking:
+ * its descriptor, or -errno (-EAGAIN: none). A blocking listener's kernel
+ * socket blocks, so it is asked first whether one is there. */
+static int
+khalf_accept(int fd, struct shim_sock *s, struct sockaddr *addr, socklen_t *alen, int flags)
+{
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+	int r;
+
+	if (!s->nonblock && REAL(poll)(&p, 1, 0) <= 0)
+		return -EAGAIN;
+	r = REAL(accept4)(fd, addr, alen, flags);
+	if (r >= 0)
+		return r;
+	return errno == EWOULDBLOCK ? -EAGAIN : -errno;
+}
+
 int
 shim_tcp_accept(int fd, struct shim_sock *s, struct sockaddr *addr, socklen_t *alen, int flags)
 {
@@ -308,7 +325,10 @@ shim_tcp_accept(int fd, struct shim_sock *s, struct sockaddr *addr, socklen_t *a
 				continue;
 			}
 			n = shim_sock_new(SOCK_STREAM, (flags & SOCK_NONBLOCK) != 0);
-			nfd = REAL(socket)(AF_INET, SOCK_STREAM | (flags & (SOCK_NONBLOCK | SOCK_CLOEXEC)), 0);
+			/* the connection's identity: a kernel socket of the
+			 * listener's family */
+			nfd = REAL(socket)(s->family,
+					   SOCK_STREAM | (flags & (SOCK_NONBLOCK | SOCK_CLOEXEC)), 0);
 			if (n == NULL || nfd < 0 || shim_fdtab_set(nfd, n) < 0) {
 				int e = nfd < 0 ? errno : ENOMEM;
 				struct shim_thread *t = shim_thread_get();
@@ -325,6 +345,8 @@ shim_tcp_accept(int fd, struct shim_sock *s, struct sockaddr *addr, socklen_t *a
 			}
 			n->ino = shim_fd_ino(nfd);
 			n->fd0 = nfd;
+			n->family = s->family;
+			n->v6only = s->v6only;
 			n->slot[0] = rec.slot;
 			n->gen[0] = rec.gen;
 			n->nslots = 1;
@@ -337,30 +359,32 @@ shim_tcp_accept(int fd, struct shim_sock *s, struct sockaddr *addr, socklen_t *a
 			shim_sock_set_offloaded(n, SHIM_TCP_CONN);
 			if (addr != NULL && alen != NULL) {
 				struct dpsock_pl_slot *sl = shim_slot(rec.slot);
-				struct sockaddr_in sin = { .sin_family = AF_INET,
-							   .sin_addr.s_addr = sl->raddr,
-							   .sin_port = sl->rport };
-				socklen_t l = *alen < sizeof(sin) ? *alen : sizeof(sin);
 
-				memcpy(addr, &sin, l);
-				*alen = sizeof(sin);
+				shim_addr_out(n, sl->raddr, sl->rport, addr, alen);
 			}
 			return nfd;
 		}
 		if (s->shut_rd)
 			return shim_fail(EINVAL);
+		if (s->khalf) {
+			/* what reached the kernel half (IPv6, the kernel's own
+			 * interfaces): a kernel connection, as without dpsock */
+			int r = khalf_accept(fd, s, addr, alen, flags);
+
+			if (r >= 0 || r != -EAGAIN)
+				return r >= 0 ? r : shim_fail(-r);
+		}
 		if (shim_daemon_gone()) {
 			shim_sock_gone_seen(s);
 			return shim_fail(ECONNABORTED);
 		}
 		if (s->nonblock || nowait)
 			return shim_fail(EAGAIN);
-		int w = shim_wait_sock(s, POLLIN, s->rcvtimeo_ms);
+		int w = shim_wait_sock_k(s, s->khalf ? fd : -1, POLLIN, s->rcvtimeo_ms);
 
 		if (w < 0 && w != -ECONNABORTED)
 			return shim_fail(-w);
 		if (w == 0)
 			return shim_fail(EAGAIN);   /* SO_RCVTIMEO */
 	}
-	(void)fd;
 }

@@ -29,14 +29,15 @@ shim_udp_send(struct shim_sock *s, const struct iovec *iov, int iovcnt, int flag
 	uint32_t need, k, cap;
 
 	if (to != NULL) {
-		const struct sockaddr_in *sin = (const struct sockaddr_in *)(const void *)to;
+		struct sockaddr_in sin;
 
-		if (tolen < sizeof(*sin))
-			return shim_fail(EINVAL);
-		if (sin->sin_family != AF_INET)
-			return shim_fail(EAFNOSUPPORT);
-		h.addr = sin->sin_addr.s_addr;
-		h.port = sin->sin_port;
+		if (shim_addr_in(s, to, tolen, SHIM_ADDR_PEER, &sin) != 0)
+			return shim_fail(tolen >= sizeof(sa_family_t) && to->sa_family == s->family ?
+					 EINVAL : EAFNOSUPPORT);
+		h.addr = sin.sin_addr.s_addr;
+		h.port = sin.sin_port;
+		if (h.port == 0)
+			return shim_fail(EINVAL);   /* as udp_sendmsg: no port 0 */
 	} else if (s->udp_connected) {
 		h.addr = s->raddr;
 		h.port = s->rport;
@@ -181,15 +182,8 @@ got:
 			 * own worker may sleep). UDP promises no order; a switch
 			 * can only reorder datagrams still queued on the old one. */
 			__atomic_store_n(&s->udp_tx_worker, i, __ATOMIC_RELAXED);
-			if (from != NULL && fromlen != NULL) {
-				struct sockaddr_in sin = { .sin_family = AF_INET,
-							   .sin_addr.s_addr = h.addr,
-							   .sin_port = h.port };
-				socklen_t l = *fromlen < sizeof(sin) ? *fromlen : sizeof(sin);
-
-				memcpy(from, &sin, l);
-				*fromlen = sizeof(sin);
-			}
+			if (from != NULL && fromlen != NULL)
+				shim_addr_out(s, h.addr, h.port, from, fromlen);
 			if (msg_flags != NULL)
 				*msg_flags = copy < len ? MSG_TRUNC : 0;
 			if (hdr != NULL)
@@ -215,6 +209,7 @@ got:
 int
 shim_udp_ensure_bound(struct shim_sock *s, int role, uint32_t addr, uint16_t port)
 {
+	bool unbound = !s->bound;
 	int r;
 
 	(void)role, (void)addr, (void)port;
@@ -225,6 +220,11 @@ shim_udp_ensure_bound(struct shim_sock *s, int role, uint32_t addr, uint16_t por
 			  s->bound ? s->lport : 0);
 	if (r < 0)
 		return r;
+	/* an unbound AF_INET6 socket: named "::" as Linux names it; what
+	 * it sends to IPv6 goes out of its kernel socket, whose replies are
+	 * read too (calls.c udp_recv_both) */
+	if (s->family == AF_INET6 && unbound)
+		s->any6 = s->khalf = 1;
 	shim_sock_set_offloaded(s, SHIM_UDP);
 	return 0;
 }
@@ -235,12 +235,25 @@ shim_udp_ensure_bound(struct shim_sock *s, int role, uint32_t addr, uint16_t por
 bool
 shim_udp_first_send(struct shim_sock *s, const struct sockaddr *to, socklen_t tolen)
 {
-	const struct sockaddr_in *sin = (const struct sockaddr_in *)(const void *)to;
+	struct sockaddr_in v4, *sin = &v4;
 	bool off = false;
 
-	if (s->type != SOCK_DGRAM || to == NULL || tolen < sizeof(*sin) ||
-	    sin->sin_family != AF_INET)
+	if (s->type != SOCK_DGRAM)
 		return false;
+	if (shim_addr_in(s, to, tolen, SHIM_ADDR_PEER, &v4) != 0) {
+		/* an AF_INET6 socket's first datagram to IPv6 proper: the
+		 * kernel binds its port, and the socket stays the kernel's */
+		if (s->family == AF_INET6 && to != NULL && tolen >= sizeof(struct sockaddr_in6) &&
+		    to->sa_family == AF_INET6) {
+			pthread_mutex_lock(&s->lock);
+			if (s->mode == SHIM_UNDECIDED) {
+				s->mode = SHIM_KERNEL;
+				shim_mc_drop_pending(s);
+			}
+			pthread_mutex_unlock(&s->lock);
+		}
+		return false;
+	}
 	pthread_mutex_lock(&s->lock);
 	if (s->mode == SHIM_UNDECIDED) {
 		/* IP_MULTICAST_IF named a kernel interface: its groups are sent there */

@@ -1,0 +1,183 @@
+#!/usr/bin/env bash
+# AF_INET6 dual-stack sockets under the preload (docs/preload.md "AF_INET6
+# dual-stack sockets"): their IPv4 traffic is offloaded, their IPv6 traffic
+# stays with the kernel on the same descriptor. Namespace A has an IPv6
+# address in its kernel (and, on AF_XDP, its IPv4 address: dpsockd shares the
+# port; on af_packet dpsockd owns the IPv4 address). From the Linux peer B:
+#   1. the socket calls, run in A once under the shim and, where A's kernel
+#      has the IPv4 address (sharing), once on Linux alone: the transcripts
+#      (addresses, IPv4-mapped names, IPV6_PKTINFO, errno of IPV6_V6ONLY
+#      cases, accept over IPv4 and IPv6 on one listener) are equal, and the
+#      IPv4 connections were dpsockd's (tcp_connected, tcp_accepted moved);
+#   2. Node.js with its default listen(port): offloaded (its listener in
+#      dpsock-stat), curl over IPv4 and over IPv6 get its page, wrk over IPv4
+#      makes requests without an error, accepted by dpsockd;
+#   3. Java's HttpServer on a wildcard address (new InetSocketAddress(port)):
+#      the same;
+#   4. nginx `listen [::]:80 ipv6only=off`: offloaded, wrk over IPv4 and
+#      over IPv6 without errors; nginx `listen 81; listen [::]:81;` (the
+#      IPv6 one is IPV6_V6ONLY, nginx's default): the IPv4 listener is
+#      dpsockd's, the IPv6 one the kernel's, both answer.
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+
+require_root
+require_cmd ip nginx wrk curl python3
+require_preload
+name=$TEST_NAME
+test_topo_up 123
+A6=fd00:198:18:123::1
+B6=fd00:198:18:123::2
+for ns in "$TOPO_NS_A" "$TOPO_NS_B"; do
+	ip netns exec "$ns" sysctl -qw net.ipv6.conf.all.disable_ipv6=0 net.ipv6.conf.default.disable_ipv6=0
+done
+in_a sysctl -qw "net.ipv6.conf.$TOPO_IF_A.disable_ipv6=0"
+in_b sysctl -qw "net.ipv6.conf.$TOPO_IF_B.disable_ipv6=0"
+in_a ip -6 addr add "$A6/64" dev "$TOPO_IF_A" nodad
+in_b ip -6 addr add "$B6/64" dev "$TOPO_IF_B" nodad
+sharing=0
+if [ "$TEST_PMD" = af_xdp ]; then
+	# the kernel owns the IPv4 address too; dpsockd follows it
+	sharing=1
+	in_a ip addr add "$TOPO_ADDR_A/$TOPO_PLEN" dev "$TOPO_IF_A"
+	on_exit "rm -f /dev/shm/dpsock.$name.ports"
+	conf=$TEST_TMP/$name.conf
+	printf 'name = "%s";\nruntime_dir = "%s";\nworkers = [ 0, 1 ];\ninterfaces = ( { port = "%s"; } );\n' \
+		"$name" "$TEST_TMP" "$TEST_PORT" >"$conf"
+	# shellcheck disable=SC2046
+	dpsockd_start "$name" "$conf" $(DPSOCK_TEST_LCORES=0-1 DPSOCK_TEST_QPAIRS=2 dpsockd_eal_args "$name")
+	wait_until 10 test -S "$TEST_TMP/$name.sock"
+	PRELOAD_NAME=$name
+else
+	preload_daemon_start "$name"
+fi
+chmod 755 "$TEST_TMP" # nginx's workers (nobody) reach the control socket
+socks() { "$DPSOCK_STAT" -n "$name" -v sockets 2>/dev/null; }
+wait_listener() { # PORT WHAT LOG
+	wait_until 30 bash -c "\"$DPSOCK_STAT\" -n $name -v sockets 2>/dev/null | grep -q ':$1 .*LISTEN'" ||
+		fail "$2's listener on $1 is not dpsockd's: $(socks) $(tail -n 5 "$3")"
+}
+# get PORT BODY: curl over IPv4 and over IPv6 from B both get BODY
+get_both() {
+	local b4 b6
+	b4=$(in_b curl -s --max-time 5 "http://$TOPO_ADDR_A:$1/") || fail "curl over IPv4 to port $1 failed"
+	b6=$(in_b curl -s --max-time 5 "http://[$A6]:$1/") ||
+		fail "curl over IPv6 to port $1 failed; A's kernel listeners: $(in_a ss -ltn | tr '\n' ';')"
+	[ "$b4" = "$2" ] && [ "$b6" = "$2" ] || fail "port $1 answered '$b4' over IPv4 and '$b6' over IPv6, not '$2'"
+}
+# load URL LABEL: wrk for 2 s, requests made, no error
+load() {
+	in_b wrk -t 1 -c 8 -d 2s "$1" >"$TEST_TMP/wrk-$2.log" 2>&1 || fail "wrk ($2) failed: $(tail -n 3 "$TEST_TMP/wrk-$2.log")"
+	! grep -q 'Non-2xx\|Socket errors' "$TEST_TMP/wrk-$2.log" || fail "wrk ($2) saw errors: $(cat "$TEST_TMP/wrk-$2.log")"
+	WRK_REQS=$(awk '/requests in/ { print $1 }' "$TEST_TMP/wrk-$2.log")
+	[ "${WRK_REQS:-0}" -gt 0 ] || fail "wrk ($2) made no request: $(cat "$TEST_TMP/wrk-$2.log")"
+}
+
+# ---- 1. the calls, against Linux's answers -----------------------------------------
+cat >"$TEST_TMP/echo.py" <<'PY'
+import socket, socketserver, threading
+class T(socketserver.ThreadingTCPServer):
+    address_family = socket.AF_INET6
+    allow_reuse_address = True
+    daemon_threads = True
+class H(socketserver.BaseRequestHandler):
+    def handle(self):
+        while True:
+            d = self.request.recv(65536)
+            if not d:
+                return
+            self.request.sendall(d)
+t = T(("::", 7000), H)
+threading.Thread(target=t.serve_forever, daemon=True).start()
+u = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
+u.bind(("::", 7001))
+print("listening", flush=True)
+while True:
+    d, a = u.recvfrom(65536)
+    u.sendto(d, a)
+PY
+cat >"$TEST_TMP/hello.py" <<'PY'
+import socket, sys
+c = socket.create_connection((sys.argv[1] if sys.argv[3] == "4" else sys.argv[2], 7100), timeout=5)
+c.sendall(b"hello")
+c.close()
+PY
+peer_start echo python3 "$TEST_TMP/echo.py"
+wait_until 10 grep -q listening "$TEST_TMP/echo.log"
+calls=(python3 "$DPSOCK_SRC/test/tools/dualstack_calls.py" "$TOPO_ADDR_B" "$B6" 7000 7001 7100
+	ip netns exec "$TOPO_NS_B" python3 "$TEST_TMP/hello.py" "$TOPO_ADDR_A" "$A6")
+con0=$(stat_sum "$name" tcp_connected)
+acc0=$(stat_sum "$name" tcp_accepted)
+preload_start calls "${calls[@]}"
+wait "$PRELOAD_PID" || fail "the calls under the shim failed: $(tail -n 8 "$TEST_TMP/calls.log")"
+grep -q '^done' "$TEST_TMP/calls.log" || fail "the calls under the shim stopped early: $(tail -n 5 "$TEST_TMP/calls.log")"
+con1=$(stat_sum "$name" tcp_connected)
+acc1=$(stat_sum "$name" tcp_accepted)
+[ $((con1 - con0)) -ge 1 ] && [ $((acc1 - acc0)) -ge 1 ] ||
+	fail "dpsockd made $((con1 - con0)) connections and accepted $((acc1 - acc0)): the IPv4 traffic was not offloaded"
+grep -q '^accept6.addr fd00:198:18:123::2 ' "$TEST_TMP/calls.log" ||
+	fail "the listener's IPv6 connection (its kernel half) was not accepted: $(grep accept6 "$TEST_TMP/calls.log")"
+grep -q '^accept4.addr ::ffff:198.18.123.2 ' "$TEST_TMP/calls.log" ||
+	fail "the IPv4 connection's address is not IPv4-mapped: $(grep accept4 "$TEST_TMP/calls.log")"
+if [ "$sharing" = 1 ]; then
+	in_a env "${calls[@]}" >"$TEST_TMP/calls-linux.log" 2>&1 ||
+		fail "the calls on Linux failed: $(tail -n 5 "$TEST_TMP/calls-linux.log")"
+	grep -v '^+ ' "$TEST_TMP/calls.log" >"$TEST_TMP/calls-shim.log"
+	diff -u "$TEST_TMP/calls-linux.log" "$TEST_TMP/calls-shim.log" >"$TEST_TMP/calls.diff" ||
+		fail "the shim's answers differ from Linux's: $(cat "$TEST_TMP/calls.diff")"
+	ok "$(grep -c . "$TEST_TMP/calls-shim.log") dual-stack call answers equal Linux's; IPv4 connections offloaded ($((con1 - con0)) made, $((acc1 - acc0)) accepted)"
+else
+	note "A's kernel does not have $TOPO_ADDR_A on af_packet (dpsockd owns the port): no Linux transcript to compare"
+	ok "dual-stack calls under the shim: IPv4-mapped names, IPv6 through the kernel half, IPv4 offloaded"
+fi
+
+# ---- 2, 3. Node.js's default listen, Java's HttpServer on a wildcard address ------------
+# serve_check LABEL PORT BODY CMD...: CMD, preloaded, serves BODY on PORT and
+# prints "listening" once up; its listener is dpsockd's, curl over IPv4 and
+# over IPv6 get BODY, wrk over IPv4 makes requests without an error, and
+# dpsockd accepted wrk's connections.
+serve_check() {
+	local label=$1 port=$2 body=$3 acc0 acc1
+	shift 3
+	command -v "$1" >/dev/null || fail "$1 is not installed (scripts/setup installs it)"
+	preload_start "$label" "$@"
+	wait_until 60 grep -q listening "$TEST_TMP/$label.log" ||
+		fail "$label did not start: $(tail -n 5 "$TEST_TMP/$label.log")"
+	wait_listener "$port" "$label" "$TEST_TMP/$label.log"
+	get_both "$port" "$body"
+	acc0=$(stat_sum "$name" tcp_accepted)
+	load "http://$TOPO_ADDR_A:$port/" "$label"
+	acc1=$(stat_sum "$name" tcp_accepted)
+	[ $((acc1 - acc0)) -ge 8 ] || fail "dpsockd accepted $((acc1 - acc0)) of wrk's 8 connections to $label"
+	preload_stop "$label" || true
+}
+serve_check node 3000 "node says hi" node "$DPSOCK_SRC/test/tools/hello_server.js" 3000 "node says hi"
+ok "Node.js listen(3000): offloaded, IPv4 and IPv6 answered, wrk $WRK_REQS requests"
+serve_check java 3100 "java says hi" java "$DPSOCK_SRC/test/tools/HelloServer.java" 3100 "java says hi"
+ok "Java HttpServer(new InetSocketAddress(3100)): offloaded, IPv4 and IPv6 answered, wrk $WRK_REQS requests"
+
+# ---- 4. nginx on [::] ----------------------------------------------------------------------
+pfx=$TEST_TMP/nginx
+mkdir -p "$pfx/www"
+printf 'nginx dual\n' >"$pfx/www/index.html"
+nginx_conf "$pfx" 2 <<EOF
+access_log off;
+server { listen [::]:80 ipv6only=off; root $pfx/www; }
+server { listen 81; listen [::]:81; root $pfx/www; }
+EOF
+preload_start nginx nginx -p "$pfx" -c "$pfx/nginx.conf" -e "$pfx/logs/error.log"
+wait_listener 80 nginx "$pfx/logs/error.log"
+wait_listener 81 nginx "$pfx/logs/error.log"
+get_both 80 "nginx dual"
+get_both 81 "nginx dual"
+acc0=$(stat_sum "$name" tcp_accepted)
+load "http://$TOPO_ADDR_A/" nginx4
+r4=$WRK_REQS
+acc1=$(stat_sum "$name" tcp_accepted)
+load "http://[$A6]/" nginx6
+r6=$WRK_REQS
+acc2=$(stat_sum "$name" tcp_accepted)
+[ $((acc1 - acc0)) -ge 8 ] || fail "dpsockd accepted $((acc1 - acc0)) of wrk's 8 IPv4 connections to nginx"
+[ $((acc2 - acc1)) -eq 0 ] || fail "dpsockd accepted $((acc2 - acc1)) connections during the IPv6 run"
+ok "nginx [::]:80 ipv6only=off: wrk $r4 requests over IPv4 (offloaded), $r6 over IPv6 (the kernel half); [::]:81 beside 81 answers both"
+preload_stop nginx QUIT || true
