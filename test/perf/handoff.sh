@@ -37,29 +37,17 @@
 set -uo pipefail
 
 SELF_DIR=$(cd "$(dirname "$0")" && pwd)
-SRC=$(cd "$SELF_DIR/../.." && pwd)
-quick=0 rounds= secs= out= build=${DPSOCK_BUILD:-} only=,native,echo-epoll,echo-select,sockperf,nginx,syscalls, base_build=
-while [ $# -gt 0 ]; do
+only=,native,echo-epoll,echo-select,sockperf,nginx,syscalls, base_build=
+perf_opt() {
 	case "$1" in
-	--quick) quick=1 ;;
-	--rounds) rounds=$2; shift ;;
-	--time) secs=$2; shift ;;
-	--out) out=$2; shift ;;
-	--build) build=$2; shift ;;
-	--only) only=,$2,; shift ;;
-	--base-build) base_build=$2; shift ;;
-	-h | --help) sed -n '3,/^set -uo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; exit 0 ;;
-	*) echo "handoff.sh: unknown option '$1' (try --help)" >&2; exit 2 ;;
+	--only) only=,${2-},; PERF_TOOK=2 ;;
+	--base-build) base_build=${2-}; PERF_TOOK=2 ;;
+	*) return 1 ;;
 	esac
-	shift
-done
-[ -n "$build" ] || build=$SRC/build
-export DPSOCK_BUILD=$build
-if [ "$quick" = 1 ]; then
-	rounds=${rounds:-1} secs=${secs:-3} out=${out:-$build/perf-quick/handoff.md}
-else
-	rounds=${rounds:-3} secs=${secs:-4} out=${out:-$SRC/docs/perf/handoff.md}
-fi
+}
+# shellcheck source=perf_args.sh
+. "$SELF_DIR/perf_args.sh"
+perf_args handoff.md 3 4 "$@"
 WARMUP=1.3 # loadgen loses its first second or so (ARP over a fresh memif link)
 
 TEST_NAME=handoff-$$

@@ -35,30 +35,19 @@
 set -uo pipefail
 
 SELF_DIR=$(cd "$(dirname "$0")" && pwd)
-SRC=$(cd "$SELF_DIR/../.." && pwd)
-quick=0 rounds='' secs='' rate='' out='' build=${DPSOCK_BUILD:-} ns="1 4 16" targets="kernel preload"
-while [ $# -gt 0 ]; do
+rate='' ns="1 4 16" targets="kernel preload"
+perf_opt() {
 	case "$1" in
-	--quick) quick=1 ;;
-	--rounds) rounds=$2; shift ;;
-	--time) secs=$2; shift ;;
-	--rate) rate=$2; shift ;;
-	--n) ns=${2//,/ }; shift ;;
-	--only) targets=${2//,/ }; shift ;;
-	--out) out=$2; shift ;;
-	--build) build=$2; shift ;;
-	-h | --help) sed -n '3,/^set -uo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; exit 0 ;;
-	*) echo "mcast.sh: unknown option '$1' (try --help)" >&2; exit 2 ;;
+	--rate) rate=${2-}; PERF_TOOK=2 ;;
+	--n) ns=${2-}; ns=${ns//,/ }; PERF_TOOK=2 ;;
+	--only) targets=${2-}; targets=${targets//,/ }; PERF_TOOK=2 ;;
+	*) return 1 ;;
 	esac
-	shift
-done
-[ -n "$build" ] || build=$SRC/build
-export DPSOCK_BUILD=$build
-if [ "$quick" = 1 ]; then
-	rounds=${rounds:-1} secs=${secs:-2} rate=${rate:-50000} out=${out:-$build/perf-quick/mcast.md}
-else
-	rounds=${rounds:-3} secs=${secs:-3} rate=${rate:-100000} out=${out:-$SRC/docs/perf/mcast.md}
-fi
+}
+# shellcheck source=perf_args.sh
+. "$SELF_DIR/perf_args.sh"
+perf_args mcast.md 2 3 "$@"
+[ "$quick" = 1 ] && rate=${rate:-50000} || rate=${rate:-100000}
 
 TEST_NAME=mcperf-$$
 # shellcheck source=../integration/lib.sh

@@ -33,27 +33,9 @@
 set -uo pipefail
 
 SELF_DIR=$(cd "$(dirname "$0")" && pwd)
-SRC=$(cd "$SELF_DIR/../.." && pwd)
-quick=0 rounds= secs= out= build=${DPSOCK_BUILD:-}
-while [ $# -gt 0 ]; do
-	case "$1" in
-	--quick) quick=1 ;;
-	--rounds) rounds=$2; shift ;;
-	--time) secs=$2; shift ;;
-	--out) out=$2; shift ;;
-	--build) build=$2; shift ;;
-	-h | --help) sed -n '3,/^set -uo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; exit 0 ;;
-	*) echo "udp_recv.sh: unknown option '$1' (try --help)" >&2; exit 2 ;;
-	esac
-	shift
-done
-[ -n "$build" ] || build=$SRC/build
-export DPSOCK_BUILD=$build
-if [ "$quick" = 1 ]; then
-	rounds=${rounds:-1} secs=${secs:-2} out=${out:-$build/perf-quick/udp_recv.md}
-else
-	rounds=${rounds:-3} secs=${secs:-3} out=${out:-$SRC/docs/perf/udp_recv.md}
-fi
+# shellcheck source=perf_args.sh
+. "$SELF_DIR/perf_args.sh"
+perf_args udp_recv.md 2 3 "$@"
 
 TEST_NAME=udprecv-$$
 # shellcheck source=../integration/lib.sh
