@@ -948,6 +948,19 @@ preload_run() {
 	ip netns exec "$TOPO_NS_A" "${PRELOAD_ARGV[@]}"
 }
 
+# wrk_check LABEL WRK_ARGS...: wrk from namespace B, output in
+# $TEST_TMP/wrk-LABEL.log; fail unless it ran, made requests, and saw no
+# non-2xx response and no socket error. WRK_REQS: the requests it made.
+wrk_check() {
+	local label=$1 log
+	shift
+	log=$TEST_TMP/wrk-$label.log
+	in_b wrk "$@" >"$log" 2>&1 || fail "wrk ($label) failed: $(tail -n 3 "$log")"
+	! grep -q 'Non-2xx\|Socket errors' "$log" || fail "wrk ($label) saw errors: $(cat "$log")"
+	WRK_REQS=$(awk '/requests in/ { print $1 }' "$log")
+	[ "${WRK_REQS:-0}" -gt 0 ] || fail "wrk ($label) made no request: $(cat "$log")"
+}
+
 # nginx_conf DIR WORKERS [MAIN]: write DIR/nginx.conf (DIR/logs and DIR/tmp
 # made) for `nginx -p DIR -c DIR/nginx.conf -e DIR/logs/error.log`: in the
 # foreground with a master and WORKERS worker processes, pid and error log
@@ -967,6 +980,18 @@ nginx_conf() {
 		sed 's/^/\t/'
 		printf '}\n'
 	} >"$d/nginx.conf"
+}
+
+# nginx_preload DIR WORKERS PAGE: DIR/www/index.html holding PAGE, DIR/nginx.conf
+# (nginx_conf DIR WORKERS, the http block's body on stdin, where $DIR/www is
+# the root to use), and nginx started on it under the shim (preload_start
+# label nginx).
+nginx_preload() {
+	local d=$1 workers=$2
+	mkdir -p "$d/www"
+	printf '%s\n' "$3" >"$d/www/index.html"
+	nginx_conf "$d" "$workers"
+	preload_start nginx nginx -p "$d" -c "$d/nginx.conf" -e "$d/logs/error.log"
 }
 
 # preload_start LABEL CMD...: run CMD in namespace A under the shim in the

@@ -65,13 +65,6 @@ get_both() {
 		fail "curl over IPv6 to port $1 failed; A's kernel listeners: $(in_a ss -ltn | tr '\n' ';')"
 	[ "$b4" = "$2" ] && [ "$b6" = "$2" ] || fail "port $1 answered '$b4' over IPv4 and '$b6' over IPv6, not '$2'"
 }
-# load URL LABEL: wrk for 2 s, requests made, no error
-load() {
-	in_b wrk -t 1 -c 8 -d 2s "$1" >"$TEST_TMP/wrk-$2.log" 2>&1 || fail "wrk ($2) failed: $(tail -n 3 "$TEST_TMP/wrk-$2.log")"
-	! grep -q 'Non-2xx\|Socket errors' "$TEST_TMP/wrk-$2.log" || fail "wrk ($2) saw errors: $(cat "$TEST_TMP/wrk-$2.log")"
-	WRK_REQS=$(awk '/requests in/ { print $1 }' "$TEST_TMP/wrk-$2.log")
-	[ "${WRK_REQS:-0}" -gt 0 ] || fail "wrk ($2) made no request: $(cat "$TEST_TMP/wrk-$2.log")"
-}
 
 # ---- 1. the calls, against Linux's answers -----------------------------------------
 cat >"$TEST_TMP/echo.py" <<'PY'
@@ -146,7 +139,7 @@ serve_check() {
 	wait_listener "$port" "$label" "$TEST_TMP/$label.log"
 	get_both "$port" "$body"
 	acc0=$(stat_sum "$name" tcp_accepted)
-	load "http://$TOPO_ADDR_A:$port/" "$label"
+	wrk_check "$label" -t 1 -c 8 -d 2s "http://$TOPO_ADDR_A:$port/"
 	acc1=$(stat_sum "$name" tcp_accepted)
 	[ $((acc1 - acc0)) -ge 8 ] || fail "dpsockd accepted $((acc1 - acc0)) of wrk's 8 connections to $label"
 	preload_stop "$label" || true
@@ -158,23 +151,20 @@ ok "Java HttpServer(new InetSocketAddress(3100)): offloaded, IPv4 and IPv6 answe
 
 # ---- 4. nginx on [::] ----------------------------------------------------------------------
 pfx=$TEST_TMP/nginx
-mkdir -p "$pfx/www"
-printf 'nginx dual\n' >"$pfx/www/index.html"
-nginx_conf "$pfx" 2 <<EOF
+nginx_preload "$pfx" 2 'nginx dual' <<EOF
 access_log off;
 server { listen [::]:80 ipv6only=off; root $pfx/www; }
 server { listen 81; listen [::]:81; root $pfx/www; }
 EOF
-preload_start nginx nginx -p "$pfx" -c "$pfx/nginx.conf" -e "$pfx/logs/error.log"
 wait_listener 80 nginx "$pfx/logs/error.log"
 wait_listener 81 nginx "$pfx/logs/error.log"
 get_both 80 "nginx dual"
 get_both 81 "nginx dual"
 acc0=$(stat_sum "$name" tcp_accepted)
-load "http://$TOPO_ADDR_A/" nginx4
+wrk_check nginx4 -t 1 -c 8 -d 2s "http://$TOPO_ADDR_A/"
 r4=$WRK_REQS
 acc1=$(stat_sum "$name" tcp_accepted)
-load "http://[$A6]/" nginx6
+wrk_check nginx6 -t 1 -c 8 -d 2s "http://[$A6]/"
 r6=$WRK_REQS
 acc2=$(stat_sum "$name" tcp_accepted)
 [ $((acc1 - acc0)) -ge 8 ] || fail "dpsockd accepted $((acc1 - acc0)) of wrk's 8 IPv4 connections to nginx"

@@ -112,13 +112,10 @@ ok "a kernel TCP server answers beside dpsockd"
 
 # ---- 3. preloaded nginx on port 80, offloaded, under load -------------------------------
 pfx=$TEST_TMP/nginx
-mkdir -p "$pfx/www"
-printf 'dpsock shares the NIC with the kernel\n' >"$pfx/www/index.html"
-nginx_conf "$pfx" 2 <<EOF
+nginx_preload "$pfx" 2 'dpsock shares the NIC with the kernel' <<EOF
 access_log off;
 server { listen $TOPO_ADDR_A:80; root $pfx/www; }
 EOF
-preload_start nginx nginx -p "$pfx" -c "$pfx/nginx.conf" -e "$pfx/logs/error.log"
 wait_until 20 bash -c "\"$DPSOCK_STAT\" -n $name -v sockets 2>/dev/null | grep -q ':80 .*LISTEN'" ||
 	fail "nginx's listener is not dpsockd's: $(socks) $(tail -n 3 "$pfx/logs/error.log")"
 acc0=$(stat_sum "$name" tcp_accepted)
@@ -130,13 +127,10 @@ in_b "$PINGN" -c 20 -i 0.1 -W 2 "$TOPO_ADDR_A" >"$TEST_TMP/ping.log" 2>&1 &
 pingp=$!
 in_b python3 "$TEST_TMP/kping.py" "$TOPO_ADDR_A" 2222 20 0.1 >"$TEST_TMP/kping.log" 2>&1 &
 kpingp=$!
-in_b wrk -t 1 -c 16 -d 3s "http://$TOPO_ADDR_A/index.html" >"$TEST_TMP/wrk.log" 2>&1 ||
-	fail "wrk failed: $(tail -n 3 "$TEST_TMP/wrk.log")"
+wrk_check nginx -t 1 -c 16 -d 3s "http://$TOPO_ADDR_A/index.html"
 wait "$pingp" || fail "ping lost replies while nginx was loaded: $(tail -n 2 "$TEST_TMP/ping.log")"
 wait "$kpingp" || fail "the kernel server missed round trips while nginx was loaded: $(cat "$TEST_TMP/kping.log")"
-reqs=$(awk '/requests in/ { print $1 }' "$TEST_TMP/wrk.log")
-! grep -q 'Non-2xx\|Socket errors' "$TEST_TMP/wrk.log" || fail "wrk saw errors: $(cat "$TEST_TMP/wrk.log")"
-[ "${reqs:-0}" -gt 0 ] || fail "wrk made no request: $(cat "$TEST_TMP/wrk.log")"
+reqs=$WRK_REQS
 acc1=$(stat_sum "$name" tcp_accepted)
 [ $((acc1 - acc0)) -ge 16 ] || fail "dpsockd accepted $((acc1 - acc0)) connections for curl and wrk's 16"
 rst1=$(in_a awk '/^Tcp:/ && ++n == 2 { print $15 }' /proc/net/snmp)
