@@ -26,7 +26,7 @@
  * descriptor and clients[] index, and its poll_hits/poll_misses are
  * counted; 7: the multicast table, IGMP and multicast counters; 8: an
  * AF_XDP port's socket counters, XDP_STATISTICS summed over its queues;
- * 9: rx_drop_vlan):
+ * 9: rx_drop_vlan; 10: the ports' info; 11: loop_packets):
  *
  *   struct dpsock_stats_segment     header, control area, ports, workers,
  *                                   client table (reserved, see below)
@@ -69,7 +69,7 @@
 #include <stdint.h>
 
 #define DPSOCK_STATS_MAGIC 0x64707374617473ULL /* "dpstats" */
-#define DPSOCK_STATS_VERSION 10
+#define DPSOCK_STATS_VERSION 11
 #define DPSOCK_STATS_MAX_PORTS 4
 #define DPSOCK_STATS_MAX_WORKERS 64
 #define DPSOCK_STATS_MAX_CLIENTS 64
@@ -216,6 +216,7 @@
 	X(igmp_tx_report_v1, "IGMPv1 membership reports sent")                  \
 	X(igmp_tx_leave, "IGMPv2 leave messages sent")                          \
 	X(igmp_version_changes, "IGMP compatibility mode changes (older querier heard or gone)") \
+	X(loop_packets, "IP packets to the stack's own addresses, taken back in (connections within the host)") \
 	DPSOCK_TCP_REC_COUNTERS(X)
 
 /* TCP loss recovery work (part of the worker counters): lwIP's sender in

@@ -408,6 +408,56 @@ dpsock_worker_flush(struct dpsock_worker *w)
 		dpsock_netif_flush(&w->ports[i]);
 }
 
+/*
+ * Segments to the stack's own addresses (LWIP_NETIF_LOOPBACK): lwIP queues
+ * them on the netif instead of sending them (ip4_output_if), and they come
+ * back in here, through ip_input, on the worker that sent them (a
+ * listener has a pcb on every worker, so both ends of a connection to
+ * this host's address live in one lwIP). They never reach the wire or the
+ * port, so they were never checksummed by anyone: lwIP checks none of
+ * them. The netif list is this worker's (lwIP's globals are per thread).
+ * Only what is queued when the pass gets here is taken in: what that
+ * answers (an ACK, more data) waits for the next pass, after the NIC and
+ * the programs' commands had their turn (lwIP's netif_poll would go on
+ * for as long as the two ends keep answering each other).
+ */
+static unsigned int
+loop_poll(struct dpsock_worker *w)
+{
+	struct netif *nif;
+	unsigned int n = 0;
+
+	NETIF_FOREACH(nif) {
+		struct pbuf *p = nif->loop_first;
+
+		if (p == NULL)
+			continue;
+		nif->loop_first = nif->loop_last = NULL;
+		NETIF_SET_CHECKSUM_CTRL(nif, nif->chksum_flags &
+					~(NETIF_CHECKSUM_CHECK_IP | NETIF_CHECKSUM_CHECK_TCP |
+					  NETIF_CHECKSUM_CHECK_UDP | NETIF_CHECKSUM_CHECK_ICMP));
+		while (p != NULL) {
+			/* one packet: the chain up to the pbuf whose len is
+			 * what is left of the packet (netif_loop_output
+			 * links packets one after the other) */
+			struct pbuf *end = p, *next;
+
+			while (end->len != end->tot_len)
+				end = end->next;
+			next = end->next;
+			end->next = NULL;
+			p->if_idx = netif_get_index(nif);
+			if (ip_input(p, nif) != ERR_OK)
+				pbuf_free(p);
+			p = next;
+			n++;
+		}
+	}
+	if (n > 0)
+		dpsock_stat_add(&w->stats->loop_packets, n);
+	return n;
+}
+
 unsigned int
 dpsock_worker_poll(struct dpsock_worker *w)
 {
@@ -474,6 +524,10 @@ dpsock_worker_poll(struct dpsock_worker *w)
 	}
 	/* TCP's microsecond timers: RACK, tail loss probe, pacing */
 	dpsock_tcp_rec_poll();
+	/* after everything that sends (commands, timers): what it looped back
+	 * to this host is taken in now; what that answers counts as work, so
+	 * the next pass comes before any sleep */
+	work += loop_poll(w);
 	if (now >= w->next_mirror_tsc) {
 		stats_tick(w, now);
 		w->next_mirror_tsc = now + d->tsc_hz / (1000000 / MIRROR_INTERVAL_US);

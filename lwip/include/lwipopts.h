@@ -154,7 +154,11 @@ void dpsock_lwip_timeouts_fini(void);
 #define LWIP_NETIF_STATUS_CALLBACK      1
 #define LWIP_NETIF_LINK_CALLBACK        1
 #define LWIP_NETIF_HWADDRHINT           1   /* per-pcb ARP cache hint */
-#define LWIP_NETIF_LOOPBACK             0
+/* segments to the stack's own addresses come back through the netif's
+ * queue, polled by the worker (stack/worker.c loop_poll): connections
+ * between sockets of one dpsockd (docs/design.md) */
+#define LWIP_NETIF_LOOPBACK             1
+#define LWIP_LOOPBACK_MAX_PBUFS         0
 #define LWIP_HAVE_LOOPIF                0
 #define LWIP_NUM_NETIF_CLIENT_DATA      0
 

@@ -1,0 +1,201 @@
+#!/usr/bin/env bash
+# Connections between two programs of one host, both preloaded, through the
+# address dpsockd serves (docs/design.md, "Connections to this host's own
+# addresses"): the worker's lwIP loops such segments back to itself, so
+# both ends are offloaded sockets of one dpsockd and nothing reaches the
+# wire. All in namespace A:
+#   1. socat echo: 20 echoes of 1 MiB each come back whole (sha256), and
+#      64 MiB one way and back (sha256); dpsockd accepted and connected
+#      them (tcp_accepted, tcp_connected) and A's veth sent no TCP frame;
+#   2. a slow reader: the writer blocks (8 MiB into a reader that sleeps),
+#      then finishes, every byte received in order;
+#   3. UDP to the own address: 100 datagrams echoed;
+#   4. redis-server and redis-benchmark, both preloaded: no error;
+#   5. nginx with proxy_pass to an upstream server block of its own on the
+#      same address, under wrk from the Linux peer: no error;
+#   6. kill -9 of the server end: the client, blocked in recv, returns at
+#      once with ECONNRESET or end of file (what Linux's loopback gives
+#      depends on unread data: both are a peer's death);
+# PRELOAD_KERNEL=1 runs the same on A's kernel (the self-check).
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+
+require_root
+require_cmd ip socat redis-server redis-benchmark nginx wrk python3 sha256sum
+require_preload
+name=$TEST_NAME
+test_topo_up 124
+preload_daemon_start "$name"
+chmod 755 "$TEST_TMP" # nginx's workers (nobody) reach the control socket
+A=$TOPO_ADDR_A
+tx_frames() { in_a cat "/sys/class/net/$TOPO_IF_A/statistics/tx_packets"; }
+
+# ---- 1. socat echo -----------------------------------------------------------------------
+# -b 4096: socat's PIPE is read and written by the same process; with its
+# default 8 KiB blocks, a write into a pipe with less room than that blocks
+# the process that alone could drain it (on any stack: on the kernel's
+# loopback it stalls within the first 64 MiB). PIPE_BUF-sized blocks are
+# written whole once select says the pipe is writable.
+preload_start echo socat -b 4096 -t 60 TCP-LISTEN:7200,bind="$A",reuseaddr,fork PIPE
+wait_tcp_port "$TOPO_NS_B" "$A" 7200 15 || fail "socat does not listen: $(tail -n 3 "$TEST_TMP/echo.log")"
+head -c $((1 << 20)) /dev/urandom >"$TEST_TMP/1m.bin"
+head -c $((64 << 20)) /dev/urandom >"$TEST_TMP/64m.bin"
+acc0=$(preload_stat tcp_accepted)
+con0=$(preload_stat tcp_connected)
+lp0=$(preload_stat loop_packets)
+f0=$(tx_frames)
+# round FILE: one connection echoes FILE back whole
+round() {
+	preload_run socat -b 4096 -t 60 -T 60 - "TCP:$A:7200" <"$1" >"$TEST_TMP/back.bin" 2>>"$TEST_TMP/socat-client.log" ||
+		fail "the socat client failed: $(tail -n 3 "$TEST_TMP/socat-client.log")"
+	cmp -s "$1" "$TEST_TMP/back.bin" ||
+		fail "echo of $(basename "$1") came back as $(stat -c %s "$TEST_TMP/back.bin") different bytes"
+}
+for i in $(seq 20); do
+	round "$TEST_TMP/1m.bin"
+done
+round "$TEST_TMP/64m.bin"
+acc1=$(preload_stat tcp_accepted)
+con1=$(preload_stat tcp_connected)
+lp1=$(preload_stat loop_packets)
+f1=$(tx_frames)
+if [ "$PRELOAD_KERNEL" != 1 ]; then
+	[ $((acc1 - acc0)) -ge 21 ] && [ $((con1 - con0)) -ge 21 ] ||
+		fail "dpsockd accepted $((acc1 - acc0)) and connected $((con1 - con0)) of the 21 connections"
+	# ARP, IGMP and the like may go out meanwhile; 85 MiB of TCP would be
+	# tens of thousands of frames
+	[ $((f1 - f0)) -lt 100 ] || fail "A's veth sent $((f1 - f0)) frames during the echoes: they went to the wire"
+	# 2 x 84 MiB of data in segments of at most 64 KiB
+	[ $((lp1 - lp0)) -ge 2688 ] || fail "dpsockd looped $((lp1 - lp0)) packets back for 2 x 84 MiB"
+fi
+ok "socat: 20 x 1 MiB and 64 MiB echoed whole ($((acc1 - acc0)) accepted, $((con1 - con0)) connected by dpsockd, $((lp1 - lp0)) packets looped back, $((f1 - f0)) frames on the wire)"
+preload_stop echo || true
+
+# ---- 2. a slow reader ----------------------------------------------------------------------
+cat >"$TEST_TMP/slow.py" <<'PY'
+import hashlib, socket, sys, time
+addr, port, mode = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+data = bytes(range(256)) * (8 << 12)   # 8 MiB
+if mode == "reader":
+    l = socket.socket()
+    l.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    l.bind((addr, port))
+    l.listen(1)
+    print("listening", flush=True)
+    c, _ = l.accept()
+    h, n = hashlib.sha256(), 0
+    while True:
+        d = c.recv(16384)
+        if not d:
+            break
+        h.update(d)
+        n += len(d)
+        if n < (1 << 20):
+            time.sleep(0.002)   # slow for the first MiB: the writer fills up and blocks
+    print("got", n, h.hexdigest(), flush=True)
+else:
+    c = socket.create_connection((addr, port), timeout=30)
+    t0 = time.monotonic()
+    c.sendall(data)
+    c.shutdown(socket.SHUT_WR)
+    c.recv(1)
+    print("sent", len(data), hashlib.sha256(data).hexdigest(), "in %.2f s" % (time.monotonic() - t0), flush=True)
+PY
+preload_start reader python3 "$TEST_TMP/slow.py" "$A" 7300 reader
+wait_until 10 grep -q listening "$TEST_TMP/reader.log"
+preload_run python3 "$TEST_TMP/slow.py" "$A" 7300 writer >"$TEST_TMP/writer.log" 2>&1 ||
+	fail "the writer failed: $(tail -n 3 "$TEST_TMP/writer.log")"
+preload_wait reader 30 || fail "the reader failed: $(tail -n 3 "$TEST_TMP/reader.log")"
+sent=$(awk '/^sent/ { print $2, $3 }' "$TEST_TMP/writer.log")
+got=$(awk '/^got/ { print $2, $3 }' "$TEST_TMP/reader.log")
+[ -n "$sent" ] && [ "$sent" = "$got" ] || fail "the writer sent '$sent', the reader got '$got'"
+ok "slow reader: 8 MiB through a blocked writer, in order ($(awk '/^sent/ { print $5, $6 }' "$TEST_TMP/writer.log"))"
+
+# ---- 3. UDP to the own address ---------------------------------------------------------------
+cat >"$TEST_TMP/udp.py" <<'PY'
+import socket, sys
+addr, mode = sys.argv[1], sys.argv[2]
+if mode == "echo":
+    u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    u.bind((addr, 7400))
+    print("bound", flush=True)
+    while True:
+        d, a = u.recvfrom(65536)
+        u.sendto(d, a)
+u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+u.settimeout(5)
+for i in range(100):
+    u.sendto(b"dgram-%d" % i * 10, (addr, 7400))
+    d, a = u.recvfrom(65536)
+    assert d == b"dgram-%d" % i * 10 and a == (addr, 7400), (d[:20], a)
+print("echoed 100", flush=True)
+PY
+preload_start udpecho python3 "$TEST_TMP/udp.py" "$A" echo
+wait_until 10 grep -q bound "$TEST_TMP/udpecho.log"
+preload_run python3 "$TEST_TMP/udp.py" "$A" client >"$TEST_TMP/udpclient.log" 2>&1 ||
+	fail "UDP to the own address: $(tail -n 3 "$TEST_TMP/udpclient.log")"
+ok "UDP: 100 datagrams to the own address echoed"
+preload_stop udpecho || true
+
+# ---- 4. redis -------------------------------------------------------------------------------
+preload_start redis redis-server --bind "$A" --port 6390 --protected-mode no --save '' --appendonly no
+wait_until 10 grep -q 'Ready to accept' "$TEST_TMP/redis.log"
+preload_run redis-benchmark -h "$A" -p 6390 -n 20000 -c 16 -q -t set,get >"$TEST_TMP/bench.log" 2>&1 ||
+	fail "redis-benchmark failed: $(tail -n 5 "$TEST_TMP/bench.log")"
+grep -qi 'error' "$TEST_TMP/bench.log" && fail "redis-benchmark: $(grep -i error "$TEST_TMP/bench.log" | head -n 3)"
+[ "$(grep -c 'requests per second' "$TEST_TMP/bench.log")" -eq 2 ] ||
+	fail "redis-benchmark did not finish SET and GET: $(tr '\r' '\n' <"$TEST_TMP/bench.log" | tail -n 4)"
+ok "redis-benchmark against redis-server on the same host: $(tr '\r' '\n' <"$TEST_TMP/bench.log" | grep 'requests per second' | tr '\n' ' ')"
+preload_stop redis || true
+
+# ---- 5. nginx proxy_pass to itself -------------------------------------------------------------
+pfx=$TEST_TMP/nginx
+nginx_preload "$pfx" 2 'upstream on the same host' <<EOF
+access_log off;
+server { listen $A:8082; root $pfx/www; }
+server { listen $A:8081; location / { proxy_pass http://$A:8082; } }
+EOF
+wait_tcp_port "$TOPO_NS_B" "$A" 8081 15 || fail "nginx does not listen: $(tail -n 3 "$pfx/logs/error.log")"
+body=$(in_b curl -s --max-time 5 "http://$A:8081/") || fail "curl through the proxy failed"
+[ "$body" = "upstream on the same host" ] || fail "the proxy answered '$body'"
+wrk_check proxy -t 1 -c 8 -d 2s "http://$A:8081/"
+ok "nginx proxy_pass to an upstream on the same host: $WRK_REQS requests under wrk, no error"
+preload_stop nginx QUIT || true
+
+# ---- 6. kill -9 of one end ------------------------------------------------------------------------
+cat >"$TEST_TMP/peer.py" <<'PY'
+import errno, socket, sys, time
+addr, mode = sys.argv[1], sys.argv[2]
+if mode == "server":
+    l = socket.socket()
+    l.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    l.bind((addr, 7500))
+    l.listen(1)
+    print("listening", flush=True)
+    c, _ = l.accept()
+    c.recv(5)
+    print("holding", flush=True)
+    time.sleep(300)
+c = socket.create_connection((addr, 7500), timeout=30)
+c.sendall(b"hello")
+c.sendall(b"unread")   # left unread by the server
+print("connected", flush=True)
+t0 = time.monotonic()
+try:
+    d = c.recv(100)
+    what = "eof" if d == b"" else "data"
+except OSError as e:
+    what = errno.errorcode.get(e.errno, str(e.errno))
+print("recv", what, "after %.2f s" % (time.monotonic() - t0), flush=True)
+PY
+preload_start srv python3 "$TEST_TMP/peer.py" "$A" server
+wait_until 10 grep -q listening "$TEST_TMP/srv.log"
+preload_start cli python3 "$TEST_TMP/peer.py" "$A" client
+wait_until 10 grep -q holding "$TEST_TMP/srv.log"
+wait_until 10 grep -q connected "$TEST_TMP/cli.log"
+sleep 0.5
+kill -KILL "${_LIB_PRELOAD_PID[srv]}"
+preload_wait cli 10 || fail "the client failed: $(tail -n 3 "$TEST_TMP/cli.log")"
+grep -Eq '^recv (ECONNRESET|eof) ' "$TEST_TMP/cli.log" || fail "the client saw: $(grep '^recv' "$TEST_TMP/cli.log")"
+ok "kill -9 of the server: the client's recv returned $(grep '^recv' "$TEST_TMP/cli.log" | cut -d' ' -f2-)"
+preload_daemon_stop
