@@ -131,6 +131,10 @@ dpsock_sock_format(const struct dpsock_sock_stats *e, const char *owner, char *b
 	dpsock_fmt_addr(local, sizeof(local), e->laddr, e->lport);
 	if (e->raddr == 0 && e->rport == 0)
 		snprintf(peer, sizeof(peer), "*:*");
+	else if (e->raddr == e->laddr)
+		/* a connection within the host: its segments loop through the
+		 * worker's lwIP (docs/design.md decision 15) */
+		snprintf(peer, sizeof(peer), "host:%u", e->rport);
 	else
 		dpsock_fmt_addr(peer, sizeof(peer), e->raddr, e->rport);
 	snprintf(w, sizeof(w), "%u", e->worker);

@@ -371,7 +371,7 @@ shim_tcp_accept(int fd, struct shim_sock *s, struct sockaddr *addr, socklen_t *a
 			 * interfaces): a kernel connection, as without dpsock */
 			int r = khalf_accept(fd, s, addr, alen, flags);
 
-			if (r >= 0 || r != -EAGAIN)
+			if (r != -EAGAIN)
 				return r >= 0 ? r : shim_fail(-r);
 		}
 		if (shim_daemon_gone()) {

@@ -13,9 +13,9 @@
 #   4. redis-server and redis-benchmark, both preloaded: no error;
 #   5. nginx with proxy_pass to an upstream server block of its own on the
 #      same address, under wrk from the Linux peer: no error;
-#   6. kill -9 of the server end: the client, blocked in recv, returns at
-#      once with ECONNRESET or end of file (what Linux's loopback gives
-#      depends on unread data: both are a peer's death);
+#   6. kill -9 of either end: the other, blocked in recv, returns at once
+#      with ECONNRESET or end of file (what Linux's loopback gives depends
+#      on unread data: both are a peer's death);
 # PRELOAD_KERNEL=1 runs the same on A's kernel (the self-check).
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
@@ -54,6 +54,13 @@ round() {
 for i in $(seq 20); do
 	round "$TEST_TMP/1m.bin"
 done
+if [ "$PRELOAD_KERNEL" != 1 ]; then
+	# while a connection is up, dpsock-stat names its peer as this host
+	preload_start hold socat -b 4096 -T 20 "TCP:$A:7200" EXEC:'sleep 20'
+	wait_until 10 bash -c "\"$DPSOCK_STAT\" -n $name -v sockets 2>/dev/null | grep -q 'host:7200 *ESTABLISHED'" ||
+		fail "dpsock-stat does not show the connection within the host: $("$DPSOCK_STAT" -n "$name" -v sockets 2>&1)"
+	preload_stop hold || true
+fi
 round "$TEST_TMP/64m.bin"
 acc1=$(preload_stat tcp_accepted)
 con1=$(preload_stat tcp_connected)
@@ -162,25 +169,28 @@ wrk_check proxy -t 1 -c 8 -d 2s "http://$A:8081/"
 ok "nginx proxy_pass to an upstream on the same host: $WRK_REQS requests under wrk, no error"
 preload_stop nginx QUIT || true
 
-# ---- 6. kill -9 of one end ------------------------------------------------------------------------
+# ---- 6. kill -9 of either end --------------------------------------------------------------------
 cat >"$TEST_TMP/peer.py" <<'PY'
 import errno, socket, sys, time
-addr, mode = sys.argv[1], sys.argv[2]
-if mode == "server":
+addr, port, role, then = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
+if role == "server":
     l = socket.socket()
     l.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    l.bind((addr, 7500))
+    l.bind((addr, port))
     l.listen(1)
     print("listening", flush=True)
     c, _ = l.accept()
     c.recv(5)
-    print("holding", flush=True)
+else:
+    c = socket.create_connection((addr, port), timeout=30)
+    c.sendall(b"hello")
+    if then == "wait":
+        c.sendall(b"unread")   # the server, which holds, never reads it
+print("up", flush=True)
+if then == "hold":
     time.sleep(300)
-c = socket.create_connection((addr, 7500), timeout=30)
-c.sendall(b"hello")
-c.sendall(b"unread")   # left unread by the server
-print("connected", flush=True)
 t0 = time.monotonic()
+c.settimeout(30)
 try:
     d = c.recv(100)
     what = "eof" if d == b"" else "data"
@@ -188,14 +198,31 @@ except OSError as e:
     what = errno.errorcode.get(e.errno, str(e.errno))
 print("recv", what, "after %.2f s" % (time.monotonic() - t0), flush=True)
 PY
-preload_start srv python3 "$TEST_TMP/peer.py" "$A" server
-wait_until 10 grep -q listening "$TEST_TMP/srv.log"
-preload_start cli python3 "$TEST_TMP/peer.py" "$A" client
-wait_until 10 grep -q holding "$TEST_TMP/srv.log"
-wait_until 10 grep -q connected "$TEST_TMP/cli.log"
-sleep 0.5
-kill -KILL "${_LIB_PRELOAD_PID[srv]}"
-preload_wait cli 10 || fail "the client failed: $(tail -n 3 "$TEST_TMP/cli.log")"
-grep -Eq '^recv (ECONNRESET|eof) ' "$TEST_TMP/cli.log" || fail "the client saw: $(grep '^recv' "$TEST_TMP/cli.log")"
-ok "kill -9 of the server: the client's recv returned $(grep '^recv' "$TEST_TMP/cli.log" | cut -d' ' -f2-)"
+# killed VICTIM PORT: the server and the client connect, one holds, the other
+# waits in recv; kill -9 of the one holding; the other's recv returns at once
+# with ECONNRESET or end of file (what Linux's loopback gives depends on
+# what was left unread: both are the peer's death)
+killed() {
+	local victim=$1 port=$2 waiter s_then c_then
+	if [ "$victim" = srv ]; then
+		waiter=cli s_then=hold c_then=wait
+	else
+		waiter=srv s_then=wait c_then=hold
+	fi
+	preload_start "srv$port" python3 "$TEST_TMP/peer.py" "$A" "$port" server "$s_then"
+	wait_until 10 grep -q listening "$TEST_TMP/srv$port.log"
+	preload_start "cli$port" python3 "$TEST_TMP/peer.py" "$A" "$port" client "$c_then"
+	wait_until 10 grep -q up "$TEST_TMP/srv$port.log"
+	wait_until 10 grep -q up "$TEST_TMP/cli$port.log"
+	sleep 0.5
+	kill -KILL "${_LIB_PRELOAD_PID[$victim$port]}"
+	preload_wait "$waiter$port" 10 || fail "the $waiter end failed: $(tail -n 3 "$TEST_TMP/$waiter$port.log")"
+	grep -Eq '^recv (ECONNRESET|eof) ' "$TEST_TMP/$waiter$port.log" ||
+		fail "after kill -9 of the $victim end, the other saw: $(grep '^recv' "$TEST_TMP/$waiter$port.log")"
+	KILLED_SAW=$(grep '^recv' "$TEST_TMP/$waiter$port.log" | cut -d' ' -f2-)
+}
+killed srv 7500
+saw_srv=$KILLED_SAW
+killed cli 7501
+ok "kill -9 of the server: the client's recv returned $saw_srv; of the client: the server's returned $KILLED_SAW"
 preload_daemon_stop
