@@ -145,6 +145,13 @@ for m, label, lower in rows:
     dm, km = statistics.median(d), statistics.median(k)
     ratio = dm / km if km else float("nan")
     print("| %s | %.2f | %.2f | %.2f× |" % (label, dm, km, ratio))
+print("\nWhere two CPUs limit it: dpsockd's one worker runs both ends' TCP and copies")
+print("every byte twice more (the sender's FIFO into lwIP, lwIP's loop copy, lwIP into the")
+print("receiver's FIFO), on the CPU it shares with the server; the kernel's loopback runs")
+print("each end's stack in that end's own system calls, on its own CPU. Latency and small")
+print("requests gain from the worker's polling; single-stream bulk is bound by that one CPU.")
+print("The FIFO-to-FIFO cut-through (docs/design.md decision 15, not built) would remove the")
+print("segments and two of the copies.")
 print("\nEach round's figures: " + "; ".join(
     "%s %s: %s" % (t, m, ", ".join("%g" % x for x in xs)) for (t, m), xs in sorted(v.items())))
 PYEOF_SH
