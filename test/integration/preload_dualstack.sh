@@ -18,6 +18,11 @@
 #      over IPv6 without errors; nginx `listen 81; listen [::]:81;` (the
 #      IPv6 one is IPV6_V6ONLY, nginx's default): the IPv4 listener is
 #      dpsockd's, the IPv6 one the kernel's, both answer.
+#   5. Python's asyncio.start_server(host=None) (an AF_INET socket and a
+#      v6only AF_INET6 one): offloaded for IPv4, both answer; a `use os`
+#      rule for the port keeps Node's dual-stack listener in the kernel (the
+#      rule matches it by its IPv4 address and port), where both answer
+#      (IPv6 only on af_packet, where dpsockd owns the IPv4 address).
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
@@ -171,3 +176,44 @@ acc2=$(stat_sum "$name" tcp_accepted)
 [ $((acc2 - acc1)) -eq 0 ] || fail "dpsockd accepted $((acc2 - acc1)) connections during the IPv6 run"
 ok "nginx [::]:80 ipv6only=off: wrk $r4 requests over IPv4 (offloaded), $r6 over IPv6 (the kernel half); [::]:81 beside 81 answers both"
 preload_stop nginx QUIT || true
+
+# ---- 5. Python asyncio on every address; an offload rule on a dual-stack socket ------
+# asyncio.start_server(host=None) opens one socket per address family that
+# getaddrinfo gives: 0.0.0.0 (AF_INET, offloaded) and "::" with
+# IPV6_V6ONLY (asyncio sets it when it opens both: the kernel's)
+cat >"$TEST_TMP/aio.py" <<'PY'
+import asyncio, sys
+async def serve(r, w):
+    await r.readline()
+    w.write(b"HTTP/1.0 200 OK\r\nContent-Length: 10\r\n\r\nasyncio hi")
+    await w.drain()
+    w.close()
+async def main():
+    s = await asyncio.start_server(serve, host=None, port=int(sys.argv[1]))
+    print("listening", " ".join(str(x.family) for x in s.sockets), flush=True)
+    await s.serve_forever()
+asyncio.run(main())
+PY
+preload_start aio python3 "$TEST_TMP/aio.py" 3200
+wait_until 20 grep -q listening "$TEST_TMP/aio.log" || fail "the asyncio server did not start: $(tail -n 3 "$TEST_TMP/aio.log")"
+wait_listener 3200 asyncio "$TEST_TMP/aio.log"
+get_both 3200 "asyncio hi"
+ok "asyncio.start_server(host=None): its AF_INET socket offloaded, IPv4 and IPv6 answered ($(grep listening "$TEST_TMP/aio.log"))"
+preload_stop aio || true
+# a `use os` rule names the dual-stack socket by its IPv4 address and port
+printf 'use os tcp_server *:3300\n' >"$TEST_TMP/os.rules"
+PRELOAD_ENV=("DPSOCK_RULES_FILE=$TEST_TMP/os.rules")
+preload_start noderule node "$DPSOCK_SRC/test/tools/hello_server.js" 3300 "node in the kernel"
+PRELOAD_ENV=()
+wait_until 20 grep -q listening "$TEST_TMP/noderule.log" || fail "node did not start: $(tail -n 3 "$TEST_TMP/noderule.log")"
+if [ "$sharing" = 1 ]; then
+	get_both 3300 "node in the kernel"
+else
+	# dpsockd owns the port's IPv4 address: the kernel can answer IPv6 only
+	body=$(in_b curl -s --max-time 5 "http://[$A6]:3300/") || fail "curl over IPv6 to port 3300 failed"
+	[ "$body" = "node in the kernel" ] || fail "port 3300 answered '$body' over IPv6"
+fi
+! "$DPSOCK_STAT" -n "$name" -v sockets 2>/dev/null | grep -q ':3300 ' ||
+	fail "a 'use os' rule did not keep node's dual-stack listener in the kernel: $("$DPSOCK_STAT" -n "$name" -v sockets 2>&1)"
+ok "a 'use os tcp_server *:3300' rule keeps Node's dual-stack listener in the kernel, where it answers$([ "$sharing" = 1 ] && echo ' IPv4 and') IPv6"
+preload_stop noderule || true
