@@ -202,6 +202,8 @@ def main():
         ("pl_redis_set", "redis-server + redis-benchmark SET, requests/s", "/s",
          "`redis-benchmark -c 50 -t set,get -n %d`; same" % (int(secs) * 40000 if str(secs).isdigit() else 0), False),
         ("pl_redis_get", "redis-server + redis-benchmark GET, requests/s", "/s", "same run", False),
+        ("pl_postgres", "PostgreSQL 15 + pgbench -S (8 clients), transactions/s", "/s",
+         "`pgbench -S -c 8 -j 1 -T %s`, a backend process per client; same" % secs, False),
     ]
     skip_why = meta.get("programs_skip")
     for key, label, unit, how, lower in prog_rows:

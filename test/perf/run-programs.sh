@@ -8,7 +8,8 @@
 #   server side, netns A, CPU 1: dpsockd (one queue on each port of PMDS in
 #       turn: net_af_xdp, net_af_packet; EAL -l 1) and the preloaded
 #       program, or the program alone on the kernel
-#   client side, netns B, CPU 0: sockperf pp/tp, wrk, redis-benchmark
+#   client side, netns B, CPU 0: sockperf pp/tp, wrk, redis-benchmark,
+#       pgbench
 #
 # All dpsock rounds run first, port by port, then dpsockd stops and A's
 # kernel takes the address for the kernel rounds: an af_packet port sees
@@ -145,6 +146,47 @@ pl_redis() {
 	bg_stop pl_redis || true
 }
 
+# PostgreSQL 15 as the postgres user (a forked backend per connection) +
+# pgbench -S (select only) with 8 clients; the database (initdb, pgbench -i
+# -s 1) is made once, on the kernel's side, before the first round.
+PL_PG=/usr/lib/postgresql/15/bin
+pl_postgres() {
+	local side=$1 r=$2 out tps d=$TEST_TMP/pg
+	[ -d "$d/data" ] || { failed "$side postgres: no database (see pl_postgres_init)"; return; }
+	pl_server "$side" postgres setpriv --reuid=postgres --regid=postgres --init-groups -- \
+		"$PL_PG/postgres" -D "$d/data" -p "$PL_PORT"
+	poll_until 30 pl_tcp_up "$PL_PORT" || { failed "$side postgres did not come up: $(tail -n 3 "$TEST_TMP/pl-postgres-$side.log")"; bg_stop pl_postgres; return; }
+	out=$(timeout $((secs + 60)) ip netns exec "$TOPO_NS_B" taskset -c 0 "$PL_PG/pgbench" -h "$TOPO_ADDR_A" \
+		-p "$PL_PORT" -U postgres -S -c 8 -j 1 -T "$secs" postgres 2>&1)
+	tps=$(awk '/^tps/ { print $3 }' <<<"$out")
+	if [ -n "$tps" ] && grep -q 'number of failed transactions: 0 ' <<<"$out"; then
+		result pl_postgres "$side" "$r" "$tps"
+		note "$side postgres+pgbench -S round $r: $tps tps"
+	else
+		failed "$side postgres+pgbench round $r: $(grep -m2 -i 'error\|failed\|tps' <<<"$out" | tr '\n' ' ')"
+	fi
+	bg_stop pl_postgres || true
+}
+# pl_postgres_init: a database for pl_postgres, loaded by pgbench -i through
+# a postgres of A's kernel on the loopback
+pl_postgres_init() {
+	local d=$TEST_TMP/pg
+	mkdir -p "$d"
+	chown postgres: "$d"
+	setpriv --reuid=postgres --regid=postgres --init-groups -- "$PL_PG/initdb" -D "$d/data" -A trust \
+		-U postgres >"$TEST_TMP/pl-initdb.log" 2>&1 || { failed "initdb: $(tail -n 3 "$TEST_TMP/pl-initdb.log")"; return; }
+	printf "listen_addresses = '*'\nunix_socket_directories = '%s'\nfsync = off\nsynchronous_commit = off\nmax_connections = 32\n" \
+		"$d" >>"$d/data/postgresql.conf"
+	printf 'host all all 0.0.0.0/0 trust\n' >>"$d/data/pg_hba.conf"
+	ip netns exec "$TOPO_NS_A" setpriv --reuid=postgres --regid=postgres --init-groups -- \
+		"$PL_PG/pg_ctl" -D "$d/data" -o "-p $PL_PORT" -w start >"$TEST_TMP/pl-pginit.log" 2>&1 &&
+		ip netns exec "$TOPO_NS_A" "$PL_PG/pgbench" -h 127.0.0.1 -p "$PL_PORT" -U postgres -i -s 1 postgres \
+			>>"$TEST_TMP/pl-pginit.log" 2>&1 ||
+		failed "pgbench -i: $(tail -n 3 "$TEST_TMP/pl-pginit.log")"
+	ip netns exec "$TOPO_NS_A" setpriv --reuid=postgres --regid=postgres --init-groups -- \
+		"$PL_PG/pg_ctl" -D "$d/data" -m fast -w stop >>"$TEST_TMP/pl-pginit.log" 2>&1
+}
+
 pl_round_all() { # SIDE ROUND
 	if command -v sockperf >/dev/null; then
 		pl_sockperf "$1" "$2" udp
@@ -154,6 +196,9 @@ pl_round_all() { # SIDE ROUND
 	fi
 	if command -v nginx >/dev/null && command -v wrk >/dev/null; then pl_nginx "$1" "$2"; fi
 	if command -v redis-server >/dev/null && command -v redis-benchmark >/dev/null; then pl_redis "$1" "$2"; fi
+	if [ -x "$PL_PG/postgres" ] && [ -x "$PL_PG/pgbench" ] && id postgres >/dev/null 2>&1; then
+		pl_postgres "$1" "$2"
+	fi
 }
 
 # pl_dpsockd PMD CONF [LABEL] / pl_dpsockd_stop LABEL: dpsockd for the
@@ -210,10 +255,12 @@ else
 	[ -z "$missing" ] || note "5. programs: not installed:$missing (scripts/setup installs them); their rows stay empty"
 	meta programs_missing "${missing# }"
 	test_topo_up 203 "${TEST_NAME}q"
-	chmod 755 "$TEST_TMP" # nginx's workers (nobody) reach the control socket here
+	# nginx's workers (nobody) and postgres reach the control socket here
+	chmod 1777 "$TEST_TMP"
+	[ ! -x "$PL_PG/initdb" ] || ! id postgres >/dev/null 2>&1 || pl_postgres_init
 	for pmd in "${PMDS[@]}"; do
-		printf 'name = "%s";\nruntime_dir = "%s";\ninterfaces = ( { port = "net_%s0"; address = "%s/24"; } );\n' \
-			"$PL_NAME" "$TEST_TMP" "$pmd" "$TOPO_ADDR_A" >"$TEST_TMP/pl.conf"
+		printf 'name = "%s";\nruntime_dir = "%s";\npreload = { allowed_uids = [ %s ]; };\ninterfaces = ( { port = "net_%s0"; address = "%s/24"; } );\n' \
+			"$PL_NAME" "$TEST_TMP" "$(id -u postgres 2>/dev/null || echo 0)" "$pmd" "$TOPO_ADDR_A" >"$TEST_TMP/pl.conf"
 		if [ "$pmd" = af_xdp ]; then
 			# each round owned, then shared with the kernel, so that the
 			# shared ÷ owned ratio compares runs minutes apart at most
