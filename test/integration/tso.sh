@@ -116,7 +116,15 @@ while True:
         for l, r in opts:
             if r > ack and l < r:
                 sacked.append((max(l, ack), r))
-        sacked = [(max(l, ack), r) for l, r in sacked if r > ack]
+        # one disjoint set: every ACK repeats the blocks it still has, and
+        # a resent byte counts once however many ACKs SACKed it
+        merged = []
+        for l, r in sorted((max(l, ack), r) for l, r in sacked if r > ack):
+            if merged and l <= merged[-1][1]:
+                merged[-1] = (merged[-1][0], max(merged[-1][1], r))
+            else:
+                merged.append((l, r))
+        sacked = merged
         continue
     payload = tot - ihl - doff
     frames += 1
