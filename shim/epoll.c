@@ -290,16 +290,31 @@ reg_offload(struct shim_ep *e, struct ep_reg *g)
 	return 0;
 }
 
-/* An offloaded socket with a kernel half (a dual-stack listener): the
- * kernel set watches its kernel socket too, with the program's event, and
- * what the kernel reports goes to the program as it is. in_set: it is
- * there already (it was undecided). Caller holds e->lock. */
+/* An offloaded socket with a kernel half (a dual-stack listener or UDP
+ * socket on "::"): the kernel set watches its kernel socket too, with the
+ * program's event less its write bits (khalf_event), and what the kernel
+ * reports goes to the program as it is. in_set: it is there already (it
+ * was undecided). Caller holds e->lock. */
+static struct epoll_event
+khalf_event(const struct epoll_event *ev)
+{
+	struct epoll_event k = *ev;
+
+	/* what the kernel half can add: something to accept or read (its
+	 * room to write is not the socket's: sends go to dpsockd) */
+	k.events &= ~(uint32_t)(EPOLLOUT | EPOLLWRNORM | EPOLLWRBAND);
+	return k;
+}
+
 static void
 khalf_watch(struct shim_ep *e, struct ep_reg *g, bool in_set)
 {
+	struct epoll_event kev = khalf_event(&g->ev);
+
 	if (!g->s->khalf || g->also_kernel)
 		return;
-	if (!in_set && REAL(epoll_ctl)(e->epfd, EPOLL_CTL_ADD, g->fd, &g->ev) < 0 &&
+	if ((in_set ? REAL(epoll_ctl)(e->epfd, EPOLL_CTL_MOD, g->fd, &kev) :
+		      REAL(epoll_ctl)(e->epfd, EPOLL_CTL_ADD, g->fd, &kev)) < 0 &&
 	    errno != EEXIST) {
 		SHIM_LOG(WARNING, "fd %d: its kernel half stays out of the epoll set: %s", g->fd,
 			 strerror(errno));
@@ -536,9 +551,12 @@ ctl_locked(struct shim_ep *e, int op, int fd, struct shim_sock *s, const struct 
 		reg_drop(e, g);
 		return 0;
 	}
-	if ((g->in_kernel || g->also_kernel) &&
-	    REAL(epoll_ctl)(e->epfd, EPOLL_CTL_MOD, fd, (struct epoll_event *)ev) < 0)
-		return -errno;
+	if (g->in_kernel || g->also_kernel) {
+		struct epoll_event kev = g->also_kernel ? khalf_event(ev) : *ev;
+
+		if (REAL(epoll_ctl)(e->epfd, EPOLL_CTL_MOD, fd, &kev) < 0)
+			return -errno;
+	}
 	g->ev = *ev;
 	g->disabled = 0;
 	g->seen_valid = 0;

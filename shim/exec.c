@@ -430,10 +430,13 @@ adopt_one(int fd, uint64_t ino, struct adopt_cand *c, size_t nc)
 			s->v6only = v;
 		s->any6 = s->laddr == 0 && REAL(getsockname)(fd, (struct sockaddr *)&k, &kl) == 0 &&
 			  k.sin6_family == AF_INET6 && IN6_IS_ADDR_UNSPECIFIED(&k.sin6_addr);
-		/* a dual-stack listener's kernel half listens (calls.c) */
+		/* the kernel half (calls.c): a UDP socket's on "::" is read,
+		 * a listener's listens */
 		l = sizeof(acc);
-		s->khalf = kind == DPSOCK_PL_TCP_LISTENER && s->any6 &&
-			   REAL(getsockopt)(fd, SOL_SOCKET, SO_ACCEPTCONN, &acc, &l) == 0 && acc;
+		s->khalf = s->any6 && (kind == DPSOCK_PL_UDP ||
+				       (kind == DPSOCK_PL_TCP_LISTENER &&
+					REAL(getsockopt)(fd, SOL_SOCKET, SO_ACCEPTCONN, &acc, &l) == 0 &&
+					acc));
 	}
 	if (kind == DPSOCK_PL_TCP_CONN) {
 		uint32_t st = __atomic_load_n(&sl->state, __ATOMIC_ACQUIRE);

@@ -71,8 +71,12 @@ merge_kernel(struct pollfd *fds, const struct pollfd *k, const nfds_t *map, nfds
 		struct shim_sock *s = shim_sock_get(f->fd);
 
 		if (shim_sock_offloaded(s) && s->khalf) {
-			c += f->revents == 0 && k[j].revents != 0;
-			f->revents |= k[j].revents;
+			/* something to accept or read; the kernel half's room
+			 * to write is not the socket's (sends go to dpsockd) */
+			short kr = k[j].revents & (POLLIN | POLLRDNORM | POLLPRI);
+
+			c += f->revents == 0 && kr != 0;
+			f->revents |= kr;
 		} else {
 			f->revents = k[j].revents;
 			c += k[j].revents != 0;
