@@ -58,6 +58,10 @@ poll_offloaded(struct pollfd *fds, nfds_t n, int count)
 	return c;
 }
 
+/* A map entry names the kernel half of an offloaded socket (marked once,
+ * when the call sorts its descriptors). */
+#define MAP_KHALF ((nfds_t)1 << (sizeof(nfds_t) * 8 - 1))
+
 /* The kernel's answer for entries k (map: their places in fds) joins fds:
  * a kernel descriptor's revents are the kernel's, a kernel half's add to
  * its socket's. Returns how many of them are ready and were not already. */
@@ -67,10 +71,9 @@ merge_kernel(struct pollfd *fds, const struct pollfd *k, const nfds_t *map, nfds
 	int c = 0;
 
 	for (nfds_t j = 0; j < nk; j++) {
-		struct pollfd *f = &fds[map[j]];
-		struct shim_sock *s = shim_sock_get(f->fd);
+		struct pollfd *f = &fds[map[j] & ~MAP_KHALF];
 
-		if (shim_sock_offloaded(s) && s->khalf) {
+		if (map[j] & MAP_KHALF) {
 			/* something to accept or read; the kernel half's room
 			 * to write is not the socket's (sends go to dpsockd) */
 			short kr = k[j].revents & (POLLIN | POLLRDNORM | POLLPRI);
@@ -118,7 +121,7 @@ mixed_poll(struct pollfd *fds, nfds_t n, int timeout_ms, const sigset_t *mask)
 		/* a kernel descriptor; or the kernel half of an offloaded one
 		 * (a dual-stack listener), whose events join the slots' */
 		k[nk] = fds[i];
-		map[nk++] = i;
+		map[nk++] = shim_sock_offloaded(s) ? i | MAP_KHALF : i;
 	}
 	for (bool first = true;; first = false) {
 		int c = poll_offloaded(fds, n, first ? POLL_COUNT_FIRST : POLL_COUNT_LATER), kc = 0, left;
