@@ -79,17 +79,28 @@ ok "socat: 20 x 1 MiB and 64 MiB echoed whole ($((acc1 - acc0)) accepted, $((con
 preload_stop echo || true
 
 # ---- 2. a slow reader ----------------------------------------------------------------------
-cat >"$TEST_TMP/slow.py" <<'PY'
-import hashlib, socket, sys, time
-addr, port, mode = sys.argv[1], int(sys.argv[2]), sys.argv[3]
-data = bytes(range(256)) * (8 << 12)   # 8 MiB
-if mode == "reader":
+# pair.py ADDR PORT server|client ACTION: one end of one connection (the
+# server accepts it, the client makes it), then ACTION:
+#   slow   server: read to the end, slowly for the first MiB (the writer
+#          fills up and blocks), print "got BYTES SHA256"; client: send
+#          8 MiB, shut down, wait for the close, print "sent BYTES SHA256"
+#   hold   print "up" and sleep (the end to be killed)
+#   wait   print "up", wait in recv, print "recv eof|data|ERRNO"
+# (hold and wait: the client sends "hello", which the server reads; to a
+# server that holds, it also sends bytes that stay unread)
+cat >"$TEST_TMP/pair.py" <<'PY'
+import errno, hashlib, socket, sys, time
+addr, port, role, action = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
+if role == "server":
     l = socket.socket()
     l.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     l.bind((addr, port))
     l.listen(1)
     print("listening", flush=True)
     c, _ = l.accept()
+else:
+    c = socket.create_connection((addr, port), timeout=30)
+if action == "slow" and role == "server":
     h, n = hashlib.sha256(), 0
     while True:
         d = c.recv(16384)
@@ -98,19 +109,38 @@ if mode == "reader":
         h.update(d)
         n += len(d)
         if n < (1 << 20):
-            time.sleep(0.002)   # slow for the first MiB: the writer fills up and blocks
+            time.sleep(0.002)
     print("got", n, h.hexdigest(), flush=True)
-else:
-    c = socket.create_connection((addr, port), timeout=30)
+    sys.exit(0)
+if action == "slow":
+    data = bytes(range(256)) * (8 << 12)   # 8 MiB
     t0 = time.monotonic()
     c.sendall(data)
     c.shutdown(socket.SHUT_WR)
     c.recv(1)
     print("sent", len(data), hashlib.sha256(data).hexdigest(), "in %.2f s" % (time.monotonic() - t0), flush=True)
+    sys.exit(0)
+if role == "server":
+    c.recv(5)
+else:
+    c.sendall(b"hello")
+    if action == "wait":
+        c.sendall(b"unread")   # the server, which holds, never reads it
+print("up", flush=True)
+if action == "hold":
+    time.sleep(300)
+t0 = time.monotonic()
+c.settimeout(30)
+try:
+    d = c.recv(100)
+    what = "eof" if d == b"" else "data"
+except OSError as e:
+    what = errno.errorcode.get(e.errno, str(e.errno))
+print("recv", what, "after %.2f s" % (time.monotonic() - t0), flush=True)
 PY
-preload_start reader python3 "$TEST_TMP/slow.py" "$A" 7300 reader
+preload_start reader python3 "$TEST_TMP/pair.py" "$A" 7300 server slow
 wait_until 10 grep -q listening "$TEST_TMP/reader.log"
-preload_run python3 "$TEST_TMP/slow.py" "$A" 7300 writer >"$TEST_TMP/writer.log" 2>&1 ||
+preload_run python3 "$TEST_TMP/pair.py" "$A" 7300 client slow >"$TEST_TMP/writer.log" 2>&1 ||
 	fail "the writer failed: $(tail -n 3 "$TEST_TMP/writer.log")"
 preload_wait reader 30 || fail "the reader failed: $(tail -n 3 "$TEST_TMP/reader.log")"
 sent=$(awk '/^sent/ { print $2, $3 }' "$TEST_TMP/writer.log")
@@ -170,34 +200,6 @@ ok "nginx proxy_pass to an upstream on the same host: $WRK_REQS requests under w
 preload_stop nginx QUIT || true
 
 # ---- 6. kill -9 of either end --------------------------------------------------------------------
-cat >"$TEST_TMP/peer.py" <<'PY'
-import errno, socket, sys, time
-addr, port, role, then = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
-if role == "server":
-    l = socket.socket()
-    l.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    l.bind((addr, port))
-    l.listen(1)
-    print("listening", flush=True)
-    c, _ = l.accept()
-    c.recv(5)
-else:
-    c = socket.create_connection((addr, port), timeout=30)
-    c.sendall(b"hello")
-    if then == "wait":
-        c.sendall(b"unread")   # the server, which holds, never reads it
-print("up", flush=True)
-if then == "hold":
-    time.sleep(300)
-t0 = time.monotonic()
-c.settimeout(30)
-try:
-    d = c.recv(100)
-    what = "eof" if d == b"" else "data"
-except OSError as e:
-    what = errno.errorcode.get(e.errno, str(e.errno))
-print("recv", what, "after %.2f s" % (time.monotonic() - t0), flush=True)
-PY
 # killed VICTIM PORT: the server and the client connect, one holds, the other
 # waits in recv; kill -9 of the one holding; the other's recv returns at once
 # with ECONNRESET or end of file (what Linux's loopback gives depends on
@@ -209,9 +211,9 @@ killed() {
 	else
 		waiter=srv s_then=wait c_then=hold
 	fi
-	preload_start "srv$port" python3 "$TEST_TMP/peer.py" "$A" "$port" server "$s_then"
+	preload_start "srv$port" python3 "$TEST_TMP/pair.py" "$A" "$port" server "$s_then"
 	wait_until 10 grep -q listening "$TEST_TMP/srv$port.log"
-	preload_start "cli$port" python3 "$TEST_TMP/peer.py" "$A" "$port" client "$c_then"
+	preload_start "cli$port" python3 "$TEST_TMP/pair.py" "$A" "$port" client "$c_then"
 	wait_until 10 grep -q up "$TEST_TMP/srv$port.log"
 	wait_until 10 grep -q up "$TEST_TMP/cli$port.log"
 	sleep 0.5
