@@ -144,7 +144,7 @@ if command -v node >/dev/null; then
 	wait_until 20 grep -q listening "$TEST_TMP/node.log" || fail "node did not start: $(tail -n 3 "$TEST_TMP/node.log")"
 	body=$(in_b curl -s --max-time 5 "http://$TOPO_ADDR_A:3000/") || fail "node's server not reachable"
 	[ "$body" = "node says hi" ] || fail "node answered '$body'"
-	socks | grep -q ':3000 .*LISTEN' || fail "node's AF_INET6 dual-stack listener is not dpsockd's: $(socks)"
+	grep -q ':3000 .*LISTEN' <<<"$(socks)" || fail "node's AF_INET6 dual-stack listener is not dpsockd's: $(socks)"
 	ok "Node.js with its default listen (AF_INET6 dual-stack) is offloaded and reachable"
 else
 	fail "node is not installed (scripts/setup installs nodejs)"
@@ -244,7 +244,7 @@ preload_start srv2 python3 "$TEST_TMP/srv2.py" "$addr2" 7070
 got=$(in_b timeout 3 bash -c "until exec 3<>/dev/tcp/$addr2/7070; do sleep 0.05; done; cat <&3" 2>/dev/null) || true
 t1=$(date +%s%N)
 [ "$got" = "second address" ] || fail "the server on $addr2 did not answer: '$got'"
-socks | grep -q ':7070 .*LISTEN' || fail "the server on $addr2 is not dpsockd's: $(socks)"
+grep -q ':7070 .*LISTEN' <<<"$(socks)" || fail "the server on $addr2 is not dpsockd's: $(socks)"
 ms=$(((t1 - t0) / 1000000))
 [ "$ms" -le 2000 ] || fail "the server on $addr2 answered $ms ms after ip addr add (2 s at most)"
 ok "ip addr add $addr2: an offloaded server there answered $ms ms after"
