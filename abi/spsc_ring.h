@@ -842,4 +842,42 @@ dpsock_fifo_read_consume(struct dpsock_fifo_cons *c, uint32_t n)
 		dpsock_spsc_cons_publish(&c->e, n);
 }
 
+/* Move up to len bytes from the consumer end of one FIFO to the producer
+ * end of another (a connection within the host: one socket's tx FIFO into
+ * its peer's rx FIFO), as many as are ready and fit; one copy, each side's
+ * wrap taken as it comes. Returns the bytes moved (0: nothing ready, no
+ * room, or either side corrupt). */
+static inline size_t
+dpsock_fifo_splice(struct dpsock_fifo_cons *from, struct dpsock_fifo_prod *to, size_t len)
+{
+	struct iovec src[2], dst[2];
+	uint32_t n = dpsock_fifo_read_peek(from, len, src), k = 0;
+	size_t si = 0, di = 0;
+	unsigned int i = 0, j = 0;
+
+	if (n == 0 || (n = dpsock_fifo_write_reserve(to, n, dst)) == 0)
+		return 0;
+	while (k < n) {
+		size_t c = src[i].iov_len - si < dst[j].iov_len - di ?
+			   src[i].iov_len - si : dst[j].iov_len - di;
+
+		memcpy((unsigned char *)dst[j].iov_base + di,
+		       (const unsigned char *)src[i].iov_base + si, c);
+		k += (uint32_t)c;
+		si += c;
+		di += c;
+		if (si == src[i].iov_len) {
+			i++;
+			si = 0;
+		}
+		if (di == dst[j].iov_len) {
+			j++;
+			di = 0;
+		}
+	}
+	dpsock_fifo_write_commit(to, n);
+	dpsock_fifo_read_consume(from, n);
+	return n;
+}
+
 #endif /* DPSOCK_ABI_SPSC_RING_H */

@@ -131,16 +131,21 @@ dpsock_sock_format(const struct dpsock_sock_stats *e, const char *owner, char *b
 	dpsock_fmt_addr(local, sizeof(local), e->laddr, e->lport);
 	if (e->raddr == 0 && e->rport == 0)
 		snprintf(peer, sizeof(peer), "*:*");
-	else if (e->raddr == e->laddr)
-		/* a connection within the host: its segments loop through the
-		 * worker's lwIP (docs/design.md decision 15) */
+	else if (e->flags & DPSOCK_SOCK_F_LOOP)
+		/* a connection within the host (docs/design.md decisions 15
+		 * and 16): the other end is a socket of the same instance */
 		snprintf(peer, sizeof(peer), "host:%u", e->rport);
 	else
 		dpsock_fmt_addr(peer, sizeof(peer), e->raddr, e->rport);
 	snprintf(w, sizeof(w), "%u", e->worker);
 	dpsock_fmt_bytes(rx, sizeof(rx), (double)e->rx_bytes);
 	dpsock_fmt_bytes(tx, sizeof(tx), (double)e->tx_bytes);
-	if (conn) {
+	if (conn && (e->flags & DPSOCK_SOCK_F_CUT)) {
+		/* FIFO to FIFO: no segments, so no RTT, window or retransmission */
+		snprintf(rtt, sizeof(rtt), "cut");
+		snprintf(cwnd, sizeof(cwnd), "-");
+		snprintf(rt, sizeof(rt), "-");
+	} else if (conn) {
 		dpsock_fmt_usec(rtt, sizeof(rtt), (double)e->rtt_us);
 		dpsock_fmt_bytes(cwnd, sizeof(cwnd), (double)e->cwnd);
 		snprintf(rt, sizeof(rt), "%llu", (unsigned long long)e->retrans);

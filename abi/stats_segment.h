@@ -20,13 +20,14 @@
  * retrying while gen is odd or moved, so they never see a torn entry and
  * never make the writer wait.
  *
- * Layout (version 7; 3 added worker counters, 4 the TCP offload counters,
+ * Layout (version 12; 3 added worker counters, 4 the TCP offload counters,
  * 5 the loss recovery counters (DPSOCK_TCP_REC_COUNTERS) and sockets' RTT
  * in microseconds, 6: a preloaded socket's entry carries its program's pid,
  * descriptor and clients[] index, and its poll_hits/poll_misses are
  * counted; 7: the multicast table, IGMP and multicast counters; 8: an
  * AF_XDP port's socket counters, XDP_STATISTICS summed over its queues;
- * 9: rx_drop_vlan; 10: the ports' info; 11: loop_packets):
+ * 9: rx_drop_vlan; 10: the ports' info; 11: loop_packets; 12: cut_pairs,
+ * cut_bytes and the sockets' flags):
  *
  *   struct dpsock_stats_segment     header, control area, ports, workers,
  *                                   client table (reserved, see below)
@@ -69,7 +70,7 @@
 #include <stdint.h>
 
 #define DPSOCK_STATS_MAGIC 0x64707374617473ULL /* "dpstats" */
-#define DPSOCK_STATS_VERSION 11
+#define DPSOCK_STATS_VERSION 12
 #define DPSOCK_STATS_MAX_PORTS 4
 #define DPSOCK_STATS_MAX_WORKERS 64
 #define DPSOCK_STATS_MAX_CLIENTS 64
@@ -217,6 +218,8 @@
 	X(igmp_tx_leave, "IGMPv2 leave messages sent")                          \
 	X(igmp_version_changes, "IGMP compatibility mode changes (older querier heard or gone)") \
 	X(loop_packets, "IP packets to the stack's own addresses, taken back in (connections within the host)") \
+	X(cut_pairs, "TCP connections within the host whose two ends were paired: bytes FIFO to FIFO") \
+	X(cut_bytes, "bytes moved from one preloaded socket's tx FIFO into another's rx FIFO (connections within the host)") \
 	DPSOCK_TCP_REC_COUNTERS(X)
 
 /* TCP loss recovery work (part of the worker counters): lwIP's sender in
@@ -408,13 +411,17 @@ struct dpsock_sock_stats {
 	int32_t fd;             /* its fd in that process; -1: native socket */
 	int32_t client;         /* clients[] index; -1: native, or the client left */
 	uint16_t worker;
-	uint16_t pad;
+	uint16_t flags;         /* DPSOCK_SOCK_F_* */
 	uint32_t laddr, raddr;  /* network order */
 	uint16_t lport, rport;  /* host order */
 	uint64_t serial;        /* per worker, tells a reused slot apart */
 	DPSOCK_SOCK_COUNTERS(DPSOCK_STATS_FIELD)
 	DPSOCK_SOCK_GAUGES(DPSOCK_STATS_FIELD)
 } __attribute__((aligned(64)));
+
+/* dpsock_sock_stats.flags */
+#define DPSOCK_SOCK_F_LOOP 1u /* TCP: the peer is a socket of the same instance (the host) */
+#define DPSOCK_SOCK_F_CUT  2u /* ... and their bytes go FIFO to FIFO, not through lwIP */
 
 /* How a port is served (dpsock-stat's port lines), written by the main
  * lcore every 100 ms from the stack's net view, with the gen seqlock of

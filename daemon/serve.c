@@ -68,6 +68,8 @@ struct pl_worker {
 static struct pl_worker *pl_workers;
 
 static const struct dpsock_sock_ops pl_ops;
+static size_t tx_pump(struct pl_wslot *ws);
+static void mate_unpair(struct pl_wslot *ws);
 
 static inline struct dpsock_pl_slot *
 sh_of(const struct pl_wslot *ws)
@@ -352,6 +354,7 @@ slot_free(struct pl_wslot *ws)
 
 	if (!ws->in_use)
 		return;
+	mate_unpair(ws);
 	held_release_all(ws);
 	if (ws->s != NULL)
 		dpsock_sock_set_user(ws->s, NULL);
@@ -397,6 +400,7 @@ slot_close_now(struct pl_wslot *ws, bool abortive)
 {
 	if (ws->kind == DPSOCK_PL_TCP_LISTENER)
 		listener_reset_backlog(ws);
+	mate_unpair(ws);
 	if (ws->s != NULL) {
 		struct dpsock_sock *s = ws->s;
 
@@ -688,6 +692,103 @@ tcp_tx(struct pl_wslot *ws, size_t *moved)
 	}
 }
 
+/* ---------------------------------------------------------------------- */
+/* connections within the host (docs/design.md decision 16) */
+
+static void
+mate_pair(struct pl_wslot *a, struct pl_wslot *b)
+{
+	a->mate = b;
+	b->mate = a;
+	a->mate_wait = b->mate_wait = 0;
+	dpsock_sock_set_cut(a->s, true);
+	dpsock_sock_set_cut(b->s, true);
+	dpsock_stat_add(&a->wg->w->stats->cut_pairs, 1);
+}
+
+/* From here on both ends send through lwIP: whatever the mate has left goes
+ * as segments behind the bytes already in ws's rx FIFO, in order. */
+static void
+mate_unpair(struct pl_wslot *ws)
+{
+	struct pl_wslot *m = ws->mate;
+
+	if (m == NULL)
+		return;
+	ws->mate = m->mate = NULL;
+	if (ws->s != NULL)
+		dpsock_sock_set_cut(ws->s, false);
+	if (m->s != NULL)
+		dpsock_sock_set_cut(m->s, false);
+	if (m->tx_blocked) {
+		m->tx_blocked = 0;
+		tx_pump(m);
+	}
+}
+
+/* A connection whose other end is a preloaded socket of this worker, still
+ * half open (its listener's): the caller holds its tx FIFO until that end
+ * is accepted and pairs the two (mate_find). Both ends are in this lwIP
+ * instance, so on this worker: no other thread ever touches a pair. */
+static bool
+mate_expected(const struct pl_wslot *ws)
+{
+	struct dpsock_sock *peer;
+
+	return ws->wg->w->d->conf.pl_cut_through && ws->s != NULL &&
+	       dpsock_tcp_loop_peer(ws->s, &peer) == &pl_ops && peer == NULL;
+}
+
+/* ws was just accepted: its connecting end waiting for it? */
+static void
+mate_find(struct pl_wslot *ws)
+{
+	struct dpsock_sock *peer;
+	struct pl_wslot *m;
+
+	if (!ws->wg->w->d->conf.pl_cut_through || ws->s == NULL ||
+	    dpsock_tcp_loop_peer(ws->s, &peer) != &pl_ops || peer == NULL)
+		return;
+	m = dpsock_sock_user(peer);
+	if (m == NULL || !m->in_use || !m->mate_wait || m->mate != NULL)
+		return;
+	mate_pair(ws, m);
+	tx_pump(m); /* what it queued while it waited */
+}
+
+/* TCP to a mate: tx FIFO into the mate's rx FIFO until one is empty or the
+ * other full; then the mate's reader kicks (RX_KICK) once it made room. */
+static void
+cut_tx(struct pl_wslot *ws, size_t *moved)
+{
+	struct pl_wslot *m = ws->mate;
+	struct dpsock_pl_slot *msh = sh_of(m);
+	size_t total = 0, n;
+
+	for (;;) {
+		n = dpsock_fifo_splice(&ws->tx, &m->rx, SIZE_MAX);
+		total += n;
+		if (dpsock_fifo_used(&ws->tx) == 0)
+			break;
+		if (n > 0)
+			continue;
+		__atomic_store_n(&msh->rx_doorbell, 1, __ATOMIC_RELAXED);
+		/* seq_cst: as rx_drain's; either the reader sees the doorbell
+		 * (and kicks), or this fresh look sees the room it made */
+		__atomic_thread_fence(__ATOMIC_SEQ_CST);
+		if (dpsock_fifo_free(&m->rx) == 0) {
+			ws->tx_blocked = 1;
+			break;
+		}
+		__atomic_exchange_n(&msh->rx_doorbell, 0, __ATOMIC_RELAXED);
+	}
+	if (total > 0) {
+		*moved += total;
+		dpsock_sock_cut_moved(ws->s, m->s, total);
+		slot_notify(m);
+	}
+}
+
 /*
  * Take what the shim queued. When the FIFO is empty (and the worker stops
  * looking), ring tx_doorbell so that the next write sends TX_KICK; run a
@@ -707,9 +808,14 @@ tx_pump(struct pl_wslot *ws)
 			}
 		} else if (ws->s == NULL) {
 			tx_discard(ws);
-		} else if (ws->state == DPSOCK_PL_ST_CONNECTING) {
-			break; /* connected() resumes */
+		} else if (ws->state == DPSOCK_PL_ST_CONNECTING || ws->mate_wait) {
+			break; /* connected() / the mate's accept resumes */
+		} else if (ws->mate != NULL && !ws->mate->closing && ws->mate->s != NULL) {
+			cut_tx(ws, &moved);
+			if (ws->tx_blocked)
+				break;
 		} else {
+			mate_unpair(ws); /* a closing mate: lwIP answers as the kernel would */
 			tcp_tx(ws, &moved);
 			if (ws->tx_blocked)
 				break;
@@ -800,6 +906,7 @@ cb_accepted(struct dpsock_sock *listener, struct dpsock_sock *child)
 	/* the FIFO's release (P1) publishes the child slot's fields above */
 	dpsock_fifo_write(&lws->rx, &a, sizeof(a));
 	slot_notify(lws);
+	mate_find(cws);
 	return 0;
 }
 
@@ -815,7 +922,10 @@ cb_connected(struct dpsock_sock *s, int err)
 	apply_opts(ws);
 	slot_update_tx_space(ws);
 	slot_notify(ws);
-	tx_pump(ws);
+	if (mate_expected(ws))
+		ws->mate_wait = 1; /* its mate's accept pumps */
+	else
+		tx_pump(ws);
 }
 
 static void
@@ -973,8 +1083,10 @@ cb_closed(struct dpsock_sock *s, int reason)
 		return;
 	}
 	/* the socket is gone when this returns */
+	mate_unpair(ws);
 	dpsock_sock_set_user(s, NULL);
 	ws->s = NULL;
+	ws->mate_wait = 0;
 	held_release_all(ws);
 	if (ws->closing) {
 		slot_free(ws);
@@ -1275,6 +1387,10 @@ cmd_run(struct pl_wgroup *wg, const struct dpsock_pl_cmd *c, struct dpsock_pl_re
 		case DPSOCK_PL_OP_RX_KICK:
 			if (ws->kind == DPSOCK_PL_TCP_CONN)
 				rx_drain(ws);
+			if (ws->mate != NULL && ws->mate->tx_blocked) {
+				ws->mate->tx_blocked = 0; /* room for what it sends */
+				tx_pump(ws->mate);
+			}
 			return false;
 		case DPSOCK_PL_OP_SHUTDOWN:
 			if (ws->kind != DPSOCK_PL_TCP_CONN || ws->s == NULL ||

@@ -93,6 +93,11 @@ struct pl_wslot {
 	uint32_t hits_seen, misses_seen;
 	struct dpsock_fifo_prod rx;
 	struct dpsock_fifo_cons tx;
+	/* A connection within the host whose other end is a preloaded socket of
+	 * this worker (docs/design.md decision 16): bytes go from one's tx FIFO
+	 * into the other's rx FIFO; tx_blocked then waits for the mate's reader. */
+	struct pl_wslot *mate;
+	uint8_t mate_wait;        /* connected, its mate not accepted yet: hold the tx FIFO */
 };
 
 /* A channel's two rings, seen from one worker. */

@@ -229,6 +229,12 @@ shim_sock_release_slots(struct shim_sock *s)
 		errno = saved;
 		return;       /* another process of the group still holds it */
 	}
+	/* Linux resets a connection closed with received data its program never
+	 * read (RFC 2525 2.17); the worker cannot tell what was read, the rx
+	 * FIFO's level can */
+	if (s->mode == SHIM_TCP_CONN &&
+	    shim_fifo_level(shim_slot_rx(s->slot[0]), shim_seg()->rx_fifo_size) > 0)
+		abortive = 1;
 	t = shim_thread_get();
 	if (t != NULL) {      /* else dpsockd is unreachable: the group's end frees it */
 		for (uint32_t i = 0; i < s->nslots; i++) {

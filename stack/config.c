@@ -175,6 +175,10 @@ static const struct conf_key conf_main_keys[] = {
 	       "send FIFO of each preloaded socket (KiB)"),
 	K_UINT(DC, "preload.poll_batch", pl_poll_batch, 32, 1, 1024, 0,
 	       "commands a worker takes from one client ring per loop iteration"),
+	K_SPECIAL(DC, "preload.cut_through", CONF_BOOL, pl_cut_through, 1, 0,
+		  "a TCP connection between two preloaded sockets of this instance (within the "
+		  "host) moves its bytes from one's send FIFO into the other's receive FIFO; "
+		  "its handshake and end still go through lwIP's loop. false: every byte too"),
 	K_SPECIAL(DC, "offload.rules", CONF_RULE_LIST, rules, 0, 0,
 		  "offload rules in libvma.conf's grammar, [ \"application-id PROGRAM [ID]\", \"use offload|vma|os ROLE ADDR[/LEN]:PORT[-PORT][:LADDR[/LEN]:LPORT[-LPORT]]\", ... ]; first match decides"),
 	K_STR(DC, "offload.rules_file", rules_file, "", 0, CONF_RULES_FILE_LEN_MAX, check_abs_path_or_empty, 0,

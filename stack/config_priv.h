@@ -115,6 +115,7 @@ struct dpsock_config {
 	uint32_t pl_rx_fifo_kb;  /* per slot, power of two */
 	uint32_t pl_tx_fifo_kb;
 	uint32_t pl_poll_batch;  /* commands taken from one ring per loop */
+	bool pl_cut_through;     /* connections within the host: FIFO to FIFO */
 
 	/* offload.rules, then offload.rules_file's, compiled (first match
 	 * decides; see abi/offload_rules.h) */

@@ -36,11 +36,13 @@
 
 #include "dpsock/dpsock.h"
 #include "dpsock_lwip.h"
+#include "dpsock_lwip_pcb_index.h"
 
 #include "stack_priv.h"
 #include "filter_priv.h"
 #include "log_priv.h"
 #include "mcast_priv.h"
+#include "netview_priv.h"
 
 enum sock_type {
 	SOCK_TCP_LISTEN = 1,
@@ -427,6 +429,72 @@ static const struct tcp_ext_arg_callbacks active_extarg = {
 	.destroy = pcb_destroyed,
 };
 
+/* ---- connections within the instance ------------------------------------- */
+
+static void
+sock_stats_flag(struct dpsock_sock *s, uint16_t flag, bool on)
+{
+	if (s->st == NULL)
+		return;
+	dpsock_sockstat_write_begin(s->st);
+	s->st->flags = on ? (uint16_t)(s->st->flags | flag) : (uint16_t)(s->st->flags & ~flag);
+	dpsock_sockstat_write_end(s->st);
+}
+
+/* A connection to one of the instance's own addresses: both its ends are
+ * pcbs of this lwIP instance, its segments go through the loop netif. */
+static void
+sock_mark_loop(struct dpsock_sock *s)
+{
+	if (s->pcb.tcp != NULL &&
+	    dpsock_netview_local(s->w->nv, ip4_addr_get_u32(&s->pcb.tcp->remote_ip), NULL))
+		sock_stats_flag(s, DPSOCK_SOCK_F_LOOP, true);
+}
+
+const struct dpsock_sock_ops *
+dpsock_tcp_loop_peer(const struct dpsock_sock *s, struct dpsock_sock **peer)
+{
+	const struct tcp_pcb *me = s->type == SOCK_TCP ? s->pcb.tcp : NULL;
+	struct tcp_pcb *other;
+	struct dpsock_sock *ps;
+
+	*peer = NULL;
+	if (me == NULL || me->state != ESTABLISHED)
+		return NULL;
+	other = dpsock_tcp_lookup(ip4_addr_get_u32(&me->remote_ip), me->remote_port,
+				  ip4_addr_get_u32(&me->local_ip), me->local_port);
+	if (other == NULL || other == me)
+		return NULL; /* not here, or a connection to itself */
+	if (other->state == SYN_RCVD) {
+		/* half open: lwIP gave it its listener's callback argument */
+		const struct dpsock_sock *ls = other->listener != NULL ?
+					       other->listener->callback_arg : NULL;
+
+		return ls != NULL && ls->type == SOCK_TCP_LISTEN && !ls->closed_by_app ?
+		       ls->ops : NULL;
+	}
+	ps = other->callback_arg;
+	if (other->state != ESTABLISHED || ps == NULL || ps->type != SOCK_TCP ||
+	    ps->pcb.tcp != other || ps->closed_by_app || ps->dead)
+		return NULL;
+	*peer = ps;
+	return ps->ops;
+}
+
+void
+dpsock_sock_set_cut(struct dpsock_sock *s, bool on)
+{
+	sock_stats_flag(s, DPSOCK_SOCK_F_CUT, on);
+}
+
+void
+dpsock_sock_cut_moved(struct dpsock_sock *from, struct dpsock_sock *to, size_t n)
+{
+	dpsock_stat_add(&from->w->stats->cut_bytes, n);
+	DPSOCK_SOCKSTAT_ADD(from->st, tx_bytes, n);
+	DPSOCK_SOCKSTAT_ADD(to->st, rx_bytes, n);
+}
+
 /* ---- TCP callbacks -------------------------------------------------------- */
 
 static void
@@ -602,6 +670,7 @@ on_tcp_accept(void *arg, struct tcp_pcb *newpcb, err_t err)
 	tcp_setup_callbacks(s);
 	conn_count(s, true);
 	sock_stats_open(s);
+	sock_mark_loop(s);
 	DPSOCK_SOCKSTAT_ADD(ls->st, accepted, 1);
 	dpsock_stat_add(&w->stats->tcp_accepted, 1);
 	if (ls->ops != NULL && ls->ops->accepted != NULL) {
@@ -640,6 +709,7 @@ on_tcp_connected(void *arg, struct tcp_pcb *pcb, err_t err)
 	s->connecting = false;
 	dpsock_stat_add(&s->w->stats->tcp_connected, 1);
 	dpsock_sockstat_tcp(s->st, pcb, &s->st_retrans);
+	sock_mark_loop(s);
 	if (!s->closed_by_app && s->ops != NULL && s->ops->connected != NULL)
 		APP_CALL(s, s->ops->connected(s, 0));
 	if (s->aborted) {

@@ -433,6 +433,18 @@ void dpsock_sock_stats_owner(struct dpsock_sock *s, int32_t pid, int32_t fd, int
 void dpsock_sock_set_owner(struct dpsock_sock *s, int pid, int fd);
 void dpsock_sock_rx_dropped(struct dpsock_sock *s, size_t bytes);
 
+/* Connections within the instance (docs/design.md decision 16). For an
+ * established TCP connection whose other end is a pcb of the same lwIP
+ * instance: that end's ops (its listener's while it is half open), and in
+ * *peer its socket once accepted; NULL when the other end is elsewhere,
+ * gone or closing. */
+const struct dpsock_sock_ops *dpsock_tcp_loop_peer(const struct dpsock_sock *s,
+						   struct dpsock_sock **peer);
+/* Mark a connection whose bytes go FIFO to FIFO (dpsock-stat), and count
+ * n bytes moved from one end to the other. */
+void dpsock_sock_set_cut(struct dpsock_sock *s, bool on);
+void dpsock_sock_cut_moved(struct dpsock_sock *from, struct dpsock_sock *to, size_t n);
+
 /* Add v to one counter of a socket entry (NULL: not listed). */
 #define DPSOCK_SOCKSTAT_ADD(e, field, v)                                        \
 	do {                                                                    \

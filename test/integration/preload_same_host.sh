@@ -1,12 +1,19 @@
 #!/usr/bin/env bash
 # Connections between two programs of one host, both preloaded, through the
 # address dpsockd serves (docs/design.md, "Connections to this host's own
-# addresses"): the worker's lwIP loops such segments back to itself, so
-# both ends are offloaded sockets of one dpsockd and nothing reaches the
-# wire. All in namespace A:
+# addresses"): the worker's lwIP loops such handshakes back to itself and
+# pairs the two preloaded ends, whose bytes then go FIFO to FIFO
+# (preload.cut_through; DPSOCK_TEST_CUT=0 runs it all with the option off,
+# every byte as looped segments). Nothing reaches the wire. All in
+# namespace A:
 #   1. socat echo: 20 echoes of 1 MiB each come back whole (sha256), and
 #      64 MiB one way and back (sha256); dpsockd accepted and connected
-#      them (tcp_accepted, tcp_connected) and A's veth sent no TCP frame;
+#      them (tcp_accepted, tcp_connected), paired them (cut_pairs) and moved
+#      their bytes (cut_bytes), or looped them (loop_packets, the option
+#      off); A's veth sent no TCP frame; dpsock-stat shows such a
+#      connection; the TCP calls of both ends (half-close, close with
+#      unread data, SO_LINGER 0, back-pressure, poll and epoll events)
+#      answer as on Linux's loopback (test/tools/samehost_calls.py);
 #   2. a slow reader: the writer blocks (8 MiB into a reader that sleeps),
 #      then finishes, every byte received in order;
 #   3. UDP to the own address: 100 datagrams echoed;
@@ -25,7 +32,12 @@ require_cmd ip socat redis-server redis-benchmark nginx wrk python3 sha256sum
 require_preload
 name=$TEST_NAME
 test_topo_up 124
-preload_daemon_start "$name"
+CUT=${DPSOCK_TEST_CUT:-1}
+if [ "$CUT" = 0 ]; then
+	preload_daemon_start "$name" 'preload = { cut_through = false; };'
+else
+	preload_daemon_start "$name"
+fi
 chmod 755 "$TEST_TMP" # nginx's workers (nobody) reach the control socket
 A=$TOPO_ADDR_A
 tx_frames() { in_a cat "/sys/class/net/$TOPO_IF_A/statistics/tx_packets"; }
@@ -43,6 +55,8 @@ head -c $((64 << 20)) /dev/urandom >"$TEST_TMP/64m.bin"
 acc0=$(preload_stat tcp_accepted)
 con0=$(preload_stat tcp_connected)
 lp0=$(preload_stat loop_packets)
+cp0=$(preload_stat cut_pairs)
+cb0=$(preload_stat cut_bytes)
 f0=$(tx_frames)
 # round FILE: one connection echoes FILE back whole
 round() {
@@ -57,7 +71,10 @@ done
 if [ "$PRELOAD_KERNEL" != 1 ]; then
 	# while a connection is up, dpsock-stat names its peer as this host
 	preload_start hold socat -b 4096 -T 20 "TCP:$A:7200" EXEC:'sleep 20'
-	wait_until 10 bash -c "\"$DPSOCK_STAT\" -n $name -v sockets 2>/dev/null | grep -q 'host:7200 *ESTABLISHED'" ||
+	# (and, paired, says "cut" where a connection's RTT goes)
+	pat='host:7200 *ESTABLISHED'
+	[ "$CUT" = 0 ] || pat="$pat .* cut "
+	wait_until 10 bash -c "grep -q '$pat' <<<\"\$(\"$DPSOCK_STAT\" -n $name -v sockets 2>/dev/null)\"" ||
 		fail "dpsock-stat does not show the connection within the host: $("$DPSOCK_STAT" -n "$name" -v sockets 2>&1)"
 	preload_stop hold || true
 fi
@@ -65,6 +82,8 @@ round "$TEST_TMP/64m.bin"
 acc1=$(preload_stat tcp_accepted)
 con1=$(preload_stat tcp_connected)
 lp1=$(preload_stat loop_packets)
+cp1=$(preload_stat cut_pairs)
+cb1=$(preload_stat cut_bytes)
 f1=$(tx_frames)
 if [ "$PRELOAD_KERNEL" != 1 ]; then
 	[ $((acc1 - acc0)) -ge 21 ] && [ $((con1 - con0)) -ge 21 ] ||
@@ -72,11 +91,36 @@ if [ "$PRELOAD_KERNEL" != 1 ]; then
 	# ARP, IGMP and the like may go out meanwhile; 85 MiB of TCP would be
 	# tens of thousands of frames
 	[ $((f1 - f0)) -lt 100 ] || fail "A's veth sent $((f1 - f0)) frames during the echoes: they went to the wire"
-	# 2 x 84 MiB of data in segments of at most 64 KiB
-	[ $((lp1 - lp0)) -ge 2688 ] || fail "dpsockd looped $((lp1 - lp0)) packets back for 2 x 84 MiB"
+	if [ "$CUT" = 0 ]; then
+		# 2 x 84 MiB of data in segments of at most 64 KiB
+		[ $((lp1 - lp0)) -ge 2688 ] || fail "dpsockd looped $((lp1 - lp0)) packets back for 2 x 84 MiB"
+		[ $((cp1 - cp0)) -eq 0 ] || fail "cut_through off, yet $((cp1 - cp0)) connections were paired"
+	else
+		# every byte of every connection went FIFO to FIFO; only the
+		# handshakes and ends looped through lwIP (about 8 packets each)
+		[ $((cp1 - cp0)) -ge 21 ] || fail "dpsockd paired $((cp1 - cp0)) of the 21 connections"
+		[ $((cb1 - cb0)) -ge $((2 * 84 << 20)) ] || fail "dpsockd cut through $((cb1 - cb0)) bytes of 2 x 84 MiB"
+		[ $((lp1 - lp0)) -lt $((21 * 16)) ] || fail "dpsockd looped $((lp1 - lp0)) packets for 21 paired connections: data went through lwIP"
+	fi
 fi
-ok "socat: 20 x 1 MiB and 64 MiB echoed whole ($((acc1 - acc0)) accepted, $((con1 - con0)) connected by dpsockd, $((lp1 - lp0)) packets looped back, $((f1 - f0)) frames on the wire)"
+ok "socat: 20 x 1 MiB and 64 MiB echoed whole ($((acc1 - acc0)) accepted, $((con1 - con0)) connected by dpsockd, $((cp1 - cp0)) paired, $((cb1 - cb0)) bytes cut through, $((lp1 - lp0)) packets looped back, $((f1 - f0)) frames on the wire)"
 preload_stop echo || true
+
+# the calls of both ends, against Linux's loopback (the same script in B,
+# on B's own address)
+calls="$DPSOCK_SRC/test/tools/samehost_calls.py"
+in_b timeout 120 python3 "$calls" "$TOPO_ADDR_B" 7600 >"$TEST_TMP/calls-linux.log" 2>&1 ||
+	fail "the calls on Linux's loopback failed: $(tail -n 5 "$TEST_TMP/calls-linux.log")"
+cp0=$(preload_stat cut_pairs)
+preload_run timeout 120 python3 "$calls" "$A" 7600 >"$TEST_TMP/calls-shim.log" 2>&1 ||
+	fail "the calls under the shim failed: $(tail -n 5 "$TEST_TMP/calls-shim.log")"
+diff -u "$TEST_TMP/calls-linux.log" "$TEST_TMP/calls-shim.log" >"$TEST_TMP/calls.diff" ||
+	fail "the shim's answers differ from Linux's loopback: $(cat "$TEST_TMP/calls.diff")"
+cp1=$(preload_stat cut_pairs)
+if [ "$PRELOAD_KERNEL" != 1 ] && [ "$CUT" != 0 ]; then
+	[ $((cp1 - cp0)) -ge 6 ] || fail "dpsockd paired $((cp1 - cp0)) of the calls' 6 connections"
+fi
+ok "the calls of both ends answer as on Linux's loopback ($(grep -c . "$TEST_TMP/calls-linux.log") lines; $((cp1 - cp0)) paired)"
 
 # ---- 2. a slow reader ----------------------------------------------------------------------
 # pair.py ADDR PORT server|client ACTION: one end of one connection (the

@@ -3,7 +3,9 @@
 #
 # test/perf/same_host.sh — two programs of one host talking to each other:
 # both preloaded, through the address dpsockd serves (its worker's lwIP
-# loops the segments back: docs/design.md decision 15), against the same two
+# loops the handshake back and pairs the two ends, whose bytes then go from
+# one's tx FIFO into the other's rx FIFO: docs/design.md decisions 15 and
+# 16), against the same two
 # programs on the kernel's loopback (127.0.0.1), in one run, round by round:
 #   sockperf   `sockperf sr` (CPU 1) and `sockperf pp -m 64` (CPU 0): the
 #              half round trip's p50, UDP and TCP
@@ -12,9 +14,10 @@
 #   bulk       kernel_load -m bulk -c 1 into kernel_echo: Gbit/s sent
 # dpsockd: one worker, on CPU 1 with the server (EAL -l 1), a port on a veth
 # that carries none of this traffic (net_af_packet). Two CPUs for three
-# busy parties: the worker shares CPU 1 with the server, and every byte
-# crosses it twice (client to worker to server and back), where the kernel's
-# loopback runs each side's stack on that side's own CPU.
+# busy parties: the worker shares CPU 1 with the server, and every byte is
+# copied three times (program into its tx FIFO, worker FIFO to FIFO, FIFO
+# into the other program) where the kernel's loopback copies twice, each
+# side's stack on that side's own CPU.
 #
 #   test/perf/same_host.sh [--quick] [--rounds N] [--time S] [--out FILE] [--build DIR]
 #
@@ -132,7 +135,7 @@ rows = [("sp_udp_p50", "sockperf UDP ping-pong p50 (µs, lower is better)", True
         ("bulk_gbps", "single-stream bulk (Gbit/s)", False)]
 print("# Two programs of one host: dpsock against the kernel's loopback\n")
 print("`test/perf/same_host.sh`, %s round(s) of %s s; medians; both programs preloaded" % (rounds, secs))
-print("and connected through dpsockd's address (lwIP's loop on the worker), against")
+print("and connected through dpsockd's address (paired by the worker, bytes FIFO to FIFO), against")
 print("the same programs over 127.0.0.1 on the kernel. Client on CPU 0, server and")
 print("dpsockd's one worker on CPU 1.\n")
 print("| measure | dpsock | kernel | dpsock / kernel |")
@@ -145,13 +148,12 @@ for m, label, lower in rows:
     dm, km = statistics.median(d), statistics.median(k)
     ratio = dm / km if km else float("nan")
     print("| %s | %.2f | %.2f | %.2f× |" % (label, dm, km, ratio))
-print("\nWhere two CPUs limit it: dpsockd's one worker runs both ends' TCP and copies")
-print("every byte twice more (the sender's FIFO into lwIP, lwIP's loop copy, lwIP into the")
-print("receiver's FIFO), on the CPU it shares with the server; the kernel's loopback runs")
-print("each end's stack in that end's own system calls, on its own CPU. Latency and small")
-print("requests gain from the worker's polling; single-stream bulk is bound by that one CPU.")
-print("The FIFO-to-FIFO cut-through (docs/design.md decision 15, not built) would remove the")
-print("segments and two of the copies.")
+print("\nWhere two CPUs limit it: dpsockd's one worker moves every byte from the sender's")
+print("tx FIFO into the receiver's rx FIFO (one copy, no segments: docs/design.md decision")
+print("16) on the CPU it shares with the server, and polls there; the kernel's loopback runs")
+print("each end's stack in that end's own system calls, on its own CPU, with one copy less.")
+print("With `preload.cut_through = false` the bytes go as segments through lwIP's loop (two")
+print("more copies, both ends' TCP on the worker): bulk was 0.29-0.33x the kernel's then.")
 print("\nEach round's figures: " + "; ".join(
     "%s %s: %s" % (t, m, ", ".join("%g" % x for x in xs)) for (t, m), xs in sorted(v.items())))
 PYEOF_SH

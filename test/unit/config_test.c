@@ -63,6 +63,7 @@ check_defaults(const struct dpsock_config *c, const char *what)
 	CHECK(c->pl_rx_fifo_kb == 128 && c->pl_tx_fifo_kb == 1024, "%s: fifo %u/%u KiB", what,
 	      c->pl_rx_fifo_kb, c->pl_tx_fifo_kb);
 	CHECK(c->pl_poll_batch == 32, "%s: pl_poll_batch %u", what, c->pl_poll_batch);
+	CHECK(c->pl_cut_through, "%s: cut_through off", what);
 	CHECK(c->n_rules == 0, "%s: n_rules %u", what, c->n_rules);
 	CHECK(c->n_routes == 0, "%s: n_routes %u", what, c->n_routes);
 }
@@ -148,6 +149,7 @@ test_full_file(void)
 	      c.pl_rx_fifo_kb == 64 && c.pl_tx_fifo_kb == 32 && c.pl_poll_batch == 8,
 	      "full: preload %u %u %u %u %u %u", c.pl_max_groups, c.pl_max_threads, c.pl_slots,
 	      c.pl_rx_fifo_kb, c.pl_tx_fifo_kb, c.pl_poll_batch);
+	CHECK(!c.pl_cut_through, "full: cut_through on");
 	CHECK(c.n_rules == 3, "full: n_rules %u", c.n_rules);
 	if (c.n_rules == 3) {
 		const struct dpsock_pl_rule *r = c.rules;
@@ -623,9 +625,9 @@ test_nondefault(void)
 	CHECK(rc == 0, "full: rc %d: %s", rc, err);
 	dpsock_config_foreach_nondefault(&c, collect, &l);
 	/* 19 scalars + workers + 3 modules + routes + 4 interfaces * 4 (+ the
-	 * one VLAN's 2: vlan keys are shown when set) + 6 preload scalars +
+	 * one VLAN's 2: vlan keys are shown when set) + 7 preload scalars +
 	 * allowed_uids + rules */
-	CHECK(l.n == 19 + 1 + 3 + 1 + 16 + 2 + 6 + 2, "full: %u non-default lines", l.n);
+	CHECK(l.n == 19 + 1 + 3 + 1 + 16 + 2 + 7 + 2, "full: %u non-default lines", l.n);
 	for (i = 0; i < l.n && i < sizeof(l.line) / sizeof(l.line[0]); i++)
 		if (strncmp(l.line[i], "routes = ", 9) == 0)
 			CHECK(strcmp(l.line[i], "routes = 203.0.113.0/24 via 198.18.0.7, 0.0.0.0/0 via "
@@ -672,6 +674,7 @@ test_help(void)
 		"interfaces[].vlan", "interfaces[].vlan_priority",
 		"preload.allowed_uids", "preload.max_groups", "preload.max_threads",
 		"preload.slots", "preload.rx_fifo_kb", "preload.tx_fifo_kb", "preload.poll_batch",
+		"preload.cut_through",
 		"offload.rules", "offload.rules_file",
 	};
 	char *buf = NULL, *line, *save = NULL;

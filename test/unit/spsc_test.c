@@ -462,6 +462,69 @@ test_fifo_wrap_segments(void)
 	free(mem);
 }
 
+#define SPL_MIN(a, b) ((a) < (b) ? (a) : (b))
+
+/* Splice between two FIFOs at every pair of wrap offsets: the bytes arrive
+ * whole and in order, bounded by what is ready, the room and len. */
+static void
+test_fifo_splice(void)
+{
+	const uint32_t size = 64;
+	size_t sz = (size_t)dpsock_fifo_memsize(size);
+	void *ma = aligned_alloc(64, sz), *mb = aligned_alloc(64, sz);
+	unsigned int oa, ob, len;
+	bool ok = true;
+
+	for (oa = 0; oa < size; oa += 7)
+		for (ob = 0; ob < size; ob += 5)
+			for (len = 1; len <= size; len += 9) {
+				struct dpsock_fifo_prod pa, pb;
+				struct dpsock_fifo_cons ca, cb;
+				unsigned char in[64], out[64], b = 0;
+				unsigned int i;
+
+				dpsock_fifo_init(ma, sz, size);
+				dpsock_fifo_init(mb, sz, size);
+				dpsock_fifo_prod_attach(&pa, ma, sz);
+				dpsock_fifo_cons_attach(&ca, ma, sz);
+				dpsock_fifo_prod_attach(&pb, mb, sz);
+				dpsock_fifo_cons_attach(&cb, mb, sz);
+				for (i = 0; i < oa; i++) { /* move a's indices to oa */
+					ok &= dpsock_fifo_write(&pa, &b, 1) == 1;
+					ok &= dpsock_fifo_read(&ca, &b, 1) == 1;
+				}
+				for (i = 0; i < ob; i++) {
+					ok &= dpsock_fifo_write(&pb, &b, 1) == 1;
+					ok &= dpsock_fifo_read(&cb, &b, 1) == 1;
+				}
+				for (i = 0; i < len; i++)
+					in[i] = (unsigned char)(i * 31 + oa + ob);
+				ok &= dpsock_fifo_splice(&ca, &pb, len) == 0; /* nothing ready */
+				ok &= dpsock_fifo_write(&pa, in, len) == len;
+				/* b holds 3 bytes already: room for size - 3 */
+				ok &= dpsock_fifo_write(&pb, "xyz", 3) == 3;
+				ok &= dpsock_fifo_splice(&ca, &pb, len - len / 3) ==
+				      SPL_MIN(len - len / 3, size - 3);
+				ok &= dpsock_fifo_splice(&ca, &pb, SIZE_MAX) ==
+				      SPL_MIN(len, size - 3) - SPL_MIN(len - len / 3, size - 3);
+				ok &= dpsock_fifo_read(&cb, out, 3) == 3 && memcmp(out, "xyz", 3) == 0;
+				ok &= dpsock_fifo_splice(&ca, &pb, SIZE_MAX) == len - SPL_MIN(len, size - 3);
+				ok &= dpsock_fifo_used(&ca) == 0;
+				ok &= dpsock_fifo_read(&cb, out, sizeof(out)) == len;
+				ok &= memcmp(in, out, len) == 0;
+				if (!ok) {
+					fprintf(stderr, "fifo splice: a at %u, b at %u, len %u failed\n",
+						oa, ob, len);
+					failures++;
+					goto out;
+				}
+			}
+out:
+	CHECK(ok);
+	free(ma);
+	free(mb);
+}
+
 static void
 test_fifo_reserve_partial(void)
 {
@@ -782,6 +845,7 @@ main(void)
 	test_zc_partial();
 	test_fifo_partial();
 	test_fifo_wrap_segments();
+	test_fifo_splice();
 	test_fifo_reserve_partial();
 	test_two_mappings();
 	test_corrupt_prod_index();
