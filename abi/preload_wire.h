@@ -295,8 +295,9 @@ static_assert(sizeof(struct dpsock_pl_seg) <= DPSOCK_PL_SEG_HDR, "segment header
 /* ======================================================================== */
 
 enum dpsock_pl_op {
-	/* Open a listening socket on this worker: addr (INADDR_ANY or a served
-	 * address), port (network order, non-zero), arg0 = backlog.
+	/* Open a listening socket on this worker: addr (INADDR_ANY, a served
+	 * address, or 127.0.0.1: DPSOCK_LOOPBACK), port (network order,
+	 * non-zero), arg0 = backlog.
 	 * Reply: result 0 / -EADDRINUSE / -ENOMEM / -EMFILE (no slot),
 	 * slot + gen of the new listener slot. Accepted connections arrive as
 	 * struct dpsock_pl_accept records in that slot's rx FIFO. */
@@ -313,7 +314,9 @@ enum dpsock_pl_op {
 	 * -EADDRNOTAVAIL / -ENETUNREACH / -ENOMEM / -EMFILE, slot, gen,
 	 * addr:port = the local address chosen. The outcome is published in
 	 * the slot (state ESTABLISHED, or CLOSED with err) and its watchers
-	 * notified. */
+	 * notified. To 127.0.0.1 (DPSOCK_LOOPBACK): from 127.0.0.1, and
+	 * -ECONNREFUSED at once when no listener of this worker takes the
+	 * port (the shim then connects in the kernel). */
 	DPSOCK_PL_OP_CONNECT,
 	/* slot's tx FIFO has data and tx_doorbell was 1: take it. No reply. */
 	DPSOCK_PL_OP_TX_KICK,

@@ -164,6 +164,7 @@
 	X(rx_drop_l4_cksum, "dropped: NIC flagged a bad L4 checksum")         \
 	X(rx_drop_udp_len, "dropped: UDP length field does not fit the datagram") \
 	X(rx_drop_tcp_flags, "dropped: TCP SYN together with FIN or RST")     \
+	X(rx_drop_martian, "dropped: a loopback (127/8) source or destination from the wire") \
 	X(lwip_ip_drop, "dropped by lwIP's IP layer (not for us, options...)") \
 	X(lwip_icmp_drop, "dropped by lwIP's ICMP (incl. bad checksum)")      \
 	X(lwip_icmp_chkerr, "ICMP messages with a bad checksum")              \

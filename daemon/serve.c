@@ -1121,6 +1121,13 @@ addr_served(const struct dpsock_worker *w, uint32_t addr)
 	return addr == 0 || dpsock_netview_local(w->nv, addr, NULL);
 }
 
+/* 127.0.0.1: a listener or connection within the host (DPSOCK_LOOPBACK) */
+static inline bool
+addr_loopback(uint32_t addr)
+{
+	return addr == htonl(INADDR_LOOPBACK);
+}
+
 /* The command's slot, if it is one of this worker's live slots of this
  * group with the same generation; else NULL and *err. */
 static struct pl_wslot *
@@ -1153,7 +1160,7 @@ op_open(struct pl_wgroup *wg, const struct dpsock_pl_cmd *c, struct dpsock_pl_re
 	case DPSOCK_PL_OP_LISTEN:
 		if (c->port == 0)
 			return -EINVAL;
-		if (!addr_served(w, c->addr))
+		if (!addr_served(w, c->addr) && !addr_loopback(c->addr))
 			return -EADDRNOTAVAIL;
 		kind = DPSOCK_PL_TCP_LISTENER;
 		break;
@@ -1169,6 +1176,8 @@ op_open(struct pl_wgroup *wg, const struct dpsock_pl_cmd *c, struct dpsock_pl_re
 			return -EINVAL;
 		if (c->arg[0] != 0)
 			return -EADDRNOTAVAIL; /* the owning worker picks the local port */
+		if (addr_loopback(c->addr) && !dpsock_tcp_listening(c->addr, ntohs(c->port)))
+			return -ECONNREFUSED; /* nobody here: the kernel's loopback */
 		kind = DPSOCK_PL_TCP_CONN;
 		break;
 	}

@@ -162,12 +162,16 @@ listen_locked(int fd, struct shim_sock *s, int backlog)
 	if (r < 0)
 		return r;
 	/* a dual-stack listener on "::": the kernel socket listens too, for
-	 * what reaches the kernel (IPv6; the kernel's own interfaces) */
-	if (s->any6) {
+	 * what reaches the kernel (IPv6; the kernel's own interfaces); with
+	 * DPSOCK_LOOPBACK, one on 0.0.0.0 or 127.0.0.1 too, for the kernel's
+	 * clients of 127.0.0.1 (dpsock's reach it through dpsockd) */
+	if (s->any6 || (shim_env.loopback > 0 &&
+			(s->laddr == htonl(INADDR_ANY) || s->laddr == htonl(INADDR_LOOPBACK)))) {
 		if (REAL(listen)(fd, backlog) == 0)
 			s->khalf = 1;
 		else
-			SHIM_LOG(WARNING, "listen of the kernel half: %s: IPv4 only", strerror(errno));
+			SHIM_LOG(WARNING, "listen of the kernel half: %s: dpsockd's side only",
+				 strerror(errno));
 	}
 	shim_sock_set_offloaded(s, SHIM_TCP_LISTEN);
 	return 0;

@@ -73,6 +73,7 @@ static const struct env_var {
 	{ "DPSOCK_RX_POLL", ENV_LONG, offsetof(struct shim_env, rx_poll_us), 0 },
 	{ "DPSOCK_SELECT_POLL", ENV_LONG, offsetof(struct shim_env, select_poll_us), 0 },
 	{ "DPSOCK_OFFLOAD", ENV_INT, offsetof(struct shim_env, offload), 0 },
+	{ "DPSOCK_LOOPBACK", ENV_INT, offsetof(struct shim_env, loopback), 0 },
 	{ "DPSOCK_RX_PREFETCH_BYTES", ENV_INT, offsetof(struct shim_env, rx_prefetch), 0 },
 	{ "DPSOCK_LOG_LEVEL", ENV_LEVEL, offsetof(struct shim_env, log_level), 0 },
 	{ "DPSOCK_LOG_FILE", ENV_FILE, offsetof(struct shim_env, log_fd), 0 },

@@ -423,20 +423,22 @@ adopt_one(int fd, uint64_t ino, struct adopt_cand *c, size_t nc)
 	if (dom == AF_INET6) {
 		struct sockaddr_in6 k;
 		socklen_t kl = sizeof(k);
-		int v = 0, acc = 0;
+		int v = 0;
 
 		l = sizeof(v);
 		if (REAL(getsockopt)(fd, IPPROTO_IPV6, IPV6_V6ONLY, &v, &l) == 0)
 			s->v6only = v;
 		s->any6 = s->laddr == 0 && REAL(getsockname)(fd, (struct sockaddr *)&k, &kl) == 0 &&
 			  k.sin6_family == AF_INET6 && IN6_IS_ADDR_UNSPECIFIED(&k.sin6_addr);
-		/* the kernel half (calls.c): a UDP socket's on "::" is read,
-		 * a listener's listens */
-		l = sizeof(acc);
-		s->khalf = s->any6 && (kind == DPSOCK_PL_UDP ||
-				       (kind == DPSOCK_PL_TCP_LISTENER &&
-					REAL(getsockopt)(fd, SOL_SOCKET, SO_ACCEPTCONN, &acc, &l) == 0 &&
-					acc));
+		/* the kernel half (calls.c): a UDP socket's on "::" is read */
+		s->khalf = s->any6 && kind == DPSOCK_PL_UDP;
+	}
+	if (kind == DPSOCK_PL_TCP_LISTENER) {
+		/* a listener's kernel half listens ("::", or DPSOCK_LOOPBACK) */
+		int acc = 0;
+		socklen_t al = sizeof(acc);
+
+		s->khalf = REAL(getsockopt)(fd, SOL_SOCKET, SO_ACCEPTCONN, &acc, &al) == 0 && acc;
 	}
 	if (kind == DPSOCK_PL_TCP_CONN) {
 		uint32_t st = __atomic_load_n(&sl->state, __ATOMIC_ACQUIRE);

@@ -208,16 +208,26 @@ shim_offload_decide(int role, uint32_t addr, uint16_t port, uint32_t laddr, uint
 	char a[INET_ADDRSTRLEN];
 	int d;
 
-	if ((ntohl(addr) >> 24) == 127) {
+	/* 127.0.0.1 with DPSOCK_LOOPBACK: a TCP listener (with its kernel
+	 * half) and a connect, which dpsockd refuses at once when none of its
+	 * listeners has the port (the kernel's loopback then: tcp.c) */
+	bool loop = shim_env.loopback > 0 && addr == htonl(INADDR_LOOPBACK) &&
+		    (role == DPSOCK_PL_TCP_SERVER || role == DPSOCK_PL_TCP_CLIENT);
+
+	if ((ntohl(addr) >> 24) == 127 && !loop) {
 		if (!__atomic_exchange_n(&logged_local, 1, __ATOMIC_RELAXED))
-			SHIM_LOG(INFO, "loopback addresses stay in the kernel");
+			SHIM_LOG(INFO, "loopback addresses stay in the kernel%s",
+				 shim_env.loopback > 0 ? " (DPSOCK_LOOPBACK: TCP to and on 127.0.0.1 only)" :
+				 " (DPSOCK_LOOPBACK=1 offloads TCP on 127.0.0.1)");
 		return 0;
 	}
 	if (shim_attach() < 0)
 		return 0;
 	g = shim_seg();
 	shim_netview(&nv);
-	if ((role == DPSOCK_PL_TCP_CLIENT || role == DPSOCK_PL_UDP_CONNECT) && laddr == 0) {
+	if (loop && laddr == 0)
+		sub.laddr = addr; /* from 127.0.0.1 */
+	else if ((role == DPSOCK_PL_TCP_CLIENT || role == DPSOCK_PL_UDP_CONNECT) && laddr == 0) {
 		/* not bound yet: the address dpsockd will give it */
 		const struct dpsock_pl_iface *f = iface_for(&nv, addr);
 
@@ -233,7 +243,7 @@ shim_offload_decide(int role, uint32_t addr, uint16_t port, uint32_t laddr, uint
 				 DPSOCK_PL_MAX_RULES, &sub, "dpsockd's");
 	if (d >= 0)
 		return d;
-	if (served(&nv, role, addr))
+	if (loop || served(&nv, role, addr))
 		return 1;
 	if (!__atomic_exchange_n(&logged_unserved, 1, __ATOMIC_RELAXED))
 		SHIM_LOG(INFO, "%s %s: not an address dpsockd serves; kernel socket",

@@ -118,6 +118,7 @@ struct shim_env {
 				   * SHIM_POLL_AUTO when unset */
 	long select_poll_us;      /* DPSOCK_SELECT_POLL */
 	int offload;              /* DPSOCK_OFFLOAD */
+	int loopback;             /* DPSOCK_LOOPBACK: TCP over 127.0.0.1 through dpsockd */
 	int rx_prefetch;          /* DPSOCK_RX_PREFETCH_BYTES: of each datagram
 				   * recvfrom_zcopy, a callback or comp_poll
 				   * hands out */

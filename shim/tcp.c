@@ -200,6 +200,13 @@ shim_tcp_connect(struct shim_sock *s, const struct sockaddr_in *sin)
 		e = r.result;
 	if (e == 0 && !shim_slot_valid(r.slot))
 		e = -EPROTO;
+	if (e == -ECONNREFUSED && sin->sin_addr.s_addr == htonl(INADDR_LOOPBACK)) {
+		/* DPSOCK_LOOPBACK: no listener of dpsockd has the port */
+		SHIM_LOG(DEBUG, "connect to 127.0.0.1:%u: not a port dpsockd listens on; "
+			 "the kernel's loopback", ntohs(sin->sin_port));
+		s->mode = SHIM_KERNEL;
+		return SHIM_TO_KERNEL;
+	}
 	if (e < 0)
 		return e == -ENOSPC ? -EMFILE : e;
 	s->slot[0] = r.slot;

@@ -446,8 +446,8 @@ sock_stats_flag(struct dpsock_sock *s, uint16_t flag, bool on)
 static void
 sock_mark_loop(struct dpsock_sock *s)
 {
-	if (s->pcb.tcp != NULL &&
-	    dpsock_netview_local(s->w->nv, ip4_addr_get_u32(&s->pcb.tcp->remote_ip), NULL))
+	if (s->pcb.tcp != NULL && (ip4_addr_isloopback(&s->pcb.tcp->remote_ip) ||
+	    dpsock_netview_local(s->w->nv, ip4_addr_get_u32(&s->pcb.tcp->remote_ip), NULL)))
 		sock_stats_flag(s, DPSOCK_SOCK_F_LOOP, true);
 }
 
@@ -479,6 +479,18 @@ dpsock_tcp_loop_peer(const struct dpsock_sock *s, struct dpsock_sock **peer)
 		return NULL;
 	*peer = ps;
 	return ps->ops;
+}
+
+bool
+dpsock_tcp_listening(uint32_t addr, uint16_t port)
+{
+	const struct tcp_pcb_listen *l;
+
+	for (l = tcp_listen_pcbs.listen_pcbs; l != NULL; l = l->next)
+		if (l->local_port == port && (ip4_addr_isany_val(l->local_ip) ||
+					      ip4_addr_get_u32(&l->local_ip) == addr))
+			return true;
+	return false;
 }
 
 void
@@ -735,8 +747,10 @@ dpsock_tcp_listen_addr(struct dpsock_worker *w, uint32_t addr, uint16_t port, in
 {
 	struct tcp_pcb *pcb, *lpcb;
 	struct dpsock_sock *s;
+	ip4_addr_t loop;
+	bool lo = addr == RTE_BE32(0x7f000001); /* 127.0.0.1 */
 	err_t e;
-	int r;
+	int r = 0;
 
 	if (w == NULL || w != dpsock_self || (flags & ~DPSOCK_LISTEN_HELD)) {
 		errno = w == NULL || w == dpsock_self ? EINVAL : EPERM;
@@ -748,7 +762,11 @@ dpsock_tcp_listen_addr(struct dpsock_worker *w, uint32_t addr, uint16_t port, in
 		return NULL;
 	}
 	ip_set_option(pcb, SOF_REUSEADDR);
-	e = tcp_bind(pcb, IP4_ADDR_ANY, port);
+	/* 127.0.0.1 (connections within the host, docs/design.md decision
+	 * 16): lwIP matches it exactly, so that nothing to another address
+	 * reaches it; the wire never brings 127/8 (worker.c) */
+	ip4_addr_set_u32(&loop, addr);
+	e = tcp_bind(pcb, lo ? &loop : IP4_ADDR_ANY, port);
 	if (e != ERR_OK) {
 		tcp_abort(pcb);
 		errno = -err_to_errno(e);
@@ -761,7 +779,8 @@ dpsock_tcp_listen_addr(struct dpsock_worker *w, uint32_t addr, uint16_t port, in
 		return NULL;
 	}
 	/* a port shared with the kernel: dpsock's before the first SYN */
-	r = dpsock_filter_serve(w->d, IPPROTO_TCP, addr, port, !(flags & DPSOCK_LISTEN_HELD));
+	if (!lo)
+		r = dpsock_filter_serve(w->d, IPPROTO_TCP, addr, port, !(flags & DPSOCK_LISTEN_HELD));
 	if (r != 0) {
 		tcp_close(lpcb);
 		errno = -r;
@@ -769,12 +788,13 @@ dpsock_tcp_listen_addr(struct dpsock_worker *w, uint32_t addr, uint16_t port, in
 	}
 	s = sock_new(w, SOCK_TCP_LISTEN, ops, user);
 	if (s == NULL) {
-		dpsock_filter_unserve(w->d, IPPROTO_TCP, addr, port);
+		if (!lo)
+			dpsock_filter_unserve(w->d, IPPROTO_TCP, addr, port);
 		tcp_close(lpcb);
 		errno = ENOMEM;
 		return NULL;
 	}
-	s->served_proto = IPPROTO_TCP;
+	s->served_proto = lo ? 0 : IPPROTO_TCP;
 	s->served_addr = addr;
 	s->served_port = port;
 	s->pcb.tcp = lpcb;
@@ -813,8 +833,9 @@ dpsock_tcp_connect(struct dpsock_worker *w, uint32_t addr, uint16_t port,
 		return NULL;
 	}
 	/* acquire: pairs with the release when the backend falls back */
-	lport = __atomic_load_n(&d->steer, __ATOMIC_ACQUIRE)->claim_port(w, ip4_addr_get_u32(netif_ip4_addr(nif)), addr,
-				     rte_cpu_to_be_16(port));
+	lport = __atomic_load_n(&d->steer, __ATOMIC_ACQUIRE)->claim_port(w,
+		ip4_addr_isloopback(&dst) ? addr : ip4_addr_get_u32(netif_ip4_addr(nif)), addr,
+		rte_cpu_to_be_16(port));
 	if (lport == 0) {
 		dpsock_stat_add(&w->stats->port_claim_failed, 1);
 		errno = EADDRNOTAVAIL;
@@ -830,7 +851,8 @@ dpsock_tcp_connect(struct dpsock_worker *w, uint32_t addr, uint16_t port,
 	tcp_ext_arg_set_callbacks(pcb, w->extarg_id, &active_extarg);
 	tcp_ext_arg_set(pcb, w->extarg_id, (void *)(uintptr_t)lport);
 	ip_set_option(pcb, SOF_REUSEADDR);
-	e = tcp_bind(pcb, netif_ip4_addr(nif), lport);
+	/* to 127.0.0.1 from 127.0.0.1, as Linux's loopback */
+	e = tcp_bind(pcb, ip4_addr_isloopback(&dst) ? &dst : netif_ip4_addr(nif), lport);
 	if (e == ERR_OK) {
 		s = sock_new(w, SOCK_TCP, ops, user);
 		if (s == NULL)

@@ -149,6 +149,11 @@ ipv4_check(struct dpsock_worker_stats *st, const struct rte_mbuf *m)
 	if (RTE_ETHER_HDR_LEN + hlen > m->data_len || tot < hlen ||
 	    RTE_ETHER_HDR_LEN + tot > m->pkt_len)
 		return &st->rx_drop_ip_len;
+	/* 127/8 never comes from a wire (Linux drops such martians): lwIP
+	 * would take 127.0.0.1 as its own (connections within the host) */
+	if ((ip->src_addr & RTE_BE32(0xff000000)) == RTE_BE32(0x7f000000) ||
+	    (ip->dst_addr & RTE_BE32(0xff000000)) == RTE_BE32(0x7f000000))
+		return &st->rx_drop_martian;
 	switch (m->ol_flags & RTE_MBUF_F_RX_IP_CKSUM_MASK) {
 	case RTE_MBUF_F_RX_IP_CKSUM_GOOD:
 		break;

@@ -23,6 +23,10 @@
 #   6. kill -9 of either end: the other, blocked in recv, returns at once
 #      with ECONNRESET or end of file (what Linux's loopback gives depends
 #      on unread data: both are a peer's death);
+#   7. 127.0.0.1 with DPSOCK_LOOPBACK=1: a listener there is dpsockd's and
+#      the kernel's; socat through dpsockd (paired), through its kernel
+#      half, and to a kernel-only listener; the calls as on Linux;
+#      redis-server in protected mode under redis-benchmark;
 # PRELOAD_KERNEL=1 runs the same on A's kernel (the self-check).
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
@@ -271,4 +275,75 @@ killed srv 7500
 saw_srv=$KILLED_SAW
 killed cli 7501
 ok "kill -9 of the server: the client's recv returned $saw_srv; of the client: the server's returned $KILLED_SAW"
+
+# ---- 7. 127.0.0.1 with DPSOCK_LOOPBACK=1 -----------------------------------------------------
+# A listener on 127.0.0.1 listens in dpsockd and in the kernel; a preloaded
+# client with the option connects through dpsockd (paired), every other
+# client (the kernel's, a preloaded one without the option) through the
+# kernel half; to a port only the kernel listens on, the option's connect
+# goes on in the kernel.
+if [ "$PRELOAD_KERNEL" != 1 ]; then
+	LB=(env DPSOCK_LOOPBACK=1)
+	preload_start lecho "${LB[@]}" socat -b 4096 -t 60 TCP-LISTEN:7700,bind=127.0.0.1,reuseaddr,fork PIPE
+	wait_until 10 bash -c "grep -q '127.0.0.1:7700 .*LISTEN' <<<\"\$(\"$DPSOCK_STAT\" -n $name -v sockets 2>/dev/null)\"" ||
+		fail "the listener on 127.0.0.1 is not dpsockd's: $(tail -n 3 "$TEST_TMP/lecho.log")"
+	in_a socat -b 4096 -t 60 TCP-LISTEN:7701,bind=127.0.0.1,reuseaddr PIPE >"$TEST_TMP/kecho.log" 2>&1 &
+	kecho=$!
+	on_exit "kill $kecho 2>/dev/null; true"
+	wait_until 10 in_a bash -c "ss -Hltn 'sport = :7701' | grep -q ."
+	# lround LABEL PORT CMD...: one 1 MiB echo through 127.0.0.1:PORT
+	lround() {
+		local label=$1 port=$2
+		shift 2
+		"$@" socat -b 4096 -t 60 -T 60 - "TCP:127.0.0.1:$port" <"$TEST_TMP/1m.bin" \
+			>"$TEST_TMP/lback.bin" 2>>"$TEST_TMP/lclient.log" ||
+			fail "$label: the client failed: $(tail -n 3 "$TEST_TMP/lclient.log")"
+		cmp -s "$TEST_TMP/1m.bin" "$TEST_TMP/lback.bin" ||
+			fail "$label: the echo came back as $(stat -c %s "$TEST_TMP/lback.bin") different bytes"
+	}
+	# lcount LABEL WANT_PAIRS WANT_CONNECTS CMD...: the echo, and what dpsockd did for it
+	lcount() {
+		local label=$1 wp=$2 wc=$3 p0 c0 p1 c1
+		shift 3
+		p0=$(preload_stat cut_pairs)
+		c0=$(preload_stat tcp_connected)
+		lround "$label" "$@"
+		p1=$(preload_stat cut_pairs)
+		c1=$(preload_stat tcp_connected)
+		[ $((p1 - p0)) -eq "$wp" ] && [ $((c1 - c0)) -eq "$wc" ] ||
+			fail "$label: dpsockd paired $((p1 - p0)) and connected $((c1 - c0)) (expected $wp and $wc)"
+	}
+	lcount "preloaded with DPSOCK_LOOPBACK=1" $((CUT != 0)) 1 7700 preload_run "${LB[@]}"
+	lcount "the kernel's client" 0 0 7700 in_a
+	lcount "preloaded without the option" 0 0 7700 preload_run
+	lcount "to a kernel listener, with the option" 0 0 7701 preload_run "${LB[@]}"
+	ok "127.0.0.1 with DPSOCK_LOOPBACK=1: 1 MiB echoed through dpsockd (paired) for a client with the option, through the kernel half for the kernel's and a preloaded client without it, and through the kernel to a kernel listener"
+	# the same calls as on Linux's loopback
+	cp0=$(preload_stat cut_pairs)
+	preload_run "${LB[@]}" timeout 120 python3 "$calls" 127.0.0.1 7800 >"$TEST_TMP/calls-lo.log" 2>&1 ||
+		fail "the calls on 127.0.0.1 under the shim failed: $(tail -n 5 "$TEST_TMP/calls-lo.log")"
+	diff -u "$TEST_TMP/calls-linux.log" "$TEST_TMP/calls-lo.log" >"$TEST_TMP/calls-lo.diff" ||
+		fail "on 127.0.0.1, the shim's answers differ from Linux's loopback: $(cat "$TEST_TMP/calls-lo.diff")"
+	cp1=$(preload_stat cut_pairs)
+	[ "$CUT" = 0 ] || [ $((cp1 - cp0)) -ge 6 ] ||
+		fail "dpsockd paired $((cp1 - cp0)) of the calls' 6 connections on 127.0.0.1"
+	ok "127.0.0.1: the calls of both ends answer as on Linux's loopback ($((cp1 - cp0)) paired)"
+	# redis in protected mode takes clients from 127.0.0.1 only: dpsockd's
+	# connections must come from there
+	preload_start lredis "${LB[@]}" redis-server --bind 127.0.0.1 --port 6391 --save '' --appendonly no
+	wait_until 10 grep -q 'Ready to accept' "$TEST_TMP/lredis.log"
+	cp0=$(preload_stat cut_pairs)
+	preload_run "${LB[@]}" redis-benchmark -h 127.0.0.1 -p 6391 -n 20000 -c 16 -q -t set,get \
+		>"$TEST_TMP/lbench.log" 2>&1 || fail "redis-benchmark on 127.0.0.1 failed: $(tail -n 5 "$TEST_TMP/lbench.log")"
+	grep -qi 'error\|DENIED' "$TEST_TMP/lbench.log" &&
+		fail "redis-benchmark on 127.0.0.1: $(grep -i 'error\|DENIED' "$TEST_TMP/lbench.log" | head -n 3)"
+	[ "$(grep -c 'requests per second' "$TEST_TMP/lbench.log")" -eq 2 ] ||
+		fail "redis-benchmark on 127.0.0.1 did not finish: $(tr '\r' '\n' <"$TEST_TMP/lbench.log" | tail -n 4)"
+	cp1=$(preload_stat cut_pairs)
+	[ "$CUT" = 0 ] || [ $((cp1 - cp0)) -ge 16 ] ||
+		fail "dpsockd paired $((cp1 - cp0)) of redis-benchmark's connections on 127.0.0.1"
+	ok "redis-server (protected mode) and redis-benchmark on 127.0.0.1 with DPSOCK_LOOPBACK=1: $((cp1 - cp0)) connections paired, $(tr '\r' '\n' <"$TEST_TMP/lbench.log" | grep 'requests per second' | tr '\n' ' ')"
+	preload_stop lredis || true
+	preload_stop lecho || true
+fi
 preload_daemon_stop

@@ -436,6 +436,32 @@ b_udp_cksum(uint8_t *buf, const struct ctx *c)
 	return ETH_HLEN_ + 20 + l4_len;
 }
 
+/* An echo request whose source (src) or destination is 127.0.0.1: a
+ * martian, which no wire may bring (lwIP would take 127.0.0.1 as its own). */
+static size_t
+martian(uint8_t *buf, const struct ctx *c, bool src)
+{
+	size_t n = icmp_echo(buf, c);
+	uint8_t *ip = buf + ETH_HLEN_;
+	static const uint8_t loop[4] = { 127, 0, 0, 1 };
+
+	memcpy(ip + (src ? 12 : 16), loop, 4);
+	ip_fix_csum(ip);
+	return n;
+}
+
+static size_t
+b_ip_martian_src(uint8_t *buf, const struct ctx *c)
+{
+	return martian(buf, c, true);
+}
+
+static size_t
+b_ip_martian_dst(uint8_t *buf, const struct ctx *c)
+{
+	return martian(buf, c, false);
+}
+
 static size_t
 b_tcp_cksum(uint8_t *buf, const struct ctx *c)
 {
@@ -639,6 +665,10 @@ static const struct bad_case cases[] = {
 	  "ICMP echo whose IP total length is 100 bytes more than the frame holds" },
 	{ "ip_len_short", "rx_drop_ip_len", b_ip_len_short, false,
 	  "ICMP echo whose IP total length (16) is less than its header (20)" },
+	{ "ip_martian_src", "rx_drop_martian", b_ip_martian_src, false,
+	  "ICMP echo from 127.0.0.1 (a loopback source on the wire)" },
+	{ "ip_martian_dst", "rx_drop_martian", b_ip_martian_dst, false,
+	  "ICMP echo to 127.0.0.1 (a loopback destination on the wire)" },
 	{ "icmp_cksum", "lwip_icmp_chkerr", b_icmp_cksum, false,
 	  "valid IPv4, ICMP echo request with a bad ICMP checksum" },
 	{ "udp_cksum", "lwip_udp_chkerr", b_udp_cksum, false,
