@@ -12,6 +12,8 @@
 #   rr16       test/perf/kernel_echo (epoll, CPU 1) driven by
 #              test/perf/kernel_load -m rr -s 64 -c 16 (CPU 0): transactions/s
 #   bulk       kernel_load -m bulk -c 1 into kernel_echo: Gbit/s sent
+#   loopback   the same, both preloaded with DPSOCK_LOOPBACK=1 over
+#              127.0.0.1 (TCP rows only)
 # dpsockd: one worker, on CPU 1 with the server (EAL -l 1), a port on a veth
 # that carries none of this traffic (net_af_packet). Two CPUs for three
 # busy parties: the worker shares CPU 1 with the server, and every byte is
@@ -67,6 +69,8 @@ on() {
 	shift 2
 	if [ "$target" = preload ]; then
 		ip netns exec "$TOPO_NS_A" taskset -c "$cpu" "${PRE[@]}" "$@"
+	elif [ "$target" = loopback ]; then
+		ip netns exec "$TOPO_NS_A" taskset -c "$cpu" "${PRE[@]}" DPSOCK_LOOPBACK=1 "$@"
 	else
 		ip netns exec "$TOPO_NS_A" taskset -c "$cpu" "$@"
 	fi
@@ -112,9 +116,10 @@ load() {
 }
 
 for r in $(seq 1 "$rounds"); do
-	for target in preload kernel; do
+	for target in preload loopback kernel; do
 		note "round $r: $target"
-		sp "$target" "$r" udp
+		# DPSOCK_LOOPBACK carries TCP only: its UDP is the kernel's
+		[ "$target" = loopback ] || sp "$target" "$r" udp
 		sp "$target" "$r" tcp
 		load "$target" "$r" rr 16 rr16_rate
 		load "$target" "$r" bulk 1 bulk_gbps
@@ -136,18 +141,17 @@ rows = [("sp_udp_p50", "sockperf UDP ping-pong p50 (µs, lower is better)", True
 print("# Two programs of one host: dpsock against the kernel's loopback\n")
 print("`test/perf/same_host.sh`, %s round(s) of %s s; medians; both programs preloaded" % (rounds, secs))
 print("and connected through dpsockd's address (paired by the worker, bytes FIFO to FIFO), against")
-print("the same programs over 127.0.0.1 on the kernel. Client on CPU 0, server and")
+print("the same programs over 127.0.0.1 on the kernel; \"127.0.0.1\": both preloaded with")
+print("DPSOCK_LOOPBACK=1 over 127.0.0.1 (TCP only). Client on CPU 0, server and")
 print("dpsockd's one worker on CPU 1.\n")
-print("| measure | dpsock | kernel | dpsock / kernel |")
-print("|---|---|---|---|")
+print("| measure | dpsock | 127.0.0.1 (DPSOCK_LOOPBACK) | kernel | dpsock / kernel | 127.0.0.1 / kernel |")
+print("|---|---|---|---|---|---|")
+med = lambda t, m: statistics.median(v[(t, m)]) if v.get((t, m)) else None
 for m, label, lower in rows:
-    d, k = v.get(("preload", m)), v.get(("kernel", m))
-    if not d or not k:
-        print("| %s | %s | %s | (missing) |" % (label, d, k))
-        continue
-    dm, km = statistics.median(d), statistics.median(k)
-    ratio = dm / km if km else float("nan")
-    print("| %s | %.2f | %.2f | %.2f× |" % (label, dm, km, ratio))
+    d, lo, k = med("preload", m), med("loopback", m), med("kernel", m)
+    cell = lambda x: "%.2f" % x if x is not None else "—"
+    ratio = lambda x: "%.2f×" % (x / k) if x is not None and k else "—"
+    print("| %s | %s | %s | %s | %s | %s |" % (label, cell(d), cell(lo), cell(k), ratio(d), ratio(lo)))
 print("\nWhere two CPUs limit it: dpsockd's one worker moves every byte from the sender's")
 print("tx FIFO into the receiver's rx FIFO (one copy, no segments: docs/design.md decision")
 print("16) on the CPU it shares with the server, and polls there; the kernel's loopback runs")
