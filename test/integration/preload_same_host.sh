@@ -27,6 +27,8 @@
 #      the kernel's; socat through dpsockd (paired), through its kernel
 #      half, and to a kernel-only listener; the calls as on Linux;
 #      redis-server in protected mode under redis-benchmark;
+#   8. dpsockd stops under a paired connection: both ends' recv returns
+#      ECONNRESET, as any offloaded socket's;
 # PRELOAD_KERNEL=1 runs the same on A's kernel (the self-check).
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
@@ -134,8 +136,10 @@ ok "the calls of both ends answer as on Linux's loopback ($(grep -c . "$TEST_TMP
 #          8 MiB, shut down, wait for the close, print "sent BYTES SHA256"
 #   hold   print "up" and sleep (the end to be killed)
 #   wait   print "up", wait in recv, print "recv eof|data|ERRNO"
-# (hold and wait: the client sends "hello", which the server reads; to a
-# server that holds, it also sends bytes that stay unread)
+#   idle   as wait, but nothing is left unread on either side
+# (hold, wait and idle: the client sends "hello", which the server reads;
+# to a server that holds, a waiting client also sends bytes that stay
+# unread)
 cat >"$TEST_TMP/pair.py" <<'PY'
 import errno, hashlib, socket, sys, time
 addr, port, role, action = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
@@ -346,4 +350,24 @@ if [ "$PRELOAD_KERNEL" != 1 ]; then
 	preload_stop lredis || true
 	preload_stop lecho || true
 fi
-preload_daemon_stop
+
+# ---- 8. dpsockd stops under a paired connection --------------------------------------------------
+# both ends wait in recv; each gets what any offloaded socket gets when
+# dpsockd goes away (docs/preload.md; preload_daemon_gone: ECONNRESET)
+if [ "$PRELOAD_KERNEL" != 1 ]; then
+	preload_start srv7900 python3 "$TEST_TMP/pair.py" "$A" 7900 server idle
+	wait_until 10 grep -q listening "$TEST_TMP/srv7900.log"
+	preload_start cli7900 python3 "$TEST_TMP/pair.py" "$A" 7900 client idle
+	wait_until 10 grep -q up "$TEST_TMP/srv7900.log"
+	wait_until 10 grep -q up "$TEST_TMP/cli7900.log"
+	sleep 0.5
+	preload_daemon_stop
+	for e in srv cli; do
+		preload_wait "${e}7900" 10 || fail "the $e end failed after dpsockd stopped: $(tail -n 3 "$TEST_TMP/${e}7900.log")"
+		grep -Eq '^recv ECONNRESET ' "$TEST_TMP/${e}7900.log" ||
+			fail "after dpsockd stopped, the $e end saw: $(grep '^recv' "$TEST_TMP/${e}7900.log")"
+	done
+	ok "dpsockd stopped under a connection within the host: both ends' recv returned ECONNRESET, as any offloaded socket's"
+else
+	preload_daemon_stop
+fi
