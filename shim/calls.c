@@ -161,12 +161,13 @@ listen_locked(int fd, struct shim_sock *s, int backlog)
 	r = shim_sock_open_all(s, DPSOCK_PL_OP_LISTEN, s->laddr, s->lport);
 	if (r < 0)
 		return r;
-	/* a dual-stack listener on "::": the kernel socket listens too, for
-	 * what reaches the kernel (IPv6; the kernel's own interfaces); with
-	 * DPSOCK_LOOPBACK, one on 0.0.0.0 or 127.0.0.1 too, for the kernel's
-	 * clients of 127.0.0.1 (dpsock's reach it through dpsockd) */
-	if (s->any6 || (shim_env.loopback > 0 &&
-			(s->laddr == htonl(INADDR_ANY) || s->laddr == htonl(INADDR_LOOPBACK)))) {
+	/* a listener on every address ("::", 0.0.0.0): the kernel socket
+	 * listens too, for what reaches the kernel (IPv6, 127.0.0.1, the
+	 * kernel's other interfaces), as Linux's wildcard listener hears
+	 * them all; with DPSOCK_LOOPBACK, one on 127.0.0.1 too, for the
+	 * kernel's clients of it (dpsock's reach it through dpsockd) */
+	if (s->any6 || s->laddr == htonl(INADDR_ANY) ||
+	    (shim_env.loopback > 0 && s->laddr == htonl(INADDR_LOOPBACK))) {
 		if (REAL(listen)(fd, backlog) == 0)
 			s->khalf = 1;
 		else

@@ -67,6 +67,7 @@ struct shim_ep {
 	 * call too many). Without any, a wait that has offloaded events to
 	 * return does not also ask the kernel set (atomic). */
 	unsigned int n_kernel;
+	unsigned int n_khalf;       /* of which kernel halves (khalf_watch) */
 	unsigned int quick_waits;   /* waits that skipped the kernel set (see there) */
 	unsigned int n_unwatched;   /* of which without a watch entry */
 	int gone_seen;              /* dpsockd's end was put on the ready list */
@@ -321,6 +322,7 @@ khalf_watch(struct shim_ep *e, struct ep_reg *g, bool in_set)
 		return;
 	}
 	g->also_kernel = 1;
+	__atomic_add_fetch(&e->n_khalf, 1, __ATOMIC_RELAXED);
 	__atomic_add_fetch(&e->n_kernel, 1, __ATOMIC_RELAXED);
 }
 
@@ -358,8 +360,10 @@ reg_drop(struct shim_ep *e, struct ep_reg *g)
 		ready_del(g);
 		__atomic_sub_fetch(&e->n_off, 1, __ATOMIC_RELAXED);
 		e->n_unwatched -= g->unwatched;
-		if (g->also_kernel)
+		if (g->also_kernel) {
+			__atomic_sub_fetch(&e->n_khalf, 1, __ATOMIC_RELAXED);
 			__atomic_sub_fetch(&e->n_kernel, 1, __ATOMIC_RELAXED);
+		}
 	}
 	shim_fdmap_take(&e->regs, g->fd);
 	__atomic_sub_fetch(&g->s->in_epoll, 1, __ATOMIC_RELAXED);
@@ -732,7 +736,8 @@ mixed_epoll_wait(struct shim_ep *e, struct epoll_event *evs, int max, int timeou
 	if (max <= 0)
 		return shim_fail(EINVAL);
 	for (;; pass++) {
-		bool spin, ticks, kfds;
+		bool spin, ticks, progk, kret, kspin;
+		unsigned int nh, q;
 		int c, k, left;
 
 		c = collect_locked(e, evs, max, false);
@@ -743,11 +748,19 @@ mixed_epoll_wait(struct shim_ep *e, struct epoll_event *evs, int max, int timeou
 		 * about to sleep finds them in the sleeping call itself. A set
 		 * with no kernel descriptor of the program's is asked only every
 		 * 64th time (a count gone wrong through fork costs a delay then,
-		 * never a lost event) */
-		kfds = __atomic_load_n(&e->n_kernel, __ATOMIC_RELAXED) > 0 ||
-		       __atomic_load_n(&e->n_undecided, __ATOMIC_RELAXED) > 0 ||
-		       (__atomic_add_fetch(&e->quick_waits, 1, __ATOMIC_RELAXED) & 63) == 0;
-		if (c < max && ((c > 0 && kfds) || left == 0 || (spin && pass % 16 == 0 && kfds))) {
+		 * never a lost event). Kernel halves (a listener on 0.0.0.0 or
+		 * "::", for what the kernel's interfaces bring) are asked with
+		 * ours every 16th time, as VMA_SELECT_POLL_OS_RATIO asks its OS
+		 * descriptors, and in every spin's 16th pass and every sleep:
+		 * a server busy with offloaded traffic does not pay a system
+		 * call per wait for a health check that comes once a second */
+		nh = __atomic_load_n(&e->n_khalf, __ATOMIC_RELAXED);
+		progk = __atomic_load_n(&e->n_kernel, __ATOMIC_RELAXED) > nh ||
+			__atomic_load_n(&e->n_undecided, __ATOMIC_RELAXED) > 0;
+		q = progk ? 0 : __atomic_add_fetch(&e->quick_waits, 1, __ATOMIC_RELAXED);
+		kret = progk || (q & (nh > 0 ? 15u : 63u)) == 0;
+		kspin = progk || nh > 0 || (q & 63u) == 0;
+		if (c < max && ((c > 0 && kret) || left == 0 || (spin && pass % 16 == 0 && kspin))) {
 			k = REAL(epoll_wait)(e->epfd, evs + c, max - c, 0);
 			if (k < 0)
 				return c > 0 ? c : -1;

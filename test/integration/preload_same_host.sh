@@ -322,6 +322,20 @@ if [ "$PRELOAD_KERNEL" != 1 ]; then
 	lcount "preloaded without the option" 0 0 7700 preload_run
 	lcount "to a kernel listener, with the option" 0 0 7701 preload_run "${LB[@]}"
 	ok "127.0.0.1 with DPSOCK_LOOPBACK=1: 1 MiB echoed through dpsockd (paired) for a client with the option, through the kernel half for the kernel's and a preloaded client without it, and through the kernel to a kernel listener"
+	# a listener on 0.0.0.0 of a program without the option: dpsockd's
+	# for its addresses (from B), the kernel's for 127.0.0.1, dpsockd's
+	# for a client with the option
+	preload_start wecho socat -b 4096 -t 60 TCP-LISTEN:7702,reuseaddr,fork PIPE
+	wait_tcp_port "$TOPO_NS_B" "$A" 7702 15 || fail "socat on 0.0.0.0 does not listen: $(tail -n 3 "$TEST_TMP/wecho.log")"
+	a0=$(preload_stat tcp_accepted)
+	in_b socat -b 4096 -t 60 -T 60 - "TCP:$A:7702" <"$TEST_TMP/1m.bin" >"$TEST_TMP/lback.bin" ||
+		fail "from B to the listener on 0.0.0.0: the client failed"
+	cmp -s "$TEST_TMP/1m.bin" "$TEST_TMP/lback.bin" || fail "from B to the listener on 0.0.0.0: the echo differs"
+	[ $(($(preload_stat tcp_accepted) - a0)) -eq 1 ] || fail "dpsockd did not accept B's connection to the listener on 0.0.0.0"
+	lcount "the kernel's client, to 127.0.0.1 of a listener on 0.0.0.0" 0 0 7702 in_a
+	lcount "preloaded with the option, to 127.0.0.1 of a listener on 0.0.0.0" $((CUT != 0)) 1 7702 preload_run "${LB[@]}"
+	ok "a preloaded listener on 0.0.0.0: B's connection accepted by dpsockd, the kernel's 127.0.0.1 client served by its kernel half, a client with DPSOCK_LOOPBACK=1 paired"
+	preload_stop wecho || true
 	# the same calls as on Linux's loopback
 	cp0=$(preload_stat cut_pairs)
 	preload_run "${LB[@]}" timeout 120 python3 "$calls" 127.0.0.1 7800 >"$TEST_TMP/calls-lo.log" 2>&1 ||

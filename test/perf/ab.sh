@@ -27,6 +27,8 @@
 #            CPU, driven by dpsock-loadgen: 1 connection (p50, rate), 16
 #            (rate), and each build's handoff rate over its own native rate.
 # --only: native, sockperf, handoff (comma-separated; default all).
+# --listen ADDR: the handoff rows' preloaded echo listens on ADDR (default:
+# dpsockd's address; 0.0.0.0 gives the listener its kernel half).
 #
 # Each figure is the median of the rounds; the ratio is the working tree's
 # median over BASE's, with "better" saying which way is good. The table goes
@@ -44,12 +46,13 @@ set -uo pipefail
 
 SELF_DIR=$(cd "$(dirname "$0")" && pwd)
 SRC=$(cd "$SELF_DIR/../.." && pwd)
-base_ref= rounds=5 secs=4 only=,native,sockperf,handoff, out= build=${DPSOCK_BUILD:-}
+base_ref= rounds=5 secs=4 only=,native,sockperf,handoff, out= build=${DPSOCK_BUILD:-} listen=
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--rounds) rounds=$2; shift ;;
 	--time) secs=$2; shift ;;
 	--only) only=,$2,; shift ;;
+	--listen) listen=$2; shift ;;
 	--build) build=$2; shift ;;
 	--out) out=$2; shift ;;
 	--keep) ;;
@@ -211,7 +214,7 @@ native_round() { # SIDE ROUND
 handoff_round() { # SIDE ROUND
 	memif_server "$1" daemon || return
 	taskset -c 1 env "LD_PRELOAD=$(tool "$1" libdpsock_preload.so)" "DPSOCK_RUNTIME_DIR=$TEST_TMP" \
-		"DPSOCK_NAME=$SRV" "$(tool "$1" kernel_echo)" -p 11111 -a "$MADDR" --tcp-only --wait epoll \
+		"DPSOCK_NAME=$SRV" "$(tool "$1" kernel_echo)" -p 11111 -a "${listen:-$MADDR}" --tcp-only --wait epoll \
 		>"$TEST_TMP/prog.log" 2>&1 </dev/null &
 	BG[prog]=$!
 	if poll_until 20 bash -c "\"$(tool "$1" dpsock-stat)\" -n $SRV -v sockets 2>/dev/null | grep -q '*:11111 .*LISTEN'"; then
@@ -307,9 +310,9 @@ done
 
 mkdir -p "$(dirname "$out")"
 python3 - "$RES" "$out" "$base_ref" "${base_sha:0:12}" "$head_desc" "$rounds" "$secs" \
-	"$(cut -d' ' -f1-3 /proc/loadavg)" "$TEST_TMP/failures" <<'PY'
+	"$(cut -d' ' -f1-3 /proc/loadavg)" "$TEST_TMP/failures" "${listen:-}" <<'PY'
 import os, statistics, sys
-res, out, ref, sha, head, rounds, secs, load, fails = sys.argv[1:10]
+res, out, ref, sha, head, rounds, secs, load, fails, listen = sys.argv[1:11]
 vals = {}
 for line in open(res):
     m, side, r, v = line.rstrip('\n').split('\t')
@@ -343,7 +346,8 @@ def spread(m, s):
 L = []
 L.append(f'# ab.sh: {head} against {ref} ({sha})\n')
 L.append(f'{rounds} round(s) of {secs} s runs, interleaved; medians (min–max); load average at the end {load}. '
-         'ratio = working tree / BASE; "better" says which way is good.\n')
+         'ratio = working tree / BASE; "better" says which way is good.' +
+         (f' The handoff echo listens on {listen} (--listen).' if listen else '') + '\n')
 L.append('| metric | BASE | working tree | ratio | better | kernel (same run) |')
 L.append('|---|---|---|---|---|---|')
 for m, label, unit, hib in rows:
