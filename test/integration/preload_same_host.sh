@@ -15,7 +15,8 @@
 #      unread data, SO_LINGER 0, back-pressure, poll and epoll events)
 #      answer as on Linux's loopback (test/tools/samehost_calls.py);
 #   2. a slow reader: the writer blocks (8 MiB into a reader that sleeps),
-#      then finishes, every byte received in order;
+#      then finishes, every byte received in order; both directions at
+#      once (test/tools/duplex.py: 64 MiB each way, sha256);
 #   3. UDP to the own address: 100 datagrams echoed;
 #   4. redis-server and redis-benchmark, both preloaded: no error;
 #   5. nginx with proxy_pass to an upstream server block of its own on the
@@ -199,6 +200,12 @@ sent=$(awk '/^sent/ { print $2, $3 }' "$TEST_TMP/writer.log")
 got=$(awk '/^got/ { print $2, $3 }' "$TEST_TMP/reader.log")
 [ -n "$sent" ] && [ "$sent" = "$got" ] || fail "the writer sent '$sent', the reader got '$got'"
 ok "slow reader: 8 MiB through a blocked writer, in order ($(awk '/^sent/ { print $5, $6 }' "$TEST_TMP/writer.log"))"
+
+# both directions at once: each end sends 64 MiB from one thread and reads
+# from another, so both FIFO pairs fill and block together
+preload_run timeout 120 python3 "$DPSOCK_SRC/test/tools/duplex.py" "$A" 7350 64 >"$TEST_TMP/duplex.log" 2>&1 ||
+	fail "both directions at once: $(tail -n 3 "$TEST_TMP/duplex.log")"
+ok "both directions at once: 64 MiB each way, each end received what the other sent (sha256)"
 
 # ---- 3. UDP to the own address ---------------------------------------------------------------
 cat >"$TEST_TMP/udp.py" <<'PY'
