@@ -726,17 +726,25 @@ mate_unpair(struct pl_wslot *ws)
 	}
 }
 
-/* A connection whose other end is a preloaded socket of this worker, still
- * half open (its listener's): the caller holds its tx FIFO until that end
- * is accepted and pairs the two (mate_find). Both ends are in this lwIP
- * instance, so on this worker: no other thread ever touches a pair. */
+/* The other end of ws's connection is a preloaded socket of this worker
+ * (*peer: its socket, NULL while it is half open under its listener). Both
+ * ends are in this lwIP instance, so on this worker: no other thread ever
+ * touches a pair. */
+static bool
+mate_here(const struct pl_wslot *ws, struct dpsock_sock **peer)
+{
+	return ws->wg->w->d->conf.pl_cut_through && ws->s != NULL &&
+	       dpsock_tcp_loop_peer(ws->s, peer) == &pl_ops;
+}
+
+/* ws just connected to a half-open mate: it holds its tx FIFO until that
+ * end is accepted and pairs the two (mate_find). */
 static bool
 mate_expected(const struct pl_wslot *ws)
 {
 	struct dpsock_sock *peer;
 
-	return ws->wg->w->d->conf.pl_cut_through && ws->s != NULL &&
-	       dpsock_tcp_loop_peer(ws->s, &peer) == &pl_ops && peer == NULL;
+	return mate_here(ws, &peer) && peer == NULL;
 }
 
 /* ws was just accepted: its connecting end waiting for it? */
@@ -746,8 +754,7 @@ mate_find(struct pl_wslot *ws)
 	struct dpsock_sock *peer;
 	struct pl_wslot *m;
 
-	if (!ws->wg->w->d->conf.pl_cut_through || ws->s == NULL ||
-	    dpsock_tcp_loop_peer(ws->s, &peer) != &pl_ops || peer == NULL)
+	if (!mate_here(ws, &peer) || peer == NULL)
 		return;
 	m = dpsock_sock_user(peer);
 	if (m == NULL || !m->in_use || !m->mate_wait || m->mate != NULL)
@@ -815,7 +822,8 @@ tx_pump(struct pl_wslot *ws)
 			if (ws->tx_blocked)
 				break;
 		} else {
-			mate_unpair(ws); /* a closing mate: lwIP answers as the kernel would */
+			if (ws->mate != NULL)
+				mate_unpair(ws); /* a closing mate: lwIP answers as the kernel would */
 			tcp_tx(ws, &moved);
 			if (ws->tx_blocked)
 				break;

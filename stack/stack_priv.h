@@ -443,10 +443,10 @@ const struct dpsock_sock_ops *dpsock_tcp_loop_peer(const struct dpsock_sock *s,
 /* Mark a connection whose bytes go FIFO to FIFO (dpsock-stat), and count
  * n bytes moved from one end to the other. */
 void dpsock_sock_set_cut(struct dpsock_sock *s, bool on);
+void dpsock_sock_cut_moved(struct dpsock_sock *from, struct dpsock_sock *to, size_t n);
 /* A listener of the calling worker's lwIP takes SYNs to addr:port (port in
  * host order; its own address or any). */
 bool dpsock_tcp_listening(uint32_t addr, uint16_t port);
-void dpsock_sock_cut_moved(struct dpsock_sock *from, struct dpsock_sock *to, size_t n);
 
 /* Add v to one counter of a socket entry (NULL: not listed). */
 #define DPSOCK_SOCKSTAT_ADD(e, field, v)                                        \

@@ -16,7 +16,7 @@
 #      answer as on Linux's loopback (test/tools/samehost_calls.py);
 #   2. a slow reader: the writer blocks (8 MiB into a reader that sleeps),
 #      then finishes, every byte received in order; both directions at
-#      once (test/tools/duplex.py: 64 MiB each way, sha256);
+#      once (test/tools/bp.py: 64 MiB echoed under back-pressure);
 #   3. UDP to the own address: 100 datagrams echoed;
 #   4. redis-server and redis-benchmark, both preloaded: no error;
 #   5. nginx with proxy_pass to an upstream server block of its own on the
@@ -201,11 +201,16 @@ got=$(awk '/^got/ { print $2, $3 }' "$TEST_TMP/reader.log")
 [ -n "$sent" ] && [ "$sent" = "$got" ] || fail "the writer sent '$sent', the reader got '$got'"
 ok "slow reader: 8 MiB through a blocked writer, in order ($(awk '/^sent/ { print $5, $6 }' "$TEST_TMP/writer.log"))"
 
-# both directions at once: each end sends 64 MiB from one thread and reads
-# from another, so both FIFO pairs fill and block together
-preload_run timeout 120 python3 "$DPSOCK_SRC/test/tools/duplex.py" "$A" 7350 64 >"$TEST_TMP/duplex.log" 2>&1 ||
-	fail "both directions at once: $(tail -n 3 "$TEST_TMP/duplex.log")"
-ok "both directions at once: 64 MiB each way, each end received what the other sent (sha256)"
+# both directions at once: test/tools/bp.py's client sends 64 MiB from one
+# thread and reads the echo from another, its server (epoll, bounded) echoes
+# back, so both FIFO pairs fill and block together
+BP=$DPSOCK_SRC/test/tools/bp.py
+preload_start bp python3 "$BP" server epoll-et "$A" 7350
+wait_until 15 grep -q '^listening' "$TEST_TMP/bp.log"
+out=$(preload_run timeout 120 python3 "$BP" client threads "$A" 7350 $((64 << 20)) 1 2>&1) ||
+	fail "both directions at once: $out; server: $(tail -n 3 "$TEST_TMP/bp.log")"
+ok "both directions at once: 64 MiB echoed through a bounded server, byte for byte ($out)"
+preload_stop bp || true
 
 # ---- 3. UDP to the own address ---------------------------------------------------------------
 cat >"$TEST_TMP/udp.py" <<'PY'

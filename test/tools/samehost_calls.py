@@ -18,6 +18,7 @@ import select
 import socket
 import struct
 import sys
+import threading
 import time
 
 addr, port0 = sys.argv[1], int(sys.argv[2])
@@ -171,7 +172,6 @@ def case_backpressure():
     cli.setblocking(True)
     more = b"z" * (3 << 20)
     h.update(more)
-    import threading
     t = threading.Thread(target=lambda: (cli.sendall(more), cli.shutdown(socket.SHUT_WR)))
     t.start()
     while True:
