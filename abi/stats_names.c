@@ -119,24 +119,41 @@ dpsock_fmt_addr(char *buf, size_t len, uint32_t addr, uint16_t port)
 	return buf;
 }
 
+char *
+dpsock_sock_fmt_end(char *buf, size_t len, const struct dpsock_sock_stats *e, bool peer)
+{
+	static const uint8_t any6[16];
+	const uint8_t *a6 = peer ? e->raddr6 : e->laddr6;
+	uint16_t port = peer ? e->rport : e->lport;
+	char a[INET6_ADDRSTRLEN];
+
+	if (!(e->flags & DPSOCK_SOCK_F_IPV6))
+		return dpsock_fmt_addr(buf, len, peer ? e->raddr : e->laddr, port);
+	if (memcmp(a6, any6, 16) == 0)
+		snprintf(buf, len, "*:%u", port);
+	else
+		snprintf(buf, len, "[%s]:%u", inet_ntop(AF_INET6, a6, a, sizeof(a)), port);
+	return buf;
+}
+
 void
 dpsock_sock_format(const struct dpsock_sock_stats *e, const char *owner, char *buf, size_t len)
 {
-	char rq[24], sq[24], local[40], peer[40], w[8], rx[24], tx[24], rtt[24], cwnd[24], rt[24];
+	char rq[24], sq[24], local[56], peer[56], w[8], rx[24], tx[24], rtt[24], cwnd[24], rt[24];
 	bool tcp = e->proto == IPPROTO_TCP;
 	bool conn = tcp && e->state != 1 /* LISTEN */;
 
 	snprintf(rq, sizeof(rq), "%llu", (unsigned long long)(e->rx_held + e->rx_refused));
 	snprintf(sq, sizeof(sq), "%llu", (unsigned long long)e->tx_queue);
-	dpsock_fmt_addr(local, sizeof(local), e->laddr, e->lport);
-	if (e->raddr == 0 && e->rport == 0)
+	dpsock_sock_fmt_end(local, sizeof(local), e, false);
+	if (e->raddr == 0 && e->rport == 0 && !(e->flags & DPSOCK_SOCK_F_IPV6))
 		snprintf(peer, sizeof(peer), "*:*");
 	else if (e->flags & DPSOCK_SOCK_F_LOOP)
 		/* a connection within the host (docs/design.md decisions 15
 		 * and 16): the other end is a socket of the same instance */
 		snprintf(peer, sizeof(peer), "host:%u", e->rport);
 	else
-		dpsock_fmt_addr(peer, sizeof(peer), e->raddr, e->rport);
+		dpsock_sock_fmt_end(peer, sizeof(peer), e, true);
 	snprintf(w, sizeof(w), "%u", e->worker);
 	dpsock_fmt_bytes(rx, sizeof(rx), (double)e->rx_bytes);
 	dpsock_fmt_bytes(tx, sizeof(tx), (double)e->tx_bytes);

@@ -70,7 +70,7 @@
 #include <stdint.h>
 
 #define DPSOCK_STATS_MAGIC 0x64707374617473ULL /* "dpstats" */
-#define DPSOCK_STATS_VERSION 12
+#define DPSOCK_STATS_VERSION 13
 #define DPSOCK_STATS_MAX_PORTS 4
 #define DPSOCK_STATS_MAX_WORKERS 64
 #define DPSOCK_STATS_MAX_CLIENTS 64
@@ -149,10 +149,13 @@
 	X(steer_full, "mbufs dropped: another worker's steering ring was full")\
 	X(ip_in, "IPv4 packets handed to lwIP")                                \
 	X(icmp_echo, "ICMP echo requests for our addresses")                  \
+	X(ip6_in, "IPv6 packets handed to lwIP (a port with address6)")       \
+	X(icmp6_echo, "ICMPv6 echo requests for our addresses")               \
+	X(nd_shared_out, "neighbour discovery messages (NA, RA, redirect) copied to the other workers") \
 	X(lwip_icmp_xmit, "ICMP messages lwIP sent (echo replies...)")        \
 	X(rx_nomem, "frames dropped: no memory to linearise a chained frame") \
 	X(rx_drop_runt, "dropped: shorter than an Ethernet header")           \
-	X(rx_drop_ethertype, "dropped: ethertype not IPv4 or ARP")            \
+	X(rx_drop_ethertype, "dropped: ethertype not IPv4, ARP or (on a port with address6) IPv6") \
 	X(rx_drop_vlan, "dropped: another VLAN's frame, or untagged on a VLAN interface") \
 	X(rx_drop_arp, "dropped: malformed ARP")                              \
 	X(rx_kernel_frames, "shared port: frames of the kernel's seen by dpsock (ARP, ICMP, flows it does not serve): left alone") \
@@ -165,6 +168,9 @@
 	X(rx_drop_udp_len, "dropped: UDP length field does not fit the datagram") \
 	X(rx_drop_tcp_flags, "dropped: TCP SYN together with FIN or RST")     \
 	X(rx_drop_martian, "dropped: a loopback (127/8) source or destination from the wire") \
+	X(rx_drop_ip6_hdr, "dropped: IPv6 frame shorter than its header, or version not 6") \
+	X(rx_drop_ip6_len, "dropped: IPv6 payload length does not fit the frame") \
+	X(rx_drop_ip6_martian, "dropped: IPv6 multicast or unspecified source, or a loopback or IPv4-mapped address, from the wire") \
 	X(lwip_ip_drop, "dropped by lwIP's IP layer (not for us, options...)") \
 	X(lwip_icmp_drop, "dropped by lwIP's ICMP (incl. bad checksum)")      \
 	X(lwip_icmp_chkerr, "ICMP messages with a bad checksum")              \
@@ -173,6 +179,10 @@
 	X(lwip_tcp_drop, "dropped by lwIP's TCP (incl. bad checksum)")        \
 	X(lwip_tcp_chkerr, "TCP segments with a bad checksum")                \
 	X(lwip_etharp_drop, "dropped by lwIP's ARP")                          \
+	X(lwip_ip6_drop, "dropped by lwIP's IPv6 layer (not for us, bad extension headers...)") \
+	X(lwip_icmp6_drop, "dropped by lwIP's ICMPv6 (incl. bad checksum, unknown type)") \
+	X(lwip_nd6_drop, "neighbour discovery messages lwIP dropped (malformed, hop limit not 255...)") \
+	X(lwip_ip6frag_drop, "IPv6 fragments lwIP dropped (reassembly timeout, overlap, memory)") \
 	X(timer_runs, "lwIP timer checks that ran timers")                     \
 	X(steer_out, "frames handed to the worker that owns their flow")      \
 	X(steer_in, "frames received from other workers (not ARP)")            \
@@ -413,9 +423,10 @@ struct dpsock_sock_stats {
 	int32_t client;         /* clients[] index; -1: native, or the client left */
 	uint16_t worker;
 	uint16_t flags;         /* DPSOCK_SOCK_F_* */
-	uint32_t laddr, raddr;  /* network order */
+	uint32_t laddr, raddr;  /* network order; 0 for IPv6 (DPSOCK_SOCK_F_IPV6) */
 	uint16_t lport, rport;  /* host order */
 	uint64_t serial;        /* per worker, tells a reused slot apart */
+	uint8_t laddr6[16], raddr6[16]; /* the addresses of an IPv6 socket */
 	DPSOCK_SOCK_COUNTERS(DPSOCK_STATS_FIELD)
 	DPSOCK_SOCK_GAUGES(DPSOCK_STATS_FIELD)
 } __attribute__((aligned(64)));
@@ -423,6 +434,7 @@ struct dpsock_sock_stats {
 /* dpsock_sock_stats.flags */
 #define DPSOCK_SOCK_F_LOOP 1u /* TCP: the peer is a socket of the same instance (the host) */
 #define DPSOCK_SOCK_F_CUT  2u /* ... and their bytes go FIFO to FIFO, not through lwIP */
+#define DPSOCK_SOCK_F_IPV6 4u /* IPv6: laddr6/raddr6 hold the addresses */
 
 /* How a port is served (dpsock-stat's port lines), written by the main
  * lcore every 100 ms from the stack's net view, with the gen seqlock of
@@ -509,6 +521,9 @@ char *dpsock_fmt_bytes(char *buf, size_t len, double bytes);
 char *dpsock_fmt_usec(char *buf, size_t len, double us);
 /* "a.b.c.d:port" (addr network order, port host order); "*" for 0.0.0.0. */
 char *dpsock_fmt_addr(char *buf, size_t len, uint32_t addr, uint16_t port);
+/* A socket entry's local (peer false) or remote end: "a.b.c.d:port",
+ * "[v6 address]:port", "*:port" for an any address (either family). */
+char *dpsock_sock_fmt_end(char *buf, size_t len, const struct dpsock_sock_stats *e, bool peer);
 
 /*
  * The socket view's line for one entry (the wording DPSOCK_STATS_FILE uses

@@ -139,6 +139,8 @@ static const char *const mode_names[] = {
 
 struct lg_cfg {
 	uint32_t addr;	 /* network order */
+	bool v6;	 /* -d is an IPv6 address: addr6 (TCP modes) */
+	struct in6_addr addr6;
 	uint16_t port;
 	uint32_t conns;
 	enum lg_mode mode;
@@ -818,7 +820,8 @@ lg_worker_poll(struct dpsock_worker *dw, void *arg)
 			 * over to this one */
 			c->s = dpsock_udp_bind_addr(dw, 0, 0, DPSOCK_UDP_OWNED, &lg_udp_ops, c);
 		else
-			c->s = dpsock_tcp_connect(dw, cfg->addr, cfg->port, &lg_ops, c);
+			c->s = cfg->v6 ? dpsock_tcp_connect6(dw, &cfg->addr6, cfg->port, &lg_ops, c) :
+					 dpsock_tcp_connect(dw, cfg->addr, cfg->port, &lg_ops, c);
 		if (c->s == NULL) {
 			int err = errno;
 
@@ -990,7 +993,7 @@ usage(FILE *f, const char *prog)
 		"each worker opening its share. Prints one line per worker and a total line.\n"
 		"\n"
 		"Options:\n"
-		"  -d, --dest IP          server address (required)\n"
+		"  -d, --dest IP          server address, IPv4 or IPv6 (TCP modes) (required)\n"
 		"  -p, --port PORT        server port (default %u)\n"
 		"  -c, --connections N    connections (udp: sockets) in all, 1..%u (default 1)\n"
 		"  -m, --mode MODE        rr     request/reply over long connections (default)\n"
@@ -1138,8 +1141,14 @@ main(int argc, char **argv)
 		app_bad_usage(prog, "unexpected argument '%s'", argv2[optind]);
 	if (dest == NULL)
 		app_bad_usage(prog, "-d/--dest IP is required");
-	if (inet_pton(AF_INET, dest, &cfg.addr) != 1)
-		app_bad_usage(prog, "--dest: '%s' is not an IPv4 address", dest);
+	if (inet_pton(AF_INET, dest, &cfg.addr) != 1) {
+		if (inet_pton(AF_INET6, dest, &cfg.addr6) != 1)
+			app_bad_usage(prog, "--dest: '%s' is not an IPv4 or IPv6 address", dest);
+		if (cfg.mode == MODE_UDP)
+			app_bad_usage(prog, "--dest %s: -m udp is IPv4 only (dpsock's UDP sockets are)",
+				      dest);
+		cfg.v6 = true;
+	}
 	if (cfg.proto == PROTO_SOCKPERF && cfg.size < SP_HDR_LEN)
 		app_bad_usage(prog, "--proto sockperf: -s must be at least %u (its header)",
 			      SP_HDR_LEN);

@@ -238,18 +238,19 @@ static void
 slot_set_addrs(struct pl_wslot *ws)
 {
 	struct dpsock_pl_slot *sh = sh_of(ws);
-	struct sockaddr_in l = { 0 }, r = { 0 };
+	/* the preload's sockets are IPv4 (their listeners are IPv4 only) */
+	union dpsock_sockaddr l = { 0 }, r = { 0 };
 
 	if (ws->s == NULL)
 		return;
 	dpsock_sock_local(ws->s, &l);
 	if (ws->kind == DPSOCK_PL_TCP_CONN)
 		dpsock_sock_peer(ws->s, &r);
-	if (l.sin_addr.s_addr != 0 || ws->kind == DPSOCK_PL_TCP_CONN)
-		__atomic_store_n(&sh->laddr, l.sin_addr.s_addr, __ATOMIC_RELAXED);
-	__atomic_store_n(&sh->lport, l.sin_port, __ATOMIC_RELAXED);
-	__atomic_store_n(&sh->raddr, r.sin_addr.s_addr, __ATOMIC_RELAXED);
-	__atomic_store_n(&sh->rport, r.sin_port, __ATOMIC_RELAXED);
+	if (l.in.sin_addr.s_addr != 0 || ws->kind == DPSOCK_PL_TCP_CONN)
+		__atomic_store_n(&sh->laddr, l.in.sin_addr.s_addr, __ATOMIC_RELAXED);
+	__atomic_store_n(&sh->lport, l.in.sin_port, __ATOMIC_RELAXED);
+	__atomic_store_n(&sh->raddr, r.in.sin_addr.s_addr, __ATOMIC_RELAXED);
+	__atomic_store_n(&sh->rport, r.in.sin_port, __ATOMIC_RELAXED);
 }
 
 static void

@@ -63,11 +63,24 @@ tuple_hash(uint32_t laddr, uint16_t lport, uint32_t raddr, uint16_t rport)
     return h;
 }
 
+/* An address as one word for tuple_hash: IPv4's own, IPv6's four folded
+ * (each word mixed, so that swapped words hash apart). */
+static inline uint32_t
+addr_word(const ip_addr_t *a)
+{
+    const uint32_t *w;
+
+    if (IP_IS_V4(a))
+        return ip4_addr_get_u32(ip_2_ip4(a));
+    w = ip_2_ip6(a)->addr;
+    return w[0] ^ (w[1] * 0x9e3779b1u) ^ (w[2] * 0x85ebca77u) ^ (w[3] * 0xc2b2ae3du);
+}
+
 static inline uint32_t
 pcb_hash(const struct tcp_pcb *pcb)
 {
-    return tuple_hash(ip4_addr_get_u32(&pcb->local_ip), pcb->local_port,
-                      ip4_addr_get_u32(&pcb->remote_ip), pcb->remote_port);
+    return tuple_hash(addr_word(&pcb->local_ip), pcb->local_port, addr_word(&pcb->remote_ip),
+                      pcb->remote_port);
 }
 
 static void
@@ -234,30 +247,50 @@ dpsock_tcp_index_forget(struct tcp_pcb *pcb)
     hash_del(pcb);
 }
 
-struct tcp_pcb *
-dpsock_tcp_lookup(uint32_t laddr, uint16_t lport, uint32_t raddr, uint16_t rport)
-{
-    struct tcp_pcb *pcb;
-    int i;
+/* The walk and the bucket's chain, for a tuple test TUPLE_IS(pcb) and its
+ * hash h. */
+#define LOOKUP(h, TUPLE_IS)                                                     \
+    do {                                                                       \
+        struct tcp_pcb *pcb_;                                                  \
+        int i_;                                                                \
+                                                                               \
+        if (likely(idx.bucket != NULL)) {                                      \
+            for (pcb_ = idx.bucket[(h) & idx.mask]; pcb_ != NULL; pcb_ = pcb_->dp_hnext) \
+                if (TUPLE_IS(pcb_))                                            \
+                    return pcb_;                                               \
+            return NULL;                                                       \
+        }                                                                      \
+        /* no table: lwIP's walk */                                            \
+        for (i_ = 0; i_ < 2; i_++)                                             \
+            for (pcb_ = i_ == 0 ? tcp_active_pcbs : tcp_tw_pcbs; pcb_ != NULL; pcb_ = pcb_->next) \
+                if (TUPLE_IS(pcb_))                                            \
+                    return pcb_;                                               \
+        return NULL;                                                           \
+    } while (0)
 
+struct tcp_pcb *
+dpsock_tcp_lookup(const ip_addr_t *laddr, uint16_t lport, const ip_addr_t *raddr, uint16_t rport)
+{
+    /* ip_addr_cmp: the same family and address (and an IPv6 zone) */
 #define TUPLE_IS(pcb)                                                           \
     ((pcb)->remote_port == rport && (pcb)->local_port == lport &&              \
-     ip4_addr_get_u32(&(pcb)->remote_ip) == raddr && ip4_addr_get_u32(&(pcb)->local_ip) == laddr)
-    if (likely(idx.bucket != NULL)) {
-        for (pcb = idx.bucket[tuple_hash(laddr, lport, raddr, rport) & idx.mask]; pcb != NULL;
-             pcb = pcb->dp_hnext)
-            if (TUPLE_IS(pcb))
-                return pcb;
-        return NULL;
-    }
-    /* no table: lwIP's walk */
-    for (i = 0; i < 2; i++)
-        for (pcb = i == 0 ? tcp_active_pcbs : tcp_tw_pcbs; pcb != NULL; pcb = pcb->next)
-            if (TUPLE_IS(pcb))
-                return pcb;
+     ip_addr_cmp(&(pcb)->remote_ip, raddr) && ip_addr_cmp(&(pcb)->local_ip, laddr))
+    LOOKUP(tuple_hash(addr_word(laddr), lport, addr_word(raddr), rport), TUPLE_IS);
 #undef TUPLE_IS
-    return NULL;
 }
+
+struct tcp_pcb *
+dpsock_tcp_lookup4(uint32_t laddr, uint16_t lport, uint32_t raddr, uint16_t rport)
+{
+#define TUPLE_IS(pcb)                                                           \
+    ((pcb)->remote_port == rport && (pcb)->local_port == lport &&              \
+     IP_IS_V4_VAL((pcb)->remote_ip) &&                                         \
+     ip4_addr_get_u32(ip_2_ip4(&(pcb)->remote_ip)) == raddr &&                 \
+     ip4_addr_get_u32(ip_2_ip4(&(pcb)->local_ip)) == laddr)
+    LOOKUP(tuple_hash(laddr, lport, raddr, rport), TUPLE_IS);
+#undef TUPLE_IS
+}
+#undef LOOKUP
 
 void
 dpsock_tcp_tw_touch(struct tcp_pcb *pcb)

@@ -131,6 +131,39 @@ TLS_DECLS = {
         'static struct ip_reassdata *reassdatagrams;',
         'static u16_t ip_reass_pbufcount;',
     ],
+    'core/ipv6/ip6_addr.c': [
+        # ip6addr_ntoa()'s function-local result buffer
+        'static char str[40];',
+    ],
+    'core/ipv6/ip6_frag.c': [
+        'static struct ip6_reassdata *reassdatagrams;',
+        'static u16_t ip6_reass_pbufcount;',
+        # ip6_frag()'s fragment identification counter
+        'static u32_t identification;',
+    ],
+    'core/ipv6/nd6.c': [
+        'struct nd6_neighbor_cache_entry neighbor_cache[LWIP_ND6_NUM_NEIGHBORS];',
+        'struct nd6_destination_cache_entry destination_cache[LWIP_ND6_NUM_DESTINATIONS];',
+        'struct nd6_prefix_list_entry prefix_list[LWIP_ND6_NUM_PREFIXES];',
+        'struct nd6_router_list_entry default_router_list[LWIP_ND6_NUM_ROUTERS];',
+        'u32_t reachable_time = LWIP_ND6_REACHABLE_TIME;',
+        'u32_t retrans_timer = LWIP_ND6_RETRANS_TIMER; /* @todo implement this value in timer */',
+        'static u8_t nd6_cached_neighbor_index;',
+        'static netif_addr_idx_t nd6_cached_destination_index;',
+        'static ip6_addr_t multicast_address;',
+        'static u8_t nd6_tmr_rs_reduction;',
+        'static union ra_options nd6_ra_buffer;',
+        # nd6_select_router()'s round-robin position
+        'static s8_t last_router;',
+    ],
+    'include/lwip/priv/nd6_priv.h': [
+        'extern struct nd6_neighbor_cache_entry neighbor_cache[];',
+        'extern struct nd6_destination_cache_entry destination_cache[];',
+        'extern struct nd6_prefix_list_entry prefix_list[];',
+        'extern struct nd6_router_list_entry default_router_list[];',
+        'extern u32_t reachable_time;',
+        'extern u32_t retrans_timer;',
+    ],
     'include/lwip/ip.h': [
         'extern struct ip_globals ip_data;',
     ],
@@ -167,6 +200,13 @@ class Edit:
 
 
 EDITS = [
+    # ---- nd6.c: the router-solicitation counter is unused without
+    # LWIP_IPV6_SEND_ROUTER_SOLICIT (lwipopts.h turns it off)
+    Edit('core/ipv6/nd6.c', 'nd6_tmr_rs_reduction only with router solicitation',
+         'static _Thread_local u8_t nd6_tmr_rs_reduction;\n',
+         '#if LWIP_IPV6_SEND_ROUTER_SOLICIT /* dpsock: unused otherwise */\n'
+         'static _Thread_local u8_t nd6_tmr_rs_reduction;\n'
+         '#endif\n'),
     # ---- tcp_pcb_lists[]: its initialiser takes the addresses of the (now
     # thread-local) list heads, which are not constants; make it a TLS array
     # that tcp_init() fills on each instance's thread.

@@ -166,8 +166,7 @@ EDITS = [
      '      }\n',
      '      /* dpsock: one lookup in the pcb index (active and TIME-WAIT pcbs) */\n'
      '      LWIP_UNUSED_ARG(i);\n'
-     '      cpcb = dpsock_tcp_lookup(ip4_addr_get_u32(ip_2_ip4(&pcb->local_ip)), pcb->local_port,\n'
-     '                               ip4_addr_get_u32(ip_2_ip4(ipaddr)), port);\n'
+     '      cpcb = dpsock_tcp_lookup(&pcb->local_ip, pcb->local_port, ipaddr, port);\n'
      '      if (cpcb != NULL) {\n'
      '        /* linux returns EISCONN here, but ERR_USE should be OK for us */\n'
      '        return ERR_USE;\n'
@@ -180,9 +179,8 @@ EDITS = [
      '  for (pcb = tcp_active_pcbs; pcb != NULL; pcb = pcb->next) {\n'
      '    LWIP_ASSERT("tcp_input: active pcb->state != CLOSED", pcb->state != CLOSED);\n',
      '  /* dpsock: one lookup in the pcb index (lwip/pcb_index.c) */\n'
-     '  struct tcp_pcb *dpsock_hit = dpsock_tcp_lookup(\n'
-     '      ip4_addr_get_u32(ip_2_ip4(ip_current_dest_addr())), tcphdr->dest,\n'
-     '      ip4_addr_get_u32(ip_2_ip4(ip_current_src_addr())), tcphdr->src);\n'
+     '  struct tcp_pcb *dpsock_hit = dpsock_tcp_lookup(ip_current_dest_addr(), tcphdr->dest,\n'
+     '                                                ip_current_src_addr(), tcphdr->src);\n'
      '  for (pcb = (dpsock_hit != NULL && dpsock_hit->state != TIME_WAIT) ? dpsock_hit : NULL;\n'
      '       pcb != NULL; pcb = NULL) {\n'
      '    LWIP_ASSERT("tcp_input: active pcb->state != CLOSED", pcb->state != CLOSED);\n'),

@@ -53,6 +53,7 @@ enum conf_type {
 	CONF_LCORE_LIST,  /* [ lcore, ... ] (struct dpsock_config only) */
 	CONF_IPV4_ADDR,   /* "a.b.c.d", uint32_t network order; 0 = none */
 	CONF_IPV4_PREFIX, /* "a.b.c.d/len": uint32_t at off, uint8_t at off2 */
+	CONF_IPV6_PREFIX, /* "v6addr/64": uint8_t[16] at off, uint8_t at off2; all 0 = none */
 	CONF_IFACE_LIST,  /* ( { iface }, ... ) (struct dpsock_config only) */
 	CONF_UID_LIST,    /* [ uid, ... ] (struct dpsock_config only) */
 	CONF_RULE_LIST,   /* [ "rule line", ... ] (struct dpsock_config only) */
@@ -69,7 +70,7 @@ struct conf_key {
 	unsigned int flags;  /* CONF_F_* */
 	size_t off;          /* offsetof the field */
 	size_t size;         /* sizeof the field */
-	size_t off2;         /* CONF_IPV4_PREFIX: offsetof the prefix length */
+	size_t off2;         /* CONF_IPV[46]_PREFIX: offsetof the prefix length */
 	uint64_t def;        /* default: uint, bool, log level, ipv4 (host order) */
 	const char *def_str; /* default: string */
 	uint64_t min, max;   /* uint: value range; string: length range */
@@ -194,6 +195,12 @@ static const struct conf_key conf_iface_keys[] = {
 	  .help = "IPv4 address and prefix length, a.b.c.d/len: dpsock owns the port alone and "
 		  "answers ARP; absent = the port is shared with the kernel, whose netdev's "
 		  "addresses, MTU, routes and neighbours it follows" },
+	{ .key = "address6", .type = CONF_IPV6_PREFIX,
+	  .off = offsetof(DI, addr6), .size = FIELD_SIZE(DI, addr6),
+	  .off2 = offsetof(DI, prefix6_len), .flags = CONF_F_QUIET,
+	  .help = "IPv6 address and prefix length, v6addr/64, beside address (an owned port): "
+		  "NDP, ICMPv6 and TCP over IPv6; the link-local address comes from the MAC; "
+		  "absent = IPv4 only" },
 	{ .key = "gateway", .type = CONF_IPV4_ADDR,
 	  .off = offsetof(DI, gateway), .size = FIELD_SIZE(DI, gateway),
 	  .help = "default gateway, inside the interface subnet; absent = none (with address only)" },
@@ -406,6 +413,23 @@ parse_ipv4(const char *s, uint32_t *host_order)
 		return -EINVAL;
 	*host_order = ntohl(a.s_addr);
 	return 0;
+}
+
+/* Why an IPv6 address cannot be an interface's global address, or NULL. */
+static const char *
+ipv6_unicast_why(const struct in6_addr *a)
+{
+	if (IN6_IS_ADDR_UNSPECIFIED(a))
+		return "is the unspecified address (::), not a host address";
+	if (IN6_IS_ADDR_LOOPBACK(a))
+		return "is the loopback address";
+	if (IN6_IS_ADDR_MULTICAST(a))
+		return "is a multicast address";
+	if (IN6_IS_ADDR_V4MAPPED(a) || IN6_IS_ADDR_V4COMPAT(a))
+		return "is an IPv4-mapped or -compatible address, not an IPv6 host address";
+	if (IN6_IS_ADDR_LINKLOCAL(a))
+		return "is link-local (fe80::/10): the interface's link-local address comes from its MAC";
+	return NULL;
 }
 
 /* Why a host address cannot be used, or NULL. */
@@ -847,6 +871,33 @@ parse_value(struct parse_ctx *p, const struct scope *sc, const struct conf_key *
 			return fail(p, s, path, "%s %s", str, why);
 		*(uint32_t *)field = htonl(a);
 		return 0;
+	case CONF_IPV6_PREFIX: {
+		char buf[64], *slash, *end;
+		unsigned long len;
+		struct in6_addr a6;
+
+		if (get_string(p, s, path, &str) < 0)
+			return -EINVAL;
+		snprintf(buf, sizeof(buf), "%s", str);
+		slash = strchr(buf, '/');
+		if (slash == NULL)
+			return fail(p, s, path, "'%s' has no prefix length; expected v6addr/64, like fd00:198:18::1/64",
+				    str);
+		*slash = '\0';
+		if (inet_pton(AF_INET6, buf, &a6) != 1)
+			return fail(p, s, path, "'%s' is not an IPv6 address (v6addr/64)", str);
+		errno = 0;
+		len = strtoul(slash + 1, &end, 10);
+		if (!isdigit((unsigned char)slash[1]) || *end != '\0' || errno != 0 || len != 64)
+			/* lwIP 2.1.3 keeps no prefix length: its on-link test is the /64 */
+			return fail(p, s, path, "'%s': the prefix length must be 64 (lwIP's on-link "
+				    "prefixes are /64)", str);
+		if ((why = ipv6_unicast_why(&a6)) != NULL)
+			return fail(p, s, path, "%s %s", buf, why);
+		memcpy(field, &a6, 16);
+		*((uint8_t *)sc->base + k->off2) = (uint8_t)len;
+		return 0;
+	}
 	case CONF_IPV4_PREFIX: {
 		char buf[64], *slash, *end;
 		unsigned long len;
@@ -1032,6 +1083,10 @@ apply_defaults(const struct conf_key *keys, size_t n, void *base)
 			*(uint32_t *)field = 0;
 			*((uint8_t *)base + k->off2) = 0;
 			break;
+		case CONF_IPV6_PREFIX:
+			memset(field, 0, 16);
+			*((uint8_t *)base + k->off2) = 0;
+			break;
 		case CONF_LOG_MODULES:
 			((struct dpsock_config *)base)->n_log_modules = 0;
 			break;
@@ -1078,7 +1133,7 @@ iface_validate(struct parse_ctx *p, struct dpsock_config *c,
 	 * addresses, MTU and routes (stack/netview.c follows them) */
 	f->shared = seen_key(sc, "address") == NULL;
 	if (f->shared) {
-		static const char *const owned_only[] = { "gateway", "mtu" };
+		static const char *const owned_only[] = { "gateway", "mtu", "address6" };
 
 		for (j = 0; j < ARRAY_SIZE(owned_only); j++) {
 			if ((s = seen_key(sc, owned_only[j])) == NULL)
@@ -1087,7 +1142,8 @@ iface_validate(struct parse_ctx *p, struct dpsock_config *c,
 			return fail(p, s, path, "an interface without address is shared with the "
 				    "kernel and takes its %s from the kernel's netdev: remove %s, or "
 				    "give the interface an address to own the port alone",
-				    j == 0 ? "routes" : "MTU", owned_only[j]);
+				    j == 0 ? "routes" : j == 1 ? "MTU" : "IPv6 addresses",
+				    owned_only[j]);
 		}
 	}
 	if (f->gateway != 0) {
@@ -1116,6 +1172,15 @@ iface_validate(struct parse_ctx *p, struct dpsock_config *c,
 			return fail(p, seen_key(sc, "port"), path,
 				    "duplicate port '%s' (also interfaces[%u], line %d)",
 				    f->port, j, c->ifaces[j].line);
+		}
+		if (f->prefix6_len != 0 && c->ifaces[j].prefix6_len != 0 &&
+		    memcmp(c->ifaces[j].addr6, f->addr6, 16) == 0) {
+			char a6[INET6_ADDRSTRLEN];
+
+			pathf(path, sizeof(path), "%saddress6", sc->prefix);
+			return fail(p, seen_key(sc, "address6"), path,
+				    "address6 %s is already used by interfaces[%u]",
+				    inet_ntop(AF_INET6, f->addr6, a6, sizeof(a6)), j);
 		}
 		if (!f->shared && !c->ifaces[j].shared && c->ifaces[j].addr == f->addr) {
 			format_ipv4(a, gws, sizeof(gws));
@@ -1433,6 +1498,16 @@ format_value(const struct conf_key *k, const void *base, char *buf, size_t len)
 		snprintf(buf, len, "%s/%u", ip,
 			 *((const uint8_t *)base + k->off2));
 		break;
+	case CONF_IPV6_PREFIX: {
+		char ip6[INET6_ADDRSTRLEN];
+
+		if (*((const uint8_t *)base + k->off2) == 0)
+			snprintf(buf, len, "none");
+		else
+			snprintf(buf, len, "%s/%u", inet_ntop(AF_INET6, field, ip6, sizeof(ip6)),
+				 *((const uint8_t *)base + k->off2));
+		break;
+	}
 	case CONF_LCORE_LIST: {
 		const struct dpsock_config *c = base;
 
@@ -1561,6 +1636,7 @@ describe_type(const struct conf_key *k, char *buf, size_t len)
 	case CONF_LCORE_LIST: snprintf(buf, len, "lcore list"); break;
 	case CONF_IPV4_ADDR: snprintf(buf, len, "ipv4 address"); break;
 	case CONF_IPV4_PREFIX: snprintf(buf, len, "ipv4 prefix"); break;
+	case CONF_IPV6_PREFIX: snprintf(buf, len, "ipv6 prefix"); break;
 	case CONF_IFACE_LIST: snprintf(buf, len, "list of groups"); break;
 	case CONF_UID_LIST: snprintf(buf, len, "uid list"); break;
 	case CONF_RULE_LIST: snprintf(buf, len, "list of strings"); break;

@@ -78,7 +78,7 @@ gro_deliver_one(struct dpsock_worker *w, struct dpsock_gro_item *it)
 		/* two MSS or more: lwIP's every-second-segment rule acks at
 		 * once (looked up again: an app callback run for an earlier
 		 * frame of the burst may have closed the connection) */
-		pcb = dpsock_tcp_lookup(ip->dst_addr, rte_be_to_cpu_16(tcp->dst_port), ip->src_addr,
+		pcb = dpsock_tcp_lookup4(ip->dst_addr, rte_be_to_cpu_16(tcp->dst_port), ip->src_addr,
 					rte_be_to_cpu_16(tcp->src_port));
 		if (pcb != NULL && pcb->state == ESTABLISHED && it->payload >= 2u * pcb->mss)
 			tcp_set_flags(pcb, TF_ACK_DELAY);
@@ -221,7 +221,7 @@ dpsock_gro_input(struct dpsock_worker_port *wp, struct rte_mbuf *m)
 start:
 	/* only the flows of this worker's connections are held: the others
 	 * pass as they came (a misdelivered segment is handed on whole) */
-	pcb = dpsock_tcp_lookup(ip->dst_addr, rte_be_to_cpu_16(tcp->dst_port), ip->src_addr,
+	pcb = dpsock_tcp_lookup4(ip->dst_addr, rte_be_to_cpu_16(tcp->dst_port), ip->src_addr,
 				rte_be_to_cpu_16(tcp->src_port));
 	if (pcb == NULL ||
 	    (pcb->state != ESTABLISHED && pcb->state != FIN_WAIT_1 && pcb->state != FIN_WAIT_2))

@@ -39,6 +39,7 @@
 #include "lwip_compat_priv.h"
 
 #include "lwip/etharp.h"
+#include "lwip/ethip6.h"
 #include "lwip/pbuf.h"
 #include "lwip/prot/tcp.h"
 #include "dpsock_lwip_hooks.h"
@@ -394,6 +395,40 @@ tx_cksum(const struct dpsock_worker_port *wp, struct rte_mbuf *m, struct rte_ipv
 	}
 }
 
+/* tx_cksum for IPv6: the TCP and UDP checksums lwIP left to the port (an
+ * IPv6 TCP segment is never a super-segment, lwip/tso.c, but on a netif
+ * that segments lwIP leaves every TCP checksum to the netif). lwIP puts no
+ * extension header before TCP or UDP except a fragment header, and only
+ * UDP datagrams are fragmented: dpsock's UDP sockets are IPv4 so far. */
+static void
+tx_cksum6(const struct dpsock_worker_port *wp, struct rte_mbuf *m, struct rte_ipv6_hdr *ip6,
+	  uint16_t l2)
+{
+	const struct dpsock_port *port = wp->port;
+	uint32_t l4 = l2 + sizeof(*ip6);
+
+	m->l2_len = l2;
+	m->l3_len = sizeof(*ip6);
+	if (m->data_len < l4 + sizeof(struct rte_udp_hdr))
+		return;
+	if (ip6->proto == IPPROTO_TCP && m->data_len >= l4 + sizeof(struct rte_tcp_hdr)) {
+		struct rte_tcp_hdr *tcp = (struct rte_tcp_hdr *)(ip6 + 1);
+
+		if (port->caps.tx_tcp_cksum) {
+			m->ol_flags |= RTE_MBUF_F_TX_IPV6 | RTE_MBUF_F_TX_TCP_CKSUM;
+			tcp->cksum = rte_ipv6_phdr_cksum(ip6, m->ol_flags);
+		} else if (wp->tcp_cksum_sw) {
+			tcp->cksum = 0;
+			tcp->cksum = rte_ipv6_udptcp_cksum_mbuf(m, ip6, l4);
+		}
+	} else if (ip6->proto == IPPROTO_UDP && port->caps.tx_udp_cksum) {
+		struct rte_udp_hdr *udp = (struct rte_udp_hdr *)(ip6 + 1);
+
+		m->ol_flags |= RTE_MBUF_F_TX_IPV6 | RTE_MBUF_F_TX_UDP_CKSUM;
+		udp->dgram_cksum = rte_ipv6_phdr_cksum(ip6, m->ol_flags);
+	}
+}
+
 /* Payload bytes per wire segment of a TCP super-segment: the connection's
  * MSS less its options (the pcb, found by the 4-tuple; gone, e.g. a frame
  * ARP held back past its connection: what the MTU allows). */
@@ -404,7 +439,7 @@ tso_segsz(const struct dpsock_worker_port *wp, const struct rte_ipv4_hdr *ip,
 	const struct tcp_pcb *pcb;
 	uint16_t mtu_room = wp->netif.mtu - sizeof(*ip) - l4_len, sz = mtu_room;
 
-	pcb = dpsock_tcp_lookup(ip->src_addr, rte_be_to_cpu_16(tcp->src_port), ip->dst_addr,
+	pcb = dpsock_tcp_lookup4(ip->src_addr, rte_be_to_cpu_16(tcp->src_port), ip->dst_addr,
 				rte_be_to_cpu_16(tcp->dst_port));
 	if (pcb != NULL && pcb->mss > l4_len - sizeof(*tcp))
 		sz = RTE_MIN(mtu_room, (uint16_t)(pcb->mss - (l4_len - sizeof(*tcp))));
@@ -807,6 +842,11 @@ netif_linkoutput(struct netif *netif, struct pbuf *p)
 		type = ((const struct rte_vlan_hdr *)(eth + 1))->eth_proto; /* lwIP tagged it */
 		l2 += RTE_VLAN_HLEN;
 	}
+	if (type == RTE_BE16(RTE_ETHER_TYPE_IPV6) && m->data_len >= l2 + sizeof(struct rte_ipv6_hdr)) {
+		tx_cksum6(wp, m, (struct rte_ipv6_hdr *)((char *)eth + l2), l2);
+		tx_queue(wp, m);
+		return ERR_OK;
+	}
 	if (type != RTE_BE16(RTE_ETHER_TYPE_IPV4) || m->data_len < l2 + 20) {
 		tx_queue(wp, m);
 		return ERR_OK;
@@ -886,6 +926,9 @@ dpsock_netif_init(struct netif *netif)
 	netif->name[1] = 'p';
 	/* a shared port: the kernel's neighbours, no ARP of ours (netview.c) */
 	netif->output = port->shared ? dpsock_netif_output_shared : etharp_output;
+	/* IPv6 only where dpsock owns the port (address6): a shared port's
+	 * IPv6 is the kernel's */
+	netif->output_ip6 = port->shared ? NULL : ethip6_output;
 	netif->linkoutput = netif_linkoutput;
 	netif->mtu = port->mtu;
 	netif->hwaddr_len = ETH_HWADDR_LEN;
@@ -907,4 +950,22 @@ dpsock_netif_init(struct netif *netif)
 	wp->cksum_l4_ok = cksum & ~(NETIF_CHECKSUM_CHECK_TCP | NETIF_CHECKSUM_CHECK_UDP);
 	NETIF_SET_CHECKSUM_CTRL(netif, cksum);
 	return ERR_OK;
+}
+
+void
+dpsock_netif_ip6_setup(struct dpsock_worker_port *wp, const uint8_t addr6[16])
+{
+	struct netif *netif = &wp->netif;
+	ip6_addr_t a6;
+	s8_t i = -1;
+
+	netif_create_ip6_linklocal_address(netif, 1);
+	memcpy(a6.addr, addr6, sizeof(a6.addr));
+	ip6_addr_clear_zone(&a6);
+	if (netif_add_ip6_address(netif, &a6, &i) != ERR_OK) {
+		DPSOCK_LOG(ERR, pmd, "port %s: no room for its IPv6 address", wp->port->name);
+		return;
+	}
+	netif_ip6_addr_set_state(netif, 0, IP6_ADDR_PREFERRED);
+	netif_ip6_addr_set_state(netif, i, IP6_ADDR_PREFERRED);
 }

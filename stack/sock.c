@@ -446,8 +446,11 @@ sock_stats_flag(struct dpsock_sock *s, uint16_t flag, bool on)
 static void
 sock_mark_loop(struct dpsock_sock *s)
 {
-	if (s->pcb.tcp != NULL && (ip4_addr_isloopback(&s->pcb.tcp->remote_ip) ||
-	    dpsock_netview_local(s->w->nv, ip4_addr_get_u32(&s->pcb.tcp->remote_ip), NULL)))
+	const ip_addr_t *ra = s->pcb.tcp != NULL ? &s->pcb.tcp->remote_ip : NULL;
+
+	/* (IPv6: no connection within the host is offloaded yet) */
+	if (ra != NULL && IP_IS_V4(ra) && (ip4_addr_isloopback(ip_2_ip4(ra)) ||
+	    dpsock_netview_local(s->w->nv, ip4_addr_get_u32(ip_2_ip4(ra)), NULL)))
 		sock_stats_flag(s, DPSOCK_SOCK_F_LOOP, true);
 }
 
@@ -461,8 +464,7 @@ dpsock_tcp_loop_peer(const struct dpsock_sock *s, struct dpsock_sock **peer)
 	*peer = NULL;
 	if (me == NULL || me->state != ESTABLISHED)
 		return NULL;
-	other = dpsock_tcp_lookup(ip4_addr_get_u32(&me->remote_ip), me->remote_port,
-				  ip4_addr_get_u32(&me->local_ip), me->local_port);
+	other = dpsock_tcp_lookup(&me->remote_ip, me->remote_port, &me->local_ip, me->local_port);
 	if (other == NULL || other == me)
 		return NULL; /* not here, or a connection to itself */
 	if (other->state == SYN_RCVD) {
@@ -487,8 +489,9 @@ dpsock_tcp_listening(uint32_t addr, uint16_t port)
 	const struct tcp_pcb_listen *l;
 
 	for (l = tcp_listen_pcbs.listen_pcbs; l != NULL; l = l->next)
-		if (l->local_port == port && (ip4_addr_isany_val(l->local_ip) ||
-					      ip4_addr_get_u32(&l->local_ip) == addr))
+		if (l->local_port == port && (ip_addr_isany_val(l->local_ip) ||
+					      (IP_IS_V4_VAL(l->local_ip) &&
+					       ip4_addr_get_u32(ip_2_ip4(&l->local_ip)) == addr)))
 			return true;
 	return false;
 }
@@ -738,7 +741,7 @@ struct dpsock_sock *
 dpsock_tcp_listen(struct dpsock_worker *w, uint16_t port, int backlog,
 		  const struct dpsock_sock_ops *ops, void *user)
 {
-	return dpsock_tcp_listen_addr(w, 0, port, backlog, 0, ops, user);
+	return dpsock_tcp_listen_addr(w, 0, port, backlog, DPSOCK_LISTEN_IPV6, ops, user);
 }
 
 struct dpsock_sock *
@@ -747,12 +750,13 @@ dpsock_tcp_listen_addr(struct dpsock_worker *w, uint32_t addr, uint16_t port, in
 {
 	struct tcp_pcb *pcb, *lpcb;
 	struct dpsock_sock *s;
-	ip4_addr_t loop;
+	ip_addr_t loop = IPADDR4_INIT(addr);
 	bool lo = addr == RTE_BE32(0x7f000001); /* 127.0.0.1 */
 	err_t e;
 	int r = 0;
 
-	if (w == NULL || w != dpsock_self || (flags & ~DPSOCK_LISTEN_HELD)) {
+	if (w == NULL || w != dpsock_self || (flags & ~(DPSOCK_LISTEN_HELD | DPSOCK_LISTEN_IPV6)) ||
+	    ((flags & DPSOCK_LISTEN_IPV6) && addr != 0)) {
 		errno = w == NULL || w == dpsock_self ? EINVAL : EPERM;
 		return NULL;
 	}
@@ -765,8 +769,8 @@ dpsock_tcp_listen_addr(struct dpsock_worker *w, uint32_t addr, uint16_t port, in
 	/* 127.0.0.1 (connections within the host, docs/design.md decision
 	 * 16): lwIP matches it exactly, so that nothing to another address
 	 * reaches it; the wire never brings 127/8 (worker.c) */
-	ip4_addr_set_u32(&loop, addr);
-	e = tcp_bind(pcb, lo ? &loop : IP4_ADDR_ANY, port);
+	e = tcp_bind(pcb, lo ? &loop : (flags & DPSOCK_LISTEN_IPV6) ? IP_ANY_TYPE : IP4_ADDR_ANY,
+		     port);
 	if (e != ERR_OK) {
 		tcp_abort(pcb);
 		errno = -err_to_errno(e);
@@ -805,45 +809,19 @@ dpsock_tcp_listen_addr(struct dpsock_worker *w, uint32_t addr, uint16_t port, in
 	return s;
 }
 
-struct dpsock_sock *
-dpsock_tcp_connect(struct dpsock_worker *w, uint32_t addr, uint16_t port,
-		   const struct dpsock_sock_ops *ops, void *user)
+/* An active open from src:lport (a port claimed for w, which the pcb's
+ * destroy callback gives back) to dst:port, either family. */
+static struct dpsock_sock *
+tcp_open(struct dpsock_worker *w, const ip_addr_t *src, uint16_t lport, const ip_addr_t *dst,
+	 uint16_t port, const struct dpsock_sock_ops *ops, void *user)
 {
-	struct dpsock_stack *d;
-	struct dpsock_sock *s;
+	struct dpsock_sock *s = NULL;
 	struct tcp_pcb *pcb;
-	struct netif *nif;
-	ip4_addr_t dst;
-	uint16_t lport;
 	err_t e;
 
-	if (w == NULL || w != dpsock_self) {
-		errno = w == NULL ? EINVAL : EPERM;
-		return NULL;
-	}
-	d = w->d;
-	ip4_addr_set_u32(&dst, addr);
-	nif = ip4_route(&dst);
-	if (nif == NULL) {
-		errno = ENETUNREACH;
-		return NULL;
-	}
-	if (w->n_conns >= d->conf.max_connections) {
-		errno = ENOBUFS;
-		return NULL;
-	}
-	/* acquire: pairs with the release when the backend falls back */
-	lport = __atomic_load_n(&d->steer, __ATOMIC_ACQUIRE)->claim_port(w,
-		ip4_addr_isloopback(&dst) ? addr : ip4_addr_get_u32(netif_ip4_addr(nif)), addr,
-		rte_cpu_to_be_16(port));
-	if (lport == 0) {
-		dpsock_stat_add(&w->stats->port_claim_failed, 1);
-		errno = EADDRNOTAVAIL;
-		return NULL;
-	}
-	pcb = tcp_new();
+	pcb = tcp_new_ip_type(IP_GET_TYPE(dst));
 	if (pcb == NULL) {
-		__atomic_load_n(&d->steer, __ATOMIC_ACQUIRE)->release_port(w, lport);
+		__atomic_load_n(&w->d->steer, __ATOMIC_ACQUIRE)->release_port(w, lport);
 		errno = ENOMEM;
 		return NULL;
 	}
@@ -851,8 +829,7 @@ dpsock_tcp_connect(struct dpsock_worker *w, uint32_t addr, uint16_t port,
 	tcp_ext_arg_set_callbacks(pcb, w->extarg_id, &active_extarg);
 	tcp_ext_arg_set(pcb, w->extarg_id, (void *)(uintptr_t)lport);
 	ip_set_option(pcb, SOF_REUSEADDR);
-	/* to 127.0.0.1 from 127.0.0.1, as Linux's loopback */
-	e = tcp_bind(pcb, ip4_addr_isloopback(&dst) ? &dst : netif_ip4_addr(nif), lport);
+	e = tcp_bind(pcb, src, lport);
 	if (e == ERR_OK) {
 		s = sock_new(w, SOCK_TCP, ops, user);
 		if (s == NULL)
@@ -868,7 +845,7 @@ dpsock_tcp_connect(struct dpsock_worker *w, uint32_t addr, uint16_t port,
 	s->connecting = true;
 	tcp_setup_callbacks(s);
 	conn_count(s, true);
-	e = tcp_connect(pcb, &dst, port, on_tcp_connected);
+	e = tcp_connect(pcb, dst, port, on_tcp_connected);
 	if (e == ERR_OK)
 		sock_stats_open(s);
 	if (e != ERR_OK) {
@@ -879,6 +856,87 @@ dpsock_tcp_connect(struct dpsock_worker *w, uint32_t addr, uint16_t port,
 		return NULL;
 	}
 	return s;
+}
+
+struct dpsock_sock *
+dpsock_tcp_connect(struct dpsock_worker *w, uint32_t addr, uint16_t port,
+		   const struct dpsock_sock_ops *ops, void *user)
+{
+	struct dpsock_stack *d;
+	struct netif *nif;
+	ip_addr_t dst = IPADDR4_INIT(addr);
+	bool lo = ip4_addr_isloopback(ip_2_ip4(&dst));
+	uint16_t lport;
+
+	if (w == NULL || w != dpsock_self) {
+		errno = w == NULL ? EINVAL : EPERM;
+		return NULL;
+	}
+	d = w->d;
+	nif = ip4_route(ip_2_ip4(&dst));
+	if (nif == NULL) {
+		errno = ENETUNREACH;
+		return NULL;
+	}
+	if (w->n_conns >= d->conf.max_connections) {
+		errno = ENOBUFS;
+		return NULL;
+	}
+	/* acquire: pairs with the release when the backend falls back */
+	lport = __atomic_load_n(&d->steer, __ATOMIC_ACQUIRE)->claim_port(w,
+		lo ? addr : ip4_addr_get_u32(netif_ip4_addr(nif)), addr, rte_cpu_to_be_16(port));
+	if (lport == 0) {
+		dpsock_stat_add(&w->stats->port_claim_failed, 1);
+		errno = EADDRNOTAVAIL;
+		return NULL;
+	}
+	/* to 127.0.0.1 from 127.0.0.1, as Linux's loopback */
+	return tcp_open(w, lo ? &dst : netif_ip_addr4(nif), lport, &dst, port, ops, user);
+}
+
+struct dpsock_sock *
+dpsock_tcp_connect6(struct dpsock_worker *w, const struct in6_addr *addr, uint16_t port,
+		    const struct dpsock_sock_ops *ops, void *user)
+{
+	struct netif *nif;
+	const ip_addr_t *src;
+	ip_addr_t dst;
+	uint16_t lport;
+
+	if (w == NULL || addr == NULL || w != dpsock_self) {
+		errno = w == NULL || addr == NULL ? EINVAL : EPERM;
+		return NULL;
+	}
+	IP_SET_TYPE_VAL(dst, IPADDR_TYPE_V6);
+	memcpy(ip_2_ip6(&dst)->addr, addr, 16);
+	ip6_addr_clear_zone(ip_2_ip6(&dst));
+	if (ip6_addr_ismulticast(ip_2_ip6(&dst)) || ip6_addr_isany(ip_2_ip6(&dst)) ||
+	    ip6_addr_isipv4mappedipv6(ip_2_ip6(&dst))) {
+		errno = EINVAL; /* a mapped address: dpsock_tcp_connect */
+		return NULL;
+	}
+	/* a link-local peer: on the first interface with IPv6 (its zone) */
+	nif = ip6_route(IP6_ADDR_ANY6, ip_2_ip6(&dst));
+	if (nif != NULL && ip6_addr_has_scope(ip_2_ip6(&dst), IP6_UNICAST))
+		ip6_addr_assign_zone(ip_2_ip6(&dst), IP6_UNICAST, nif);
+	src = nif != NULL ? ip6_select_source_address(nif, ip_2_ip6(&dst)) : NULL;
+	if (src == NULL) {
+		errno = ENETUNREACH;
+		return NULL;
+	}
+	if (w->n_conns >= w->d->conf.max_connections) {
+		errno = ENOBUFS;
+		return NULL;
+	}
+	/* Any free port: the backends search ports by the IPv4 tuple; the
+	 * software redirect (steer.c) sends the flow's segments here. */
+	lport = dpsock_steer_claim_any(w);
+	if (lport == 0) {
+		dpsock_stat_add(&w->stats->port_claim_failed, 1);
+		errno = EADDRNOTAVAIL;
+		return NULL;
+	}
+	return tcp_open(w, src, lport, &dst, port, ops, user);
 }
 
 static int
@@ -1244,7 +1302,11 @@ on_udp_recv(void *arg, struct udp_pcb *pcb, struct pbuf *p, const ip_addr_t *add
 	};
 
 	RTE_SET_USED(pcb);
-	dpsock_sock_udp_input(s, p, ip4_addr_get_u32(addr), port, &meta);
+	if (!IP_IS_V4(addr)) { /* an IPv4 pcb never sees IPv6 (lwIP matches the family) */
+		pbuf_free(p);
+		return;
+	}
+	dpsock_sock_udp_input(s, p, ip4_addr_get_u32(ip_2_ip4(addr)), port, &meta);
 }
 
 struct dpsock_udp_state *
@@ -1331,7 +1393,7 @@ dpsock_udp_bind_addr(struct dpsock_worker *w, uint32_t addr, uint16_t port, unsi
 	struct udp_pcb *pcb;
 	uint16_t lport = 0;
 	unsigned int tries;
-	ip4_addr_t la;
+	ip_addr_t la = IPADDR4_INIT(addr);
 	err_t e = ERR_USE;
 
 	if (w == NULL || w != dpsock_self) {
@@ -1356,7 +1418,6 @@ dpsock_udp_bind_addr(struct dpsock_worker *w, uint32_t addr, uint16_t port, unsi
 	if (flags & (DPSOCK_UDP_REUSEADDR | DPSOCK_UDP_REUSEPORT))
 		ip_set_option(pcb, SOF_REUSEADDR);
 	udp_set_multicast_ttl(pcb, 1); /* Linux's default; lwIP's is the unicast TTL */
-	ip4_addr_set_u32(&la, addr);
 	if (flags & DPSOCK_UDP_OWNED) {
 		/* A port no worker owns may still be bound here by an
 		 * explicit bind in the ephemeral range: then another one. */
@@ -1389,7 +1450,7 @@ dpsock_udp_bind_addr(struct dpsock_worker *w, uint32_t addr, uint16_t port, unsi
 	}
 	/* a port shared with the kernel: dpsock's before the first datagram
 	 * (a group's datagrams come through the group, filter.c) */
-	if (!ip4_addr_ismulticast(&la)) {
+	if (!ip4_addr_ismulticast(ip_2_ip4(&la))) {
 		int r = dpsock_filter_serve(w->d, IPPROTO_UDP, addr, pcb->local_port,
 					    !(flags & DPSOCK_UDP_HELD));
 
@@ -1418,7 +1479,7 @@ dpsock_udp_bind_addr(struct dpsock_worker *w, uint32_t addr, uint16_t port, unsi
 ssize_t
 dpsock_udp_sendto(struct dpsock_sock *s, const void *buf, size_t len, const struct sockaddr_in *to)
 {
-	ip4_addr_t dst;
+	ip_addr_t dst = IPADDR4_INIT(to != NULL ? to->sin_addr.s_addr : 0);
 	struct pbuf *p;
 	err_t e;
 
@@ -1432,10 +1493,9 @@ dpsock_udp_sendto(struct dpsock_sock *s, const void *buf, size_t len, const stru
 	if (p == NULL)
 		return -ENOMEM;
 	pbuf_take(p, buf, (u16_t)len);
-	ip4_addr_set_u32(&dst, to->sin_addr.s_addr);
 	e = udp_sendto(s->pcb.udp, p, &dst, rte_be_to_cpu_16(to->sin_port));
 	pbuf_free(p);
-	if (ip4_addr_ismulticast(&dst) && s->udp.mc_loop && e != ERR_RTE) {
+	if (ip4_addr_ismulticast(ip_2_ip4(&dst)) && s->udp.mc_loop && e != ERR_RTE) {
 		/* IP_MULTICAST_LOOP: this host's subscribers get it too */
 		const struct netif *nif = s->pcb.udp->mcast_ifindex != NETIF_NO_INDEX ?
 					  netif_get_by_index(s->pcb.udp->mcast_ifindex) : netif_default;
@@ -1576,29 +1636,46 @@ dpsock_sock_worker(const struct dpsock_sock *s)
 	return s->w;
 }
 
-void
-dpsock_sock_local(const struct dpsock_sock *s, struct sockaddr_in *sa)
+/* An lwIP address and port as the socket API gives it: sockaddr_in for
+ * IPv4, sockaddr_in6 for IPv6 (an IPv4 address in a pcb of both families,
+ * a dual-stack listener's, is IPv4's any). */
+static void
+sockaddr_from(union dpsock_sockaddr *sa, const ip_addr_t *a, uint16_t port)
 {
 	memset(sa, 0, sizeof(*sa));
-	sa->sin_family = AF_INET;
-	if (s->type == SOCK_UDP && s->pcb.udp != NULL) {
-		sa->sin_addr.s_addr = ip4_addr_get_u32(&s->pcb.udp->local_ip);
-		sa->sin_port = rte_cpu_to_be_16(s->pcb.udp->local_port);
-	} else if (s->type != SOCK_UDP && s->pcb.tcp != NULL) {
-		sa->sin_addr.s_addr = ip4_addr_get_u32(&s->pcb.tcp->local_ip);
-		sa->sin_port = rte_cpu_to_be_16(s->pcb.tcp->local_port);
+	if (a != NULL && IP_IS_V6(a)) {
+		sa->in6.sin6_family = AF_INET6;
+		memcpy(&sa->in6.sin6_addr, ip_2_ip6(a)->addr, 16);
+		sa->in6.sin6_port = rte_cpu_to_be_16(port);
+#if LWIP_IPV6_SCOPES
+		sa->in6.sin6_scope_id = ip6_addr_zone(ip_2_ip6(a));
+#endif
+		return;
 	}
+	sa->in.sin_family = AF_INET;
+	if (a != NULL && IP_IS_V4(a))
+		sa->in.sin_addr.s_addr = ip4_addr_get_u32(ip_2_ip4(a));
+	sa->in.sin_port = rte_cpu_to_be_16(port);
 }
 
 void
-dpsock_sock_peer(const struct dpsock_sock *s, struct sockaddr_in *sa)
+dpsock_sock_local(const struct dpsock_sock *s, union dpsock_sockaddr *sa)
 {
-	memset(sa, 0, sizeof(*sa));
-	sa->sin_family = AF_INET;
-	if (s->type == SOCK_TCP && s->pcb.tcp != NULL) {
-		sa->sin_addr.s_addr = ip4_addr_get_u32(&s->pcb.tcp->remote_ip);
-		sa->sin_port = rte_cpu_to_be_16(s->pcb.tcp->remote_port);
-	}
+	if (s->type == SOCK_UDP && s->pcb.udp != NULL)
+		sockaddr_from(sa, &s->pcb.udp->local_ip, s->pcb.udp->local_port);
+	else if (s->type != SOCK_UDP && s->pcb.tcp != NULL)
+		sockaddr_from(sa, &s->pcb.tcp->local_ip, s->pcb.tcp->local_port);
+	else
+		sockaddr_from(sa, NULL, 0);
+}
+
+void
+dpsock_sock_peer(const struct dpsock_sock *s, union dpsock_sockaddr *sa)
+{
+	if (s->type == SOCK_TCP && s->pcb.tcp != NULL)
+		sockaddr_from(sa, &s->pcb.tcp->remote_ip, s->pcb.tcp->remote_port);
+	else
+		sockaddr_from(sa, NULL, 0);
 }
 
 struct dpsock_worker *

@@ -79,6 +79,27 @@ dpsock_sockstat_open(struct dpsock_worker *w, uint8_t proto)
 	return e;
 }
 
+/* An entry's addresses from a pcb's (remote NULL: a listener's, none):
+ * IPv4 in laddr/raddr, IPv6 in laddr6/raddr6 with DPSOCK_SOCK_F_IPV6; a
+ * pcb of both families (IPADDR_TYPE_ANY) shows as IPv4's any. */
+static void
+sockstat_addrs(struct dpsock_sock_stats *e, const ip_addr_t *local, const ip_addr_t *remote)
+{
+	bool v6 = IP_IS_V6(local);
+	uint16_t flags = (uint16_t)((e->flags & ~DPSOCK_SOCK_F_IPV6) | (v6 ? DPSOCK_SOCK_F_IPV6 : 0));
+
+	__atomic_store_n(&e->flags, flags, __ATOMIC_RELAXED);
+	e->laddr = !v6 && IP_IS_V4(local) ? ip4_addr_get_u32(ip_2_ip4(local)) : 0;
+	e->raddr = !v6 && remote != NULL ? ip4_addr_get_u32(ip_2_ip4(remote)) : 0;
+	memset(e->laddr6, 0, sizeof(e->laddr6));
+	memset(e->raddr6, 0, sizeof(e->raddr6));
+	if (v6) {
+		memcpy(e->laddr6, ip_2_ip6(local)->addr, 16);
+		if (remote != NULL)
+			memcpy(e->raddr6, ip_2_ip6(remote)->addr, 16);
+	}
+}
+
 void
 dpsock_sockstat_tcp(struct dpsock_sock_stats *e, const struct tcp_pcb *pcb, uint32_t *last_retrans)
 {
@@ -93,14 +114,14 @@ dpsock_sockstat_tcp(struct dpsock_sock_stats *e, const struct tcp_pcb *pcb, uint
 		return;
 	}
 	e->state = (uint8_t)pcb->state;
-	e->laddr = ip4_addr_get_u32(&pcb->local_ip);
+	sockstat_addrs(e, &pcb->local_ip, NULL);
 	e->lport = pcb->local_port;
 	if (pcb->state == LISTEN) {
 		/* a tcp_pcb_listen has no more than the common fields */
 		dpsock_sockstat_write_end(e);
 		return;
 	}
-	e->raddr = ip4_addr_get_u32(&pcb->remote_ip);
+	sockstat_addrs(e, &pcb->local_ip, &pcb->remote_ip);
 	e->rport = pcb->remote_port;
 	/* snd_buf itself: tcp_sndbuf() clamps to 16 bits */
 	e->tx_queue = pcb->snd_buf <= TCP_SND_BUF ? TCP_SND_BUF - pcb->snd_buf : 0;
@@ -131,9 +152,8 @@ dpsock_sockstat_udp(struct dpsock_sock_stats *e, const struct udp_pcb *pcb)
 	if (e == NULL || pcb == NULL)
 		return;
 	dpsock_sockstat_write_begin(e);
-	e->laddr = ip4_addr_get_u32(&pcb->local_ip);
+	sockstat_addrs(e, &pcb->local_ip, &pcb->remote_ip);
 	e->lport = pcb->local_port;
-	e->raddr = ip4_addr_get_u32(&pcb->remote_ip);
 	e->rport = pcb->remote_port;
 	dpsock_sockstat_write_end(e);
 }

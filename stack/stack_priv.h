@@ -179,7 +179,7 @@ struct dpsock_worker {
 	uint64_t busy_mark_tsc;   /* when busy_permille was last computed */
 	uint64_t busy_mark_busy;  /* busy_tsc then */
 	uint64_t zero_seen;       /* last ctl.zero_req applied */
-	uint64_t lwip_base[16];   /* lwIP's counters at the last zeroing (worker.c) */
+	uint64_t lwip_base[24];   /* lwIP's counters at the last zeroing (worker.c) */
 	uint32_t *sock_free_slots; /* free entries of this worker's socket table (a stack) */
 	uint32_t n_sock_free;
 	uint64_t sock_serial;
@@ -309,7 +309,7 @@ uint32_t dpsock_rss_hash_ipv4_l4(const uint8_t *key, uint32_t saddr, uint32_t da
  * order) or 0; release it with the backend's release_port. */
 uint16_t dpsock_steer_claim_any(struct dpsock_worker *w);
 
-/* Where does a received IPv4 frame belong? Returns the worker index that
+/* Where does a received IPv4 or IPv6 frame belong? Returns the worker index that
  * must process it, or -1 for "here". Looks at fragments (one owner per
  * datagram, so that reassembly sees every piece) and at TCP/UDP segments
  * for a local port another worker opened. */
@@ -325,6 +325,9 @@ void dpsock_sock_worker_fini(struct dpsock_worker *w);
 
 /* netif_add init callback; netif->state is the struct dpsock_worker_port. */
 err_t dpsock_netif_init(struct netif *netif);
+/* An owned port's IPv6 (address6): the link-local address from the MAC
+ * and addr6, both usable at once (no DAD, lwipopts.h). */
+void dpsock_netif_ip6_setup(struct dpsock_worker_port *wp, const uint8_t addr6[16]);
 
 /* Hand one received frame to lwIP without copying (the mbuf becomes a
  * PBUF_REF custom pbuf freed back to its pool by lwIP). Consumes m. */

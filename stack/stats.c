@@ -516,7 +516,7 @@ tel_sockets(const char *cmd, const char *params, struct rte_tel_data *t)
 		for (i = 0; i < s->sock_slots; i++) {
 			struct dpsock_sock_stats e;
 			struct rte_tel_data *c;
-			char key[24], a[48];
+			char key[24], a[56];
 
 			if (!__atomic_load_n(&tab[i].in_use, __ATOMIC_RELAXED) ||
 			    !dpsock_sockstat_read(&tab[i], &e) || !e.in_use)
@@ -530,9 +530,9 @@ tel_sockets(const char *cmd, const char *params, struct rte_tel_data *t)
 			rte_tel_data_add_dict_string(c, "proto", e.proto == IPPROTO_TCP ? "tcp" : "udp");
 			rte_tel_data_add_dict_string(c, "state", dpsock_sock_state_name(e.state));
 			rte_tel_data_add_dict_string(c, "local",
-						     dpsock_fmt_addr(a, sizeof(a), e.laddr, e.lport));
+						     dpsock_sock_fmt_end(a, sizeof(a), &e, false));
 			rte_tel_data_add_dict_string(c, "remote",
-						     dpsock_fmt_addr(a, sizeof(a), e.raddr, e.rport));
+						     dpsock_sock_fmt_end(a, sizeof(a), &e, true));
 			rte_tel_data_add_dict_u64(c, "worker", e.worker);
 			rte_tel_data_add_dict_int(c, "owner_pid", e.owner_pid);
 			rte_tel_data_add_dict_int(c, "fd", e.fd);

@@ -354,35 +354,64 @@ dpsock_steer_teardown(struct dpsock_stack *d)
 	d->port_owner = NULL;
 }
 
+/* The worker that reassembles a fragmented datagram: a hash of what every
+ * fragment carries (addresses, identification, protocol) folded into h. */
+static int
+frag_owner(const struct dpsock_worker *w, uint32_t h)
+{
+	unsigned int k;
+
+	/* murmur3's finaliser: every input bit reaches every output bit */
+	h ^= h >> 16;
+	h *= 0x85ebca6bu;
+	h ^= h >> 13;
+	h *= 0xc2b2ae35u;
+	h ^= h >> 16;
+	k = h % w->d->n_workers;
+	return k == w->idx ? -1 : (int)k;
+}
+
 int
 dpsock_steer_owner(const struct dpsock_worker *w, const struct rte_mbuf *m)
 {
 	const struct dpsock_stack *d = w->d;
-	const struct rte_ipv4_hdr *ip =
-		rte_pktmbuf_mtod_offset(m, const struct rte_ipv4_hdr *, RTE_ETHER_HDR_LEN);
-	uint32_t hlen = (ip->version_ihl & 0xf) * 4u;
+	const struct rte_ether_hdr *eth = rte_pktmbuf_mtod(m, const struct rte_ether_hdr *);
+	uint32_t hlen;
 	uint16_t dport;
-	uint8_t owner;
+	uint8_t owner, proto;
+	const char *ipb = (const char *)(eth + 1);
 
-	if (ip->fragment_offset & RTE_BE16(RTE_IPV4_HDR_MF_FLAG | RTE_IPV4_HDR_OFFSET_MASK)) {
-		uint32_t h = ip->src_addr ^ (ip->dst_addr << 16 | ip->dst_addr >> 16) ^
-			     ((uint32_t)ip->packet_id << 8 | ip->next_proto_id);
-		unsigned int k;
+	if (eth->ether_type == RTE_BE16(RTE_ETHER_TYPE_IPV6)) {
+		const struct rte_ipv6_hdr *ip6 = (const struct rte_ipv6_hdr *)ipb;
 
-		/* murmur3's finaliser: every input bit reaches every output bit */
-		h ^= h >> 16;
-		h *= 0x85ebca6bu;
-		h ^= h >> 13;
-		h *= 0xc2b2ae35u;
-		h ^= h >> 16;
-		k = h % d->n_workers;
+		hlen = sizeof(*ip6);
+		proto = ip6->proto;
+		if (proto == IPPROTO_FRAGMENT) {
+			const uint32_t *s = (const uint32_t *)ip6->src_addr;
+			const uint32_t *t = (const uint32_t *)ip6->dst_addr;
+			uint32_t id = 0;
 
-		return k == w->idx ? -1 : (int)k;
+			if (m->data_len >= RTE_ETHER_HDR_LEN + hlen + 8)
+				memcpy(&id, ipb + hlen + 4, 4);
+			return frag_owner(w, s[0] ^ s[1] ^ s[2] ^ s[3] ^
+					     ((t[0] ^ t[1] ^ t[2] ^ t[3]) << 16 |
+					      (t[0] ^ t[1] ^ t[2] ^ t[3]) >> 16) ^ id);
+		}
+	} else {
+		const struct rte_ipv4_hdr *ip = (const struct rte_ipv4_hdr *)ipb;
+
+		hlen = (ip->version_ihl & 0xf) * 4u;
+		proto = ip->next_proto_id;
+		if (ip->fragment_offset & RTE_BE16(RTE_IPV4_HDR_MF_FLAG | RTE_IPV4_HDR_OFFSET_MASK))
+			return frag_owner(w, ip->src_addr ^ (ip->dst_addr << 16 | ip->dst_addr >> 16) ^
+					     ((uint32_t)ip->packet_id << 8 | ip->next_proto_id));
 	}
-	if ((ip->next_proto_id != IPPROTO_TCP && ip->next_proto_id != IPPROTO_UDP) ||
+	/* (an IPv6 extension header before TCP or UDP: lwIP's on this
+	 * worker; such a flow's ports are not an active open's) */
+	if ((proto != IPPROTO_TCP && proto != IPPROTO_UDP) ||
 	    m->data_len < RTE_ETHER_HDR_LEN + hlen + 4)
 		return -1;
-	dport = rte_be_to_cpu_16(*(const uint16_t *)((const char *)ip + hlen + 2));
+	dport = rte_be_to_cpu_16(*(const uint16_t *)(ipb + hlen + 2));
 	if (dport < d->eph_min || dport > d->eph_max)
 		return -1;
 	owner = __atomic_load_n(&d->port_owner[dport], __ATOMIC_RELAXED);

@@ -43,6 +43,7 @@
 #include "lwip/etharp.h"
 #include "lwip/init.h"
 #include "lwip/ip4_frag.h"
+#include "lwip/ip6_frag.h"
 #include "lwip/priv/tcp_priv.h"
 #include "lwip/stats.h"
 #include "lwip/tcp.h"
@@ -71,17 +72,18 @@ drop(struct rte_mbuf *m, uint64_t *counter)
 	rte_pktmbuf_free(m);
 }
 
-/* Hand copies of an ARP frame to every other worker (requests as replies,
- * see the file comment). */
+/* Hand a copy of a frame to every other worker, counted in *sent; fix (or
+ * NULL) adjusts each copy. ARP and neighbour discovery: each worker's
+ * instance keeps its own neighbour cache. */
 static void
-arp_share(struct dpsock_worker *w, struct rte_mbuf *m)
+share_copies(struct dpsock_worker *w, struct rte_mbuf *m, uint64_t *sent,
+	     void (*fix)(struct rte_mbuf *c))
 {
 	struct dpsock_stack *d = w->d;
 	unsigned int j;
 
 	for (j = 0; j < d->n_workers; j++) {
 		struct dpsock_worker *peer = &d->workers[j];
-		struct rte_arp_hdr *arp;
 		struct rte_mbuf *c;
 
 		if (peer == w)
@@ -92,16 +94,26 @@ arp_share(struct dpsock_worker *w, struct rte_mbuf *m)
 			continue;
 		}
 		c->port = m->port;
-		arp = rte_pktmbuf_mtod_offset(c, struct rte_arp_hdr *, RTE_ETHER_HDR_LEN);
-		if (arp->arp_opcode == RTE_BE16(RTE_ARP_OP_REQUEST))
-			arp->arp_opcode = RTE_BE16(RTE_ARP_OP_REPLY);
+		if (fix != NULL)
+			fix(c);
 		if (rte_ring_mp_enqueue(peer->steer, c) != 0) {
 			drop(c, &w->stats->steer_full);
 			continue;
 		}
-		dpsock_stat_add(&w->stats->arp_shared_out, 1);
+		dpsock_stat_add(sent, 1);
 		dpsock_worker_wake(peer);
 	}
+}
+
+/* An ARP copy for another worker: a request as a reply (see the file
+ * comment). */
+static void
+arp_as_reply(struct rte_mbuf *c)
+{
+	struct rte_arp_hdr *arp = rte_pktmbuf_mtod_offset(c, struct rte_arp_hdr *, RTE_ETHER_HDR_LEN);
+
+	if (arp->arp_opcode == RTE_BE16(RTE_ARP_OP_REQUEST))
+		arp->arp_opcode = RTE_BE16(RTE_ARP_OP_REPLY);
 }
 
 /* Hand a validated frame to the worker that owns its flow. */
@@ -205,6 +217,46 @@ ipv4_check(struct dpsock_worker_stats *st, const struct rte_mbuf *m)
 	return NULL;
 }
 
+static inline bool
+ip6_loopback_or_mapped(const uint8_t *a)
+{
+	static const uint8_t lo[16] = { [15] = 1 };
+	static const uint8_t mapped[12] = { [10] = 0xff, [11] = 0xff };
+
+	return memcmp(a, lo, 16) == 0 || memcmp(a, mapped, 12) == 0;
+}
+
+/* Validate an IPv6 packet up to its fixed header (lwIP walks the extension
+ * headers). Returns the counter to bump, or NULL when the packet may go
+ * to lwIP. */
+static uint64_t *
+ipv6_check(struct dpsock_worker_stats *st, const struct rte_mbuf *m)
+{
+	static const uint8_t unspec[16];
+	const struct rte_ipv6_hdr *ip;
+	uint32_t plen;
+
+	if (m->data_len < RTE_ETHER_HDR_LEN + sizeof(*ip))
+		return &st->rx_drop_ip6_hdr;
+	ip = rte_pktmbuf_mtod_offset(m, const struct rte_ipv6_hdr *, RTE_ETHER_HDR_LEN);
+	if ((rte_be_to_cpu_32(ip->vtc_flow) >> 28) != 6)
+		return &st->rx_drop_ip6_hdr;
+	plen = rte_be_to_cpu_16(ip->payload_len);
+	/* 0 would be a jumbogram (RFC 2675): no link here carries one */
+	if (plen == 0 || RTE_ETHER_HDR_LEN + sizeof(*ip) + plen > m->pkt_len)
+		return &st->rx_drop_ip6_len;
+	/* bytes after the payload are trimmed by lwIP (ip6_input) */
+	if (ip->src_addr[0] == 0xff || ip6_loopback_or_mapped(ip->src_addr) ||
+	    ip6_loopback_or_mapped(ip->dst_addr) || memcmp(ip->dst_addr, unspec, 16) == 0 ||
+	    /* the unspecified source: only duplicate address detection's
+	     * solicitations (ICMPv6) and MLD reports (ICMPv6 behind a
+	     * hop-by-hop header) have it */
+	    (memcmp(ip->src_addr, unspec, 16) == 0 && ip->proto != IPPROTO_ICMPV6 &&
+	     ip->proto != IPPROTO_HOPOPTS))
+		return &st->rx_drop_ip6_martian;
+	return NULL;
+}
+
 /* 802.1Q, for a frame from the port: an interface with a VLAN takes only
  * that VLAN's frames, one without takes untagged and priority-tagged (VLAN
  * 0) frames, as a Linux VLAN device and its parent do. The tag is stripped
@@ -274,6 +326,52 @@ rx_frame(struct dpsock_worker *w, struct dpsock_worker_port *wp, struct rte_mbuf
 		}
 		dpsock_stat_add(&st->ip_in, 1);
 		break;
+	case RTE_BE16(RTE_ETHER_TYPE_IPV6): {
+		const struct rte_ipv6_hdr *ip6;
+
+		/* IPv6 only on a port with address6 (on a shared port the
+		 * kernel's: an af_packet port sees every frame) */
+		if (!ip6_addr_isvalid(netif_ip6_addr_state(&wp->netif, 0))) {
+			drop(m, wp->port->shared ? &st->rx_kernel_frames : &st->rx_drop_ethertype);
+			return;
+		}
+		ip6 = rte_pktmbuf_mtod_offset(m, const struct rte_ipv6_hdr *, RTE_ETHER_HDR_LEN);
+		if (from_nic) {
+			int owner;
+
+			bad = ipv6_check(st, m);
+			if (unlikely(bad != NULL)) {
+				drop(m, bad);
+				return;
+			}
+			((struct dpsock_mbuf_priv *)rte_mbuf_to_priv(m))->hops = 0;
+			if (w->d->n_workers > 1) {
+				if (ip6->proto == IPPROTO_ICMPV6 &&
+				    m->data_len > RTE_ETHER_HDR_LEN + sizeof(*ip6)) {
+					uint8_t t = *((const uint8_t *)(ip6 + 1));
+
+					/* router and neighbour advertisements, redirects:
+					 * every instance (the answer to one worker's
+					 * solicitation may come in on another's queue);
+					 * a solicitation is answered where it came in */
+					if (t == 134 || t == 136 || t == 137)
+						share_copies(w, m, &st->nd_shared_out, NULL);
+				}
+				owner = dpsock_steer_owner(w, m);
+				if (owner >= 0) {
+					dpsock_worker_steer(w, &w->d->workers[owner], m);
+					return;
+				}
+			}
+		} else {
+			dpsock_stat_add(&st->steer_in, 1);
+		}
+		if (ip6->proto == IPPROTO_ICMPV6 && m->data_len > RTE_ETHER_HDR_LEN + sizeof(*ip6) &&
+		    *((const uint8_t *)(ip6 + 1)) == 128 /* echo request */)
+			dpsock_stat_add(&st->icmp6_echo, 1);
+		dpsock_stat_add(&st->ip6_in, 1);
+		break;
+	}
 	case RTE_BE16(RTE_ETHER_TYPE_ARP):
 		if (wp->port->shared) {
 			/* the kernel's: dpsock answers no ARP on a port it
@@ -288,7 +386,7 @@ rx_frame(struct dpsock_worker *w, struct dpsock_worker_port *wp, struct rte_mbuf
 		if (from_nic) {
 			dpsock_stat_add(&st->arp_in, 1);
 			if (w->d->n_workers > 1)
-				arp_share(w, m);
+				share_copies(w, m, &st->arp_shared_out, arp_as_reply);
 		} else {
 			dpsock_stat_add(&st->arp_shared_in, 1);
 		}
@@ -320,6 +418,10 @@ rx_frame(struct dpsock_worker *w, struct dpsock_worker_port *wp, struct rte_mbuf
 	X(lwip_tcp_drop, lwip_stats.tcp.drop)                                   \
 	X(lwip_tcp_chkerr, lwip_stats.tcp.chkerr)                               \
 	X(lwip_etharp_drop, lwip_stats.etharp.drop)                             \
+	X(lwip_ip6_drop, lwip_stats.ip6.drop)                                   \
+	X(lwip_icmp6_drop, lwip_stats.icmp6.drop)                               \
+	X(lwip_nd6_drop, lwip_stats.nd6.drop)                                   \
+	X(lwip_ip6frag_drop, lwip_stats.ip6_frag.drop)                          \
 	X(lwip_tcp_memerr, lwip_stats.tcp.memerr)                               \
 	X(lwip_ipfrag_drop, lwip_stats.ip_frag.drop)                            \
 	X(tcp_tw_reused, PCB_INDEX_STAT(tw_reused))                             \
@@ -728,9 +830,11 @@ dpsock_worker_init(struct dpsock_worker *w)
 		}
 		w->n_ports = i + 1;
 		dpsock_netif_offload_setup(wp);
-		if (i == 0 || (ic->gateway && netif_default->gw.addr == 0))
+		if (i == 0 || (ic->gateway && ip4_addr_get_u32(netif_ip4_gw(netif_default)) == 0))
 			netif_set_default(&wp->netif);
 		netif_set_up(&wp->netif);
+		if (!ic->shared && ic->prefix6_len != 0)
+			dpsock_netif_ip6_setup(wp, ic->addr6);
 	}
 	/* the net view: routes, and a shared port's addresses and MTU */
 	w->nv = NULL;
@@ -804,6 +908,10 @@ dpsock_worker_fini(struct dpsock_worker *w)
 #if IP_REASSEMBLY
 	for (i = 0; i <= IP_REASS_MAXAGE; i++)
 		ip_reass_tmr();
+#endif
+#if LWIP_IPV6_REASS
+	for (i = 0; i <= IPV6_REASS_MAXAGE; i++)
+		ip6_reass_tmr();
 #endif
 	while (rte_ring_sc_dequeue(w->steer, (void **)&m) == 0)
 		rte_pktmbuf_free(m);

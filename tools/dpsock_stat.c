@@ -689,7 +689,7 @@ filter_match(const struct dpsock_sock_stats *e, const char *filter)
 	snprintf(buf, sizeof(buf), "%s", filter);
 	for (tok = strtok_r(buf, ",", &save); tok != NULL; tok = strtok_r(NULL, ",", &save)) {
 		char *eq = strchr(tok, '=');
-		char l[48], r[48], both[100];
+		char l[56], r[56], both[116];
 
 		if (eq != NULL) {
 			const char *v = eq + 1;
@@ -717,8 +717,8 @@ filter_match(const struct dpsock_sock_stats *e, const char *filter)
 				return false;
 			continue;
 		}
-		dpsock_fmt_addr(l, sizeof(l), e->laddr, e->lport);
-		dpsock_fmt_addr(r, sizeof(r), e->raddr, e->rport);
+		dpsock_sock_fmt_end(l, sizeof(l), e, false);
+		dpsock_sock_fmt_end(r, sizeof(r), e, true);
 		snprintf(both, sizeof(both), "%s %s", l, r);
 		if (strstr(both, tok) == NULL)
 			return false;
@@ -847,7 +847,7 @@ fds_view(const struct options *o, const struct sample *cur, bool json)
 	for (i = 0; i < cur->n_socks; i++) {
 		const struct dpsock_sock_stats *e = &cur->socks[i];
 		uint64_t sum[64] = { 0 };
-		char local[48], remote[48], owner[64], workers[128] = "";
+		char local[56], remote[56], owner[64], workers[128] = "";
 		size_t wl = 0;
 
 		if (done[i] || e->fd < 0 || (o->fd != 0 && e->fd != o->fd) ||
@@ -868,11 +868,11 @@ fds_view(const struct options *o, const struct sample *cur, bool json)
 			if (wl >= sizeof(workers))
 				wl = sizeof(workers) - 1;
 		}
-		dpsock_fmt_addr(local, sizeof(local), e->laddr, e->lport);
-		if (e->raddr == 0 && e->rport == 0)
+		dpsock_sock_fmt_end(local, sizeof(local), e, false);
+		if (e->raddr == 0 && e->rport == 0 && !(e->flags & DPSOCK_SOCK_F_IPV6))
 			snprintf(remote, sizeof(remote), "*:*");
 		else
-			dpsock_fmt_addr(remote, sizeof(remote), e->raddr, e->rport);
+			dpsock_sock_fmt_end(remote, sizeof(remote), e, true);
 		owner_name(e, owner, sizeof(owner));
 		if (json) {
 			printf("%s{\"pid\": %d, \"fd\": %d", shown ? ", " : "", (int)e->owner_pid,
@@ -924,16 +924,16 @@ json_sockets(const struct sample *cur, const char *filter)
 	printf(", \"sockets\": [");
 	for (i = 0; i < cur->n_socks; i++) {
 		const struct dpsock_sock_stats *e = &cur->socks[i];
-		char a[48], owner[64];
+		char a[56], owner[64];
 
 		if (!filter_match(e, filter))
 			continue;
 		printf("%s{", shown++ ? ", " : "");
 		json_str("proto", e->proto == IPPROTO_TCP ? "tcp" : "udp", false);
 		json_str("state", dpsock_sock_state_name(e->state), true);
-		dpsock_fmt_addr(a, sizeof(a), e->laddr, e->lport);
+		dpsock_sock_fmt_end(a, sizeof(a), e, false);
 		json_str("local", a, true);
-		dpsock_fmt_addr(a, sizeof(a), e->raddr, e->rport);
+		dpsock_sock_fmt_end(a, sizeof(a), e, true);
 		json_str("remote", a, true);
 		owner_name(e, owner, sizeof(owner));
 		json_str("owner", owner, true);

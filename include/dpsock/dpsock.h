@@ -166,7 +166,8 @@ uint32_t dpsock_iface_addr(unsigned int iface);
  * called off the socket's worker lcore.
  */
 
-/* Listen on port (host order) of every local address, on worker w. backlog
+/* Listen on port (host order) of every local address, IPv4 and IPv6 (as an
+ * AF_INET6 socket with IPV6_V6ONLY off), on worker w. backlog
  * is accepted for the socket API's sake: connections are limited by
  * tcp.max_connections per worker (established plus half-open) and memory,
  * and a SYN beyond the limit is answered with RST.
@@ -175,7 +176,9 @@ struct dpsock_sock *dpsock_tcp_listen(struct dpsock_worker *w, uint16_t port, in
 				      const struct dpsock_sock_ops *ops, void *user);
 
 #define DPSOCK_LISTEN_HELD 0x1 /* the port is held in the kernel already (below) */
-/* The same, for local address addr (network order, 0: any). On a port
+#define DPSOCK_LISTEN_IPV6 0x2 /* addr 0 only: IPv6's addresses too (dpsock_tcp_listen) */
+/* The same, for IPv4 address addr (network order, 0: any; every address
+ * of both families with DPSOCK_LISTEN_IPV6). On a port
  * shared with the kernel (an interface without address in dpsock.conf),
  * the address and port become dpsock's: the kernel sends their flows to
  * dpsock, and a kernel socket is bound to them so that no kernel program
@@ -191,6 +194,14 @@ struct dpsock_sock *dpsock_tcp_listen_addr(struct dpsock_worker *w, uint32_t add
  * port steers to this worker), ENETUNREACH (no route), ENOMEM. */
 struct dpsock_sock *dpsock_tcp_connect(struct dpsock_worker *w, uint32_t addr, uint16_t port,
 				       const struct dpsock_sock_ops *ops, void *user);
+/* The same to an IPv6 address (not IPv4-mapped: dpsock_tcp_connect), from
+ * the address lwIP selects (address6 when the peer is in its /64 or
+ * beyond, the link-local one for a link-local peer). The local port is any free one;
+ * its segments reach w through the software redirect on every steering
+ * backend. ENETUNREACH: no interface with IPv6 reaches it. */
+struct dpsock_sock *dpsock_tcp_connect6(struct dpsock_worker *w, const struct in6_addr *addr,
+					uint16_t port, const struct dpsock_sock_ops *ops,
+					void *user);
 
 #define DPSOCK_SEND_MORE 0x1 /* more data follows at once: hold the push (MSG_MORE) */
 
@@ -379,9 +390,17 @@ void dpsock_sock_set_user(struct dpsock_sock *s, void *user);
 void *dpsock_sock_user(const struct dpsock_sock *s);
 void dpsock_sock_set_ops(struct dpsock_sock *s, const struct dpsock_sock_ops *ops);
 struct dpsock_worker *dpsock_sock_worker(const struct dpsock_sock *s);
-/* Local and remote address/port (network byte order in sockaddr_in). */
-void dpsock_sock_local(const struct dpsock_sock *s, struct sockaddr_in *sa);
-void dpsock_sock_peer(const struct dpsock_sock *s, struct sockaddr_in *sa);
+/* An address as the socket API has it: sa.sa_family says which member. */
+union dpsock_sockaddr {
+	struct sockaddr sa;
+	struct sockaddr_in in;   /* AF_INET */
+	struct sockaddr_in6 in6; /* AF_INET6 */
+};
+/* Local and remote address/port (network byte order): sockaddr_in for an
+ * IPv4 socket or connection, sockaddr_in6 for an IPv6 one. A listener of
+ * both families (dpsock_tcp_listen) reports IPv4's any address. */
+void dpsock_sock_local(const struct dpsock_sock *s, union dpsock_sockaddr *sa);
+void dpsock_sock_peer(const struct dpsock_sock *s, union dpsock_sockaddr *sa);
 
 #ifdef __cplusplus
 }

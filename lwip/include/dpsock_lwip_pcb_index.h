@@ -33,6 +33,7 @@
 #include <stdint.h>
 
 struct tcp_pcb;
+struct ip_addr;
 
 /* Create / free the calling instance's index (tcp_init, instance fini). */
 void dpsock_tcp_index_init(void);
@@ -50,10 +51,13 @@ void dpsock_tcp_active_unlinked(struct tcp_pcb *prev, struct tcp_pcb *pcb);
 /* tcp_free: the pcb leaves the hash table if it is still in it. */
 void dpsock_tcp_index_forget(struct tcp_pcb *pcb);
 
-/* The active or TIME_WAIT pcb of a 4-tuple (addresses in network order,
- * ports in host order), or NULL. */
-struct tcp_pcb *dpsock_tcp_lookup(uint32_t laddr, uint16_t lport, uint32_t raddr,
-                                  uint16_t rport);
+/* The active or TIME_WAIT pcb of a 4-tuple (ports in host order), or
+ * NULL: IPv4 or IPv6 addresses (a pcb of the other family never matches),
+ * or, for the IPv4 frame paths, IPv4 addresses in network order. */
+struct tcp_pcb *dpsock_tcp_lookup(const struct ip_addr *laddr, uint16_t lport,
+                                  const struct ip_addr *raddr, uint16_t rport);
+struct tcp_pcb *dpsock_tcp_lookup4(uint32_t laddr, uint16_t lport, uint32_t raddr,
+                                   uint16_t rport);
 
 /* A FIN restarted pcb's 2 MSL wait (tcp_timewait_input). */
 void dpsock_tcp_tw_touch(struct tcp_pcb *pcb);

@@ -52,7 +52,31 @@ void dpsock_lwip_timeouts_fini(void);
 
 /* ---- protocols ---- */
 #define LWIP_IPV4                       1
-#define LWIP_IPV6                       0
+#define LWIP_IPV6                       1
+/* IPv6 on a port with address6 (stack/netif.c): statically configured, so
+ * no SLAAC, router solicitation or DHCPv6 (router advertisements still
+ * give the default routers). No duplicate address detection: every
+ * worker's instance holds the port's addresses and would take the others'
+ * probes for a duplicate (docs/design.md decision 17). No MLD: lwIP's
+ * speaks per instance, where a port needs one host per link (as IGMP,
+ * stack/igmp.c); ip6_input still takes the solicited-node groups of its
+ * own addresses. */
+#define LWIP_IPV6_AUTOCONFIG            0
+#define LWIP_IPV6_SEND_ROUTER_SOLICIT   0
+#define LWIP_IPV6_DUP_DETECT_ATTEMPTS   0
+#define LWIP_IPV6_MLD                   0
+#define LWIP_IPV6_DHCP6                 0
+#define LWIP_IPV6_FRAG                  1
+#define LWIP_IPV6_REASS                 1
+/* the reassembly helper holds a pointer: on 64 bits it does not fit in
+ * the fragment header, so lwIP copies the header aside */
+#define IPV6_FRAG_COPYHEADER            1
+/* as ARP_TABLE_SIZE; lwIP's 10 destinations would be replaced on every
+ * new peer (the destination cache is per remote host) */
+#define LWIP_ND6_NUM_NEIGHBORS          64
+#define LWIP_ND6_NUM_DESTINATIONS       64  /* nd6.c counts them in an s8_t */
+#define LWIP_ND6_QUEUEING               1
+#define MEMP_NUM_ND6_QUEUE              64
 #define LWIP_ARP                        1
 #define LWIP_ETHERNET                   1
 #define LWIP_ICMP                       1
@@ -191,11 +215,11 @@ uint16_t dpsock_lwip_chksum(const void *dataptr, int len);
 #define MEM_STATS                       0   /* the per-thread allocator keeps its own counters */
 #define MEMP_STATS                      0
 #define SYS_STATS                       0
-#define IP6_STATS                       0
-#define ICMP6_STATS                     0
-#define IP6_FRAG_STATS                  0
+#define IP6_STATS                       1
+#define ICMP6_STATS                     1
+#define IP6_FRAG_STATS                  1
 #define MLD6_STATS                      0
-#define ND6_STATS                       0
+#define ND6_STATS                       1
 #define MIB2_STATS                      0
 
 /* ---- debugging: assertions stay on (they log file:line and abort), debug output off ---- */

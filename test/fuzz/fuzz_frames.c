@@ -82,14 +82,14 @@ app_connected(struct dpsock_sock *s, int err)
 static void
 app_readable(struct dpsock_sock *s, struct dpsock_rx *rx)
 {
-	struct sockaddr_in local;
+	union dpsock_sockaddr local; /* sin_port and sin6_port share their place */
 	size_t len = dpsock_rx_len(rx), n;
 	uint8_t buf[4096];
 	struct iovec iov[8];
 
 	FUZZ_CHECK(dpsock_rx_iov(rx, iov, 8) >= 1, "readable with no segment");
 	dpsock_sock_local(s, &local);
-	if (ntohs(local.sin_port) == 80) {
+	if (ntohs(local.in.sin_port) == 80) {
 		dpsock_send(s, http_reply, sizeof(http_reply) - 1, 0);
 		return;
 	}
@@ -102,11 +102,11 @@ app_readable(struct dpsock_sock *s, struct dpsock_rx *rx)
 static void
 app_datagram(struct dpsock_sock *s, const struct sockaddr_in *from, struct dpsock_rx *rx)
 {
-	struct sockaddr_in local;
+	union dpsock_sockaddr local;
 	size_t len = dpsock_rx_len(rx), n;
 
 	dpsock_sock_local(s, &local);
-	if (ntohs(local.sin_port) != 7)
+	if (ntohs(local.in.sin_port) != 7)
 		return;
 	n = dpsock_rx_copy(rx, payload, sizeof(payload), 0);
 	FUZZ_CHECK(n == len, "rx_copy %zu of %zu", n, len);

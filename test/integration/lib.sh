@@ -355,6 +355,18 @@ test_topo_up() {
 	topo_up "$name" "$idx" || fail "could not build topology $name"
 }
 
+# test_topo_ipv6: IPv6 on B's end of the veth, TOPO_ADDR6_B/64 (no DAD),
+# for a dpsockd given address6 = "$TOPO_ADDR6_A/64" (dpsock_conf with
+# TEST_IFACE_KEYS); A's kernel keeps IPv6 off (topo.sh).
+test_topo_ipv6() {
+	TOPO_ADDR6_A=fd00:198:18:$TOPO_IDX::1
+	TOPO_ADDR6_B=fd00:198:18:$TOPO_IDX::2
+	in_b sysctl -qw "net.ipv6.conf.$TOPO_IF_B.disable_ipv6=0" ||
+		fail "could not turn IPv6 on for $TOPO_IF_B"
+	ip -n "$TOPO_NS_B" addr add "$TOPO_ADDR6_B/64" dev "$TOPO_IF_B" nodad ||
+		fail "could not give $TOPO_IF_B $TOPO_ADDR6_B"
+}
+
 # in_a CMD... / in_b CMD...: run in namespace A / B of the last topology.
 #
 # Counting echo replies: `in_b "$PINGN" -c N [-i S] [-W S] [-I SRC] DST`

@@ -6,15 +6,22 @@
  *
  *   badframes -i IFACE -m DSTMAC -s SRCIP -d DSTIP [-n COUNT] [-x] [-v] CASE...
  *   badframes -w FILE.pcap [-S SRCMAC] -m DSTMAC -s SRCIP -d DSTIP ... CASE...
+ *   badframes -i IFACE -m DSTMAC -6 SRC6 -D DST6 [-n COUNT] ... IP6CASE...
  *   badframes --list        sendable cases: "CASE EXPECTED_COUNTER description"
  *   badframes --list-all    also the cases an Ethernet device cannot carry
  *   badframes --list-l4     TCP/UDP cases aimed at a bound port (-p PORT)
+ *   badframes --list-ip6    IPv6 cases aimed at a port with an IPv6 address
  *
  * Every frame is otherwise correct: destination MAC = DSTMAC, source MAC =
  * the interface's own MAC, IPv4 header checksum right (unless that is the
  * defect), L4 checksums right (unless that is the defect). COUNT frames are
  * sent per case, each with its own IP id / ICMP sequence / source port. The
  * CASE "all" stands for every case --list prints.
+ *
+ * IPv6 cases (--list-ip6, never in "all": a port without an IPv6 address
+ * drops every one as rx_drop_ethertype, see "ethertype_ipv6") go from SRC6
+ * (-6) to DST6 (-D), which they need; -s and -d are needed only when an
+ * IPv4 case is sent too.
  *
  * Runts: Linux refuses, with EINVAL, an AF_PACKET frame shorter than the
  * device's minimum link-layer header (14 bytes on Ethernet: see
@@ -55,6 +62,11 @@
 #define PROTO_ICMP 1
 #define PROTO_TCP 6
 #define PROTO_UDP 17
+#define PROTO_ICMPV6 58
+
+#define IP6_HLEN 40
+#define NEXTH_HBH 0   /* IPv6 hop-by-hop options header */
+#define NEXTH_NONE 59 /* IPv6 "no next header" */
 
 #define DISCARD_PORT 9
 #define SRC_PORT_BASE 40000
@@ -64,6 +76,8 @@ struct ctx {
 	uint8_t src_mac[6];
 	uint32_t src_ip; /* network order */
 	uint32_t dst_ip; /* network order */
+	uint8_t src_ip6[16]; /* -6, for the IPv6 cases */
+	uint8_t dst_ip6[16]; /* -D, for the IPv6 cases */
 	unsigned int seq; /* frame number within a case, 0..COUNT-1 */
 	const char *case_name;
 	uint16_t dport;      /* -p: destination port of the L4 cases */
@@ -83,6 +97,10 @@ struct bad_case {
 	 * (not by --list, --list-all or "all"); counter "-" when the right
 	 * outcome is an answer, not a drop */
 	bool l4;
+	/* IPv6 case: meant for a port with an IPv6 address, needs -6 and -D;
+	 * listed by --list-ip6 only (not by --list, --list-all, --list-l4 or
+	 * "all") */
+	bool ip6;
 };
 
 /* ---- byte helpers ---------------------------------------------------- */
@@ -141,6 +159,21 @@ l4_csum(const struct ctx *c, uint8_t proto, const uint8_t *l4, size_t len)
 	ph[8] = 0;
 	ph[9] = proto;
 	put16(ph + 10, (uint16_t)len);
+	return fold(sum16(l4, len, sum16(ph, sizeof(ph), 0)));
+}
+
+/* The same with the IPv6 pseudo-header (RFC 8200 8.1), which ICMPv6 uses
+ * too: src, dst, 32-bit upper-layer length, 3 zero bytes, next header. */
+static uint16_t
+l4_csum6(const struct ctx *c, uint8_t proto, const uint8_t *l4, size_t len)
+{
+	uint8_t ph[40];
+
+	memcpy(ph, c->src_ip6, 16);
+	memcpy(ph + 16, c->dst_ip6, 16);
+	put32(ph + 32, (uint32_t)len);
+	memset(ph + 36, 0, 3);
+	ph[39] = proto;
 	return fold(sum16(l4, len, sum16(ph, sizeof(ph), 0)));
 }
 
@@ -215,6 +248,19 @@ ip_fix_csum(uint8_t *ip)
 
 #define ICMP_DATA 32
 
+/* An echo request's ICMP (type 8) or ICMPv6 (type 128) header and
+ * ICMP_DATA bytes of marker, checksum 0 for the caller to fill. */
+static void
+echo_request(uint8_t *icmp, const struct ctx *c, uint8_t type)
+{
+	icmp[0] = type;
+	icmp[1] = 0;
+	put16(icmp + 2, 0);
+	put16(icmp + 4, 0xbf00); /* identifier */
+	put16(icmp + 6, (uint16_t)c->seq);
+	marker(icmp + 8, c, ICMP_DATA);
+}
+
 /* A complete, correct Ethernet + IPv4 + ICMP echo request; returns length. */
 static size_t
 icmp_echo(uint8_t *buf, const struct ctx *c)
@@ -223,12 +269,7 @@ icmp_echo(uint8_t *buf, const struct ctx *c)
 	size_t l4_len = 8 + ICMP_DATA;
 
 	eth_hdr(buf, c, ETYPE_IPV4);
-	icmp[0] = 8; /* echo request */
-	icmp[1] = 0;
-	put16(icmp + 2, 0);
-	put16(icmp + 4, 0xbf00); /* identifier */
-	put16(icmp + 6, (uint16_t)c->seq);
-	marker(icmp + 8, c, ICMP_DATA);
+	echo_request(icmp, c, 8);
 	put16(icmp + 2, inet_csum(icmp, l4_len));
 	ip_hdr(ip, c, PROTO_ICMP, l4_len);
 	return ETH_HLEN_ + 20 + l4_len;
@@ -642,65 +683,231 @@ b_udp_len_pad(uint8_t *buf, const struct ctx *c)
 	return udp_dgram(buf, c, 8 + 12); /* valid: 12 bytes of data, 20 bytes of padding */
 }
 
+/* ---- IPv6 cases: aimed at a port with an IPv6 address, see --list-ip6 ---- */
+
+/*
+ * A correct 40-byte IPv6 header for a payload of plen bytes (extension
+ * headers included). It has no checksum: a caller may patch any field.
+ */
+static void
+ip6_hdr(uint8_t *ip6, const struct ctx *c, uint8_t next, size_t plen)
+{
+	put32(ip6, 0x60000000u); /* version 6, traffic class 0, flow label 0 */
+	put16(ip6 + 4, (uint16_t)plen);
+	ip6[6] = next;
+	ip6[7] = 64; /* hop limit */
+	memcpy(ip6 + 8, c->src_ip6, 16);
+	memcpy(ip6 + 24, c->dst_ip6, 16);
+}
+
+/* A complete, correct Ethernet + IPv6 + ICMPv6 echo request; returns length. */
+static size_t
+icmp6_echo(uint8_t *buf, const struct ctx *c)
+{
+	uint8_t *ip6 = buf + ETH_HLEN_, *icmp = ip6 + IP6_HLEN;
+	size_t l4_len = 8 + ICMP_DATA;
+
+	eth_hdr(buf, c, ETYPE_IPV6);
+	echo_request(icmp, c, 128);
+	put16(icmp + 2, l4_csum6(c, PROTO_ICMPV6, icmp, l4_len));
+	ip6_hdr(ip6, c, PROTO_ICMPV6, l4_len);
+	return ETH_HLEN_ + IP6_HLEN + l4_len;
+}
+
+static size_t
+b_ip6_version(uint8_t *buf, const struct ctx *c)
+{
+	size_t n = icmp6_echo(buf, c);
+	uint8_t *ip6 = buf + ETH_HLEN_;
+
+	ip6[0] = (uint8_t)(0x40 | (ip6[0] & 0x0f)); /* version 4, in an IPv6 ethertype */
+	return n;
+}
+
+static size_t
+b_ip6_trunc(uint8_t *buf, const struct ctx *c)
+{
+	/* The first 30 bytes of a correct IPv6 header, cut inside the
+	 * destination address: 44 bytes in all. AF_PACKET sends it (it
+	 * refuses only frames shorter than the 14-byte Ethernet header) and
+	 * veth pads nothing; a NIC padding it to 60 bytes would turn it into
+	 * rx_drop_ip6_len (40-byte payload, 6 bytes present). */
+	icmp6_echo(buf, c);
+	return ETH_HLEN_ + 30;
+}
+
+static size_t
+b_ip6_len_long(uint8_t *buf, const struct ctx *c)
+{
+	size_t n = icmp6_echo(buf, c);
+	uint8_t *ip6 = buf + ETH_HLEN_;
+
+	put16(ip6 + 4, (uint16_t)(n - ETH_HLEN_ - IP6_HLEN + 100)); /* 100 bytes too many */
+	return n;
+}
+
+static size_t
+b_ip6_len_zero(uint8_t *buf, const struct ctx *c)
+{
+	size_t n = icmp6_echo(buf, c);
+	uint8_t *ip6 = buf + ETH_HLEN_;
+
+	/* 0 marks a jumbogram (RFC 2675), whose length is in a hop-by-hop
+	 * jumbo payload option; there is none, and no Ethernet carries one */
+	put16(ip6 + 4, 0);
+	return n;
+}
+
+/* An echo request whose source (src) or destination is addr, with its
+ * checksum right for that address: the address is the only defect. */
+static size_t
+martian6(uint8_t *buf, const struct ctx *c, bool src, const uint8_t addr[16])
+{
+	struct ctx m = *c;
+
+	memcpy(src ? m.src_ip6 : m.dst_ip6, addr, 16);
+	return icmp6_echo(buf, &m);
+}
+
+static size_t
+b_ip6_src_mcast(uint8_t *buf, const struct ctx *c)
+{
+	static const uint8_t all_nodes[16] = { 0xff, 0x02, [15] = 1 }; /* ff02::1 */
+
+	return martian6(buf, c, true, all_nodes);
+}
+
+static size_t
+b_ip6_src_loopback(uint8_t *buf, const struct ctx *c)
+{
+	static const uint8_t loop[16] = { [15] = 1 }; /* ::1 */
+
+	return martian6(buf, c, true, loop);
+}
+
+static size_t
+b_ip6_dst_mapped(uint8_t *buf, const struct ctx *c)
+{
+	/* ::ffff:198.18.0.1, sent to DSTMAC all the same: an IPv4 address in
+	 * IPv6 clothes, which no wire may bring (RFC 4291 2.5.5.2) */
+	static const uint8_t mapped[16] = { [10] = 0xff, [11] = 0xff,
+					    198, 18, 0, 1 };
+
+	return martian6(buf, c, false, mapped);
+}
+
+static size_t
+b_icmp6_cksum(uint8_t *buf, const struct ctx *c)
+{
+	size_t n = icmp6_echo(buf, c);
+	uint8_t *icmp = buf + ETH_HLEN_ + IP6_HLEN;
+	uint16_t good = (uint16_t)(icmp[2] << 8 | icmp[3]);
+
+	put16(icmp + 2, bad_csum(good, false));
+	return n;
+}
+
+static size_t
+b_ip6_hbh_trunc(uint8_t *buf, const struct ctx *c)
+{
+	uint8_t *ip6 = buf + ETH_HLEN_, *hbh = ip6 + IP6_HLEN;
+	size_t plen = 16;
+
+	/* A hop-by-hop options header whose length field says 8, i.e.
+	 * (8 + 1) * 8 = 72 bytes, in a 16-byte payload. The payload length
+	 * fits the frame, so dpsockd passes it; lwIP walks the extension
+	 * headers and must drop it. The 16 bytes hold "no next header" and a
+	 * PadN option up to their end: were the header accepted, nothing
+	 * else would count a drop. */
+	eth_hdr(buf, c, ETYPE_IPV6);
+	hbh[0] = NEXTH_NONE;
+	hbh[1] = 8;  /* header length, in 8-byte units after the first 8 */
+	hbh[2] = 1;  /* PadN */
+	hbh[3] = 12; /* its data: the 12 bytes left */
+	memset(hbh + 4, 0, 12);
+	ip6_hdr(ip6, c, NEXTH_HBH, plen);
+	return ETH_HLEN_ + IP6_HLEN + plen;
+}
+
 static const struct bad_case cases[] = {
-	{ "runt", "rx_drop_runt", b_runt, true,
-	  "10-byte frame, shorter than an Ethernet header (pcap only: Linux will not send it)" },
-	{ "ethertype", "rx_drop_ethertype", b_ethertype, false,
-	  "unknown ethertype 0x88b5 (IEEE 802 local experimental)" },
-	{ "ethertype_ipv6", "rx_drop_ethertype", b_ethertype_ipv6, false,
-	  "IPv6 (0x86dd) frame, link-local, no next header" },
-	{ "arp_trunc", "rx_drop_arp", b_arp_trunc, false,
-	  "ARP request cut to 20 of its 28 body bytes" },
-	{ "arp_badhw", "rx_drop_arp", b_arp_badhw, false,
-	  "ARP request with hardware type 6 (IEEE 802) instead of 1" },
-	{ "arp_badhlen", "rx_drop_arp", b_arp_badhlen, false,
-	  "ARP request with hardware address length 8 instead of 6" },
-	{ "ip_version", "rx_drop_ip_hdr", b_ip_version, false,
-	  "ICMP echo whose IP header says version 6 (ethertype IPv4)" },
-	{ "ip_ihl", "rx_drop_ip_hdr", b_ip_ihl, false,
-	  "ICMP echo with IHL 4 (16-byte IP header, minimum is 20)" },
-	{ "ip_cksum", "rx_drop_ip_cksum", b_ip_cksum, false,
-	  "ICMP echo with a bad IPv4 header checksum" },
-	{ "ip_len_long", "rx_drop_ip_len", b_ip_len_long, false,
-	  "ICMP echo whose IP total length is 100 bytes more than the frame holds" },
-	{ "ip_len_short", "rx_drop_ip_len", b_ip_len_short, false,
-	  "ICMP echo whose IP total length (16) is less than its header (20)" },
-	{ "ip_martian_src", "rx_drop_martian", b_ip_martian_src, false,
-	  "ICMP echo from 127.0.0.1 (a loopback source on the wire)" },
-	{ "ip_martian_dst", "rx_drop_martian", b_ip_martian_dst, false,
-	  "ICMP echo to 127.0.0.1 (a loopback destination on the wire)" },
-	{ "icmp_cksum", "lwip_icmp_chkerr", b_icmp_cksum, false,
-	  "valid IPv4, ICMP echo request with a bad ICMP checksum" },
-	{ "udp_cksum", "lwip_udp_chkerr", b_udp_cksum, false,
-	  "valid IPv4, UDP to port 9 with a bad checksum (never 0)" },
-	{ "tcp_cksum", "lwip_tcp_chkerr", b_tcp_cksum, false,
-	  "valid IPv4, TCP SYN to port 9 with a bad checksum" },
-	{ "icmp_padded", "icmp_echo", b_icmp_padded, false,
-	  "control, NOT malformed: minimal ICMP echo padded to 60 bytes; must be answered" },
-	{ "tcp_doff_short", "lwip_tcp_drop", b_tcp_doff_short, false,
-	  "TCP SYN to -p with data offset 4 (16 bytes, minimum is 20)", true },
-	{ "tcp_doff_long", "lwip_tcp_drop", b_tcp_doff_long, false,
-	  "TCP SYN to -p with data offset 15 (60 bytes) in a 20-byte segment", true },
-	{ "tcp_trunc", "lwip_tcp_drop", b_tcp_trunc, false,
-	  "TCP SYN to -p cut to 12 bytes (IP payload shorter than a TCP header)", true },
-	{ "tcp_synfin", "rx_drop_tcp_flags", b_tcp_synfin, false,
-	  "TCP SYN+FIN to -p (must not open a connection)", true },
-	{ "tcp_synrst", "rx_drop_tcp_flags", b_tcp_synrst, false,
-	  "TCP SYN+RST to -p (must not open a connection)", true },
-	{ "tcp_opt_zero", "-", b_tcp_opt_zero, false,
-	  "TCP SYN to -p: option of length 0, then WS and SACK_PERM (parse stops: SYN-ACK without them)", true },
-	{ "tcp_opt_overrun", "-", b_tcp_opt_overrun, false,
-	  "TCP SYN to -p: option length running past the header over WS and SACK_PERM (SYN-ACK without them)", true },
-	{ "tcp_opt_mss_cut", "-", b_tcp_opt_mss_cut, false,
-	  "TCP SYN to -p: WS, SACK_PERM, then an MSS option cut by the header end (SYN-ACK, with WS)", true },
-	{ "tcp_opt_ok", "-", b_tcp_opt_ok, false,
-	  "control, NOT malformed: TCP SYN to -p with WS and SACK_PERM (SYN-ACK with them)", true },
-	{ "udp_len_long", "rx_drop_udp_len", b_udp_len_long, false,
-	  "UDP to -p whose length field is 100 more than the IP payload (checksum 0)", true },
-	{ "udp_len_short", "rx_drop_udp_len", b_udp_len_short, false,
-	  "UDP to -p whose length field (4) is less than its header (checksum 0)", true },
-	{ "udp_len_pad", "udp_rx", b_udp_len_pad, false,
-	  "control, NOT malformed: UDP to -p, length field 20 with 20 bytes of padding after it: 12 bytes of data", true },
+	{ .name = "runt", .counter = "rx_drop_runt", .build = b_runt, .not_on_ethernet = true,
+	  .help = "10-byte frame, shorter than an Ethernet header (pcap only: Linux will not send it)" },
+	{ .name = "ethertype", .counter = "rx_drop_ethertype", .build = b_ethertype,
+	  .help = "unknown ethertype 0x88b5 (IEEE 802 local experimental)" },
+	{ .name = "ethertype_ipv6", .counter = "rx_drop_ethertype", .build = b_ethertype_ipv6,
+	  .help = "IPv6 (0x86dd) frame, link-local, no next header" },
+	{ .name = "arp_trunc", .counter = "rx_drop_arp", .build = b_arp_trunc,
+	  .help = "ARP request cut to 20 of its 28 body bytes" },
+	{ .name = "arp_badhw", .counter = "rx_drop_arp", .build = b_arp_badhw,
+	  .help = "ARP request with hardware type 6 (IEEE 802) instead of 1" },
+	{ .name = "arp_badhlen", .counter = "rx_drop_arp", .build = b_arp_badhlen,
+	  .help = "ARP request with hardware address length 8 instead of 6" },
+	{ .name = "ip_version", .counter = "rx_drop_ip_hdr", .build = b_ip_version,
+	  .help = "ICMP echo whose IP header says version 6 (ethertype IPv4)" },
+	{ .name = "ip_ihl", .counter = "rx_drop_ip_hdr", .build = b_ip_ihl,
+	  .help = "ICMP echo with IHL 4 (16-byte IP header, minimum is 20)" },
+	{ .name = "ip_cksum", .counter = "rx_drop_ip_cksum", .build = b_ip_cksum,
+	  .help = "ICMP echo with a bad IPv4 header checksum" },
+	{ .name = "ip_len_long", .counter = "rx_drop_ip_len", .build = b_ip_len_long,
+	  .help = "ICMP echo whose IP total length is 100 bytes more than the frame holds" },
+	{ .name = "ip_len_short", .counter = "rx_drop_ip_len", .build = b_ip_len_short,
+	  .help = "ICMP echo whose IP total length (16) is less than its header (20)" },
+	{ .name = "ip_martian_src", .counter = "rx_drop_martian", .build = b_ip_martian_src,
+	  .help = "ICMP echo from 127.0.0.1 (a loopback source on the wire)" },
+	{ .name = "ip_martian_dst", .counter = "rx_drop_martian", .build = b_ip_martian_dst,
+	  .help = "ICMP echo to 127.0.0.1 (a loopback destination on the wire)" },
+	{ .name = "icmp_cksum", .counter = "lwip_icmp_chkerr", .build = b_icmp_cksum,
+	  .help = "valid IPv4, ICMP echo request with a bad ICMP checksum" },
+	{ .name = "udp_cksum", .counter = "lwip_udp_chkerr", .build = b_udp_cksum,
+	  .help = "valid IPv4, UDP to port 9 with a bad checksum (never 0)" },
+	{ .name = "tcp_cksum", .counter = "lwip_tcp_chkerr", .build = b_tcp_cksum,
+	  .help = "valid IPv4, TCP SYN to port 9 with a bad checksum" },
+	{ .name = "icmp_padded", .counter = "icmp_echo", .build = b_icmp_padded,
+	  .help = "control, NOT malformed: minimal ICMP echo padded to 60 bytes; must be answered" },
+	{ .name = "tcp_doff_short", .counter = "lwip_tcp_drop", .build = b_tcp_doff_short,
+	  .help = "TCP SYN to -p with data offset 4 (16 bytes, minimum is 20)", .l4 = true },
+	{ .name = "tcp_doff_long", .counter = "lwip_tcp_drop", .build = b_tcp_doff_long,
+	  .help = "TCP SYN to -p with data offset 15 (60 bytes) in a 20-byte segment", .l4 = true },
+	{ .name = "tcp_trunc", .counter = "lwip_tcp_drop", .build = b_tcp_trunc,
+	  .help = "TCP SYN to -p cut to 12 bytes (IP payload shorter than a TCP header)", .l4 = true },
+	{ .name = "tcp_synfin", .counter = "rx_drop_tcp_flags", .build = b_tcp_synfin,
+	  .help = "TCP SYN+FIN to -p (must not open a connection)", .l4 = true },
+	{ .name = "tcp_synrst", .counter = "rx_drop_tcp_flags", .build = b_tcp_synrst,
+	  .help = "TCP SYN+RST to -p (must not open a connection)", .l4 = true },
+	{ .name = "tcp_opt_zero", .counter = "-", .build = b_tcp_opt_zero,
+	  .help = "TCP SYN to -p: option of length 0, then WS and SACK_PERM (parse stops: SYN-ACK without them)", .l4 = true },
+	{ .name = "tcp_opt_overrun", .counter = "-", .build = b_tcp_opt_overrun,
+	  .help = "TCP SYN to -p: option length running past the header over WS and SACK_PERM (SYN-ACK without them)", .l4 = true },
+	{ .name = "tcp_opt_mss_cut", .counter = "-", .build = b_tcp_opt_mss_cut,
+	  .help = "TCP SYN to -p: WS, SACK_PERM, then an MSS option cut by the header end (SYN-ACK, with WS)", .l4 = true },
+	{ .name = "tcp_opt_ok", .counter = "-", .build = b_tcp_opt_ok,
+	  .help = "control, NOT malformed: TCP SYN to -p with WS and SACK_PERM (SYN-ACK with them)", .l4 = true },
+	{ .name = "udp_len_long", .counter = "rx_drop_udp_len", .build = b_udp_len_long,
+	  .help = "UDP to -p whose length field is 100 more than the IP payload (checksum 0)", .l4 = true },
+	{ .name = "udp_len_short", .counter = "rx_drop_udp_len", .build = b_udp_len_short,
+	  .help = "UDP to -p whose length field (4) is less than its header (checksum 0)", .l4 = true },
+	{ .name = "udp_len_pad", .counter = "udp_rx", .build = b_udp_len_pad,
+	  .help = "control, NOT malformed: UDP to -p, length field 20 with 20 bytes of padding after it: 12 bytes of data", .l4 = true },
+	{ .name = "ip6_version", .counter = "rx_drop_ip6_hdr", .build = b_ip6_version,
+	  .help = "ICMPv6 echo whose IPv6 header says version 4 (ethertype IPv6)", .ip6 = true },
+	{ .name = "ip6_trunc", .counter = "rx_drop_ip6_hdr", .build = b_ip6_trunc,
+	  .help = "ethertype IPv6 with 30 bytes after the Ethernet header (the IPv6 header is 40)", .ip6 = true },
+	{ .name = "ip6_len_long", .counter = "rx_drop_ip6_len", .build = b_ip6_len_long,
+	  .help = "ICMPv6 echo whose IPv6 payload length is 100 bytes more than the frame holds", .ip6 = true },
+	{ .name = "ip6_len_zero", .counter = "rx_drop_ip6_len", .build = b_ip6_len_zero,
+	  .help = "ICMPv6 echo with payload length 0 (a jumbogram, without the hop-by-hop jumbo option)", .ip6 = true },
+	{ .name = "ip6_src_mcast", .counter = "rx_drop_ip6_martian", .build = b_ip6_src_mcast,
+	  .help = "ICMPv6 echo from ff02::1 (a multicast source)", .ip6 = true },
+	{ .name = "ip6_src_loopback", .counter = "rx_drop_ip6_martian", .build = b_ip6_src_loopback,
+	  .help = "ICMPv6 echo from ::1 (a loopback source on the wire)", .ip6 = true },
+	{ .name = "ip6_dst_mapped", .counter = "rx_drop_ip6_martian", .build = b_ip6_dst_mapped,
+	  .help = "ICMPv6 echo to ::ffff:198.18.0.1 (an IPv4-mapped destination), to DSTMAC", .ip6 = true },
+	{ .name = "icmp6_cksum", .counter = "lwip_icmp6_drop", .build = b_icmp6_cksum,
+	  .help = "valid IPv6, ICMPv6 echo request to DST6 with a bad ICMPv6 checksum", .ip6 = true },
+	{ .name = "ip6_hbh_trunc", .counter = "lwip_ip6_drop", .build = b_ip6_hbh_trunc,
+	  .help = "hop-by-hop options header claiming 72 bytes in a 16-byte payload", .ip6 = true },
+	{ .name = "icmp6_echo_ok", .counter = "icmp6_echo", .build = icmp6_echo,
+	  .help = "control, NOT malformed: ICMPv6 echo request to DST6; must be answered", .ip6 = true },
 };
 
 #define N_CASES (sizeof(cases) / sizeof(cases[0]))
@@ -715,13 +922,16 @@ usage(FILE *f)
 	fprintf(f,
 		"usage: %s -i IFACE -m DSTMAC -s SRCIP -d DSTIP [-n COUNT] [-p PORT] [-x] [-v] CASE...\n"
 		"       %s -w FILE.pcap [-S SRCMAC] -m DSTMAC -s SRCIP -d DSTIP [-n COUNT] CASE...\n"
-		"       %s --list | --list-all | --list-l4\n"
+		"       %s -i IFACE -m DSTMAC -6 SRC6 -D DST6 [-n COUNT] [-x] [-v] IP6CASE...\n"
+		"       %s --list | --list-all | --list-l4 | --list-ip6\n"
 		"Send hand-made malformed frames through an AF_PACKET socket on IFACE\n"
 		"(or write them to a pcap file), one defect per CASE.\n"
 		"  -i IFACE   interface to send on; its MAC is the source MAC\n"
 		"  -m DSTMAC  destination MAC (the receiver's), aa:bb:cc:dd:ee:ff\n"
 		"  -s SRCIP   source IPv4 address (the sender's)\n"
 		"  -d DSTIP   destination IPv4 address (the receiver's)\n"
+		"  -6 SRC6    source IPv6 address of the --list-ip6 cases (the sender's)\n"
+		"  -D DST6    destination IPv6 address of the --list-ip6 cases (the receiver's)\n"
 		"  -n COUNT   frames per case (default 1)\n"
 		"  -w FILE    write a pcap file instead of sending (-i optional)\n"
 		"  -S SRCMAC  source MAC with -w and no -i (default 02:00:00:00:00:01)\n"
@@ -735,8 +945,11 @@ usage(FILE *f)
 		"             counter \"-\" = the right outcome is an answer, not a drop\n"
 		"  -p PORT    destination port of the --list-l4 cases (default 9); their\n"
 		"             source ports are 41000 + 100 * (case index) + frame %% 100\n"
+		"  --list-ip6 the IPv6 cases, aimed at a port with an IPv6 address, not\n"
+		"             in \"all\"; they need -6 and -D (-s and -d only if IPv4\n"
+		"             cases are sent too)\n"
 		"Exit: 0 every frame sent, 1 a send failed, 2 bad arguments.\n",
-		prog, prog, prog);
+		prog, prog, prog, prog);
 }
 
 static void __attribute__((noreturn, format(printf, 1, 2)))
@@ -779,12 +992,12 @@ find_case(const char *name)
 }
 
 static void
-list_cases(bool all, bool l4)
+list_cases(bool all, bool l4, bool ip6)
 {
 	size_t i;
 
 	for (i = 0; i < N_CASES; i++) {
-		if (cases[i].l4 != l4)
+		if (cases[i].l4 != l4 || cases[i].ip6 != ip6)
 			continue;
 		if (cases[i].not_on_ethernet && !all)
 			continue;
@@ -872,7 +1085,7 @@ send_frame(int fd, const struct sockaddr_ll *sll, const uint8_t *p,
 	return -1;
 }
 
-enum { OPT_LIST = 256, OPT_LIST_ALL, OPT_LIST_L4, OPT_HELP };
+enum { OPT_LIST = 256, OPT_LIST_ALL, OPT_LIST_L4, OPT_LIST_IP6, OPT_HELP };
 
 int
 main(int argc, char **argv)
@@ -881,12 +1094,14 @@ main(int argc, char **argv)
 		{ "list", no_argument, NULL, OPT_LIST },
 		{ "list-all", no_argument, NULL, OPT_LIST_ALL },
 		{ "list-l4", no_argument, NULL, OPT_LIST_L4 },
+		{ "list-ip6", no_argument, NULL, OPT_LIST_IP6 },
 		{ "help", no_argument, NULL, OPT_HELP },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *iface = NULL, *pcap_path = NULL;
 	bool have_dmac = false, have_smac = false, have_sip = false,
-	     have_dip = false, hex = false, verbose = false;
+	     have_dip = false, have_sip6 = false, have_dip6 = false,
+	     need_ip4 = false, hex = false, verbose = false;
 	const struct bad_case *todo[N_CASES * 4];
 	size_t n_todo = 0, i;
 	unsigned long count = 1, count_port;
@@ -905,7 +1120,7 @@ main(int argc, char **argv)
 	else if (argv[0] != NULL)
 		prog = argv[0];
 
-	while ((opt = getopt_long(argc, argv, "i:m:s:d:n:w:S:p:xvh", longopts,
+	while ((opt = getopt_long(argc, argv, "i:m:s:d:6:D:n:w:S:p:xvh", longopts,
 				  NULL)) != -1) {
 		switch (opt) {
 		case 'i':
@@ -933,6 +1148,16 @@ main(int argc, char **argv)
 			c.dst_ip = a.s_addr;
 			have_dip = true;
 			break;
+		case '6':
+			if (inet_pton(AF_INET6, optarg, c.src_ip6) != 1)
+				die_usage("-6: bad IPv6 address '%s'", optarg);
+			have_sip6 = true;
+			break;
+		case 'D':
+			if (inet_pton(AF_INET6, optarg, c.dst_ip6) != 1)
+				die_usage("-D: bad IPv6 address '%s'", optarg);
+			have_dip6 = true;
+			break;
 		case 'n':
 			errno = 0;
 			count = strtoul(optarg, &end, 10);
@@ -952,7 +1177,9 @@ main(int argc, char **argv)
 		case OPT_LIST:
 		case OPT_LIST_ALL:
 		case OPT_LIST_L4:
-			list_cases(opt == OPT_LIST_ALL, opt == OPT_LIST_L4);
+		case OPT_LIST_IP6:
+			list_cases(opt == OPT_LIST_ALL, opt == OPT_LIST_L4,
+				   opt == OPT_LIST_IP6);
 			return 0;
 		case 'p':
 			errno = 0;
@@ -980,8 +1207,10 @@ main(int argc, char **argv)
 		if (strcmp(argv[optind], "all") == 0) {
 			for (i = 0; i < N_CASES; i++)
 				if (!cases[i].not_on_ethernet && !cases[i].l4 &&
+				    !cases[i].ip6 &&
 				    n_todo < sizeof(todo) / sizeof(todo[0]))
 					todo[n_todo++] = &cases[i];
+			need_ip4 = true;
 			continue;
 		}
 		bc = find_case(argv[optind]);
@@ -993,6 +1222,12 @@ main(int argc, char **argv)
 				  "(EINVAL, even with CAP_SYS_RAWIO); write it with -w "
 				  "FILE.pcap and replay it through net_pcap",
 				  bc->name);
+		if (bc->ip6 && (!have_sip6 || !have_dip6))
+			die_usage("CASE '%s' is an IPv6 case: it needs -6 SRC6 and "
+				  "-D DST6 (the sender's and the receiver's IPv6 "
+				  "addresses)", bc->name);
+		if (!bc->ip6)
+			need_ip4 = true;
 		if (n_todo >= sizeof(todo) / sizeof(todo[0]))
 			die_usage("too many CASEs");
 		todo[n_todo++] = bc;
@@ -1001,9 +1236,10 @@ main(int argc, char **argv)
 		die_usage("-i IFACE is required (or -w FILE)");
 	if (!have_dmac)
 		die_usage("-m DSTMAC is required");
-	if (!have_sip)
+	/* the IPv6 cases use no IPv4 address */
+	if (!have_sip && need_ip4)
 		die_usage("-s SRCIP is required");
-	if (!have_dip)
+	if (!have_dip && need_ip4)
 		die_usage("-d DSTIP is required");
 	if (have_smac && iface != NULL)
 		die_usage("-S and -i both give the source MAC; use one");

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: BSD-3-Clause
 """pingn.py - send exactly N ICMP echo requests and wait for every reply
-(stdlib only, root: a raw socket).
+(stdlib only, root: a raw socket). An IPv6 DST is pinged with ICMPv6.
 
   pingn.py -c N [-i SECS] [-W SECS] [-I SRC] [-s BYTES] DST
 
@@ -25,6 +25,7 @@ import sys
 import time
 
 ICMP_ECHO, ICMP_REPLY = 8, 0
+ICMP6_ECHO, ICMP6_REPLY = 128, 129
 
 
 def cksum(b):
@@ -46,7 +47,15 @@ def main():
     ap.add_argument("dst")
     a = ap.parse_args()
 
-    sk = socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_ICMP)
+    v6 = ":" in a.dst
+    if v6:
+        # the kernel computes an ICMPv6 checksum and strips the IPv6 header
+        sk = socket.socket(socket.AF_INET6, socket.SOCK_RAW, socket.IPPROTO_ICMPV6)
+        echo, reply = ICMP6_ECHO, ICMP6_REPLY
+        dst = socket.inet_pton(socket.AF_INET6, a.dst.split("%")[0])
+    else:
+        sk = socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_ICMP)
+        echo, reply = ICMP_ECHO, ICMP_REPLY
     # room for every reply while this process waits for a CPU (root: FORCE)
     sk.setsockopt(socket.SOL_SOCKET, 33, 8 << 20)  # SO_RCVBUFFORCE
     if a.src:
@@ -63,18 +72,22 @@ def main():
             left = until - time.monotonic()
             if left <= 0 or not select.select([sk], [], [], left)[0]:
                 return
-            pkt, (addr, _) = sk.recvfrom(65536)
-            ihl = (pkt[0] & 0xF) * 4
-            if addr != a.dst or len(pkt) < ihl + 8:
+            pkt, src = sk.recvfrom(65536)
+            if v6:
+                ihl, same = 0, socket.inet_pton(socket.AF_INET6, src[0].split("%")[0]) == dst
+            else:
+                ihl, same = (pkt[0] & 0xF) * 4, src[0] == a.dst
+            if not same or len(pkt) < ihl + 8:
                 continue
             typ, _code, _ck, pid, seq = struct.unpack("!BBHHH", pkt[ihl:ihl + 8])
-            if typ == ICMP_REPLY and pid == ident and seq in sent_at and seq not in got:
+            if typ == reply and pid == ident and seq in sent_at and seq not in got:
                 got.add(seq)
                 max_rtt = max(max_rtt, time.monotonic() - sent_at[seq])
 
     for seq in range(1, a.c + 1):
-        hdr = struct.pack("!BBHHH", ICMP_ECHO, 0, 0, ident, seq)
-        msg = struct.pack("!BBHHH", ICMP_ECHO, 0, cksum(hdr + payload), ident, seq) + payload
+        hdr = struct.pack("!BBHHH", echo, 0, 0, ident, seq)
+        msg = struct.pack("!BBHHH", echo, 0, 0 if v6 else cksum(hdr + payload), ident,
+                          seq) + payload
         sent_at[seq] = time.monotonic()
         sk.sendto(msg, (a.dst, 0))
         receive(sent_at[seq] + a.i)

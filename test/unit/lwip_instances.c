@@ -266,15 +266,15 @@ wire_tso(struct worker *w, struct netif *netif, struct pbuf *p)
     uint32_t data = p->tot_len - hdr, mss = netif->mtu - ihl - thl - TSO_WIRE_SHORT, seq, off, k;
     uint8_t flags = tcp[13];
     bool bulk, drop = false;
-    ip4_addr_t src, dst;
+    ip_addr_t src = IPADDR4_INIT(0), dst = IPADDR4_INIT(0);
     u16_t id, dport;
 
     memcpy(&dport, tcp + 2, 2);
     memcpy(&seq, tcp + 4, 4);
     seq = lwip_ntohl(seq);
     memcpy(&id, pkt + eth + 4, 2);
-    memcpy(&src, pkt + eth + 12, 4);
-    memcpy(&dst, pkt + eth + 16, 4);
+    memcpy(ip_2_ip4(&src), pkt + eth + 12, 4);
+    memcpy(ip_2_ip4(&dst), pkt + eth + 16, 4);
     bulk = dport == PP_HTONS(TEST_PORT); /* not the churn's connections */
     if (bulk && data > 3 * mss)
         drop = ++w->tso_segs % TSO_DROP_EVERY == 0;
@@ -594,7 +594,7 @@ tso_check(struct worker *w)
 /* CHURN_N connections one after the other, then checks of the TIME_WAIT
  * pcbs the client kept. */
 static void
-churn(struct worker *w, const ip4_addr_t *ipb)
+churn(struct worker *w, const ip_addr_t *ipb)
 {
     struct dpsock_tcp_index_stats ix0, ix;
     struct tcp_pcb *l = tcp_new(), *pcb;
@@ -638,8 +638,8 @@ churn(struct worker *w, const ip4_addr_t *ipb)
     /* every TIME_WAIT pcb is in the hash under its 4-tuple */
     dpsock_tcp_index_stats(&ix);
     for (pcb = tcp_tw_pcbs; pcb != NULL; pcb = pcb->next, n_tw++)
-        if (dpsock_tcp_lookup(ip4_addr_get_u32(&pcb->local_ip), pcb->local_port,
-                              ip4_addr_get_u32(&pcb->remote_ip), pcb->remote_port) != pcb) {
+        if (dpsock_tcp_lookup(&pcb->local_ip, pcb->local_port, &pcb->remote_ip,
+                              pcb->remote_port) != pcb) {
             failf("churn: TIME_WAIT pcb of port %u not found by its 4-tuple", pcb->local_port);
             return;
         }
@@ -680,7 +680,8 @@ static void
 run(struct worker *w)
 {
     struct dpsock_lwip_params params = { .rand_seed = 0x1234u + (uint64_t)w->idx };
-    ip4_addr_t ipa, ipb, mask, gw;
+    ip4_addr_t ipa, ipb4, mask, gw;
+    ip_addr_t ipb;
     int rc;
 
     rc = dpsock_lwip_instance_init(&params);
@@ -692,11 +693,12 @@ run(struct worker *w)
         failf("second instance_init on a thread did not fail with -EALREADY");
 
     IP4_ADDR(&ipa, 198, 18, 0, 1);
-    IP4_ADDR(&ipb, 198, 18, 0, 2);
+    IP4_ADDR(&ipb4, 198, 18, 0, 2);
+    ip_addr_copy_from_ip4(ipb, ipb4);
     IP4_ADDR(&mask, 255, 255, 255, 0);
     ip4_addr_set_zero(&gw);
     if (netif_add(&w->na, &ipa, &mask, &gw, w, wire_netif_init, ethernet_input) == NULL ||
-        netif_add(&w->nb, &ipb, &mask, &gw, w, wire_netif_init, ethernet_input) == NULL) {
+        netif_add(&w->nb, &ipb4, &mask, &gw, w, wire_netif_init, ethernet_input) == NULL) {
         failf("netif_add failed");
         return;
     }

@@ -1,0 +1,174 @@
+#!/usr/bin/env bash
+# IPv6 on the stack: dpsockd with address6 on the test port (lib.sh:
+# net_af_xdp, else net_af_packet; ipv6_af_packet: always af_packet), two
+# workers on two queues, the Linux stack in namespace B as the peer with
+# fd00:198:18:IDX::2/64.
+#
+# Shows: ping6 answered with none lost, B's neighbour entry for dpsockd's
+# IPv6 address carries the port's MAC (NDP), pings from many sources spread
+# over both workers; dpsock-echo's listener (dpsock_tcp_listen: both
+# families) takes TCP over IPv6 and IPv4 at once: 8 MiB each way over IPv6
+# byte for byte, IPv4 beside it; dpsock-stat lists the IPv6 connection
+# with its addresses; each kind of malformed IPv6 frame is counted under its
+# own drop counter and the stack keeps answering; SIGTERM stops it with
+# every mbuf back.
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+
+require_root
+require_cmd ip python3 sha256sum
+require_tools dpsock-echo dpsock-stat badframes
+name=$TEST_NAME
+test_topo_up 46
+test_topo_ipv6
+TEST_IFACE_KEYS="address6 = \"$TOPO_ADDR6_A/64\";"
+conf=$(dpsock_conf "$name" 'workers = [ 0, 1 ];')
+# shellcheck disable=SC2046
+app_start "$name" "$conf" dpsock-echo $(DPSOCK_TEST_LCORES=0-1 DPSOCK_TEST_QPAIRS=2 dpsockd_eal_args "$name") -- --raw -p 7
+
+# 1. ping6: every echo request answered (the first one waits for NDP).
+out=$(in_b "$PINGN" -c 200 -i 0.005 "$TOPO_ADDR6_A") || fail "ping6 lost: $out"
+ok "ping6 $TOPO_ADDR6_A: $out"
+
+# 2. NDP: B's neighbour entry for the address carries the port's MAC.
+neigh=$(ip -n "$TOPO_NS_B" -6 neigh show "$TOPO_ADDR6_A" dev "$TOPO_IF_B")
+grep -qi "lladdr $TOPO_MAC_A " <<<"$neigh" || fail "neighbour entry '$neigh' does not carry $TOPO_MAC_A"
+grep -qE 'REACHABLE|STALE|DELAY|PROBE' <<<"$neigh" || fail "neighbour entry not valid: $neigh"
+ok "neighbour entry: $neigh"
+# the link-local address (from the MAC) answers too
+ll=$(python3 -c 'import sys
+m = [int(x, 16) for x in sys.argv[1].split(":")]
+m[0] ^= 2
+print("fe80::%02x%02x:%02xff:fe%02x:%02x%02x" % tuple(m))' "$TOPO_MAC_A")
+out=$(in_b "$PINGN" -c 10 -i 0.01 "$ll%$TOPO_IF_B") || fail "ping6 $ll lost: $out"
+ok "link-local $ll answers"
+
+# 3. Many sources: every echo request counted once, both workers answer.
+before=$(stat_sum "$name" icmp6_echo)
+for i in $(seq 10 25); do
+	ip -n "$TOPO_NS_B" addr add "fd00:198:18:$TOPO_IDX::$i/64" dev "$TOPO_IF_B" nodad
+done
+sent=0
+for i in $(seq 10 25); do
+	out=$(in_b "$PINGN" -c 10 -i 0.002 -I "fd00:198:18:$TOPO_IDX::$i" "$TOPO_ADDR6_A") ||
+		fail "ping6 from ::$i lost: $out"
+	sent=$((sent + 10))
+done
+wait_counter_ge "$name" icmp6_echo $((before + sent)) 5
+after=$(stat_sum "$name" icmp6_echo)
+[ $((after - before)) -eq $sent ] || fail "icmp6_echo rose by $((after - before)), sent $sent"
+w0=$(stat_get "$name" worker.0.icmp6_echo)
+w1=$(stat_get "$name" worker.1.icmp6_echo)
+[ "$w0" -gt 0 ] && [ "$w1" -gt 0 ] || fail "ping6 not spread over both workers: $w0 / $w1"
+ok "$sent pings from 16 sources; worker 0 saw $w0, worker 1 saw $w1 echo requests in all"
+
+# 4. TCP over IPv6, both ways, byte for byte; IPv4 on the same listener.
+head -c $((8 << 20)) /dev/urandom >"$TEST_TMP/up"
+want=$(sha256sum <"$TEST_TMP/up" | cut -d' ' -f1)
+# one connection: send 8 MiB and read the echo back at once
+in_b timeout 60 python3 - "$TOPO_ADDR6_A" "$TEST_TMP/up" "$TEST_TMP/down" <<'EOP' || fail "IPv6 echo transfer failed"
+import socket, sys, threading
+host, up, down = sys.argv[1], sys.argv[2], sys.argv[3]
+data = open(up, "rb").read()
+s = socket.create_connection((host, 7), timeout=30)
+assert s.family == socket.AF_INET6
+def send():
+    s.sendall(data)
+    s.shutdown(socket.SHUT_WR)
+t = threading.Thread(target=send)
+t.start()
+out = bytearray()
+while True:
+    b = s.recv(1 << 20)
+    if not b:
+        break
+    out += b
+t.join()
+open(down, "wb").write(out)
+EOP
+echoed=$(sha256sum <"$TEST_TMP/down" | cut -d' ' -f1)
+[ "$echoed" = "$want" ] || fail "IPv6: 8 MiB sent, $(stat -c %s "$TEST_TMP/down") bytes echoed, sha256 differs"
+ok "TCP over IPv6: 8 MiB each way echoed byte for byte"
+out=$(in_b timeout 20 python3 -c 'import socket, sys
+s = socket.create_connection((sys.argv[1], 7), timeout=10)
+s.sendall(b"four"); print(s.recv(16).decode())' "$TOPO_ADDR_A") || fail "IPv4 beside IPv6: $out"
+[ "$out" = four ] || fail "IPv4 echo: '$out'"
+ok "IPv4 on the same listener: echoed"
+
+# 5. dpsock-stat lists an IPv6 connection with its addresses.
+in_b python3 -c 'import socket, sys, time
+s = socket.create_connection((sys.argv[1], 7), timeout=10)
+s.sendall(b"x"); s.recv(1); time.sleep(3)' "$TOPO_ADDR6_A" &
+held=$!
+v6conn() {
+	# (B's source: any of its addresses of the prefix, step 3 added some)
+	grep -m1 "\[$TOPO_ADDR6_A\]:7 .*\[fd00:198:18:$TOPO_IDX::[0-9a-f]*\]:[0-9]* .*ESTABLISHED" \
+		<<<"$("$DPSOCK_STAT" -n "$name" -v sockets 2>&1)"
+}
+poll_until 5 v6conn || fail "dpsock-stat -v sockets shows no IPv6 connection: $("$DPSOCK_STAT" -n "$name" -v sockets 2>&1)"
+line=$POLL_OUTPUT
+wait "$held" || true
+ok "dpsock-stat -v sockets: $line"
+
+# 6. Malformed IPv6 frames: each counted under its name and dropped.
+n=5
+while read -r case counter _; do
+	[ "$counter" != - ] || continue
+	before=$(stat_sum "$name" "$counter")
+	badframes_send "$n" -6 "$TOPO_ADDR6_B" -D "$TOPO_ADDR6_A" "$case" >/dev/null
+	wait_counter_ge "$name" "$counter" $((before + n)) 5
+	after=$(stat_sum "$name" "$counter")
+	[ $((after - before)) -eq "$n" ] ||
+		fail "$case: $counter rose by $((after - before)), expected $n"
+	ok "$case: $n frames counted in $counter"
+done < <("$BADFRAMES" --list-ip6)
+out=$(in_b "$PINGN" -c 20 -i 0.01 "$TOPO_ADDR6_A") || fail "ping6 lost after malformed frames: $out"
+ok "still answering after malformed frames"
+
+# 7. SIGTERM: clean stop, every mbuf back.
+app_stop "$name"
+ok "dpsock-echo stopped cleanly, every mbuf back"
+
+# 8. Active opens over IPv6 (dpsock_tcp_connect6): dpsock-loadgen, two
+# workers, 8 connections to a Linux echo server in B, every reply byte
+# checked; the replies of a connection that lands on the other worker's
+# queue are handed over by the software redirect.
+ready=$TEST_TMP/echo6.ready
+in_b python3 -c 'import socket, socketserver, sys
+class H(socketserver.BaseRequestHandler):
+    def handle(self):
+        try:
+            while True:
+                b = self.request.recv(65536)
+                if not b:
+                    return
+                self.request.sendall(b)
+        except OSError:
+            return  # the client reset it (dpsock-loadgen aborts at the end)
+class S(socketserver.ThreadingTCPServer):
+    address_family = socket.AF_INET6
+    allow_reuse_address = True
+    daemon_threads = True
+srv = S(("::", 7000), H)
+open(sys.argv[1], "w").close()
+srv.serve_forever()' "$ready" &
+echo_pid=$!
+on_exit "kill $echo_pid 2>/dev/null || true"
+# (B cannot probe its own IPv6 address: its lo has IPv6 off, topo.sh)
+poll_until 10 test -e "$ready" || fail "Linux echo server on [::]:7000 did not start"
+conf2=$(dpsock_conf "$name" 'workers = [ 0, 1 ];')
+# shellcheck disable=SC2046
+app_start "$name" "$conf2" dpsock-loadgen $(DPSOCK_TEST_LCORES=0-1 DPSOCK_TEST_QPAIRS=2 dpsockd_eal_args "$name") -- \
+	-d "$TOPO_ADDR6_B" -p 7000 -m rr -c 8 -s 256 -t 3 --verify
+lg_log=$APP_LOG lg_pid=$APP_PID
+wait_until 60 _lib_dead "$lg_pid"
+rc=0
+app_stop || rc=$?
+[ "$rc" -eq 0 ] || { tail -n 20 "$lg_log" >&2; fail "dpsock-loadgen over IPv6 exited with status $rc"; }
+tot=$(grep '^loadgen: total' "$lg_log") || fail "no total line from dpsock-loadgen"
+kv() { sed -n "s/.* $1=\([0-9.]*\).*/\1/p" <<<"$2"; }
+[ "$(kv errors "$tot")" -eq 0 ] || fail "dpsock-loadgen over IPv6: $tot"
+[ "$(kv connected "$tot")" -eq 8 ] || fail "dpsock-loadgen over IPv6: connected=$(kv connected "$tot"), expected 8"
+[ "$(kv transactions "$tot")" -gt 0 ] || fail "dpsock-loadgen over IPv6: no transaction: $tot"
+ok "dpsock-loadgen to [$TOPO_ADDR6_B]:7000: 8 connections, $(kv transactions "$tot") transactions verified, no error"
+pass "IPv6: NDP, ping6, TCP over IPv6 both ways beside IPv4, malformed frames counted; clean stops"
