@@ -8,6 +8,9 @@
  *
  *   kernel_echo [-p PORT] [-a ADDR] [--tcp-only|--udp-only] [--wait epoll|poll|select]
  *
+ * ADDR, the address both sockets bind: an IPv4 or an IPv6 literal, the
+ * sockets then of its family; without -a, IPv4's any (0.0.0.0).
+ *
  * TCP: every byte received is sent back as it is. What send() does not take
  * waits in a per-connection backlog, flushed on EPOLLOUT; while the backlog
  * is above ECHO_OUT_HIGH the connection is not read (EPOLLIN off), so a
@@ -51,6 +54,13 @@ struct conn {
 	bool reading;	/* EPOLLIN armed */
 	uint8_t *out;	/* backlog */
 	size_t head, len, cap;
+};
+
+/* An address of either family: sa.sa_family says which. */
+union sockaddr_any {
+	struct sockaddr sa;
+	struct sockaddr_in in;
+	struct sockaddr_in6 in6;
 };
 
 static volatile sig_atomic_t stop;
@@ -153,6 +163,7 @@ usage(FILE *f)
 {
 	fprintf(f, "usage: kernel_echo [-p PORT] [-a ADDR] [--tcp-only|--udp-only] "
 		   "[--wait epoll|poll|select]\n"
+		   "ADDR: an IPv4 or IPv6 literal (default 0.0.0.0).\n"
 		   "TCP + UDP raw echo server on the Linux stack (one thread).\n");
 }
 
@@ -314,7 +325,7 @@ on_udp(int fd)
 	static uint8_t buf[BUF_SIZE];
 
 	for (;;) {
-		struct sockaddr_in sa;
+		struct sockaddr_storage sa; /* the sender, of the socket's family */
 		socklen_t sl = sizeof(sa);
 		ssize_t r = recvfrom(fd, buf, sizeof(buf), 0, (struct sockaddr *)&sa, &sl);
 
@@ -341,7 +352,9 @@ main(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(11111) };
+	union sockaddr_any sa = { .in = { .sin_family = AF_INET } }; /* no -a: 0.0.0.0 */
+	socklen_t sa_len = sizeof(sa.in);
+	uint16_t port = 11111;
 	bool tcp = true, udp = true;
 	int opt, lfd = -1, ufd = -1, one = 1;
 	struct epoll_event evs[MAX_EVENTS];
@@ -357,10 +370,18 @@ main(int argc, char **argv)
 				fprintf(stderr, "kernel_echo: bad port '%s'\n", optarg);
 				return 2;
 			}
-			sa.sin_port = htons((uint16_t)v);
+			port = (uint16_t)v;
 			break;
 		case 'a':
-			if (inet_pton(AF_INET, optarg, &sa.sin_addr) != 1) {
+			/* an IPv4 literal, else an IPv6 one */
+			memset(&sa, 0, sizeof(sa));
+			if (inet_pton(AF_INET, optarg, &sa.in.sin_addr) == 1) {
+				sa.in.sin_family = AF_INET;
+				sa_len = sizeof(sa.in);
+			} else if (inet_pton(AF_INET6, optarg, &sa.in6.sin6_addr) == 1) {
+				sa.in6.sin6_family = AF_INET6;
+				sa_len = sizeof(sa.in6);
+			} else {
 				fprintf(stderr, "kernel_echo: bad address '%s'\n", optarg);
 				return 2;
 			}
@@ -395,6 +416,10 @@ main(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
+	if (sa.sa.sa_family == AF_INET6)
+		sa.in6.sin6_port = htons(port);
+	else
+		sa.in.sin_port = htons(port);
 	sigaction(SIGINT, &act, NULL);
 	sigaction(SIGTERM, &act, NULL);
 	signal(SIGPIPE, SIG_IGN);
@@ -408,23 +433,23 @@ main(int argc, char **argv)
 		return 1;
 	}
 	if (tcp) {
-		lfd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+		lfd = socket(sa.sa.sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 		setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-		if (lfd < 0 || bind(lfd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
+		if (lfd < 0 || bind(lfd, &sa.sa, sa_len) < 0 ||
 		    listen(lfd, 4096) < 0 || ws_set(EPOLL_CTL_ADD, lfd, &lfd, EPOLLIN) < 0) {
 			perror("kernel_echo: TCP listener");
 			return 1;
 		}
 	}
 	if (udp) {
-		ufd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-		if (ufd < 0 || bind(ufd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
+		ufd = socket(sa.sa.sa_family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+		if (ufd < 0 || bind(ufd, &sa.sa, sa_len) < 0 ||
 		    ws_set(EPOLL_CTL_ADD, ufd, &ufd, EPOLLIN) < 0) {
 			perror("kernel_echo: UDP socket");
 			return 1;
 		}
 	}
-	printf("kernel_echo: ready port=%u tcp=%d udp=%d wait=%s\n", ntohs(sa.sin_port), tcp, udp,
+	printf("kernel_echo: ready port=%u tcp=%d udp=%d wait=%s\n", (unsigned int)port, tcp, udp,
 	       wk == W_EPOLL ? "epoll" : wk == W_POLL ? "poll" : "select");
 	fflush(stdout);
 	while (!stop) {

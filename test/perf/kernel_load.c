@@ -8,6 +8,9 @@
  *   kernel_load -d IP [-p PORT] [-c CONNS] [-m rr|churn|bulk|udp|idle]
  *               [-s BYTES] [-n COUNT] [-t SECONDS] [--verify] [--busy-poll]
  *
+ * IP: an IPv4 or an IPv6 literal (198.18.1.1, fd00:198:18:1::1); the
+ * sockets are of its family.
+ *
  * Modes (as dpsock-loadgen's, see apps/README.md):
  *   rr     each connection sends -s bytes and waits for as many back (an
  *          echo server), then the next request; a transaction is one
@@ -111,8 +114,16 @@ struct counters {
 };
 static struct counters st;
 
+/* An address of either family: sa.sa_family says which. */
+union sockaddr_any {
+	struct sockaddr sa;
+	struct sockaddr_in in;
+	struct sockaddr_in6 in6;
+};
+
 static struct {
-	struct sockaddr_in dst;
+	union sockaddr_any dst;	/* -d and -p */
+	socklen_t dst_len;	/* of dst's family */
 	uint32_t conns;
 	enum mode mode;
 	uint32_t size;
@@ -281,13 +292,13 @@ open_conn(struct conn *c, uint64_t now)
 	int type = cfg.mode == MODE_UDP ? SOCK_DGRAM : SOCK_STREAM, one = 1;
 	struct epoll_event ev = { .events = EPOLLIN | EPOLLOUT, .data.ptr = c };
 
-	c->fd = socket(AF_INET, type | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	c->fd = socket(cfg.dst.sa.sa_family, type | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (c->fd < 0)
 		return -1;
 	if (type == SOCK_STREAM)
 		setsockopt(c->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	c->t0 = now;
-	if (connect(c->fd, (struct sockaddr *)&cfg.dst, sizeof(cfg.dst)) < 0 &&
+	if (connect(c->fd, &cfg.dst.sa, cfg.dst_len) < 0 &&
 	    errno != EINPROGRESS) {
 		int e = errno;
 
@@ -485,6 +496,7 @@ usage(FILE *f)
 		"usage: kernel_load -d IP [-p PORT] [-c CONNS] [-m rr|churn|bulk|udp|idle]\n"
 		"                   [-s BYTES] [-n COUNT] [-t SECONDS] [--verify] [--busy-poll]\n"
 		"                   [--warmup SECONDS]\n"
+		"IP: an IPv4 or IPv6 literal.\n"
 		"dpsock-loadgen's workloads on the Linux stack (one thread); see the source.\n");
 }
 
@@ -515,6 +527,27 @@ bad:
 	exit(2);
 }
 
+/* -d IP and -p PORT into cfg.dst: IP is an IPv4 literal, else an IPv6 one.
+ * 0, or -1 when it is neither. */
+static int
+set_dest(const char *ip, uint16_t port)
+{
+	memset(&cfg.dst, 0, sizeof(cfg.dst));
+	if (inet_pton(AF_INET, ip, &cfg.dst.in.sin_addr) == 1) {
+		cfg.dst.in.sin_family = AF_INET;
+		cfg.dst.in.sin_port = htons(port);
+		cfg.dst_len = sizeof(cfg.dst.in);
+		return 0;
+	}
+	if (inet_pton(AF_INET6, ip, &cfg.dst.in6.sin6_addr) == 1) {
+		cfg.dst.in6.sin6_family = AF_INET6;
+		cfg.dst.in6.sin6_port = htons(port);
+		cfg.dst_len = sizeof(cfg.dst.in6);
+		return 0;
+	}
+	return -1;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -535,6 +568,7 @@ main(int argc, char **argv)
 	struct sigaction act = { .sa_handler = on_signal };
 	struct epoll_event evs[MAX_EVENTS];
 	const char *dest = NULL;
+	uint16_t port = 11111;
 	uint64_t start, deadline, gate_ns, end;
 	bool announced = false, warmed;
 	uint64_t warm_at;
@@ -544,15 +578,13 @@ main(int argc, char **argv)
 	int opt, ok;
 	char head[64];
 
-	cfg.dst.sin_family = AF_INET;
-	cfg.dst.sin_port = htons(11111);
 	while ((opt = getopt_long(argc, argv, "d:p:c:m:s:n:t:h", opts, NULL)) != -1) {
 		switch (opt) {
 		case 'd':
 			dest = optarg;
 			break;
 		case 'p':
-			cfg.dst.sin_port = htons((uint16_t)parse_u64("--port", optarg, 1, 65535, false));
+			port = (uint16_t)parse_u64("--port", optarg, 1, 65535, false);
 			break;
 		case 'c':
 			cfg.conns = (uint32_t)parse_u64("--connections", optarg, 1, LG_MAX_CONNS, false);
@@ -594,8 +626,8 @@ main(int argc, char **argv)
 			return 2;
 		}
 	}
-	if (optind < argc || dest == NULL || inet_pton(AF_INET, dest, &cfg.dst.sin_addr) != 1) {
-		fprintf(stderr, "kernel_load: -d IP is required (an IPv4 address)\n");
+	if (optind < argc || dest == NULL || set_dest(dest, port) < 0) {
+		fprintf(stderr, "kernel_load: -d IP is required (an IPv4 or IPv6 address)\n");
 		usage(stderr);
 		return 2;
 	}
