@@ -420,7 +420,7 @@ static const struct dpsock_sock_ops listen_ops = {
  */
 
 static void
-on_datagram(struct dpsock_sock *s, const struct sockaddr_in *from, struct dpsock_rx *rx)
+on_datagram(struct dpsock_sock *s, const union dpsock_sockaddr *from, struct dpsock_rx *rx)
 {
 	struct echo_worker *w = dpsock_sock_user(s);
 	size_t len = dpsock_rx_len(rx);
@@ -459,11 +459,11 @@ on_datagram(struct dpsock_sock *s, const struct sockaddr_in *from, struct dpsock
 		struct dpsock_rx_info info;
 
 		dpsock_rx_info(rx, &info);
-		if (IN_MULTICAST(ntohl(info.dst))) {
+		if (from->sa.sa_family == AF_INET && IN_MULTICAST(ntohl(info.dst))) {
 			/* to the group, at the sender's port (sockperf's server) */
-			struct sockaddr_in to = *from;
+			union dpsock_sockaddr to = *from;
 
-			to.sin_addr.s_addr = info.dst;
+			to.in.sin_addr.s_addr = info.dst;
 			r = dpsock_udp_sendto(s, p, len, &to);
 			goto sent;
 		}

@@ -154,7 +154,7 @@ struct lg_cfg {
 	char *http_req; /* http: the request, http_len bytes */
 	size_t http_len;
 	uint32_t udp_timeout_ms;
-	struct sockaddr_in dst; /* udp: where requests go, and replies come from */
+	union dpsock_sockaddr dst; /* udp: where requests go, and replies come from (IPv4) */
 };
 
 /* Per-worker counters: one table for the struct, the sums and the printer.
@@ -655,15 +655,16 @@ static const struct dpsock_sock_ops lg_ops = {
  * from one request to the next, so a late reply to a request already
  * counted lost does not pass for the current one. */
 static bool
-udp_answers(const struct lg_conn *c, const struct sockaddr_in *from, const struct dpsock_rx *rx,
-	    size_t n)
+udp_answers(const struct lg_conn *c, const union dpsock_sockaddr *from,
+	    const struct dpsock_rx *rx, size_t n)
 {
-	const struct sockaddr_in *dst = &c->w->cfg->dst;
+	const struct sockaddr_in *dst = &c->w->cfg->dst.in;
 	size_t k = c->req_len < LG_UDP_TAG ? c->req_len : LG_UDP_TAG;
 	uint8_t tag[LG_UDP_TAG];
 
-	return c->sent != 0 && from->sin_addr.s_addr == dst->sin_addr.s_addr &&
-	       from->sin_port == dst->sin_port && n >= k && dpsock_rx_copy(rx, tag, k, 0) == k &&
+	return c->sent != 0 && from->sa.sa_family == AF_INET &&
+	       from->in.sin_addr.s_addr == dst->sin_addr.s_addr &&
+	       from->in.sin_port == dst->sin_port && n >= k && dpsock_rx_copy(rx, tag, k, 0) == k &&
 	       memcmp(tag, c->req, k) == 0;
 }
 
@@ -686,7 +687,7 @@ udp_next(struct lg_conn *c)
 }
 
 static void
-on_datagram(struct dpsock_sock *s, const struct sockaddr_in *from, struct dpsock_rx *rx)
+on_datagram(struct dpsock_sock *s, const union dpsock_sockaddr *from, struct dpsock_rx *rx)
 {
 	struct lg_conn *c = dpsock_sock_user(s);
 	struct lg_worker *w = c->w;
@@ -1162,9 +1163,9 @@ main(int argc, char **argv)
 			"in fragments, reassembled on a worker chosen by hash; with %u workers, those "
 			"reassembled off their socket's worker are lost (counted in lost)\n",
 			prog, cfg.size, dpsock_worker_count());
-	cfg.dst.sin_family = AF_INET;
-	cfg.dst.sin_addr.s_addr = cfg.addr;
-	cfg.dst.sin_port = htons(cfg.port);
+	cfg.dst.in.sin_family = AF_INET;
+	cfg.dst.in.sin_addr.s_addr = cfg.addr;
+	cfg.dst.in.sin_port = htons(cfg.port);
 	if (cfg.proto == PROTO_HTTP &&
 	    asprintf(&cfg.http_req, "GET %s HTTP/1.1\r\nHost: %s\r\nUser-Agent: dpsock-loadgen\r\n\r\n",
 		     path, dest) < 0) {

@@ -642,8 +642,9 @@ udp_tx(struct pl_wslot *ws, size_t *moved)
 		if (iov[1].iov_len)
 			memcpy(pw->dgram + iov[0].iov_len, iov[1].iov_base, iov[1].iov_len);
 		if (ws->s != NULL) {
-			struct sockaddr_in to = { .sin_family = AF_INET, .sin_addr.s_addr = h.addr,
-						  .sin_port = h.port };
+			union dpsock_sockaddr to = { .in = { .sin_family = AF_INET,
+							     .sin_addr.s_addr = h.addr,
+							     .sin_port = h.port } };
 
 			/* errors (no route, no buffer) lose the datagram, as UDP may */
 			dpsock_udp_sendto(ws->s, pw->dgram + sizeof(h), h.len, &to);
@@ -985,7 +986,7 @@ cb_readable(struct dpsock_sock *s, struct dpsock_rx *rx)
 /* Write a datagram into a UDP slot's rx FIFO, whole or not at all: one
  * copy per subscriber (each process has its own shared memory). */
 static void
-cb_datagram(struct dpsock_sock *s, const struct sockaddr_in *from, struct dpsock_rx *rx)
+cb_datagram(struct dpsock_sock *s, const union dpsock_sockaddr *from, struct dpsock_rx *rx)
 {
 	struct pl_wslot *ws = dpsock_sock_user(s);
 	const struct dpsock_config *conf;
@@ -1012,8 +1013,8 @@ cb_datagram(struct dpsock_sock *s, const struct sockaddr_in *from, struct dpsock
 	dpsock_rx_info(rx, &info);
 	conf = &ws->wg->w->d->conf;
 	h.len = (uint32_t)len;
-	h.addr = from->sin_addr.s_addr;
-	h.port = from->sin_port;
+	h.addr = from->in.sin_addr.s_addr; /* the preload's UDP sockets are IPv4 */
+	h.port = from->in.sin_port;
 	h.dst = info.dst;
 	h.rx_ns = info.rx_ns;
 	if (info.hw_ns != 0) {

@@ -199,7 +199,7 @@ static const struct conf_key conf_iface_keys[] = {
 	  .off = offsetof(DI, addr6), .size = FIELD_SIZE(DI, addr6),
 	  .off2 = offsetof(DI, prefix6_len), .flags = CONF_F_QUIET,
 	  .help = "IPv6 address and prefix length, v6addr/64, beside address (an owned port): "
-		  "NDP, ICMPv6 and TCP over IPv6; the link-local address comes from the MAC; "
+		  "NDP, ICMPv6, TCP and UDP over IPv6; the link-local address comes from the MAC; "
 		  "absent = IPv4 only" },
 	{ .key = "gateway", .type = CONF_IPV4_ADDR,
 	  .off = offsetof(DI, gateway), .size = FIELD_SIZE(DI, gateway),

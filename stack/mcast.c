@@ -583,7 +583,8 @@ dpsock_lwip_udp_deliver(struct pbuf *p, struct netif *inp, struct udp_pcb *pcb, 
 	struct dpsock_rx_meta meta;
 	uint32_t src;
 
-	if (w == NULL || w->mc == NULL)
+	/* IPv6: unicast only so far, lwIP's own delivery */
+	if (w == NULL || w->mc == NULL || ip_current_is_v6())
 		return 0;
 	src = ip4_addr_get_u32(ip4_current_src_addr());
 	meta.dst = ip4_addr_get_u32(ip4_current_dest_addr());

@@ -398,8 +398,8 @@ tx_cksum(const struct dpsock_worker_port *wp, struct rte_mbuf *m, struct rte_ipv
 /* tx_cksum for IPv6: the TCP and UDP checksums lwIP left to the port (an
  * IPv6 TCP segment is never a super-segment, lwip/tso.c, but on a netif
  * that segments lwIP leaves every TCP checksum to the netif). lwIP puts no
- * extension header before TCP or UDP except a fragment header, and only
- * UDP datagrams are fragmented: dpsock's UDP sockets are IPv4 so far. */
+ * extension header before TCP or UDP except a fragment header; a datagram
+ * it fragments has its checksum from lwIP already (sock.c udp_sendto6). */
 static void
 tx_cksum6(const struct dpsock_worker_port *wp, struct rte_mbuf *m, struct rte_ipv6_hdr *ip6,
 	  uint16_t l2)

@@ -1265,12 +1265,33 @@ dpsock_tcp_info(const struct dpsock_sock *s, struct dpsock_tcp_info *out)
 
 /* ---- UDP ---------------------------------------------------------------- */
 
-void
-dpsock_sock_udp_input(struct dpsock_sock *s, struct pbuf *p, uint32_t src, uint16_t sport,
-		      const struct dpsock_rx_meta *meta)
+/* An lwIP address and port as the socket API gives it: sockaddr_in for
+ * IPv4, sockaddr_in6 for IPv6 (an IPv4 address in a pcb of both families,
+ * a dual-stack listener's, is IPv4's any). */
+static void
+sockaddr_from(union dpsock_sockaddr *sa, const ip_addr_t *a, uint16_t port)
 {
-	struct sockaddr_in from = { .sin_family = AF_INET, .sin_port = rte_cpu_to_be_16(sport),
-				    .sin_addr.s_addr = src };
+	memset(sa, 0, sizeof(*sa));
+	if (a != NULL && IP_IS_V6(a)) {
+		sa->in6.sin6_family = AF_INET6;
+		memcpy(&sa->in6.sin6_addr, ip_2_ip6(a)->addr, 16);
+		sa->in6.sin6_port = rte_cpu_to_be_16(port);
+#if LWIP_IPV6_SCOPES
+		sa->in6.sin6_scope_id = ip6_addr_zone(ip_2_ip6(a));
+#endif
+		return;
+	}
+	sa->in.sin_family = AF_INET;
+	if (a != NULL && IP_IS_V4(a))
+		sa->in.sin_addr.s_addr = ip4_addr_get_u32(ip_2_ip4(a));
+	sa->in.sin_port = rte_cpu_to_be_16(port);
+}
+
+/* A datagram for s from `from` (either family): to its app, counted. */
+static void
+udp_deliver(struct dpsock_sock *s, struct pbuf *p, const union dpsock_sockaddr *from,
+	    const struct dpsock_rx_meta *meta)
+{
 	struct dpsock_rx rx = { .p = p, .s = s, .len = p->tot_len, .meta = *meta };
 
 	dpsock_stat_add(&s->w->stats->udp_rx, 1);
@@ -1281,10 +1302,21 @@ dpsock_sock_udp_input(struct dpsock_sock *s, struct pbuf *p, uint32_t src, uint1
 		dpsock_sockstat_write_end(s->st);
 	}
 	if (s->ops != NULL && s->ops->datagram != NULL)
-		APP_CALL(s, s->ops->datagram(s, &from, &rx));
+		APP_CALL(s, s->ops->datagram(s, from, &rx));
 	if (!rx.held)
 		pbuf_free(p);
 	sock_reap(s);
+}
+
+void
+dpsock_sock_udp_input(struct dpsock_sock *s, struct pbuf *p, uint32_t src, uint16_t sport,
+		      const struct dpsock_rx_meta *meta)
+{
+	union dpsock_sockaddr from = { .in = { .sin_family = AF_INET,
+					       .sin_port = rte_cpu_to_be_16(sport),
+					       .sin_addr.s_addr = src } };
+
+	udp_deliver(s, p, &from, meta);
 }
 
 /* lwIP's delivery (unicast, or a datagram dpsock_lwip_udp_deliver left to
@@ -1294,19 +1326,18 @@ on_udp_recv(void *arg, struct udp_pcb *pcb, struct pbuf *p, const ip_addr_t *add
 {
 	struct dpsock_sock *s = arg;
 	const struct netif *inp = ip_current_input_netif();
+	union dpsock_sockaddr from;
 	struct dpsock_rx_meta meta = {
-		.dst = ip4_addr_get_u32(ip4_current_dest_addr()),
+		/* IP_PKTINFO's address: IPv4's (0 for an IPv6 datagram) */
+		.dst = ip_current_is_v6() ? 0 : ip4_addr_get_u32(ip4_current_dest_addr()),
 		.iface = inp != NULL ? ((const struct dpsock_worker_port *)inp->state)->port_idx : 0,
 		.rx_ns = dpsock_mcast_rx_ns(s->w),
 		.hw_ns = dpsock_mcast_hw_ns(s->w, p),
 	};
 
 	RTE_SET_USED(pcb);
-	if (!IP_IS_V4(addr)) { /* an IPv4 pcb never sees IPv6 (lwIP matches the family) */
-		pbuf_free(p);
-		return;
-	}
-	dpsock_sock_udp_input(s, p, ip4_addr_get_u32(ip_2_ip4(addr)), port, &meta);
+	sockaddr_from(&from, addr, port);
+	udp_deliver(s, p, &from, &meta);
 }
 
 struct dpsock_udp_state *
@@ -1382,7 +1413,7 @@ struct dpsock_sock *
 dpsock_udp_bind(struct dpsock_worker *w, uint16_t port, const struct dpsock_sock_ops *ops,
 		void *user)
 {
-	return dpsock_udp_bind_addr(w, 0, port, 0, ops, user);
+	return dpsock_udp_bind_addr(w, 0, port, DPSOCK_UDP_IPV6, ops, user);
 }
 
 struct dpsock_sock *
@@ -1401,13 +1432,17 @@ dpsock_udp_bind_addr(struct dpsock_worker *w, uint32_t addr, uint16_t port, unsi
 		return NULL;
 	}
 	if ((flags & ~(DPSOCK_UDP_REUSEADDR | DPSOCK_UDP_REUSEPORT | DPSOCK_UDP_OWNED |
-		       DPSOCK_UDP_HELD)) ||
+		       DPSOCK_UDP_HELD | DPSOCK_UDP_IPV6)) ||
 	    ((flags & DPSOCK_UDP_OWNED) &&
-	     (port != 0 || (flags & (DPSOCK_UDP_REUSEADDR | DPSOCK_UDP_REUSEPORT))))) {
+	     (port != 0 || (flags & (DPSOCK_UDP_REUSEADDR | DPSOCK_UDP_REUSEPORT)))) ||
+	    ((flags & DPSOCK_UDP_IPV6) && addr != 0)) {
 		errno = EINVAL;
 		return NULL;
 	}
-	pcb = udp_new();
+	/* both families: lwIP's "any type" pcb, bound to its any address */
+	if (flags & DPSOCK_UDP_IPV6)
+		ip_addr_copy(la, *IP_ANY_TYPE);
+	pcb = udp_new_ip_type(IP_GET_TYPE(&la));
 	if (pcb == NULL) {
 		errno = ENOMEM;
 		return NULL;
@@ -1476,33 +1511,75 @@ dpsock_udp_bind_addr(struct dpsock_worker *w, uint32_t addr, uint16_t port, unsi
 	return s;
 }
 
-ssize_t
-dpsock_udp_sendto(struct dpsock_sock *s, const void *buf, size_t len, const struct sockaddr_in *to)
+/* udp_sendto of an IPv6 datagram: one that will be fragmented gets its
+ * checksum from lwIP even where the port offloads UDP checksums (IPv6 has
+ * no checksum-less UDP, and the NIC sees only fragments). */
+static err_t
+udp_sendto6(struct udp_pcb *pcb, struct pbuf *p, const ip_addr_t *dst, uint16_t port)
 {
-	ip_addr_t dst = IPADDR4_INIT(to != NULL ? to->sin_addr.s_addr : 0);
+	struct netif *nif = ip6_route(ip_2_ip6(&pcb->local_ip), ip_2_ip6(dst));
+	u16_t saved;
+	err_t e;
+
+	if (nif == NULL || (nif->chksum_flags & NETIF_CHECKSUM_GEN_UDP) ||
+	    p->tot_len + IP6_HLEN + UDP_HLEN <= nif->mtu)
+		return udp_sendto(pcb, p, dst, port);
+	saved = nif->chksum_flags;
+	NETIF_SET_CHECKSUM_CTRL(nif, saved | NETIF_CHECKSUM_GEN_UDP);
+	e = udp_sendto(pcb, p, dst, port);
+	NETIF_SET_CHECKSUM_CTRL(nif, saved);
+	return e;
+}
+
+ssize_t
+dpsock_udp_sendto(struct dpsock_sock *s, const void *buf, size_t len,
+		  const union dpsock_sockaddr *to)
+{
+	ip_addr_t dst = IPADDR4_INIT(0);
+	uint16_t port;
 	struct pbuf *p;
 	err_t e;
 
-	if (s == NULL || s->type != SOCK_UDP || to == NULL)
+	if (s == NULL || s->type != SOCK_UDP || to == NULL ||
+	    (to->sa.sa_family != AF_INET && to->sa.sa_family != AF_INET6))
 		return -EINVAL;
 	if (!on_owner(s))
 		return -EPERM;
-	if (len > 65507)
+	if (len > (to->sa.sa_family == AF_INET6 ? 65527u : 65507u))
 		return -EMSGSIZE;
+	if (to->sa.sa_family == AF_INET6) {
+		IP_SET_TYPE_VAL(dst, IPADDR_TYPE_V6);
+		memcpy(ip_2_ip6(&dst)->addr, &to->in6.sin6_addr, 16);
+		ip6_addr_clear_zone(ip_2_ip6(&dst));
+		port = rte_be_to_cpu_16(to->in6.sin6_port);
+	} else {
+		ip4_addr_set_u32(ip_2_ip4(&dst), to->in.sin_addr.s_addr);
+		port = rte_be_to_cpu_16(to->in.sin_port);
+	}
 	p = pbuf_alloc(PBUF_TRANSPORT, (u16_t)len, PBUF_RAM);
 	if (p == NULL)
 		return -ENOMEM;
 	pbuf_take(p, buf, (u16_t)len);
-	e = udp_sendto(s->pcb.udp, p, &dst, rte_be_to_cpu_16(to->sin_port));
+	if (IP_IS_V6(&dst)) {
+		/* link-local: the zone of the interface that reaches it */
+		struct netif *nif = ip6_route(IP6_ADDR_ANY6, ip_2_ip6(&dst));
+
+		if (nif != NULL && ip6_addr_has_scope(ip_2_ip6(&dst), IP6_UNKNOWN))
+			ip6_addr_assign_zone(ip_2_ip6(&dst), IP6_UNKNOWN, nif);
+		e = udp_sendto6(s->pcb.udp, p, &dst, port);
+	} else {
+		e = udp_sendto(s->pcb.udp, p, &dst, port);
+	}
 	pbuf_free(p);
-	if (ip4_addr_ismulticast(ip_2_ip4(&dst)) && s->udp.mc_loop && e != ERR_RTE) {
+	if (IP_IS_V4(&dst) && ip4_addr_ismulticast(ip_2_ip4(&dst)) && s->udp.mc_loop &&
+	    e != ERR_RTE) {
 		/* IP_MULTICAST_LOOP: this host's subscribers get it too */
 		const struct netif *nif = s->pcb.udp->mcast_ifindex != NETIF_NO_INDEX ?
 					  netif_get_by_index(s->pcb.udp->mcast_ifindex) : netif_default;
 
 		if (nif != NULL)
-			dpsock_mcast_loop(s, buf, len, to->sin_addr.s_addr,
-					  rte_be_to_cpu_16(to->sin_port), s->pcb.udp->local_port,
+			dpsock_mcast_loop(s, buf, len, to->in.sin_addr.s_addr, port,
+					  s->pcb.udp->local_port,
 					  ((const struct dpsock_worker_port *)nif->state)->port_idx);
 	}
 	if (e != ERR_OK) {
@@ -1634,28 +1711,6 @@ struct dpsock_worker *
 dpsock_sock_worker(const struct dpsock_sock *s)
 {
 	return s->w;
-}
-
-/* An lwIP address and port as the socket API gives it: sockaddr_in for
- * IPv4, sockaddr_in6 for IPv6 (an IPv4 address in a pcb of both families,
- * a dual-stack listener's, is IPv4's any). */
-static void
-sockaddr_from(union dpsock_sockaddr *sa, const ip_addr_t *a, uint16_t port)
-{
-	memset(sa, 0, sizeof(*sa));
-	if (a != NULL && IP_IS_V6(a)) {
-		sa->in6.sin6_family = AF_INET6;
-		memcpy(&sa->in6.sin6_addr, ip_2_ip6(a)->addr, 16);
-		sa->in6.sin6_port = rte_cpu_to_be_16(port);
-#if LWIP_IPV6_SCOPES
-		sa->in6.sin6_scope_id = ip6_addr_zone(ip_2_ip6(a));
-#endif
-		return;
-	}
-	sa->in.sin_family = AF_INET;
-	if (a != NULL && IP_IS_V4(a))
-		sa->in.sin_addr.s_addr = ip4_addr_get_u32(ip_2_ip4(a));
-	sa->in.sin_port = rte_cpu_to_be_16(port);
 }
 
 void

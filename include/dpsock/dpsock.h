@@ -57,6 +57,13 @@ struct dpsock_rx;
  * worker, inside its loop: keep them short, never block. Inside a callback
  * the app may call anything on the socket, dpsock_close and dpsock_abort
  * included; after those two, no callback runs for the socket again. */
+/* An address as the socket API has it: sa.sa_family says which member. */
+union dpsock_sockaddr {
+	struct sockaddr sa;
+	struct sockaddr_in in;   /* AF_INET */
+	struct sockaddr_in6 in6; /* AF_INET6 */
+};
+
 struct dpsock_sock_ops {
 	/* A listening socket accepted child. The child inherits the listener's
 	 * ops and user data; set others with dpsock_sock_set_ops/_set_user.
@@ -69,8 +76,9 @@ struct dpsock_sock_ops {
 	/* Data arrived (TCP). rx is valid during the callback only, unless
 	 * held. An end of stream is reported by closed(s, 0), not here. */
 	void (*readable)(struct dpsock_sock *s, struct dpsock_rx *rx);
-	/* A datagram arrived (UDP), from the given source. */
-	void (*datagram)(struct dpsock_sock *s, const struct sockaddr_in *from,
+	/* A datagram arrived (UDP), from the given source: sockaddr_in, or
+	 * sockaddr_in6 for an IPv6 datagram (a socket of dpsock_udp_bind). */
+	void (*datagram)(struct dpsock_sock *s, const union dpsock_sockaddr *from,
 			 struct dpsock_rx *rx);
 	/* Send space came back after dpsock_send returned -EAGAIN or a short
 	 * count (or dpsock_send_mbuf -EAGAIN): it always follows those, once
@@ -281,8 +289,9 @@ int dpsock_tcp_info(const struct dpsock_sock *s, struct dpsock_tcp_info *out);
  * UDP.
  */
 
-/* Bind port (host order) on worker w; datagrams to it arriving on this
- * worker's queues reach ops->datagram. Create it on every worker to
+/* Bind port (host order) on worker w, every local address of IPv4 and
+ * IPv6 (as an AF_INET6 socket with IPV6_V6ONLY off); datagrams to it
+ * arriving on this worker's queues reach ops->datagram. Create it on every worker to
  * receive everything. Port 0 is an ephemeral port of w's lwIP instance
  * alone: with several workers, datagrams to it that reach another worker's
  * queue are lost (a client socket wants DPSOCK_UDP_OWNED instead).
@@ -294,7 +303,8 @@ struct dpsock_sock *dpsock_udp_bind(struct dpsock_worker *w, uint16_t port,
 #define DPSOCK_UDP_REUSEPORT 0x2 /* SO_REUSEPORT: share it; unicast hashed over the group */
 #define DPSOCK_UDP_OWNED 0x4     /* port 0: an ephemeral port owned by w (see below) */
 #define DPSOCK_UDP_HELD 0x8      /* the port is held in the kernel already (as DPSOCK_LISTEN_HELD) */
-/* The same, bound to addr (network order: 0 = any, an interface's address,
+#define DPSOCK_UDP_IPV6 0x10     /* addr 0 only: IPv6's addresses too (dpsock_udp_bind) */
+/* The same, bound to IPv4 addr (network order: 0 = any, an interface's address,
  * or a multicast group: then only that group's datagrams arrive). Sockets
  * with either REUSE flag share a port (multicast and broadcast datagrams
  * reach every one of them; a unicast one reaches one, hashed over the
@@ -312,10 +322,12 @@ struct dpsock_sock *dpsock_udp_bind_addr(struct dpsock_worker *w, uint32_t addr,
 					 unsigned int flags, const struct dpsock_sock_ops *ops,
 					 void *user);
 
-/* Send one datagram (len up to 65507; larger than the MTU is fragmented).
- * Returns len, -EMSGSIZE, -ENOMEM (no buffer), -EHOSTUNREACH. */
+/* Send one datagram to `to`, sockaddr_in or (from a socket of both
+ * families) sockaddr_in6 (len up to 65507, 65527 over IPv6; larger than
+ * the MTU is fragmented). Returns len, -EMSGSIZE, -ENOMEM (no buffer),
+ * -EHOSTUNREACH, -EINVAL (another family, or IPv6 from an IPv4 socket). */
 ssize_t dpsock_udp_sendto(struct dpsock_sock *s, const void *buf, size_t len,
-			  const struct sockaddr_in *to);
+			  const union dpsock_sockaddr *to);
 
 /*
  * UDP multicast, as the IPv4 socket options (and their errno values). A
@@ -390,12 +402,6 @@ void dpsock_sock_set_user(struct dpsock_sock *s, void *user);
 void *dpsock_sock_user(const struct dpsock_sock *s);
 void dpsock_sock_set_ops(struct dpsock_sock *s, const struct dpsock_sock_ops *ops);
 struct dpsock_worker *dpsock_sock_worker(const struct dpsock_sock *s);
-/* An address as the socket API has it: sa.sa_family says which member. */
-union dpsock_sockaddr {
-	struct sockaddr sa;
-	struct sockaddr_in in;   /* AF_INET */
-	struct sockaddr_in6 in6; /* AF_INET6 */
-};
 /* Local and remote address/port (network byte order): sockaddr_in for an
  * IPv4 socket or connection, sockaddr_in6 for an IPv6 one. A listener of
  * both families (dpsock_tcp_listen) reports IPv4's any address. */

@@ -2,12 +2,15 @@
 /*
  * Fuzz harness: frames into a worker (stack/worker.c's validation, then
  * lwIP's Ethernet, ARP, IPv4 with options and fragments, ICMP, IGMP, UDP
- * and TCP input, and the native socket layer above them, stack/sock.c).
+ * and TCP input; IPv6 with extension headers and fragments, neighbour
+ * discovery, ICMPv6, UDP and TCP over IPv6; and the native socket layer above
+ * them, stack/sock.c).
  *
  * The stack runs as in dpsockd (fuzz_stack.h): one worker, one port whose
- * RX ring the harness fills. An app on the worker listens on TCP 80 (answers
- * every read with a short response) and 7 (echo), binds UDP 7 (echo) and
- * 9 (discard), and opens or acts on connections when the input says so.
+ * RX ring the harness fills, 198.18.0.1/24 and fd00:198:18::1/64. An app on
+ * the worker listens on TCP 80 (answers every read with a short response)
+ * and 7 (echo) and binds UDP 7 (echo) and 9 (discard), each over IPv4 and
+ * IPv6, and opens or acts on connections when the input says so.
  * Every frame the stack sends is checked; after each input all connections
  * are aborted and every mbuf must be back in its pool.
  *
@@ -100,7 +103,7 @@ app_readable(struct dpsock_sock *s, struct dpsock_rx *rx)
 }
 
 static void
-app_datagram(struct dpsock_sock *s, const struct sockaddr_in *from, struct dpsock_rx *rx)
+app_datagram(struct dpsock_sock *s, const union dpsock_sockaddr *from, struct dpsock_rx *rx)
 {
 	union dpsock_sockaddr local;
 	size_t len = dpsock_rx_len(rx), n;
@@ -233,11 +236,11 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			break;
 		case 4:
 			if (n >= 4) {
-				struct sockaddr_in to = {
+				union dpsock_sockaddr to = { .in = {
 					.sin_family = AF_INET,
 					.sin_addr.s_addr = htonl(FUZZ_PEER_IP),
 					.sin_port = htons((uint16_t)(p[0] << 8 | p[1])),
-				};
+				} };
 
 				unsigned int len = (unsigned int)(p[2] << 8 | p[3]);
 

@@ -32,6 +32,9 @@
 #include "lwip/etharp.h"
 #include "lwip/igmp.h"
 #include "lwip/ip4_frag.h"
+#include "lwip/ip6_frag.h"
+#include "lwip/nd6.h"
+#include "lwip/priv/nd6_priv.h"
 #include "lwip/priv/tcp_priv.h"
 #include "lwip/tcp.h"
 #include "lwip/timeouts.h"
@@ -53,6 +56,7 @@
 struct fuzz_seen fuzz_seen;
 const uint8_t fuzz_peer_mac[6] = { 0x02, 0x00, 0x00, 0x00, 0x00, 0x02 };
 uint8_t fuzz_port_mac[6];
+static const uint8_t local_ip6[16] = FUZZ_LOCAL_IP6, peer_ip6[16] = FUZZ_PEER_IP6;
 
 /* lwip_alloc_asan.c */
 void fuzz_lwip_describe_live(void);
@@ -99,6 +103,7 @@ write_config(const char *path, const char *extra)
 		"stats = { socket_slots = 64; };\n"
 		"tcp = { max_connections = 64; };\n"
 		"interfaces = ( { port = \"" PORT_NAME "\"; address = \"198.18.0.1/24\";\n"
+		"                 address6 = \"fd00:198:18::1/64\";\n"
 		"                 gateway = \"198.18.0.254\"; mtu = 1500; } );\n"
 		"%s\n", (int)getpid(), (int)getpid(), extra ? extra : "");
 	if (fclose(f) != 0)
@@ -296,6 +301,61 @@ cksum(const void *p, size_t len, uint32_t sum)
 	return (uint16_t)sum;
 }
 
+/* A TCP segment the stack sent, over IPv4 or IPv6 (sum: its pseudo-header's
+ * sum; offloaded: the port computes its checksum); its next sequence number
+ * and ports are what frame records answer (fuzz_seen). */
+static void
+check_tx_tcp(const uint8_t *l4, uint32_t l4len, uint32_t sum, bool offloaded)
+{
+	uint32_t doff, seq, next;
+
+	FUZZ_CHECK(l4len >= 20, "TX TCP segment of %u bytes", l4len);
+	doff = (uint32_t)(l4[12] >> 4) * 4;
+	FUZZ_CHECK(doff >= 20 && doff <= l4len, "TX TCP data offset %u", doff);
+	if (!offloaded)
+		FUZZ_CHECK(cksum(l4, l4len, sum) == 0xffff, "TX TCP checksum");
+	seq = (uint32_t)l4[4] << 24 | (uint32_t)l4[5] << 16 | (uint32_t)l4[6] << 8 | l4[7];
+	next = seq + (l4len - doff) + !!(l4[13] & RTE_TCP_SYN_FLAG) +
+	       !!(l4[13] & RTE_TCP_FIN_FLAG);
+	if (!(l4[13] & RTE_TCP_RST_FLAG)) {
+		fuzz_seen.tcp_next = next;
+		fuzz_seen.tcp_sport = (uint16_t)(l4[0] << 8 | l4[1]);
+		fuzz_seen.tcp_dport = (uint16_t)(l4[2] << 8 | l4[3]);
+	}
+}
+
+/* What every IPv6 packet the stack sends must be: ip its fixed header, n
+ * bytes from there to the end of the frame (len bytes). lwIP puts no
+ * extension header before TCP, UDP or ICMPv6 but a fragment header, and a
+ * fragment's checksum covers the whole datagram: the L4 checks are for
+ * what follows the fixed header directly. Neighbour discovery is ICMPv6. */
+static void
+check_tx6(const uint8_t *ip, uint32_t n, uint32_t len)
+{
+	const struct dpsock_port_caps *caps = &d->ports[0].caps;
+	const uint8_t *l4 = ip + 40;
+	uint32_t plen, sum;
+
+	FUZZ_CHECK(n >= 40 && ip[0] >> 4 == 6, "TX IPv6 header");
+	plen = (uint32_t)ip[4] << 8 | ip[5];
+	FUZZ_CHECK(40 + plen == n, "TX IPv6 payload length %u in a %u-byte frame", plen, len);
+	FUZZ_CHECK(ip[7] != 0, "TX IPv6 hop limit 0");
+	/* the pseudo-header: addresses, upper-layer length, next header */
+	sum = cksum(ip + 8, 32, (uint32_t)ip[6] + plen);
+	if (ip[6] == IPPROTO_TCP) {
+		check_tx_tcp(l4, plen, sum, caps->tx_tcp_cksum);
+	} else if (ip[6] == IPPROTO_UDP) {
+		FUZZ_CHECK(plen >= 8 && ((uint32_t)l4[4] << 8 | l4[5]) == plen,
+			   "TX UDP length (IPv6)");
+		/* over IPv6 a UDP checksum is mandatory: 0 is not "none" */
+		if (!caps->tx_udp_cksum)
+			FUZZ_CHECK((l4[6] | l4[7]) != 0 && cksum(l4, plen, sum) == 0xffff,
+				   "TX UDP checksum (IPv6)");
+	} else if (ip[6] == IPPROTO_ICMPV6) {
+		FUZZ_CHECK(plen >= 4 && cksum(l4, plen, sum) == 0xffff, "TX ICMPv6 checksum");
+	}
+}
+
 /* What every frame the stack sends must be. */
 static void
 check_tx(const uint8_t *f, uint32_t len)
@@ -319,6 +379,10 @@ check_tx(const uint8_t *f, uint32_t len)
 		FUZZ_CHECK(len >= l2 + 28, "ARP frame of %u bytes", len);
 		return;
 	}
+	if (type == RTE_ETHER_TYPE_IPV6) {
+		check_tx6(f + l2, len - l2, len);
+		return;
+	}
 	FUZZ_CHECK(type == RTE_ETHER_TYPE_IPV4, "TX ethertype %#x", type);
 	ip = f + l2;
 	FUZZ_CHECK(len >= l2 + 20 && ip[0] >> 4 == 4 && (ip[0] & 0xf) >= 5, "TX IPv4 header");
@@ -335,21 +399,7 @@ check_tx(const uint8_t *f, uint32_t len)
 	sum = (uint32_t)(ip[12] << 8 | ip[13]) + (uint32_t)(ip[14] << 8 | ip[15]) +
 	      (uint32_t)(ip[16] << 8 | ip[17]) + (uint32_t)(ip[18] << 8 | ip[19]) + ip[9] + l4len;
 	if (ip[9] == IPPROTO_TCP) {
-		uint32_t doff, seq, next;
-
-		FUZZ_CHECK(l4len >= 20, "TX TCP segment of %u bytes", l4len);
-		doff = (uint32_t)(l4[12] >> 4) * 4;
-		FUZZ_CHECK(doff >= 20 && doff <= l4len, "TX TCP data offset %u", doff);
-		if (!caps->tx_tcp_cksum)
-			FUZZ_CHECK(cksum(l4, l4len, sum) == 0xffff, "TX TCP checksum");
-		seq = (uint32_t)l4[4] << 24 | (uint32_t)l4[5] << 16 | (uint32_t)l4[6] << 8 | l4[7];
-		next = seq + (l4len - doff) + !!(l4[13] & RTE_TCP_SYN_FLAG) +
-		       !!(l4[13] & RTE_TCP_FIN_FLAG);
-		if (!(l4[13] & RTE_TCP_RST_FLAG)) {
-			fuzz_seen.tcp_next = next;
-			fuzz_seen.tcp_sport = (uint16_t)(l4[0] << 8 | l4[1]);
-			fuzz_seen.tcp_dport = (uint16_t)(l4[2] << 8 | l4[3]);
-		}
+		check_tx_tcp(l4, l4len, sum, caps->tx_tcp_cksum);
 	} else if (ip[9] == IPPROTO_UDP) {
 		FUZZ_CHECK(l4len >= 8 && ((uint32_t)l4[4] << 8 | l4[5]) == l4len,
 			   "TX UDP length");
@@ -438,6 +488,52 @@ put32(uint8_t *p, uint32_t v)
 	put16(p + 2, (uint16_t)v);
 }
 
+/* fix_frame for an IPv6 packet (len >= 54): no header checksum; the ports,
+ * ack and checksum of a TCP, UDP or ICMPv6 header right after the fixed
+ * header (behind an extension header they are the fuzzer's). */
+static void
+fix_frame6(uint8_t *f, size_t len, uint8_t flags, uint8_t mode)
+{
+	uint8_t *ip = f + 14, *l4 = ip + 40, nh;
+	uint32_t plen, l4len, ph;
+
+	if (mode & 16) {
+		memcpy(ip + 8, peer_ip6, 16);
+		memcpy(ip + 24, local_ip6, 16);
+	}
+	if (flags & 1)
+		put16(ip + 4, (uint16_t)(len - 54));
+	plen = (uint32_t)ip[4] << 8 | ip[5];
+	l4len = 54 + plen <= len ? plen : 0;
+	nh = ip[6];
+	if (mode & 32 && l4len >= 4 && (nh == 6 || nh == 17)) {
+		put16(l4, fuzz_seen.tcp_dport);
+		put16(l4 + 2, fuzz_seen.tcp_sport);
+	}
+	if (flags & 8 && nh == 6 && l4len >= 12)
+		put32(l4 + 8, get32(l4 + 8) + fuzz_seen.tcp_next);
+	if (flags & 4 && l4len > 0) {
+		/* the pseudo-header: addresses, upper-layer length, next header */
+		ph = cksum(ip + 8, 32, nh);
+		if (nh == 6 && l4len >= 20) {
+			put16(l4 + 16, 0);
+			put16(l4 + 16, (uint16_t)~cksum(l4, l4len, ph + l4len));
+		} else if (nh == 17 && l4len >= 8) {
+			uint32_t ulen = (uint32_t)l4[4] << 8 | l4[5];
+			uint16_t c;
+
+			if (ulen < 8 || ulen > l4len)
+				ulen = l4len;
+			put16(l4 + 6, 0);
+			c = (uint16_t)~cksum(l4, ulen, ph + ulen);
+			put16(l4 + 6, c != 0 ? c : 0xffff); /* 0 is no checksum, invalid in IPv6 */
+		} else if (nh == 58 && l4len >= 4) {
+			put16(l4 + 2, 0);
+			put16(l4 + 2, (uint16_t)~cksum(l4, l4len, ph + l4len));
+		}
+	}
+}
+
 /* The fix-ups an input asks for, on a private copy of its frame. */
 static void
 fix_frame(uint8_t *f, size_t len, uint8_t flags, uint8_t mode)
@@ -449,6 +545,10 @@ fix_frame(uint8_t *f, size_t len, uint8_t flags, uint8_t mode)
 	if (mode & 8 && len >= 12) {
 		memcpy(f, fuzz_port_mac, 6);
 		memcpy(f + 6, fuzz_peer_mac, 6);
+	}
+	if (len >= 54 && f[12] == 0x86 && f[13] == 0xdd) {
+		fix_frame6(f, len, flags, mode);
+		return;
 	}
 	if (len < 34 || f[12] != 0x08 || f[13] != 0x00)
 		return;
@@ -564,6 +664,39 @@ peer_arp(void)
 	fuzz_stack_poll(1);
 }
 
+/* A neighbour discovery message from FUZZ_PEER_IP6 (hop limit 255, the
+ * peer's link-layer address in its option): a solicitation (135) for the
+ * stack's address to its solicited-node group (ff02::1:ff00:1), or a
+ * solicited advertisement (136, solicited and override) of the peer's
+ * address to the stack. */
+static void
+peer_nd(uint8_t type)
+{
+	static const uint8_t snode[16] = { 0xff, 0x02, [11] = 1, [12] = 0xff, [15] = 0x01 };
+	static const uint8_t snode_mac[6] = { 0x33, 0x33, 0xff, 0x00, 0x00, 0x01 };
+	uint8_t f[14 + 40 + 32] = { 0 };
+	uint8_t *ip = f + 14, *m = ip + 40;
+
+	memcpy(f, type == 135 ? snode_mac : fuzz_port_mac, 6);
+	memcpy(f + 6, fuzz_peer_mac, 6);
+	f[12] = 0x86, f[13] = 0xdd;             /* IPv6 */
+	ip[0] = 0x60;
+	ip[5] = 32;                             /* payload length */
+	ip[6] = 58, ip[7] = 255;                /* ICMPv6, hop limit */
+	memcpy(ip + 8, peer_ip6, 16);
+	memcpy(ip + 24, type == 135 ? snode : local_ip6, 16);
+	m[0] = type;
+	if (type == 136)
+		m[4] = 0x60;                    /* solicited, override */
+	memcpy(m + 8, type == 135 ? local_ip6 : peer_ip6, 16); /* target */
+	m[24] = type == 135 ? 1 : 2;            /* source / target link-layer address */
+	m[25] = 1;                              /* 8 bytes */
+	memcpy(m + 26, fuzz_peer_mac, 6);
+	put16(m + 2, (uint16_t)~cksum(m, 32, cksum(ip + 8, 32, 58 + 32)));
+	fuzz_stack_rx(f, sizeof(f), 0, 1);
+	fuzz_stack_poll(1);
+}
+
 void
 fuzz_stack_reset(void)
 {
@@ -581,6 +714,8 @@ fuzz_stack_reset(void)
 		tcp_abort(tcp_tw_pcbs);
 	for (i = 0; i <= IP_REASS_MAXAGE; i++)
 		ip_reass_tmr();
+	for (i = 0; i <= IPV6_REASS_MAXAGE; i++)
+		ip6_reass_tmr();
 	/* the IGMP host forgets the queriers and pending answers an input
 	 * left (its timer is one lwIP object); the next input that needs it
 	 * starts a new one, as at start-up */
@@ -590,8 +725,17 @@ fuzz_stack_reset(void)
 	steps_left = 2;
 	fuzz_stack_timers(2);
 	steps_left = STEP_BUDGET;
-	/* last: what the steps above sent may wait for an ARP answer */
+	/* last: what the steps above sent may wait for an ARP answer or a
+	 * neighbour's. lwIP's own clean-up for a netif that goes away drops
+	 * the neighbour, destination, router and prefix caches (and packets
+	 * queued for a neighbour); what router advertisements and packet too
+	 * big messages changed goes back as it was (nd6.c, as a link down
+	 * does for the MTU). */
 	etharp_cleanup_netif(&w->ports[0].netif);
+	nd6_cleanup_netif(&w->ports[0].netif);
+	w->ports[0].netif.mtu6 = w->ports[0].netif.mtu;
+	reachable_time = LWIP_ND6_REACHABLE_TIME;
+	retrans_timer = LWIP_ND6_RETRANS_TIMER;
 	/* every received frame came back: lwIP holds none (no connection,
 	 * nothing in reassembly or ARP queues), the rings are empty */
 	FUZZ_CHECK(rte_mempool_avail_count(d->ports[0].pool) == pool_size,
@@ -625,4 +769,14 @@ fuzz_stack_reset(void)
 	fuzz_seen.tcp_sport = fuzz_seen.tcp_dport = 0;
 	d->ports[0].vlan_tci = 0; /* every input starts untagged */
 	peer_arp();
+	/* The peer's IPv6 neighbour entry, so that the stack answers at once
+	 * rather than queue its answer and solicit the peer. An advertisement
+	 * alone does not do it: lwIP's nd6_input drops one whose target it
+	 * has no entry for (it never asked). A solicitation from the peer
+	 * makes the entry (DELAY: the stack answers it with an advertisement,
+	 * checked as every frame it sends), the advertisement makes it
+	 * REACHABLE for LWIP_ND6_REACHABLE_TIME (30 s of lwIP's clock; then
+	 * STALE, and probes as a real peer's would be). */
+	peer_nd(135);
+	peer_nd(136);
 }

@@ -17,6 +17,10 @@ LOCAL = bytes([198, 18, 0, 1])
 PEER = bytes([198, 18, 0, 2])
 PEER_MAC = bytes([2, 0, 0, 0, 0, 2])
 BCAST = b'\xff' * 6
+LOCAL6 = bytes.fromhex('fd000198001800000000000000000001')  # fd00:198:18::1
+PEER6 = bytes.fromhex('fd000198001800000000000000000002')   # fd00:198:18::2
+SNODE6 = bytes.fromhex('ff0200000000000000000001ff000001')  # LOCAL6's solicited-node group
+SNODE6_MAC = bytes([0x33, 0x33, 0xff, 0, 0, 1])
 
 
 def csum(b):
@@ -40,18 +44,45 @@ def ipv4(proto, payload, src=PEER, dst=LOCAL, ident=1, frag=0, ttl=64, options=b
     return hdr + payload
 
 
+def pseudo(src, dst, proto, length):
+    """The pseudo-header of a TCP, UDP or ICMPv6 checksum: IPv4 or IPv6 by
+    the addresses' length."""
+    if len(src) == 16:
+        return src + dst + struct.pack('!IxxxB', length, proto)
+    return src + dst + struct.pack('!BBH', 0, proto, length)
+
+
 def tcp(sport, dport, seq, ack, flags, data=b'', window=65535, options=b'', src=PEER, dst=LOCAL):
     off = (20 + len(options)) // 4
     hdr = struct.pack('!HHIIBBHHH', sport, dport, seq, ack, off << 4, flags, window, 0, 0)
     seg = hdr + options + data
-    ph = src + dst + struct.pack('!BBH', 0, 6, len(seg))
+    ph = pseudo(src, dst, 6, len(seg))
     c = csum(ph + seg)
     return seg[:16] + struct.pack('!H', c) + seg[18:]
 
 
+def ipv6(nh, payload, src=PEER6, dst=LOCAL6, hlim=64):
+    """An IPv6 packet; payload begins with header nh (an extension header
+    or the upper layer)."""
+    return struct.pack('!IHBB16s16s', 6 << 28, len(payload), nh, hlim, src, dst) + payload
+
+
+def tcp6(sport, dport, seq, ack, flags, data=b'', window=65535, options=b''):
+    return tcp(sport, dport, seq, ack, flags, data, window, options, src=PEER6, dst=LOCAL6)
+
+
+def icmp6(mtype, code, body, src=PEER6, dst=LOCAL6):
+    m = struct.pack('!BBH', mtype, code, 0) + body
+    return m[:2] + struct.pack('!H', csum(pseudo(src, dst, 58, len(m)) + m)) + m[4:]
+
+
+def icmp6_echo(ident, seq, data=b'ping', src=PEER6, dst=LOCAL6):
+    return icmp6(128, 0, struct.pack('!HH', ident, seq) + data, src, dst)
+
+
 def udp(sport, dport, data, src=PEER, dst=LOCAL):
     seg = struct.pack('!HHHH', sport, dport, 8 + len(data), 0) + data
-    ph = src + dst + struct.pack('!BBH', 0, 17, len(seg))
+    ph = pseudo(src, dst, 17, len(seg))
     c = csum(ph + seg) or 0xffff
     return seg[:6] + struct.pack('!H', c) + seg[8:]
 
@@ -79,10 +110,11 @@ def frame(f, flags=0, mode=0):
     return bytes([0, flags, mode]) + struct.pack('<H', len(f)) + f
 
 
-def rel_ack(f):
+def rel_ack(f, mode=0):
     """A TCP frame whose ack is relative to what the stack sent last:
-    checksums fixed by the harness after the ack is set."""
-    return frame(f, flags=8 | 4 | 2)
+    checksums fixed by the harness after the ack is set (flag 2, the IPv4
+    header checksum, does nothing to IPv6)."""
+    return frame(f, flags=8 | 4 | 2, mode=mode)
 
 
 def timers(n):
@@ -182,6 +214,31 @@ def frames_seeds():
                           + udp_send(5000, 3000) + poll(2))
     s['vlan_untagged_dropped'] = frame(eth(ipv4(1, icmp_echo(5, 1))), mode=VLAN_ON) + poll(1)
     s['vlan_tagged_on_untagged'] = frame(eth(ipv4(17, udp(5000, 7, b'tagged'))), mode=VLAN)
+    # IPv6 (fd00:198:18::/64; the harness taught the stack the peer's
+    # neighbour entry). Unicast frames carry the port's MAC (mode 8).
+    PORT, IP6 = 8, 0x86dd
+    s['ip6_ping'] = frame(eth(ipv6(58, icmp6_echo(1, 1)), IP6), mode=PORT)
+    s['ip6_neighbour_solicit'] = frame(eth(ipv6(58, icmp6(135, 0, b'\0' * 4 + LOCAL6 + b'\x01\x01' + PEER_MAC,
+                                                          dst=SNODE6), dst=SNODE6, hlim=255),
+                                           IP6, dst=SNODE6_MAC))
+    get = b'GET / HTTP/1.1\r\n\r\n'
+    s['ip6_tcp_http'] = (frame(eth(ipv6(6, tcp6(40000, 80, 1000, 0, SYN, options=MSS)), IP6), mode=PORT)
+                         + rel_ack(eth(ipv6(6, tcp6(40000, 80, 1001, 0, ACK)), IP6), mode=PORT)
+                         + rel_ack(eth(ipv6(6, tcp6(40000, 80, 1001, 0, PSH | ACK, get)), IP6), mode=PORT)
+                         + rel_ack(eth(ipv6(6, tcp6(40000, 80, 1001 + len(get), 0, FIN | ACK)), IP6), mode=PORT)
+                         + poll(2))
+    # an echo request of 2008 bytes in two fragments (fragment header 44:
+    # next header, reserved, offset << 3 | M, identification); the reply
+    # does not fit in 1500 bytes either: the stack fragments it
+    echo = icmp6_echo(2, 1, bytes(range(250)) * 8)
+    s['ip6_ping_fragments'] = (frame(eth(ipv6(44, struct.pack('!BBHI', 58, 0, 0 << 3 | 1, 9) + echo[:1232]),
+                                         IP6), mode=PORT)
+                               + frame(eth(ipv6(44, struct.pack('!BBHI', 58, 0, (1232 // 8) << 3 | 0, 9) + echo[1232:]),
+                                           IP6), mode=PORT))
+    # a hop-by-hop options header (next header, length 0, PadN of 4) before
+    # an echo request
+    s['ip6_hop_by_hop'] = frame(eth(ipv6(0, bytes([58, 0, 1, 4, 0, 0, 0, 0]) + icmp6_echo(3, 1)), IP6),
+                                mode=PORT)
     return s
 
 

@@ -8,7 +8,8 @@
 # IPv6 address carries the port's MAC (NDP), pings from many sources spread
 # over both workers; dpsock-echo's listener (dpsock_tcp_listen: both
 # families) takes TCP over IPv6 and IPv4 at once: 8 MiB each way over IPv6
-# byte for byte, IPv4 beside it; dpsock-stat lists the IPv6 connection
+# byte for byte, IPv4 beside it; UDP over IPv6 (datagrams of 64 and 8000
+# bytes, fragmented both ways) echoed; dpsock-stat lists the IPv6 connection
 # with its addresses; each kind of malformed IPv6 frame is counted under its
 # own drop counter and the stack keeps answering; SIGTERM stops it with
 # every mbuf back.
@@ -94,6 +95,35 @@ s = socket.create_connection((sys.argv[1], 7), timeout=10)
 s.sendall(b"four"); print(s.recv(16).decode())' "$TOPO_ADDR_A") || fail "IPv4 beside IPv6: $out"
 [ "$out" = four ] || fail "IPv4 echo: '$out'"
 ok "IPv4 on the same listener: echoed"
+
+# 4b. UDP over IPv6 on dpsock-echo's socket (dpsock_udp_bind: both
+# families): 200 datagrams of 64 bytes and 50 of 8000 (fragmented both
+# ways: Linux's request, lwIP's echo), each echoed whole; IPv4 beside it.
+out=$(in_b timeout 60 python3 - "$TOPO_ADDR6_A" "$TOPO_ADDR_A" <<'EOP'
+import os, socket, sys
+def run(fam, host, size, n):
+    s = socket.socket(fam, socket.SOCK_DGRAM)
+    s.settimeout(3)
+    got = 0
+    for i in range(n):
+        msg = i.to_bytes(4, "big") + os.urandom(size - 4)
+        s.sendto(msg, (host, 7))
+        while True:
+            try:
+                b, a = s.recvfrom(65536)
+            except socket.timeout:
+                break
+            if b[:4] == msg[:4]:
+                got += b == msg
+                break
+    return got
+r = [run(socket.AF_INET6, sys.argv[1], 64, 200), run(socket.AF_INET6, sys.argv[1], 8000, 50),
+     run(socket.AF_INET, sys.argv[2], 64, 50)]
+print(" ".join(map(str, r)))
+EOP
+) || fail "UDP over IPv6: $out"
+[ "$out" = "200 50 50" ] || fail "UDP echoes (IPv6 64 B of 200, IPv6 8000 B of 50, IPv4 of 50): $out"
+ok "UDP over IPv6: 200 datagrams of 64 B and 50 of 8000 B (fragments both ways) echoed whole; IPv4 beside it"
 
 # 5. dpsock-stat lists an IPv6 connection with its addresses.
 in_b python3 -c 'import socket, sys, time

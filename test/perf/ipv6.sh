@@ -12,6 +12,8 @@
 #   rr16       the same with -c 16: transactions/s
 #   bulk       kernel_load -m bulk -c 1 into the same echo servers (echoed
 #              back): Gbit/s sent
+#   udp1       kernel_load -m udp -s 64 -c 1 (one datagram outstanding)
+#              against the same servers' UDP sockets: the round trip's p50
 # kernel_load counts from 1.3 s into each run (--warmup), as run-all does.
 # dpsock: dpsock-echo with one lcore (EAL -l 1, taskset -c 1) on
 # net_af_xdp, one vdev with one queue, where AF_XDP can run, else on
@@ -19,8 +21,7 @@
 # its interface has address and address6, A's kernel no address. kernel:
 # A's kernel has both addresses (IPv6 turned on for its end of the veth),
 # its servers bound to the address measured. B has 198.18.205.2/24 and
-# fd00:198:18:205::2/64 throughout. No UDP rows: UDP over IPv6 is not
-# offloaded yet (docs/design.md decision 17).
+# fd00:198:18:205::2/64 throughout.
 #
 #   test/perf/ipv6.sh [--quick] [--rounds N] [--time S] [--out FILE] [--build DIR]
 #
@@ -155,7 +156,7 @@ load() {
 	a=$(addr "$fam")
 	log=$TEST_TMP/load-$side-$fam-$metric-$r.log
 	if [ "$side" = kernel ]; then
-		ip netns exec "$TOPO_NS_A" taskset -c 1 "$KECHO" -a "$a" -p "$PORT" --tcp-only \
+		ip netns exec "$TOPO_NS_A" taskset -c 1 "$KECHO" -a "$a" -p "$PORT" \
 			>"$TEST_TMP/kecho-$fam.log" 2>&1 </dev/null &
 		BG_PID[kecho]=$!
 	fi
@@ -173,7 +174,7 @@ load() {
 		return
 	fi
 	if [ "$mode" = bulk ]; then v=$(awk -v m="$(kv "$line" tx_mbit_s)" 'BEGIN { printf "%.3f", m / 1000 }')
-	elif [ "$metric" = rr1_p50 ]; then v=$(kv "$line" p50_us)
+	elif [ "$metric" = rr1_p50 ] || [ "$metric" = udp1_p50 ]; then v=$(kv "$line" p50_us)
 	else v=$(kv "$line" rate); fi
 	[ -n "$v" ] || { cell_failed "$side" "$fam" "$metric" "$r" "no figure in: $line"; return; }
 	cell "$side" "$fam" "$metric" "$r" "$v"
@@ -187,7 +188,7 @@ side_round() {
 	if [ "$side" = kernel ] && ! kernel_up; then
 		kernel_down
 		for fam in "$@"; do
-			for m in rr1_p50 rr16_rate bulk_gbps; do
+			for m in rr1_p50 rr16_rate bulk_gbps udp1_p50; do
 				cell_failed kernel "$fam" "$m" "$r" "could not give A's kernel the addresses"
 			done
 		done
@@ -197,10 +198,11 @@ side_round() {
 		for fam in "$@"; do load "$side" "$fam" "$r" rr 1 rr1_p50; done
 		for fam in "$@"; do load "$side" "$fam" "$r" rr 16 rr16_rate; done
 		for fam in "$@"; do load "$side" "$fam" "$r" bulk 1 bulk_gbps; done
+		for fam in "$@"; do load "$side" "$fam" "$r" udp 1 udp1_p50; done
 		[ "$side" = kernel ] || echo_stop
 	else
 		for fam in "$@"; do
-			for m in rr1_p50 rr16_rate bulk_gbps; do cell "$side" "$fam" "$m" "$r" failed; done
+			for m in rr1_p50 rr16_rate bulk_gbps udp1_p50; do cell "$side" "$fam" "$m" "$r" failed; done
 		done
 	fi
 	[ "$side" != kernel ] || kernel_down
@@ -238,7 +240,8 @@ for line in open(res):
 # metric, label, lower is better, cell format
 rows = [("rr1_p50", "TCP request/response, 64 B, 1 connection: p50 round trip (µs, lower is better)", True, "%.1f"),
         ("rr16_rate", "TCP request/response, 64 B, 16 connections (transactions/s)", False, "%.0f"),
-        ("bulk_gbps", "single-stream TCP bulk, echoed back (Gbit/s sent)", False, "%.2f")]
+        ("bulk_gbps", "single-stream TCP bulk, echoed back (Gbit/s sent)", False, "%.2f"),
+        ("udp1_p50", "UDP request/response, 64 B, 1 socket: p50 round trip (µs, lower is better)", True, "%.1f")]
 cols = [("dpsock", "4"), ("dpsock", "6"), ("kernel", "4"), ("kernel", "6")]
 med = lambda k: statistics.median(v[k]) if v.get(k) else None
 def cell(k, fmt):
@@ -260,7 +263,8 @@ print("`test/perf/ipv6.sh`, %s round(s) of %s s runs; medians, min–max in brac
       " addresses, test/perf/kernel_echo (epoll) bound to the address measured. 64-byte messages:"
       " test/perf/kernel_load -m rr -s 64 -c 1 (its p50 round trip) and -c 16 (transactions/s)"
       " against `dpsock-echo --raw` or kernel_echo; bulk: kernel_load -m bulk -c 1 (64 KiB"
-      " sends, echoed back), the bytes its send() took as Gbit/s. kernel_load counts from %s s into"
+      " sends, echoed back), the bytes its send() took as Gbit/s; UDP: kernel_load -m udp -s 64 -c 1"
+      " (one datagram outstanding) against the same servers. kernel_load counts from %s s into"
       " each run. Each round runs both sides, the order of the sides and of the families alternating"
       " from round to round. Load average: %s at the start, %s at the end.\n"
       % (rounds, secs, pmd, a4, a6, warmup, load0, load1))
@@ -280,8 +284,7 @@ for m, label, lower, fmt in rows:
         goal = "yes" if (d6 / d4 <= 1.10 if lower else d6 / d4 >= 0.90) else "no"
     print("| %s | %s | %s | %s | %s | %s |" % (label, ratio(d6, d4), goal, ratio(k6, k4),
                                                ratio(d4, k4), ratio(d6, k6)))
-print("\nUDP over IPv6 is not offloaded yet (docs/design.md decision 17): the UDP rows are absent.")
-print("dpsock cuts no TCP super-segments over IPv6 (DPDK's GSO library cuts TCP over IPv4 only)")
+print("\ndpsock cuts no TCP super-segments over IPv6 (DPDK's GSO library cuts TCP over IPv4 only)")
 print("and its GRO merges IPv4 only, so bulk over IPv6 sends and receives one MSS per frame")
 print("(docs/running.md); an IPv6 header is 20 bytes longer, a 1500-byte frame carries 1440 bytes")
 print("of TCP payload against 1460. B's end of the veth has tx checksumming, TSO, GSO and GRO off")
