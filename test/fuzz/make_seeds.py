@@ -235,6 +235,13 @@ def frames_seeds():
                                          IP6), mode=PORT)
                                + frame(eth(ipv6(44, struct.pack('!BBHI', 58, 0, (1232 // 8) << 3 | 0, 9) + echo[1232:]),
                                            IP6), mode=PORT))
+    s['ip6_udp_echo'] = frame(eth(ipv6(17, udp(5000, 7, b'hello6', src=PEER6, dst=LOCAL6)), IP6), mode=PORT)
+    # a datagram of 3000 bytes in two fragments; the echo goes back in two
+    dgram = udp(5000, 7, bytes(range(200)) * 15, src=PEER6, dst=LOCAL6)
+    s['ip6_udp_fragments'] = (frame(eth(ipv6(44, struct.pack('!BBHI', 17, 0, 0 << 3 | 1, 10) + dgram[:1448]),
+                                        IP6), mode=PORT)
+                              + frame(eth(ipv6(44, struct.pack('!BBHI', 17, 0, (1448 // 8) << 3 | 0, 10)
+                                               + dgram[1448:]), IP6), mode=PORT))
     # a hop-by-hop options header (next header, length 0, PadN of 4) before
     # an echo request
     s['ip6_hop_by_hop'] = frame(eth(ipv6(0, bytes([58, 0, 1, 4, 0, 0, 0, 0]) + icmp6_echo(3, 1)), IP6),
