@@ -179,8 +179,11 @@ EDITS = [
      '  for (pcb = tcp_active_pcbs; pcb != NULL; pcb = pcb->next) {\n'
      '    LWIP_ASSERT("tcp_input: active pcb->state != CLOSED", pcb->state != CLOSED);\n',
      '  /* dpsock: one lookup in the pcb index (lwip/pcb_index.c) */\n'
-     '  struct tcp_pcb *dpsock_hit = dpsock_tcp_lookup(ip_current_dest_addr(), tcphdr->dest,\n'
-     '                                                ip_current_src_addr(), tcphdr->src);\n'
+     '  /* (IPv4, the common case, compares 32-bit words) */\n'
+     '  struct tcp_pcb *dpsock_hit = ip_current_is_v6() ?\n'
+     '      dpsock_tcp_lookup(ip_current_dest_addr(), tcphdr->dest, ip_current_src_addr(), tcphdr->src) :\n'
+     '      dpsock_tcp_lookup4(ip4_addr_get_u32(ip4_current_dest_addr()), tcphdr->dest,\n'
+     '                         ip4_addr_get_u32(ip4_current_src_addr()), tcphdr->src);\n'
      '  for (pcb = (dpsock_hit != NULL && dpsock_hit->state != TIME_WAIT) ? dpsock_hit : NULL;\n'
      '       pcb != NULL; pcb = NULL) {\n'
      '    LWIP_ASSERT("tcp_input: active pcb->state != CLOSED", pcb->state != CLOSED);\n'),

@@ -809,6 +809,22 @@ dpsock_tcp_listen_addr(struct dpsock_worker *w, uint32_t addr, uint16_t port, in
 	return s;
 }
 
+/* dst as an lwIP IPv6 address from the 16 bytes at addr, and the netif
+ * that reaches it (NULL: none); a link-local dst gets that netif's zone. */
+static struct netif *
+ip6_dst(ip_addr_t *dst, const void *addr)
+{
+	struct netif *nif;
+
+	IP_SET_TYPE_VAL(*dst, IPADDR_TYPE_V6);
+	memcpy(ip_2_ip6(dst)->addr, addr, 16);
+	ip6_addr_clear_zone(ip_2_ip6(dst));
+	nif = ip6_route(IP6_ADDR_ANY6, ip_2_ip6(dst));
+	if (nif != NULL && ip6_addr_has_scope(ip_2_ip6(dst), IP6_UNKNOWN))
+		ip6_addr_assign_zone(ip_2_ip6(dst), IP6_UNKNOWN, nif);
+	return nif;
+}
+
 /* An active open from src:lport (a port claimed for w, which the pcb's
  * destroy callback gives back) to dst:port, either family. */
 static struct dpsock_sock *
@@ -907,18 +923,12 @@ dpsock_tcp_connect6(struct dpsock_worker *w, const struct in6_addr *addr, uint16
 		errno = w == NULL || addr == NULL ? EINVAL : EPERM;
 		return NULL;
 	}
-	IP_SET_TYPE_VAL(dst, IPADDR_TYPE_V6);
-	memcpy(ip_2_ip6(&dst)->addr, addr, 16);
-	ip6_addr_clear_zone(ip_2_ip6(&dst));
+	nif = ip6_dst(&dst, addr);
 	if (ip6_addr_ismulticast(ip_2_ip6(&dst)) || ip6_addr_isany(ip_2_ip6(&dst)) ||
 	    ip6_addr_isipv4mappedipv6(ip_2_ip6(&dst))) {
 		errno = EINVAL; /* a mapped address: dpsock_tcp_connect */
 		return NULL;
 	}
-	/* a link-local peer: on the first interface with IPv6 (its zone) */
-	nif = ip6_route(IP6_ADDR_ANY6, ip_2_ip6(&dst));
-	if (nif != NULL && ip6_addr_has_scope(ip_2_ip6(&dst), IP6_UNICAST))
-		ip6_addr_assign_zone(ip_2_ip6(&dst), IP6_UNICAST, nif);
 	src = nif != NULL ? ip6_select_source_address(nif, ip_2_ip6(&dst)) : NULL;
 	if (src == NULL) {
 		errno = ENETUNREACH;
@@ -1515,9 +1525,9 @@ dpsock_udp_bind_addr(struct dpsock_worker *w, uint32_t addr, uint16_t port, unsi
  * checksum from lwIP even where the port offloads UDP checksums (IPv6 has
  * no checksum-less UDP, and the NIC sees only fragments). */
 static err_t
-udp_sendto6(struct udp_pcb *pcb, struct pbuf *p, const ip_addr_t *dst, uint16_t port)
+udp_sendto6(struct udp_pcb *pcb, struct pbuf *p, const ip_addr_t *dst, uint16_t port,
+	    struct netif *nif)
 {
-	struct netif *nif = ip6_route(ip_2_ip6(&pcb->local_ip), ip_2_ip6(dst));
 	u16_t saved;
 	err_t e;
 
@@ -1536,6 +1546,7 @@ dpsock_udp_sendto(struct dpsock_sock *s, const void *buf, size_t len,
 		  const union dpsock_sockaddr *to)
 {
 	ip_addr_t dst = IPADDR4_INIT(0);
+	struct netif *nif6 = NULL;
 	uint16_t port;
 	struct pbuf *p;
 	err_t e;
@@ -1548,9 +1559,7 @@ dpsock_udp_sendto(struct dpsock_sock *s, const void *buf, size_t len,
 	if (len > (to->sa.sa_family == AF_INET6 ? 65527u : 65507u))
 		return -EMSGSIZE;
 	if (to->sa.sa_family == AF_INET6) {
-		IP_SET_TYPE_VAL(dst, IPADDR_TYPE_V6);
-		memcpy(ip_2_ip6(&dst)->addr, &to->in6.sin6_addr, 16);
-		ip6_addr_clear_zone(ip_2_ip6(&dst));
+		nif6 = ip6_dst(&dst, &to->in6.sin6_addr);
 		port = rte_be_to_cpu_16(to->in6.sin6_port);
 	} else {
 		ip4_addr_set_u32(ip_2_ip4(&dst), to->in.sin_addr.s_addr);
@@ -1560,16 +1569,8 @@ dpsock_udp_sendto(struct dpsock_sock *s, const void *buf, size_t len,
 	if (p == NULL)
 		return -ENOMEM;
 	pbuf_take(p, buf, (u16_t)len);
-	if (IP_IS_V6(&dst)) {
-		/* link-local: the zone of the interface that reaches it */
-		struct netif *nif = ip6_route(IP6_ADDR_ANY6, ip_2_ip6(&dst));
-
-		if (nif != NULL && ip6_addr_has_scope(ip_2_ip6(&dst), IP6_UNKNOWN))
-			ip6_addr_assign_zone(ip_2_ip6(&dst), IP6_UNKNOWN, nif);
-		e = udp_sendto6(s->pcb.udp, p, &dst, port);
-	} else {
-		e = udp_sendto(s->pcb.udp, p, &dst, port);
-	}
+	e = IP_IS_V6(&dst) ? udp_sendto6(s->pcb.udp, p, &dst, port, nif6) :
+			     udp_sendto(s->pcb.udp, p, &dst, port);
 	pbuf_free(p);
 	if (IP_IS_V4(&dst) && ip4_addr_ismulticast(ip_2_ip4(&dst)) && s->udp.mc_loop &&
 	    e != ERR_RTE) {

@@ -406,8 +406,9 @@ dpsock_steer_owner(const struct dpsock_worker *w, const struct rte_mbuf *m)
 			return frag_owner(w, ip->src_addr ^ (ip->dst_addr << 16 | ip->dst_addr >> 16) ^
 					     ((uint32_t)ip->packet_id << 8 | ip->next_proto_id));
 	}
-	/* (an IPv6 extension header before TCP or UDP: lwIP's on this
-	 * worker; such a flow's ports are not an active open's) */
+	/* (an IPv6 extension header before TCP or UDP: processed here; a TCP
+	 * segment of another worker's connection goes on to it through
+	 * dpsock_lwip_tcp_unmatched, as any stray does) */
 	if ((proto != IPPROTO_TCP && proto != IPPROTO_UDP) ||
 	    m->data_len < RTE_ETHER_HDR_LEN + hlen + 4)
 		return -1;

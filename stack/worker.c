@@ -328,6 +328,7 @@ rx_frame(struct dpsock_worker *w, struct dpsock_worker_port *wp, struct rte_mbuf
 		break;
 	case RTE_BE16(RTE_ETHER_TYPE_IPV6): {
 		const struct rte_ipv6_hdr *ip6;
+		int icmp6;
 
 		/* IPv6 only on a port with address6 (on a shared port the
 		 * kernel's: an af_packet port sees every frame) */
@@ -336,6 +337,9 @@ rx_frame(struct dpsock_worker *w, struct dpsock_worker_port *wp, struct rte_mbuf
 			return;
 		}
 		ip6 = rte_pktmbuf_mtod_offset(m, const struct rte_ipv6_hdr *, RTE_ETHER_HDR_LEN);
+		/* an ICMPv6 message's type, or -1 */
+		icmp6 = ip6->proto == IPPROTO_ICMPV6 && m->data_len > RTE_ETHER_HDR_LEN + sizeof(*ip6) ?
+			*(const uint8_t *)(ip6 + 1) : -1;
 		if (from_nic) {
 			int owner;
 
@@ -346,17 +350,12 @@ rx_frame(struct dpsock_worker *w, struct dpsock_worker_port *wp, struct rte_mbuf
 			}
 			((struct dpsock_mbuf_priv *)rte_mbuf_to_priv(m))->hops = 0;
 			if (w->d->n_workers > 1) {
-				if (ip6->proto == IPPROTO_ICMPV6 &&
-				    m->data_len > RTE_ETHER_HDR_LEN + sizeof(*ip6)) {
-					uint8_t t = *((const uint8_t *)(ip6 + 1));
-
-					/* router and neighbour advertisements, redirects:
-					 * every instance (the answer to one worker's
-					 * solicitation may come in on another's queue);
-					 * a solicitation is answered where it came in */
-					if (t == 134 || t == 136 || t == 137)
-						share_copies(w, m, &st->nd_shared_out, NULL);
-				}
+				/* router and neighbour advertisements, redirects:
+				 * every instance (the answer to one worker's
+				 * solicitation may come in on another's queue); a
+				 * solicitation is answered where it came in */
+				if (icmp6 == 134 || icmp6 == 136 || icmp6 == 137)
+					share_copies(w, m, &st->nd_shared_out, NULL);
 				owner = dpsock_steer_owner(w, m);
 				if (owner >= 0) {
 					dpsock_worker_steer(w, &w->d->workers[owner], m);
@@ -366,8 +365,7 @@ rx_frame(struct dpsock_worker *w, struct dpsock_worker_port *wp, struct rte_mbuf
 		} else {
 			dpsock_stat_add(&st->steer_in, 1);
 		}
-		if (ip6->proto == IPPROTO_ICMPV6 && m->data_len > RTE_ETHER_HDR_LEN + sizeof(*ip6) &&
-		    *((const uint8_t *)(ip6 + 1)) == 128 /* echo request */)
+		if (icmp6 == 128) /* echo request */
 			dpsock_stat_add(&st->icmp6_echo, 1);
 		dpsock_stat_add(&st->ip6_in, 1);
 		break;
