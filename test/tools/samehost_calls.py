@@ -150,16 +150,25 @@ def case_backpressure():
     chunk = bytes(range(256)) * 256  # 64 KiB
     h = hashlib.sha256()
     sent = 0
-    while True:
-        try:
-            n = cli.send(chunk)
-        except BlockingIOError:
-            break
-        h.update(chunk[:n])
-        sent += n
-        if sent > (256 << 20):
-            break
-    say("cli filled up:", sent < (256 << 20), "then", poll_ev(cli, select.POLLOUT, 0))
+    ev = "OUT"
+    # Fill until a send would block and the writer then stays blocked for
+    # 200 ms. On Linux's loopback the send that fails found everything
+    # downstream full: the first poll already waits in vain. Under the
+    # shim a send fills a FIFO that dpsockd empties behind it, so the
+    # send that fails may have outrun dpsockd while the reader's window
+    # still had room: the writer gets room back (past the low-water mark)
+    # and fills again, until the reader's buffers are full too. A writer
+    # that never stays blocked ends at 256 MiB with "False then OUT".
+    while ev != "-" and sent <= (256 << 20):
+        while sent <= (256 << 20):
+            try:
+                n = cli.send(chunk)
+            except BlockingIOError:
+                break
+            h.update(chunk[:n])
+            sent += n
+        ev = poll_ev(cli, select.POLLOUT, 200)
+    say("cli filled up:", sent <= (256 << 20), "then", ev)
     # read what was sent; the writer gets room back
     g = hashlib.sha256()
     got = 0
