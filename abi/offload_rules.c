@@ -352,6 +352,8 @@ dpsock_rule_match(const struct dpsock_pl_rule *r, const struct dpsock_rule_subje
 	id[sizeof(r->app_id)] = '\0';
 	if (!pattern_match(prog, s->prog) || !pattern_match(id, s->app_id))
 		return false;
+	if (s->ip6 && (r->prefix_len > 0 || r->lprefix_len > 0))
+		return false;
 	if (!endpoint_match(r->addr, r->prefix_len, r->port_lo, r->port_hi, s->addr, s->port))
 		return false;
 	if (roles[r->role].max_endpoints > 1 &&

@@ -79,6 +79,9 @@ struct dpsock_rule_subject {
 	uint16_t port;
 	uint32_t laddr;
 	uint16_t lport;
+	/* an IPv6 socket: the rules' addresses are IPv4, so only a rule whose
+	 * addresses are any ("*") matches it (addr, laddr unused) */
+	bool ip6;
 };
 
 bool dpsock_rule_match(const struct dpsock_pl_rule *r, const struct dpsock_rule_subject *s);

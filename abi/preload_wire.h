@@ -62,8 +62,12 @@
  *    sockets alone (armed DPSOCK_PL_ARMED_FUTEX).
  * 8: the served addresses and routes move from the segment header to the
  *    wake page (struct dpsock_pl_netview, under a sequence lock): a port
- *    shared with the kernel follows its addresses; an entry per address. */
-#define DPSOCK_PL_VERSION 8
+ *    shared with the kernel follows its addresses; an entry per address.
+ * 9: IPv6: LISTEN, CONNECT and UDP_BIND take an IPv6 address
+ *    (DPSOCK_PL_CMD_F_IP6, DPSOCK_PL_CMD_F_DUAL), a slot's IPv6 addresses
+ *    (line 7), the served IPv6 addresses in the net view (ifaces6), IPv6
+ *    datagram records (DPSOCK_PL_DGRAM_IP6). */
+#define DPSOCK_PL_VERSION 9
 
 /* ======================================================================== */
 /* Control socket (SOCK_SEQPACKET, one message = one struct)                */
@@ -195,6 +199,15 @@ struct dpsock_pl_iface {
 				   * ip_mreqn), 0: none (a NIC bound to vfio) */
 };
 
+/* An IPv6 address the daemon serves: a port's address6 (its /64). The
+ * port's link-local address is not offered to the preload. */
+struct dpsock_pl_iface6 {
+	uint8_t addr[16];
+	uint8_t prefix_len;
+	uint8_t port;             /* dpsockd's interface (port) index */
+	uint8_t pad[2];
+};
+
 /* A route of the daemon's (its static routes = [ ... ], the kernel's on a
  * shared port): what no address's subnet holds and dest/prefix_len does
  * leaves by port `iface`. */
@@ -217,6 +230,8 @@ struct dpsock_pl_netview {
 	struct dpsock_pl_iface ifaces[DPSOCK_PL_MAX_ADDRS];
 	uint32_t n_routes;
 	struct dpsock_pl_route routes[DPSOCK_PL_MAX_ROUTES];
+	uint32_t n_ifaces6;
+	struct dpsock_pl_iface6 ifaces6[DPSOCK_PL_MAX_ADDRS];
 };
 /*
  * The segment, as offsets from its start (each process maps it at its own
@@ -297,14 +312,19 @@ static_assert(sizeof(struct dpsock_pl_seg) <= DPSOCK_PL_SEG_HDR, "segment header
 enum dpsock_pl_op {
 	/* Open a listening socket on this worker: addr (INADDR_ANY, a served
 	 * address, or 127.0.0.1: DPSOCK_LOOPBACK), port (network order,
-	 * non-zero), arg0 = backlog.
+	 * non-zero), arg0 = backlog. With DPSOCK_PL_CMD_F_IP6, an IPv6
+	 * listener instead (IPV6_V6ONLY): addr6 (the unspecified address or
+	 * a served one); with DPSOCK_PL_CMD_F_DUAL (addr INADDR_ANY), one of
+	 * both families (an AF_INET6 socket on "::").
 	 * Reply: result 0 / -EADDRINUSE / -ENOMEM / -EMFILE (no slot),
 	 * slot + gen of the new listener slot. Accepted connections arrive as
 	 * struct dpsock_pl_accept records in that slot's rx FIFO. */
 	DPSOCK_PL_OP_LISTEN = 1,
 	/* Bind a UDP socket on this worker: addr (INADDR_ANY, a served
 	 * address or a multicast group), port (0 = the worker picks an
-	 * ephemeral port; bind it on the other workers with that port),
+	 * ephemeral port; bind it on the other workers with that port);
+	 * DPSOCK_PL_CMD_F_IP6: addr6 instead (IPv6 alone: "::" or a served
+	 * one), DPSOCK_PL_CMD_F_DUAL: INADDR_ANY of both families,
 	 * arg1 = DPSOCK_PL_BIND_* flags, arg2 = pid and arg3 = fd of the
 	 * process binding it (dpsock-stat shows them).
 	 * Reply: result, slot, gen, port (network order). */
@@ -316,7 +336,9 @@ enum dpsock_pl_op {
 	 * the slot (state ESTABLISHED, or CLOSED with err) and its watchers
 	 * notified. To 127.0.0.1 (DPSOCK_LOOPBACK): from 127.0.0.1, and
 	 * -ECONNREFUSED at once when no listener of this worker takes the
-	 * port (the shim then connects in the kernel). */
+	 * port (the shim then connects in the kernel). With
+	 * DPSOCK_PL_CMD_F_IP6: to addr6 (not IPv4-mapped); the local address
+	 * is then in the slot (line 7), not in the reply. */
 	DPSOCK_PL_OP_CONNECT,
 	/* slot's tx FIFO has data and tx_doorbell was 1: take it. No reply. */
 	DPSOCK_PL_OP_TX_KICK,
@@ -360,16 +382,26 @@ enum dpsock_pl_op {
 #define DPSOCK_PL_BIND_REUSEADDR 0x1u
 #define DPSOCK_PL_BIND_REUSEPORT 0x2u
 
+/* dpsock_pl_cmd flags */
+#define DPSOCK_PL_CMD_F_IP6  0x1u /* LISTEN, CONNECT, UDP_BIND: the address is addr6 */
+#define DPSOCK_PL_CMD_F_DUAL 0x2u /* LISTEN, UDP_BIND on INADDR_ANY: IPv6's addresses too */
+
 struct dpsock_pl_cmd {
 	uint16_t op;              /* enum dpsock_pl_op */
-	uint16_t flags;
+	uint16_t flags;           /* DPSOCK_PL_CMD_F_* */
 	uint32_t cookie;          /* echoed in the reply */
 	uint32_t slot;            /* slot number (ops on an existing slot) */
 	uint32_t gen;             /* the slot's generation, as the reply gave it */
 	uint32_t addr;            /* network order */
 	uint16_t port;            /* network order */
 	uint16_t pad;
-	int32_t arg[8];
+	union {
+		int32_t arg[8];
+		struct {
+			int32_t arg_lo[4];   /* arg[0..3] */
+			uint8_t addr6[16];   /* with DPSOCK_PL_CMD_F_IP6 */
+		};
+	};
 	uint32_t pad2[2];
 };
 #define DPSOCK_PL_CMD_SIZE 64u
@@ -536,13 +568,21 @@ struct dpsock_pl_slot {
 
 	/* ---- worker-written on request (lines 4..6): DPSOCK_PL_OP_TCP_INFO */
 	struct dpsock_pl_tcp_info tcpi;
+
+	/* ---- worker-written (line 7): a slot of IPv6 (ip6 = 1, published
+	 * with the state as line 0's addresses are; laddr/raddr are 0 then) */
+	uint8_t laddr6[16];
+	uint8_t raddr6[16];
+	uint32_t ip6;
+	uint32_t pad7[7];
 };
-#define DPSOCK_PL_SLOT_HDR 448u
+#define DPSOCK_PL_SLOT_HDR 512u
 static_assert(sizeof(struct dpsock_pl_slot) == DPSOCK_PL_SLOT_HDR, "slot header");
 static_assert(offsetof(struct dpsock_pl_slot, tx_doorbell) == 64, "line 1");
 static_assert(offsetof(struct dpsock_pl_slot, watch) == 128, "line 2");
 static_assert(offsetof(struct dpsock_pl_slot, shim) == 192, "line 3");
 static_assert(offsetof(struct dpsock_pl_slot, tcpi) == 256, "line 4");
+static_assert(offsetof(struct dpsock_pl_slot, laddr6) == 448, "line 7");
 
 /*
  * A TCP slot is writable (POLLOUT, EPOLLOUT, a blocked send wakes) once its
@@ -581,6 +621,22 @@ struct dpsock_pl_dgram {
 };
 static_assert(sizeof(struct dpsock_pl_dgram) == 40, "datagram header");
 #define DPSOCK_PL_DGRAM_HWTS 0x1u
+/* An IPv6 datagram (rx and tx): struct dpsock_pl_dgram6 follows the
+ * header, then the data; addr, dst and spec_dst are 0. */
+#define DPSOCK_PL_DGRAM_IP6 0x2u
+struct dpsock_pl_dgram6 {
+	uint8_t addr[16];         /* rx: the source; tx: the destination */
+	uint8_t dst[16];          /* rx: its destination (IPV6_PKTINFO) */
+};
+static_assert(sizeof(struct dpsock_pl_dgram6) % 8 == 0, "records stay 8-aligned");
+
+/* Bytes before a datagram's data: the header, and the IPv6 one's addresses. */
+static inline uint32_t
+dpsock_pl_dgram_hlen(uint16_t flags)
+{
+	return (uint32_t)sizeof(struct dpsock_pl_dgram) +
+	       (flags & DPSOCK_PL_DGRAM_IP6 ? (uint32_t)sizeof(struct dpsock_pl_dgram6) : 0u);
+}
 /* rx datagram flags of the 0xf000 nibble are the shim's: it writes them in
  * records it has not consumed yet (the worker never reads a record back
  * once published), to receive out of order (extra API, shim/zcopy.c). */

@@ -1187,9 +1187,20 @@ pl_netview_write(struct dpsock_stack *d, const struct dpsock_netview *v)
 							     .iface = r->port };
 	}
 	nv->n_routes = n;
+	/* the ports' address6 (configured, never followed: no shared port
+	 * carries IPv6) */
+	for (i = 0, n = 0; i < d->conf.n_ifaces && n < DPSOCK_PL_MAX_ADDRS; i++) {
+		const struct dpsock_iface_conf *f = &d->conf.ifaces[i];
+
+		if (f->prefix6_len == 0)
+			continue;
+		nv->ifaces6[n] = (struct dpsock_pl_iface6){ .prefix_len = f->prefix6_len,
+							    .port = (uint8_t)i };
+		memcpy(nv->ifaces6[n++].addr, f->addr6, 16);
+	}
+	nv->n_ifaces6 = n;
 	/* release: the fields before the even seq (the reader's acquire) */
 	__atomic_store_n(&nv->seq, seq + 2, __ATOMIC_RELEASE);
-	RTE_SET_USED(d);
 }
 
 int

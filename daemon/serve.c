@@ -62,7 +62,8 @@ struct pl_worker {
 	size_t orphan_bytes;      /* what they hold */
 	struct dpsock_pl_cmd cmds[PL_BATCH_MAX];
 	/* a datagram record whole: header, data, padding to 8 */
-	unsigned char dgram[sizeof(struct dpsock_pl_dgram) + DPSOCK_PL_DGRAM_MAX + 8];
+	unsigned char dgram[sizeof(struct dpsock_pl_dgram) + sizeof(struct dpsock_pl_dgram6) +
+			    DPSOCK_PL_DGRAM_MAX + 8];
 } __rte_cache_aligned;
 
 static struct pl_worker *pl_workers;
@@ -238,14 +239,23 @@ static void
 slot_set_addrs(struct pl_wslot *ws)
 {
 	struct dpsock_pl_slot *sh = sh_of(ws);
-	/* the preload's sockets are IPv4 (their listeners are IPv4 only) */
 	union dpsock_sockaddr l = { 0 }, r = { 0 };
+	bool v6;
 
 	if (ws->s == NULL)
 		return;
 	dpsock_sock_local(ws->s, &l);
 	if (ws->kind == DPSOCK_PL_TCP_CONN)
 		dpsock_sock_peer(ws->s, &r);
+	/* sin_port and sin6_port sit at the same offset; a listener of both
+	 * families names itself IPv4 (0.0.0.0: the shim says "::") */
+	v6 = l.sa.sa_family == AF_INET6;
+	if (v6) {
+		memcpy(sh->laddr6, &l.in6.sin6_addr, 16);
+		memcpy(sh->raddr6, &r.in6.sin6_addr, 16);
+		l.in.sin_addr.s_addr = r.in.sin_addr.s_addr = 0;
+	}
+	__atomic_store_n(&sh->ip6, v6, __ATOMIC_RELAXED);
 	if (l.in.sin_addr.s_addr != 0 || ws->kind == DPSOCK_PL_TCP_CONN)
 		__atomic_store_n(&sh->laddr, l.in.sin_addr.s_addr, __ATOMIC_RELAXED);
 	__atomic_store_n(&sh->lport, l.in.sin_port, __ATOMIC_RELAXED);
@@ -322,6 +332,7 @@ slot_alloc(struct pl_wgroup *wg, uint32_t kind)
 	__atomic_store_n(&sh->state, DPSOCK_PL_ST_NONE, __ATOMIC_RELAXED);
 	__atomic_store_n(&sh->laddr, 0, __ATOMIC_RELAXED);
 	__atomic_store_n(&sh->raddr, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&sh->ip6, 0, __ATOMIC_RELAXED);
 	__atomic_store_n(&sh->lport, 0, __ATOMIC_RELAXED);
 	__atomic_store_n(&sh->rport, 0, __ATOMIC_RELAXED);
 	__atomic_store_n(&sh->tx_space, 0, __ATOMIC_RELAXED);
@@ -615,7 +626,7 @@ udp_tx(struct pl_wslot *ws, size_t *moved)
 	struct pl_worker *pw = &pl_workers[ws->wg->k];
 	struct dpsock_pl_dgram h;
 	struct iovec iov[2];
-	uint32_t used, need, n;
+	uint32_t used, need, n, hl;
 
 	for (;;) {
 		used = dpsock_fifo_used(&ws->tx);
@@ -631,7 +642,8 @@ udp_tx(struct pl_wslot *ws, size_t *moved)
 			memcpy((unsigned char *)&h + iov[0].iov_len, iov[1].iov_base, iov[1].iov_len);
 		if (h.len > DPSOCK_PL_DGRAM_MAX)
 			return false;
-		need = (uint32_t)sizeof(h) + ((h.len + 7u) & ~7u);
+		hl = dpsock_pl_dgram_hlen(h.flags);
+		need = hl + ((h.len + 7u) & ~7u);
 		if (need > used)
 			return false;
 		n = dpsock_fifo_read_peek(&ws->tx, need, iov);
@@ -646,8 +658,14 @@ udp_tx(struct pl_wslot *ws, size_t *moved)
 							     .sin_addr.s_addr = h.addr,
 							     .sin_port = h.port } };
 
-			/* errors (no route, no buffer) lose the datagram, as UDP may */
-			dpsock_udp_sendto(ws->s, pw->dgram + sizeof(h), h.len, &to);
+			if (h.flags & DPSOCK_PL_DGRAM_IP6) {
+				to.in6 = (struct sockaddr_in6){ .sin6_family = AF_INET6,
+								.sin6_port = h.port };
+				memcpy(&to.in6.sin6_addr, pw->dgram + sizeof(h), 16);
+			}
+			/* errors (no route, no buffer, IPv6 from a socket of
+			 * IPv4) lose the datagram, as UDP may */
+			dpsock_udp_sendto(ws->s, pw->dgram + hl, h.len, &to);
 		}
 		dpsock_fifo_read_consume(&ws->tx, need);
 		*moved += need;
@@ -995,8 +1013,13 @@ cb_datagram(struct dpsock_sock *s, const union dpsock_sockaddr *from, struct dps
 {
 	struct pl_wslot *ws = dpsock_sock_user(s);
 	const struct dpsock_config *conf;
-	struct dpsock_pl_dgram h = { 0 };
-	size_t len = dpsock_rx_len(rx), need, done, off;
+	/* the header, and an IPv6 datagram's addresses after it */
+	struct {
+		struct dpsock_pl_dgram h;
+		struct dpsock_pl_dgram6 x;
+	} hd = { 0 };
+	struct dpsock_pl_dgram *hp = &hd.h;
+	size_t len = dpsock_rx_len(rx), need, done, off, hl;
 	struct dpsock_rx_info info;
 	struct iovec iov[2];
 	uint32_t free_b;
@@ -1004,7 +1027,10 @@ cb_datagram(struct dpsock_sock *s, const union dpsock_sockaddr *from, struct dps
 
 	if (ws == NULL || ws->closing)
 		return;
-	need = sizeof(h) + ((len + 7) & ~(size_t)7);
+	if (from->sa.sa_family == AF_INET6)
+		hd.h.flags = DPSOCK_PL_DGRAM_IP6;
+	hl = dpsock_pl_dgram_hlen(hd.h.flags);
+	need = hl + ((len + 7) & ~(size_t)7);
 	free_b = dpsock_fifo_free(&ws->rx);
 	/* SO_RCVBUF: the FIFO holds at most rx_cap bytes (a datagram that
 	 * would pass it is dropped, as a full socket buffer drops it) */
@@ -1017,23 +1043,29 @@ cb_datagram(struct dpsock_sock *s, const union dpsock_sockaddr *from, struct dps
 	}
 	dpsock_rx_info(rx, &info);
 	conf = &ws->wg->w->d->conf;
-	h.len = (uint32_t)len;
-	h.addr = from->in.sin_addr.s_addr; /* the preload's UDP sockets are IPv4 */
-	h.port = from->in.sin_port;
-	h.dst = info.dst;
-	h.rx_ns = info.rx_ns;
+	hp->len = (uint32_t)len;
+	hp->port = from->in.sin_port; /* sin_port and sin6_port sit at the same offset */
+	hp->rx_ns = info.rx_ns;
 	if (info.hw_ns != 0) {
-		h.hw_ns = info.hw_ns;
-		h.flags |= DPSOCK_PL_DGRAM_HWTS;
+		hp->hw_ns = info.hw_ns;
+		hp->flags |= DPSOCK_PL_DGRAM_HWTS;
+	}
+	if (hp->flags & DPSOCK_PL_DGRAM_IP6) {
+		memcpy(hd.x.addr, &from->in6.sin6_addr, 16);
+		memcpy(hd.x.dst, info.dst6, 16);
+	} else {
+		hp->addr = from->in.sin_addr.s_addr;
+		hp->dst = info.dst;
 	}
 	if (info.iface < conf->n_ifaces) {
 		/* IP_PKTINFO's ipi_spec_dst: the local address it came to, else
 		 * (a group, a broadcast) the interface's first */
 		const struct dpsock_netview *v = ws->wg->w->nv;
 
-		h.spec_dst = dpsock_netview_local(v, info.dst, NULL) ? info.dst :
-			     dpsock_netview_port_addr(v, info.iface);
-		h.ifindex = ws->wg->w->d->ports[info.iface].caps.if_index;
+		if (!(hp->flags & DPSOCK_PL_DGRAM_IP6))
+			hp->spec_dst = dpsock_netview_local(v, info.dst, NULL) ? info.dst :
+				       dpsock_netview_port_addr(v, info.iface);
+		hp->ifindex = ws->wg->w->d->ports[info.iface].caps.if_index;
 	}
 	/* header, data and padding across the (at most two) segments */
 	done = 0;
@@ -1042,16 +1074,16 @@ cb_datagram(struct dpsock_sock *s, const union dpsock_sockaddr *from, struct dps
 		size_t room = iov[j].iov_len, k = 0;
 
 		while (k < room) {
-			if (done < sizeof(h)) {
-				size_t c = RTE_MIN(room - k, sizeof(h) - done);
+			if (done < hl) {
+				size_t c = RTE_MIN(room - k, hl - done);
 
-				memcpy(p + k, (unsigned char *)&h + done, c);
+				memcpy(p + k, (unsigned char *)&hd + done, c);
 				k += c;
 				done += c;
-			} else if (done < sizeof(h) + len) {
+			} else if (done < hl + len) {
 				size_t c;
 
-				off = done - sizeof(h);
+				off = done - hl;
 				c = dpsock_rx_copy(rx, p + k, RTE_MIN(room - k, len - off), off);
 				if (c == 0)
 					break;
@@ -1136,6 +1168,21 @@ addr_served(const struct dpsock_worker *w, uint32_t addr)
 	return addr == 0 || dpsock_netview_local(w->nv, addr, NULL);
 }
 
+/* addr6 is "::" or the address6 of one of the worker's ports */
+static bool
+addr6_served(const struct dpsock_worker *w, const uint8_t *addr6)
+{
+	const struct dpsock_config *conf = &w->d->conf;
+	static const uint8_t any[16];
+
+	if (memcmp(addr6, any, 16) == 0)
+		return true;
+	for (uint32_t i = 0; i < conf->n_ifaces; i++)
+		if (conf->ifaces[i].prefix6_len != 0 && memcmp(conf->ifaces[i].addr6, addr6, 16) == 0)
+			return true;
+	return false;
+}
+
 /* 127.0.0.1: a listener or connection within the host (DPSOCK_LOOPBACK) */
 static inline bool
 addr_loopback(uint32_t addr)
@@ -1170,24 +1217,31 @@ op_open(struct pl_wgroup *wg, const struct dpsock_pl_cmd *c, struct dpsock_pl_re
 	struct pl_wslot *ws;
 	struct dpsock_sock *s;
 	uint32_t kind;
+	unsigned int fl;
 
+	if ((c->flags & ~(DPSOCK_PL_CMD_F_IP6 | DPSOCK_PL_CMD_F_DUAL)) ||
+	    (c->flags & DPSOCK_PL_CMD_F_DUAL && (c->flags & DPSOCK_PL_CMD_F_IP6 || c->addr != 0 ||
+						 c->op == DPSOCK_PL_OP_CONNECT)))
+		return -EINVAL;
 	switch (c->op) {
 	case DPSOCK_PL_OP_LISTEN:
 		if (c->port == 0)
 			return -EINVAL;
-		if (!addr_served(w, c->addr) && !addr_loopback(c->addr))
+		if (c->flags & DPSOCK_PL_CMD_F_IP6 ? !addr6_served(w, c->addr6) :
+		    !addr_served(w, c->addr) && !addr_loopback(c->addr))
 			return -EADDRNOTAVAIL;
 		kind = DPSOCK_PL_TCP_LISTENER;
 		break;
 	case DPSOCK_PL_OP_UDP_BIND:
-		if (!addr_served(w, c->addr) && !dpsock_mc_is_group(c->addr))
+		if (c->flags & DPSOCK_PL_CMD_F_IP6 ? !addr6_served(w, c->addr6) :
+		    !addr_served(w, c->addr) && !dpsock_mc_is_group(c->addr))
 			return -EADDRNOTAVAIL;
 		if ((uint32_t)c->arg[1] & ~(DPSOCK_PL_BIND_REUSEADDR | DPSOCK_PL_BIND_REUSEPORT))
 			return -EINVAL;
 		kind = DPSOCK_PL_UDP;
 		break;
 	default: /* CONNECT */
-		if (c->port == 0 || c->addr == 0)
+		if (c->port == 0 || (c->addr == 0 && !(c->flags & DPSOCK_PL_CMD_F_IP6)))
 			return -EINVAL;
 		if (c->arg[0] != 0)
 			return -EADDRNOTAVAIL; /* the owning worker picks the local port */
@@ -1202,23 +1256,47 @@ op_open(struct pl_wgroup *wg, const struct dpsock_pl_cmd *c, struct dpsock_pl_re
 	switch (c->op) {
 	case DPSOCK_PL_OP_LISTEN:
 		/* the program's kernel socket holds addr:port (shim: bind) */
-		s = dpsock_tcp_listen_addr(w, c->addr, ntohs(c->port), c->arg[0], DPSOCK_LISTEN_HELD,
-					   &pl_ops, ws);
+		if (c->flags & DPSOCK_PL_CMD_F_IP6) {
+			struct in6_addr a6;
+
+			memcpy(&a6, c->addr6, sizeof(a6));
+			s = dpsock_tcp_listen6(w, &a6, ntohs(c->port), c->arg[0],
+					       DPSOCK_LISTEN_HELD, &pl_ops, ws);
+		} else {
+			s = dpsock_tcp_listen_addr(w, c->addr, ntohs(c->port), c->arg[0],
+						   DPSOCK_LISTEN_HELD |
+						   (c->flags & DPSOCK_PL_CMD_F_DUAL ?
+						    DPSOCK_LISTEN_IPV6 : 0), &pl_ops, ws);
+		}
 		break;
 	case DPSOCK_PL_OP_UDP_BIND:
 		/* a port of the program's own is held by its kernel socket; a
 		 * port the worker picks is held for it by the stack */
-		s = dpsock_udp_bind_addr(w, c->addr, ntohs(c->port),
-					 ((uint32_t)c->arg[1] & DPSOCK_PL_BIND_REUSEADDR ?
-					  DPSOCK_UDP_REUSEADDR : 0) |
-					 ((uint32_t)c->arg[1] & DPSOCK_PL_BIND_REUSEPORT ?
-					  DPSOCK_UDP_REUSEPORT : 0) |
-					 (c->port != 0 ? DPSOCK_UDP_HELD : 0), &pl_ops, ws);
+		fl = ((uint32_t)c->arg[1] & DPSOCK_PL_BIND_REUSEADDR ? DPSOCK_UDP_REUSEADDR : 0) |
+		     ((uint32_t)c->arg[1] & DPSOCK_PL_BIND_REUSEPORT ? DPSOCK_UDP_REUSEPORT : 0) |
+		     (c->port != 0 ? DPSOCK_UDP_HELD : 0);
+		if (c->flags & DPSOCK_PL_CMD_F_IP6) {
+			struct in6_addr a6;
+
+			memcpy(&a6, c->addr6, sizeof(a6));
+			s = dpsock_udp_bind6(w, &a6, ntohs(c->port), fl, &pl_ops, ws);
+		} else {
+			s = dpsock_udp_bind_addr(w, c->addr, ntohs(c->port),
+						 fl | (c->flags & DPSOCK_PL_CMD_F_DUAL ?
+						       DPSOCK_UDP_IPV6 : 0), &pl_ops, ws);
+		}
 		if (s != NULL)
 			dpsock_sock_set_owner(s, c->arg[2], c->arg[3]);
 		break;
 	default:
-		s = dpsock_tcp_connect(w, c->addr, ntohs(c->port), &pl_ops, ws);
+		if (c->flags & DPSOCK_PL_CMD_F_IP6) {
+			struct in6_addr a6;
+
+			memcpy(&a6, c->addr6, sizeof(a6));
+			s = dpsock_tcp_connect6(w, &a6, ntohs(c->port), &pl_ops, ws);
+		} else {
+			s = dpsock_tcp_connect(w, c->addr, ntohs(c->port), &pl_ops, ws);
+		}
 		break;
 	}
 	if (s == NULL) {

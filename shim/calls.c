@@ -51,40 +51,62 @@ socket(int domain, int type, int protocol)
 	return fd;
 }
 
+/* The kernel socket binds an address only dpsockd has: it still holds
+ * exactly that address and port (IP_FREEBIND, as for an address not up
+ * yet), so that the port is taken in the kernel too, and so that after
+ * dpsockd's end the socket goes on as the kernel socket the program asked
+ * for (gone.c). */
+static int
+bind_freely(int fd, const struct sockaddr *addr, socklen_t len)
+{
+	int one = 1;
+
+	if (REAL(setsockopt)(fd, IPPROTO_IP, IP_FREEBIND, &one, sizeof(one)) < 0)
+		return -1;
+	return REAL(bind)(fd, addr, len);
+}
+
+/* The kernel socket's port (network order; 0 when it has none). */
+static uint16_t
+kernel_port(int fd)
+{
+	struct sockaddr_storage got;
+	socklen_t gl = sizeof(got);
+
+	/* sin_port and sin6_port sit at the same offset */
+	if (REAL(getsockname)(fd, (struct sockaddr *)&got, &gl) < 0)
+		return 0;
+	return ((struct sockaddr_in *)&got)->sin_port;
+}
+
 /* Caller holds s->lock; returns 0 or -errno. The kernel socket binds
  * what the program gave (addr, len); dpsockd gets its IPv4 form (sin). */
 static int
 bind_locked(int fd, struct shim_sock *s, const struct sockaddr *addr, socklen_t len,
 	    const struct sockaddr_in *sin)
 {
-	struct sockaddr_storage got;
-	socklen_t gl = sizeof(got);
-	int r, one = 1;
+	int r;
 
 	r = REAL(bind)(fd, addr, len);
 	if (r < 0 && errno == EADDRNOTAVAIL && shim_offload_decide(s->type == SOCK_STREAM ?
 		    DPSOCK_PL_TCP_SERVER : DPSOCK_PL_UDP_RECEIVER, sin->sin_addr.s_addr,
-		    sin->sin_port, 0, 0) == 1 &&
-	    REAL(setsockopt)(fd, IPPROTO_IP, IP_FREEBIND, &one, sizeof(one)) == 0) {
-		/* an address only dpsockd has: the kernel socket (the identity)
-		 * still holds exactly that address and port (IP_FREEBIND, as
-		 * for an address not up yet), so that the port is taken in the
-		 * kernel too, and so that after dpsockd's end the socket goes on
-		 * as the kernel socket the program asked for (gone.c) */
-		r = REAL(bind)(fd, addr, len);
-	}
+		    sin->sin_port, 0, 0) == 1)
+		r = bind_freely(fd, addr, len);
 	if (r < 0)
 		return -errno;
-	/* sin_port and sin6_port sit at the same offset */
-	if (REAL(getsockname)(fd, (struct sockaddr *)&got, &gl) == 0)
-		s->lport = ((struct sockaddr_in *)&got)->sin_port;
+	s->lport = kernel_port(fd);
 	s->laddr = sin->sin_addr.s_addr;
 	s->any6 = s->family == AF_INET6 && s->laddr == 0 &&
 		  IN6_IS_ADDR_UNSPECIFIED(&((const struct sockaddr_in6 *)(const void *)addr)->sin6_addr);
 	s->bound = 1;
 	if (s->type == SOCK_DGRAM &&
 	    shim_offload_decide(DPSOCK_PL_UDP_RECEIVER, s->laddr, s->lport, 0, 0) == 1) {
-		r = shim_sock_open_all(s, DPSOCK_PL_OP_UDP_BIND, s->laddr, s->lport);
+		/* "::" of both families: IPv6's addresses too, where dpsockd
+		 * has some */
+		unsigned int cf = s->any6 && shim_serves_ip6() ? DPSOCK_PL_CMD_F_DUAL : 0;
+
+		r = shim_sock_open_all(s, DPSOCK_PL_OP_UDP_BIND, s->laddr, s->lport, cf);
+		s->udp6 = r == 0 && cf != 0;
 		/* bound to "::": the kernel socket's datagrams (IPv6) are
 		 * read too (calls.c udp_recv_both) */
 		s->khalf = s->any6;
@@ -101,6 +123,44 @@ bind_locked(int fd, struct shim_sock *s, const struct sockaddr *addr, socklen_t 
 	return 0;
 }
 
+/* Caller holds s->lock; returns 0 or -errno. A socket's IPv6 address (a6,
+ * from addr): the kernel socket binds it (freely: dpsockd's address6 is
+ * not the kernel's); dpsockd gets it now (UDP: the socket is offloaded),
+ * or at listen or connect (TCP). */
+static int
+bind6_locked(int fd, struct shim_sock *s, const struct sockaddr *addr, socklen_t len,
+	     const struct in6_addr *a6)
+{
+	int r;
+
+	r = REAL(bind)(fd, addr, len);
+	if (r < 0 && errno == EADDRNOTAVAIL)
+		r = bind_freely(fd, addr, len);
+	if (r < 0)
+		return -errno;
+	s->lport = kernel_port(fd);
+	s->laddr6 = *a6;
+	s->laddr = 0;
+	s->ip6 = 1;
+	s->any6 = IN6_IS_ADDR_UNSPECIFIED(a6);
+	s->bound = 1;
+	if (s->type == SOCK_DGRAM) {
+		r = shim_sock_open_all(s, DPSOCK_PL_OP_UDP_BIND, 0, s->lport, DPSOCK_PL_CMD_F_IP6);
+		if (r == 0) {
+			/* on "::": the kernel's IPv6 (::1, its interfaces) read too */
+			s->udp6 = 1;
+			s->khalf = s->any6;
+			shim_sock_set_offloaded(s, SHIM_UDP);
+		} else {
+			SHIM_LOG(WARNING, "UDP bind on dpsockd failed (%s): kernel socket",
+				 strerror(-r));
+			s->mode = SHIM_KERNEL;
+			shim_mc_drop_pending(s);
+		}
+	}
+	return 0;
+}
+
 HOOK int
 bind(int fd, const struct sockaddr *addr, socklen_t len)
 {
@@ -111,8 +171,22 @@ bind(int fd, const struct sockaddr *addr, socklen_t len)
 	if (s == NULL || s->mode != SHIM_UNDECIDED)
 		return REAL(bind)(fd, addr, len);
 	if (shim_addr_in(s, addr, len, SHIM_ADDR_BIND, &sin) != 0) {
-		/* IPv6 proper (or an address the kernel will refuse): the
-		 * kernel's socket from now on, once the kernel took it */
+		struct in6_addr a6;
+		uint16_t p6;
+
+		/* IPv6 proper, on an address6 of dpsockd's (or on "::" with
+		 * IPV6_V6ONLY): a TCP socket waits for listen or connect, a
+		 * UDP one is offloaded now; anything else (or an address the
+		 * kernel will refuse) is the kernel's socket from now on, once
+		 * the kernel took it */
+		if (shim_addr_in6(s, addr, len, SHIM_ADDR_BIND, &a6, &p6) &&
+		    shim_offload_decide6(s->type == SOCK_STREAM ? DPSOCK_PL_TCP_SERVER :
+					 DPSOCK_PL_UDP_RECEIVER, &a6, p6) == 1) {
+			pthread_mutex_lock(&s->lock);
+			r = bind6_locked(fd, s, addr, len, &a6);
+			pthread_mutex_unlock(&s->lock);
+			return r < 0 ? shim_fail(-r) : 0;
+		}
 		r = REAL(bind)(fd, addr, len);
 		if (r == 0 && s->family == AF_INET6)
 			s->mode = SHIM_KERNEL;
@@ -136,29 +210,36 @@ listen_locked(int fd, struct shim_sock *s, int backlog)
 	}
 	if (s->mode == SHIM_TCP_CONN)
 		return -EINVAL;
+	/* an AF_INET6 socket listening without a bind, with IPV6_V6ONLY:
+	 * "::" of IPv6 alone */
+	if (!s->bound && s->family == AF_INET6 && s->v6only) {
+		s->ip6 = 1;
+		s->laddr6 = in6addr_any;
+	}
 	if (s->mode == SHIM_KERNEL ||
-	    !shim_offload_decide(DPSOCK_PL_TCP_SERVER, s->bound ? s->laddr : htonl(INADDR_ANY),
-				 s->lport, 0, 0)) {
+	    !(s->ip6 ? shim_offload_decide6(DPSOCK_PL_TCP_SERVER, &s->laddr6, s->lport) :
+	      shim_offload_decide(DPSOCK_PL_TCP_SERVER, s->bound ? s->laddr : htonl(INADDR_ANY),
+				  s->lport, 0, 0))) {
 		s->mode = SHIM_KERNEL;
 		return SHIM_TO_KERNEL;
 	}
 	if (!s->bound) {
 		struct sockaddr_in6 any6 = { .sin6_family = AF_INET6 };
 		struct sockaddr_in any = { .sin_family = AF_INET };
-		struct sockaddr_storage got;
-		socklen_t gl = sizeof(got);
 
 		if ((s->family == AF_INET6 ?
 		     REAL(bind)(fd, (struct sockaddr *)&any6, sizeof(any6)) :
-		     REAL(bind)(fd, (struct sockaddr *)&any, sizeof(any))) < 0 ||
-		    REAL(getsockname)(fd, (struct sockaddr *)&got, &gl) < 0)
+		     REAL(bind)(fd, (struct sockaddr *)&any, sizeof(any))) < 0)
 			return -errno;
-		s->lport = ((struct sockaddr_in *)&got)->sin_port;
+		s->lport = kernel_port(fd);
 		s->any6 = s->family == AF_INET6;
 		s->bound = 1;
 	}
 	s->backlog = backlog < 0 ? 0 : backlog > 4096 ? 4096 : backlog;
-	r = shim_sock_open_all(s, DPSOCK_PL_OP_LISTEN, s->laddr, s->lport);
+	/* IPv6 alone; or "::" of both families, when dpsockd serves IPv6 */
+	r = shim_sock_open_all(s, DPSOCK_PL_OP_LISTEN, s->laddr, s->lport,
+			       s->ip6 ? DPSOCK_PL_CMD_F_IP6 :
+			       s->any6 && shim_serves_ip6() ? DPSOCK_PL_CMD_F_DUAL : 0);
 	if (r < 0)
 		return r;
 	/* a listener on every address ("::", 0.0.0.0): the kernel socket
@@ -166,7 +247,7 @@ listen_locked(int fd, struct shim_sock *s, int backlog)
 	 * kernel's other interfaces), as Linux's wildcard listener hears
 	 * them all; with DPSOCK_LOOPBACK, one on 127.0.0.1 too, for the
 	 * kernel's clients of it (dpsock's reach it through dpsockd) */
-	if (s->any6 || s->laddr == htonl(INADDR_ANY) ||
+	if (s->any6 || (!s->ip6 && s->laddr == htonl(INADDR_ANY)) ||
 	    (shim_env.loopback > 0 && s->laddr == htonl(INADDR_LOOPBACK))) {
 		if (REAL(listen)(fd, backlog) == 0)
 			s->khalf = 1;
@@ -206,12 +287,18 @@ udp_set_peer(struct shim_sock *s, const struct sockaddr *addr, socklen_t len)
 	}
 	if (addr == NULL || len < sizeof(sa_family_t))
 		return -EINVAL;
+	if (s->udp6 && shim_addr_in6(s, addr, len, SHIM_ADDR_PEER, &s->raddr6, &s->rport)) {
+		s->peer6 = 1;
+		s->udp_connected = 1;
+		return 0;
+	}
 	if (shim_addr_in(s, addr, len, SHIM_ADDR_PEER, &sin) != 0)
 		return addr->sa_family == s->family &&
 		       len < (s->family == AF_INET6 ? sizeof(struct sockaddr_in6) : sizeof(sin)) ?
 		       -EINVAL : -EAFNOSUPPORT;
 	s->raddr = sin.sin_addr.s_addr;
 	s->rport = sin.sin_port;
+	s->peer6 = 0;
 	s->udp_connected = 1;
 	return 0;
 }
@@ -225,8 +312,21 @@ connect_locked(struct shim_sock *s, const struct sockaddr *addr, socklen_t len)
 
 	if (s->mode == SHIM_UNDECIDED) {
 		int role = s->type == SOCK_STREAM ? DPSOCK_PL_TCP_CLIENT : DPSOCK_PL_UDP_CONNECT;
+		struct in6_addr a6;
+		uint16_t p6;
 
+		/* to IPv6 proper, unless bound to an IPv4 (mapped) address */
+		if (shim_addr_in6(s, addr, len, SHIM_ADDR_PEER, &a6, &p6) &&
+		    (!s->bound || s->ip6) && shim_offload_decide6(role, &a6, p6) == 1) {
+			if (s->type == SOCK_STREAM)
+				return shim_tcp_connect6(s, &a6, p6);
+			r = shim_udp_ensure_bound(s, role, 0, 0);
+			if (r < 0)
+				return r;
+			return udp_set_peer(s, addr, len);
+		}
 		if (shim_addr_in(s, addr, len, SHIM_ADDR_PEER, &sin) != 0 ||
+		    (s->bound && s->ip6) ||
 		    !shim_offload_decide(role, sin.sin_addr.s_addr, sin.sin_port,
 					 s->bound ? s->laddr : 0, s->bound ? s->lport : 0)) {
 			/* a TCP connect the kernel makes: its socket from now on */
@@ -312,7 +412,7 @@ sock_sendv(struct shim_sock *s, const struct iovec *iov, int n, int flags,
 static ssize_t
 udp_recv_both(int fd, struct shim_sock *s, const struct iovec *iov, int n, int flags,
 	      struct sockaddr *from, socklen_t *fromlen, int *mflags,
-	      struct dpsock_pl_dgram *hdr, struct msghdr *m, bool *kern)
+	      struct shim_dgram *hdr, struct msghdr *m, bool *kern)
 {
 	bool block = !s->nonblock && !(flags & MSG_DONTWAIT);
 
@@ -354,7 +454,7 @@ udp_recv_both(int fd, struct shim_sock *s, const struct iovec *iov, int n, int f
 
 static ssize_t
 sock_recvv(int fd, struct shim_sock *s, const struct iovec *iov, int n, int flags,
-	   struct sockaddr *from, socklen_t *fromlen, int *mflags, struct dpsock_pl_dgram *hdr,
+	   struct sockaddr *from, socklen_t *fromlen, int *mflags, struct shim_dgram *hdr,
 	   struct msghdr *m, bool *kern)
 {
 	bool k = false;
@@ -372,16 +472,20 @@ sock_recvv(int fd, struct shim_sock *s, const struct iovec *iov, int n, int flag
 }
 
 
-/* A datagram of an offloaded AF_INET6 socket to IPv6 proper: the kernel
- * socket sends it (dpsockd carries the socket's IPv4 only). */
+/* A datagram of an offloaded AF_INET6 socket to IPv6 that dpsockd does not
+ * carry for it (a socket bound for IPv4 alone; link-local, ::1): the
+ * kernel socket sends it. */
 static bool
 udp_to_kernel(const struct shim_sock *s, const struct sockaddr *to, socklen_t tolen)
 {
 	struct sockaddr_in v4;
+	struct in6_addr a6;
+	uint16_t p6;
 
 	return s->family == AF_INET6 && s->mode == SHIM_UDP && to != NULL &&
 	       tolen >= sizeof(struct sockaddr_in6) && to->sa_family == AF_INET6 &&
-	       shim_addr_in(s, to, tolen, SHIM_ADDR_PEER, &v4) != 0;
+	       shim_addr_in(s, to, tolen, SHIM_ADDR_PEER, &v4) != 0 &&
+	       !(s->udp6 && shim_addr_in6(s, to, tolen, SHIM_ADDR_PEER, &a6, &p6));
 }
 
 HOOK ssize_t
@@ -496,7 +600,7 @@ HOOK ssize_t
 recvmsg(int fd, struct msghdr *m, int flags)
 {
 	struct shim_sock *s = shim_sock_get(fd);
-	struct dpsock_pl_dgram h;
+	struct shim_dgram h;
 	bool kern = false;
 	int mf = 0;
 	ssize_t r;
@@ -734,13 +838,14 @@ syscall(long nr, ...)
 }
 
 static int
-put_name(const struct shim_sock *s, struct sockaddr *addr, socklen_t *len, uint32_t a, uint16_t p)
+put_name(const struct shim_sock *s, struct sockaddr *addr, socklen_t *len, uint32_t a,
+	 const void *a6, uint16_t p)
 {
 	if (addr == NULL || len == NULL)
 		return shim_fail(EFAULT);
 	if ((int)*len < 0)
 		return shim_fail(EINVAL);
-	shim_addr_out(s, a, p, addr, len);
+	shim_addr_out(s, a, a6, p, addr, len);
 	return 0;
 }
 
@@ -754,10 +859,13 @@ getsockname(int fd, struct sockaddr *addr, socklen_t *len)
 	if (s->mode == SHIM_TCP_CONN) {
 		struct dpsock_pl_slot *sl = shim_sock_slot(s, 0);
 
+		const void *a6 = shim_slot_laddr6(sl);
+
 		return put_name(s, addr, len, sl->laddr ? sl->laddr : s->laddr,
+				a6 != NULL ? a6 : s->ip6 ? &s->laddr6 : NULL,
 				sl->lport ? sl->lport : s->lport);
 	}
-	return put_name(s, addr, len, s->laddr, s->lport);
+	return put_name(s, addr, len, s->laddr, s->ip6 ? &s->laddr6 : NULL, s->lport);
 }
 
 HOOK int
@@ -768,14 +876,16 @@ getpeername(int fd, struct sockaddr *addr, socklen_t *len)
 	if (!shim_sock_offloaded(s))
 		return REAL(getpeername)(fd, addr, len);
 	if (s->mode == SHIM_UDP)
-		return s->udp_connected ? put_name(s, addr, len, s->raddr, s->rport) : shim_fail(ENOTCONN);
+		return s->udp_connected ? put_name(s, addr, len, s->raddr,
+						   s->peer6 ? &s->raddr6 : NULL, s->rport) :
+					  shim_fail(ENOTCONN);
 	if (s->mode == SHIM_TCP_CONN) {
 		struct dpsock_pl_slot *sl = shim_sock_slot(s, 0);
 		uint32_t st = __atomic_load_n(&sl->state, __ATOMIC_ACQUIRE);
 
 		if (st == DPSOCK_PL_ST_ESTABLISHED ||
 		    (st == DPSOCK_PL_ST_CLOSED && sl->err == 0))
-			return put_name(s, addr, len, sl->raddr, sl->rport);
+			return put_name(s, addr, len, sl->raddr, shim_slot_raddr6(sl), sl->rport);
 	}
 	return shim_fail(ENOTCONN);
 }

@@ -419,6 +419,10 @@ adopt_one(int fd, uint64_t ino, struct adopt_cand *c, size_t nc)
 	s->laddr = sl->laddr;
 	s->lport = sl->lport;
 	s->bound = 1;
+	if (shim_slot_laddr6(sl) != NULL) {
+		s->ip6 = 1;
+		memcpy(&s->laddr6, sl->laddr6, 16);
+	}
 	s->family = dom;
 	if (dom == AF_INET6) {
 		struct sockaddr_in6 k;
@@ -432,6 +436,10 @@ adopt_one(int fd, uint64_t ino, struct adopt_cand *c, size_t nc)
 			  k.sin6_family == AF_INET6 && IN6_IS_ADDR_UNSPECIFIED(&k.sin6_addr);
 		/* the kernel half (calls.c): a UDP socket's on "::" is read */
 		s->khalf = s->any6 && kind == DPSOCK_PL_UDP;
+		/* a UDP socket's slots take IPv6: bound for it alone, or on
+		 * "::" of both families where dpsockd has IPv6 (calls.c) */
+		s->udp6 = kind == DPSOCK_PL_UDP &&
+			  (s->ip6 || (s->any6 && !s->v6only && shim_serves_ip6()));
 	}
 	if (kind == DPSOCK_PL_TCP_LISTENER) {
 		/* a listener's kernel half listens ("::", or DPSOCK_LOOPBACK) */

@@ -139,8 +139,9 @@ x_dump_fd_stats(int fd, int level)
 {
 	const struct dpsock_pl_seg *g;
 	struct shim_sock *s = fd >= 0 ? shim_sock_get(fd) : NULL;
-	char a1[INET_ADDRSTRLEN], a2[INET_ADDRSTRLEN];
+	char a1[INET6_ADDRSTRLEN], a2[INET6_ADDRSTRLEN];
 	struct dpsock_pl_slot *sl;
+	const void *l6, *r6;
 
 	if (level < DPSOCK_LOG_ERR || level > DPSOCK_LOG_DEBUG)
 		return -EINVAL;
@@ -155,12 +156,20 @@ x_dump_fd_stats(int fd, int level)
 	}
 	g = shim_seg();
 	sl = shim_sock_slot(s, 0);
+	l6 = s->mode == SHIM_TCP_CONN ? shim_slot_laddr6(sl) : s->ip6 ? &s->laddr6 : NULL;
+	r6 = s->mode == SHIM_TCP_CONN ? shim_slot_raddr6(sl) : NULL;
+	if (l6 != NULL)
+		inet_ntop(AF_INET6, l6, a1, sizeof(a1));
+	else
+		inet_ntop(AF_INET, s->mode == SHIM_TCP_CONN ? &sl->laddr : &s->laddr, a1, sizeof(a1));
+	if (r6 != NULL)
+		inet_ntop(AF_INET6, r6, a2, sizeof(a2));
+	else
+		inet_ntop(AF_INET, s->mode == SHIM_TCP_CONN ? &sl->raddr : &s->raddr, a2, sizeof(a2));
 	shim_log(level, "fd %d: %s, %s %s:%u -> %s:%u, %u slot(s), held packets %u%s, poll hits %u misses %u",
 		 fd, mode_names[s->mode],
-		 state_names[__atomic_load_n(&sl->state, __ATOMIC_ACQUIRE) % 6],
-		 inet_ntop(AF_INET, s->mode == SHIM_TCP_CONN ? &sl->laddr : &s->laddr, a1, sizeof(a1)),
-		 ntohs(s->mode == SHIM_TCP_CONN ? sl->lport : s->lport),
-		 inet_ntop(AF_INET, s->mode == SHIM_TCP_CONN ? &sl->raddr : &s->raddr, a2, sizeof(a2)),
+		 state_names[__atomic_load_n(&sl->state, __ATOMIC_ACQUIRE) % 6], a1,
+		 ntohs(s->mode == SHIM_TCP_CONN ? sl->lport : s->lport), a2,
 		 ntohs(s->mode == SHIM_TCP_CONN ? sl->rport : s->rport), s->nslots,
 		 shim_xrx_held(s), shim_xrx_has_callback(s) ? ", receive callback" : "",
 		 __atomic_load_n(&sl->poll_hits, __ATOMIC_RELAXED),

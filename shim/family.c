@@ -1,12 +1,14 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * family.c — the program's address family against dpsock's IPv4. An
- * AF_INET6 socket with IPV6_V6ONLY off (Linux's default) carries IPv4 as
+ * family.c — the program's address family against dpsock's. An AF_INET6
+ * socket with IPV6_V6ONLY off (Linux's default) carries IPv4 as
  * IPv4-mapped addresses (::ffff:a.b.c.d): such a socket is offloaded for
  * its IPv4 traffic as an AF_INET socket is (docs/preload.md "AF_INET6
- * dual-stack sockets"). Addresses go in through shim_addr_in (the IPv4
- * address and port dpsockd works with, or "not IPv4": the kernel's) and come
- * out through shim_addr_out (the family the program asked for).
+ * dual-stack sockets"). A TCP socket is offloaded for IPv6 proper too when
+ * dpsockd serves IPv6 (a port with address6). Addresses go in through
+ * shim_addr_in (the IPv4 address and port dpsockd works with, or "not
+ * IPv4") and shim_addr_in6 (IPv6 proper), and come out through
+ * shim_addr_out (the family the program asked for).
  */
 #include <stdio.h>
 #include <string.h>
@@ -76,9 +78,30 @@ shim_addr_in(const struct shim_sock *s, const struct sockaddr *a, socklen_t len,
 	return SHIM_TO_KERNEL;
 }
 
+bool
+shim_addr_in6(const struct shim_sock *s, const struct sockaddr *a, socklen_t len, int use,
+	      struct in6_addr *out, uint16_t *port)
+{
+	const struct sockaddr_in6 *sin6 = (const struct sockaddr_in6 *)(const void *)a;
+
+	if (a == NULL || s->family != AF_INET6 || len < sizeof(*sin6) || a->sa_family != AF_INET6 || v4mapped(&sin6->sin6_addr) ||
+	    IN6_IS_ADDR_MULTICAST(&sin6->sin6_addr))
+		return false;
+	/* "::": a bind's every address (of IPv6 alone with IPV6_V6ONLY);
+	 * a connect's the host itself (the kernel's loopback) */
+	if (IN6_IS_ADDR_UNSPECIFIED(&sin6->sin6_addr) && (use != SHIM_ADDR_BIND || !s->v6only))
+		return false;
+	/* link-local needs the scope of the program's choosing: the kernel's */
+	if (IN6_IS_ADDR_LINKLOCAL(&sin6->sin6_addr) || IN6_IS_ADDR_LOOPBACK(&sin6->sin6_addr))
+		return false;
+	*out = sin6->sin6_addr;
+	*port = sin6->sin6_port;
+	return true;
+}
+
 void
-shim_addr_out(const struct shim_sock *s, uint32_t a, uint16_t p, struct sockaddr *out,
-	      socklen_t *len)
+shim_addr_out(const struct shim_sock *s, uint32_t a, const void *a6, uint16_t p,
+	      struct sockaddr *out, socklen_t *len)
 {
 	union {
 		struct sockaddr_in v4;
@@ -92,7 +115,9 @@ shim_addr_out(const struct shim_sock *s, uint32_t a, uint16_t p, struct sockaddr
 		u.v6.sin6_port = p;
 		/* a socket bound to "::" names "::" as Linux does; any other
 		 * IPv4 address is mapped */
-		if (a != 0 || !s->any6) {
+		if (a6 != NULL) {
+			memcpy(&u.v6.sin6_addr, a6, 16);
+		} else if (a != 0 || !s->any6) {
 			u.v6.sin6_addr.s6_addr32[2] = htonl(0xffff);
 			u.v6.sin6_addr.s6_addr32[3] = a;
 		}

@@ -421,9 +421,11 @@ cmsg_put(struct cmsg_out *o, int level, int type, const void *data, size_t len)
 }
 
 void
-shim_udp_cmsgs(const struct shim_sock *s, const struct dpsock_pl_dgram *h, struct msghdr *m,
+shim_udp_cmsgs(const struct shim_sock *s, const struct shim_dgram *d, struct msghdr *m,
 	       int *flags)
 {
+	const struct dpsock_pl_dgram *h = &d->h;
+	bool v6 = (h->flags & DPSOCK_PL_DGRAM_IP6) != 0;
 	struct cmsg_out o = { .m = m, .flags = flags };
 	struct timespec ts = { (time_t)(h->rx_ns / 1000000000ull),
 			       (long)(h->rx_ns % 1000000000ull) };
@@ -455,7 +457,8 @@ shim_udp_cmsgs(const struct shim_sock *s, const struct dpsock_pl_dgram *h, struc
 		if (any)
 			cmsg_put(&o, SOL_SOCKET, s->ts_ing_opt, t3, sizeof(t3));
 	}
-	if (s->pktinfo) {
+	/* an IPv6 datagram has IPv6's messages only (as udpv6_recvmsg) */
+	if (s->pktinfo && !v6) {
 		struct in_pktinfo pi = { .ipi_ifindex = (int)h->ifindex,
 					 .ipi_spec_dst.s_addr = h->spec_dst,
 					 .ipi_addr.s_addr = h->dst };
@@ -463,12 +466,16 @@ shim_udp_cmsgs(const struct shim_sock *s, const struct dpsock_pl_dgram *h, struc
 		cmsg_put(&o, IPPROTO_IP, IP_PKTINFO, &pi, sizeof(pi));
 	}
 	if (s->pktinfo6) {
-		/* an AF_INET6 socket's IPv4 datagram: the mapped destination
+		/* the destination (an AF_INET6 socket's IPv4 datagram: mapped)
 		 * and the interface, after the IPv4 messages (as Linux) */
 		struct in6_pktinfo pi6 = { .ipi6_ifindex = h->ifindex };
 
-		pi6.ipi6_addr.s6_addr32[2] = htonl(0xffff);
-		pi6.ipi6_addr.s6_addr32[3] = h->dst;
+		if (v6) {
+			memcpy(&pi6.ipi6_addr, d->x.dst, 16);
+		} else {
+			pi6.ipi6_addr.s6_addr32[2] = htonl(0xffff);
+			pi6.ipi6_addr.s6_addr32[3] = h->dst;
+		}
 		cmsg_put(&o, IPPROTO_IPV6, IPV6_PKTINFO, &pi6, sizeof(pi6));
 	}
 	m->msg_controllen = o.used;

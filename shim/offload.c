@@ -195,6 +195,23 @@ rules_decide(const struct dpsock_pl_rule *r, unsigned int n, const struct dpsock
 }
 
 /* 1: offload, 0: kernel. Logs the reason once per kind. */
+/* The process's rules, then dpsockd's: 1, 0, or -1 when none decides. */
+static int
+rules_both(const struct dpsock_rule_subject *sub, const struct dpsock_pl_seg *g)
+{
+	int d;
+
+	pthread_once(&proc_rules.file_once, rules_file_load);
+	/* acquire: pairs with the release of the count in rules_file_load /
+	 * shim_proc_rule_add */
+	d = rules_decide(proc_rules.r, __atomic_load_n(&proc_rules.n, __ATOMIC_ACQUIRE), sub,
+			 "this program's");
+	if (d < 0)
+		d = rules_decide(g->rules, g->n_rules < DPSOCK_PL_MAX_RULES ? g->n_rules :
+				 DPSOCK_PL_MAX_RULES, sub, "dpsockd's");
+	return d;
+}
+
 int
 shim_offload_decide(int role, uint32_t addr, uint16_t port, uint32_t laddr, uint16_t lport)
 {
@@ -233,14 +250,7 @@ shim_offload_decide(int role, uint32_t addr, uint16_t port, uint32_t laddr, uint
 
 		sub.laddr = f != NULL ? f->addr : 0;
 	}
-	pthread_once(&proc_rules.file_once, rules_file_load);
-	/* acquire: pairs with the release of the count in rules_file_load /
-	 * shim_proc_rule_add */
-	d = rules_decide(proc_rules.r, __atomic_load_n(&proc_rules.n, __ATOMIC_ACQUIRE), &sub,
-			 "this program's");
-	if (d < 0)
-		d = rules_decide(g->rules, g->n_rules < DPSOCK_PL_MAX_RULES ? g->n_rules :
-				 DPSOCK_PL_MAX_RULES, &sub, "dpsockd's");
+	d = rules_both(&sub, g);
 	if (d >= 0)
 		return d;
 	if (loop || served(&nv, role, addr))
@@ -248,6 +258,64 @@ shim_offload_decide(int role, uint32_t addr, uint16_t port, uint32_t laddr, uint
 	if (!__atomic_exchange_n(&logged_unserved, 1, __ATOMIC_RELAXED))
 		SHIM_LOG(INFO, "%s %s: not an address dpsockd serves; kernel socket",
 			 dpsock_rule_role_name(role), inet_ntop(AF_INET, &addr, a, sizeof(a)));
+	return 0;
+}
+
+bool
+shim_serves_ip6(void)
+{
+	struct dpsock_pl_netview nv;
+
+	if (shim_attach() < 0)
+		return false;
+	shim_netview(&nv);
+	return nv.n_ifaces6 > 0;
+}
+
+/* addr in the /64 of a served address6 (a server, a receiver: "::" or one
+ * of them) */
+static bool
+served6(const struct dpsock_pl_netview *nv, int role, const struct in6_addr *addr)
+{
+	bool server = role == DPSOCK_PL_TCP_SERVER || role == DPSOCK_PL_UDP_RECEIVER;
+
+	if (server && IN6_IS_ADDR_UNSPECIFIED(addr))
+		return nv->n_ifaces6 > 0;
+	for (uint32_t i = 0; i < nv->n_ifaces6 && i < DPSOCK_PL_MAX_ADDRS; i++) {
+		const struct dpsock_pl_iface6 *f = &nv->ifaces6[i];
+
+		if (server ? memcmp(f->addr, addr, 16) == 0 :
+		    memcmp(f->addr, addr, 8) == 0) /* address6 is a /64 */
+			return true;
+	}
+	return false;
+}
+
+int
+shim_offload_decide6(int role, const struct in6_addr *addr, uint16_t port)
+{
+	static int logged_unserved;
+	struct dpsock_rule_subject sub = {
+		.prog = shim_env.prog, .app_id = shim_env.app_id, .role = role, .port = port,
+		.ip6 = true,
+	};
+	struct dpsock_pl_netview nv;
+	char a[INET6_ADDRSTRLEN];
+	int d;
+
+	if (shim_attach() < 0)
+		return 0;
+	shim_netview(&nv);
+	if (nv.n_ifaces6 == 0)
+		return 0;   /* no IPv6 on dpsockd: the kernel's, rules or not */
+	d = rules_both(&sub, shim_seg());
+	if (d >= 0)
+		return d;
+	if (served6(&nv, role, addr))
+		return 1;
+	if (!__atomic_exchange_n(&logged_unserved, 1, __ATOMIC_RELAXED))
+		SHIM_LOG(INFO, "%s %s: not an IPv6 address dpsockd serves; kernel socket",
+			 dpsock_rule_role_name(role), inet_ntop(AF_INET6, addr, a, sizeof(a)));
 	return 0;
 }
 
@@ -312,7 +380,8 @@ shim_sock_push_opts(struct shim_thread *t, struct shim_sock *s)
 
 /* LISTEN or UDP_BIND on every worker. Returns 0 or -errno. */
 int
-shim_sock_open_all(struct shim_sock *s, int op, uint32_t addr, uint16_t port)
+shim_sock_open_all(struct shim_sock *s, int op, uint32_t addr, uint16_t port,
+		   unsigned int cflags)
 {
 	struct shim_thread *t = shim_thread_get();
 	uint32_t n;
@@ -321,11 +390,14 @@ shim_sock_open_all(struct shim_sock *s, int op, uint32_t addr, uint16_t port)
 		return -errno;
 	n = shim_proc.n_workers;
 	for (uint32_t k = 0; k < n; k++) {
-		struct dpsock_pl_cmd c = { .op = (uint16_t)op, .addr = addr, .port = port };
+		struct dpsock_pl_cmd c = { .op = (uint16_t)op, .flags = (uint16_t)cflags,
+					   .addr = addr, .port = port };
 		struct dpsock_pl_reply r;
 		int e;
 
 		c.arg[0] = s->backlog;
+		if (cflags & DPSOCK_PL_CMD_F_IP6)
+			memcpy(c.addr6, &s->laddr6, 16);
 		if (op == DPSOCK_PL_OP_UDP_BIND) {
 			c.arg[1] = (s->reuseaddr ? DPSOCK_PL_BIND_REUSEADDR : 0) |
 				   (s->reuseport ? DPSOCK_PL_BIND_REUSEPORT : 0);

@@ -333,8 +333,17 @@ struct shim_sock {
 	pthread_mutex_t lock;
 	int type;                 /* SOCK_STREAM / SOCK_DGRAM */
 	int family;               /* AF_INET / AF_INET6 (dual-stack: family.c) */
-	int v6only;               /* AF_INET6: IPV6_V6ONLY (never offloaded) */
+	int v6only;               /* AF_INET6: IPV6_V6ONLY (offloaded for IPv6 alone) */
 	int any6;                 /* AF_INET6 bound to "::" (getsockname names "::") */
+	/* IPv6 proper: bound to laddr6 (an address6 of dpsockd's, or "::"
+	 * with IPV6_V6ONLY), or (TCP) connected to an IPv6 address; a
+	 * connection's own addresses are in its slot (line 7) */
+	int ip6;
+	struct in6_addr laddr6;
+	/* UDP: the slots take IPv6 (bound for IPv6 alone, or for both
+	 * families on "::"); a connected one's peer is IPv6 (raddr6) */
+	int udp6, peer6;
+	struct in6_addr raddr6;
 	/* the kernel socket carries traffic too: an AF_INET6 listener on "::"
 	 * listens in the kernel for what dpsockd does not serve (IPv6, the
 	 * kernel's own interfaces); accept and every wait look at both */
@@ -467,11 +476,30 @@ int shim_bindv6only(void);
  * socket does not take, a short length): the kernel answers. */
 int shim_addr_in(const struct shim_sock *s, const struct sockaddr *a, socklen_t len, int use,
 		 struct sockaddr_in *out);
-/* Write IPv4 address a, port p (network order) as socket s names addresses
- * (AF_INET, or AF_INET6 mapped), truncated to *len as the kernel does;
- * *len gets the full size. */
-void shim_addr_out(const struct shim_sock *s, uint32_t a, uint16_t p, struct sockaddr *out,
-		   socklen_t *len);
+/* The IPv6 address of a (len bytes) given to AF_INET6 socket s when it is
+ * IPv6 proper (not IPv4-mapped; "::" only for a bind with
+ * IPV6_V6ONLY, as "::" without it is IPv4's too: shim_addr_in): true and
+ * *out, *port filled. */
+bool shim_addr_in6(const struct shim_sock *s, const struct sockaddr *a, socklen_t len, int use,
+		   struct in6_addr *out, uint16_t *port);
+/* Write an address and port p (network order) as socket s names addresses,
+ * truncated to *len as the kernel does; *len gets the full size: IPv6
+ * address a6 (16 bytes) when not NULL, else IPv4 address a (AF_INET, or
+ * AF_INET6 mapped). */
+void shim_addr_out(const struct shim_sock *s, uint32_t a, const void *a6, uint16_t p,
+		   struct sockaddr *out, socklen_t *len);
+/* A slot's addresses, as shim_addr_out takes them: its IPv6 one (line 7)
+ * or NULL. */
+static inline const void *
+shim_slot_laddr6(const struct dpsock_pl_slot *sl)
+{
+	return __atomic_load_n(&sl->ip6, __ATOMIC_RELAXED) ? sl->laddr6 : NULL;
+}
+static inline const void *
+shim_slot_raddr6(const struct dpsock_pl_slot *sl)
+{
+	return __atomic_load_n(&sl->ip6, __ATOMIC_RELAXED) ? sl->raddr6 : NULL;
+}
 
 /* ---- shadow fd table and object lifetime (fd.c) ---------------------------- */
 
@@ -591,8 +619,17 @@ int shim_wait_sock_k(struct shim_sock *s, int kfd, uint32_t want, int timeout_ms
  * destination otherwise), 0: keep it in the kernel. laddr/lport: the
  * socket's local address for tcp_client/udp_connect (0: not bound). */
 int shim_offload_decide(int role, uint32_t addr, uint16_t port, uint32_t laddr, uint16_t lport);
-/* LISTEN or UDP_BIND on every worker. Returns 0 or -errno. */
-int shim_sock_open_all(struct shim_sock *s, int op, uint32_t addr, uint16_t port);
+/* The same for an IPv6 address (tcp_server, udp_receiver: "::" or an
+ * address6 of dpsockd's; the others: an address in the /64 of one). The rules'
+ * addresses are IPv4: an IPv6 socket matches the rules whose address is
+ * any ("*"). */
+int shim_offload_decide6(int role, const struct in6_addr *addr, uint16_t port);
+/* dpsockd serves IPv6 (some port has an address6). */
+bool shim_serves_ip6(void);
+/* LISTEN or UDP_BIND on every worker, with DPSOCK_PL_CMD_F_* cflags (F_IP6:
+ * s->laddr6 is the address). Returns 0 or -errno. */
+int shim_sock_open_all(struct shim_sock *s, int op, uint32_t addr, uint16_t port,
+		       unsigned int cflags);
 /* The object became offloaded with the slots it holds (mode: enum
  * shim_sock_mode); this process holds it. */
 void shim_sock_set_offloaded(struct shim_sock *s, int mode);
@@ -616,9 +653,16 @@ int shim_mc_getsockopt(struct shim_sock *s, int name, void *val, socklen_t *len)
  * before bind go to the workers / are dropped (logged). */
 void shim_mc_replay(struct shim_thread *t, struct shim_sock *s);
 void shim_mc_drop_pending(struct shim_sock *s);
-/* recvmsg's control messages for a datagram (IP_PKTINFO, SO_TIMESTAMP,
- * SO_TIMESTAMPNS, SO_TIMESTAMPING); sets msg_controllen, MSG_CTRUNC. */
-void shim_udp_cmsgs(const struct shim_sock *s, const struct dpsock_pl_dgram *h, struct msghdr *m,
+/* A datagram record's header as the shim reads it: the wire's header and,
+ * for an IPv6 datagram (DPSOCK_PL_DGRAM_IP6), its addresses. */
+struct shim_dgram {
+	struct dpsock_pl_dgram h;
+	struct dpsock_pl_dgram6 x;
+};
+/* recvmsg's control messages for a datagram (IP_PKTINFO or IPV6_PKTINFO,
+ * SO_TIMESTAMP, SO_TIMESTAMPNS, SO_TIMESTAMPING); sets msg_controllen,
+ * MSG_CTRUNC. */
+void shim_udp_cmsgs(const struct shim_sock *s, const struct shim_dgram *d, struct msghdr *m,
 		    int *flags);
 
 /* ---- TCP and UDP (tcp.c, udp.c) --------------------------------------------- */
@@ -633,6 +677,8 @@ ssize_t shim_tcp_send(struct shim_sock *s, const struct iovec *iov, int iovcnt, 
  * SHIM_BLOCKED on a blocking one (the caller drops the lock and waits with
  * shim_tcp_connect_wait), or -errno. */
 int shim_tcp_connect(struct shim_sock *s, const struct sockaddr_in *sin);
+/* The same to IPv6 address a6, port (network order). */
+int shim_tcp_connect6(struct shim_sock *s, const struct in6_addr *a6, uint16_t port);
 /* connect() again on an offloaded connection: 0 (the outcome, once),
  * -EISCONN, -EALREADY, SHIM_BLOCKED or the error. Caller holds s->lock. */
 int shim_tcp_connect_again(struct shim_sock *s);
@@ -651,7 +697,10 @@ ssize_t shim_udp_send(struct shim_sock *s, const struct iovec *iov, int iovcnt, 
 /* hdr (may be NULL): the datagram's header, for recvmsg's control messages. */
 ssize_t shim_udp_recv(struct shim_sock *s, const struct iovec *iov, int iovcnt, int flags,
 		      struct sockaddr *from, socklen_t *fromlen, int *msg_flags,
-		      struct dpsock_pl_dgram *hdr);
+		      struct shim_dgram *hdr);
+/* A connected UDP socket takes only its peer's datagrams (as the kernel):
+ * true when d is from another. */
+bool shim_udp_unwanted(const struct shim_sock *s, const struct shim_dgram *d);
 /* Offload an unbound UDP socket (a port on every worker). */
 int shim_udp_ensure_bound(struct shim_sock *s, int role, uint32_t addr, uint16_t port);
 /* First send on an undecided UDP socket: the udp_sender decision. true
@@ -676,7 +725,7 @@ bool shim_xrx_udp_readable(struct shim_sock *s, uint32_t i);
  * copy (as shim_udp_recv's per-slot step). Returns 1 with *h (its header)
  * and *copied, or 0 when there is none. */
 int shim_xrx_udp_recv_slot(struct shim_sock *s, uint32_t i, const struct iovec *iov, int iovcnt,
-			   int flags, struct dpsock_pl_dgram *h, size_t *copied);
+			   int flags, struct shim_dgram *h, size_t *copied);
 /* TCP with held chunks: copy up to len readable bytes into iov at byte
  * off (MSG_PEEK: leave them). Returns the count (0: none readable). */
 uint32_t shim_xrx_tcp_read(struct shim_sock *s, const struct iovec *iov, int iovcnt, size_t off,

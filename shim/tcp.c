@@ -182,6 +182,37 @@ shim_tcp_send(struct shim_sock *s, const struct iovec *iov, int iovcnt, int flag
 }
 
 
+/* CONNECT (c) from this thread's worker: the slot, or -errno. */
+static int
+connect_cmd(struct shim_thread *t, struct shim_sock *s, struct dpsock_pl_cmd *c,
+	    struct dpsock_pl_reply *r)
+{
+	int e;
+
+	c->arg[0] = s->bound ? s->lport : 0;
+	e = shim_cmd_call(t, t->worker, c, r);
+	if (e == 0)
+		e = r->result;
+	if (e == 0 && !shim_slot_valid(r->slot))
+		e = -EPROTO;
+	return e;
+}
+
+/* The connection (reply r) is the socket's: an offloaded connection, as
+ * connect reports it. */
+static int
+connect_started(struct shim_thread *t, struct shim_sock *s, const struct dpsock_pl_reply *r)
+{
+	s->slot[0] = r->slot;
+	s->gen[0] = r->gen;
+	s->nslots = 1;
+	s->laddr = r->addr;
+	s->lport = r->port;
+	shim_sock_set_offloaded(s, SHIM_TCP_CONN);
+	shim_sock_push_opts(t, s);
+	return s->nonblock ? -EINPROGRESS : SHIM_BLOCKED;
+}
+
 int
 shim_tcp_connect(struct shim_sock *s, const struct sockaddr_in *sin)
 {
@@ -194,12 +225,7 @@ shim_tcp_connect(struct shim_sock *s, const struct sockaddr_in *sin)
 	t = shim_thread_get();
 	if (t == NULL)
 		return -errno;
-	c.arg[0] = s->bound ? s->lport : 0;
-	e = shim_cmd_call(t, t->worker, &c, &r);
-	if (e == 0)
-		e = r.result;
-	if (e == 0 && !shim_slot_valid(r.slot))
-		e = -EPROTO;
+	e = connect_cmd(t, s, &c, &r);
 	if (e == -ECONNREFUSED && sin->sin_addr.s_addr == htonl(INADDR_LOOPBACK)) {
 		/* DPSOCK_LOOPBACK: no listener of dpsockd has the port */
 		SHIM_LOG(DEBUG, "connect to 127.0.0.1:%u: not a port dpsockd listens on; "
@@ -209,14 +235,30 @@ shim_tcp_connect(struct shim_sock *s, const struct sockaddr_in *sin)
 	}
 	if (e < 0)
 		return e == -ENOSPC ? -EMFILE : e;
-	s->slot[0] = r.slot;
-	s->gen[0] = r.gen;
-	s->nslots = 1;
-	s->laddr = r.addr;
-	s->lport = r.port;
-	shim_sock_set_offloaded(s, SHIM_TCP_CONN);
-	shim_sock_push_opts(t, s);
-	return s->nonblock ? -EINPROGRESS : SHIM_BLOCKED;
+	return connect_started(t, s, &r);
+}
+
+int
+shim_tcp_connect6(struct shim_sock *s, const struct in6_addr *a6, uint16_t port)
+{
+	struct shim_thread *t;
+	struct dpsock_pl_cmd c = { .op = DPSOCK_PL_OP_CONNECT, .flags = DPSOCK_PL_CMD_F_IP6,
+				   .port = port };
+	struct dpsock_pl_reply r;
+	int e;
+
+	t = shim_thread_get();
+	if (t == NULL)
+		return -errno;
+	memcpy(c.addr6, a6, 16);
+	e = connect_cmd(t, s, &c, &r);
+	if (e < 0)
+		return e == -ENOSPC ? -EMFILE : e;
+	s->ip6 = 1;
+	/* the local address is in the slot (line 7), published with the
+	 * reply */
+	memcpy(&s->laddr6, shim_slot(r.slot)->laddr6, 16);
+	return connect_started(t, s, &r);
 }
 
 /* The outcome of s's active open so far, as connect reports it; dflt when
@@ -354,6 +396,7 @@ shim_tcp_accept(int fd, struct shim_sock *s, struct sockaddr *addr, socklen_t *a
 			n->fd0 = nfd;
 			n->family = s->family;
 			n->v6only = s->v6only;
+			n->ip6 = shim_slot_laddr6(shim_slot(rec.slot)) != NULL;
 			n->slot[0] = rec.slot;
 			n->gen[0] = rec.gen;
 			n->nslots = 1;
@@ -367,7 +410,7 @@ shim_tcp_accept(int fd, struct shim_sock *s, struct sockaddr *addr, socklen_t *a
 			if (addr != NULL && alen != NULL) {
 				struct dpsock_pl_slot *sl = shim_slot(rec.slot);
 
-				shim_addr_out(n, sl->raddr, sl->rport, addr, alen);
+				shim_addr_out(n, sl->raddr, shim_slot_raddr6(sl), sl->rport, addr, alen);
 			}
 			return nfd;
 		}

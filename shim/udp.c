@@ -25,29 +25,43 @@ shim_udp_send(struct shim_sock *s, const struct iovec *iov, int iovcnt, int flag
 	const struct dpsock_pl_seg *g = shim_seg();
 	size_t total = shim_iov_total(iov, iovcnt);
 	bool block = !s->nonblock && !(flags & MSG_DONTWAIT);
-	struct dpsock_pl_dgram h = { 0 };
-	uint32_t need, k, cap;
+	struct shim_dgram d = { 0 };
+	struct dpsock_pl_dgram *h = &d.h;
+	uint32_t need, k, cap, hl;
 
 	if (to != NULL) {
 		struct sockaddr_in sin;
+		struct in6_addr a6;
+		uint16_t p6;
 
-		if (shim_addr_in(s, to, tolen, SHIM_ADDR_PEER, &sin) != 0)
+		if (s->udp6 && shim_addr_in6(s, to, tolen, SHIM_ADDR_PEER, &a6, &p6)) {
+			h->flags = DPSOCK_PL_DGRAM_IP6;
+			memcpy(d.x.addr, &a6, 16);
+			h->port = p6;
+		} else if (shim_addr_in(s, to, tolen, SHIM_ADDR_PEER, &sin) != 0) {
 			return shim_fail(tolen >= sizeof(sa_family_t) && to->sa_family == s->family ?
 					 EINVAL : EAFNOSUPPORT);
-		h.addr = sin.sin_addr.s_addr;
-		h.port = sin.sin_port;
-		if (h.port == 0)
+		} else {
+			h->addr = sin.sin_addr.s_addr;
+			h->port = sin.sin_port;
+		}
+		if (h->port == 0)
 			return shim_fail(EINVAL);   /* as udp_sendmsg: no port 0 */
+	} else if (s->udp_connected && s->peer6) {
+		h->flags = DPSOCK_PL_DGRAM_IP6;
+		memcpy(d.x.addr, &s->raddr6, 16);
+		h->port = s->rport;
 	} else if (s->udp_connected) {
-		h.addr = s->raddr;
-		h.port = s->rport;
+		h->addr = s->raddr;
+		h->port = s->rport;
 	} else {
 		return shim_fail(EDESTADDRREQ);
 	}
 	if (total > DPSOCK_PL_DGRAM_MAX)
 		return shim_fail(EMSGSIZE);
-	h.len = (uint32_t)total;
-	need = (uint32_t)sizeof(h) + pad8(h.len);
+	h->len = (uint32_t)total;
+	hl = dpsock_pl_dgram_hlen(h->flags);
+	need = hl + pad8(h->len);
 	if (need > g->tx_fifo_size)
 		return shim_fail(EMSGSIZE);
 	/* SO_SNDBUF: at most that much queued (a larger datagram alone fits) */
@@ -77,9 +91,9 @@ shim_udp_send(struct shim_sock *s, const struct iovec *iov, int iovcnt, int flag
 			 * then published at once by the commit */
 			n = dpsock_fifo_write_reserve(&p, need, seg);
 			if (n == need) {
-				shim_iov_put(seg, 2, 0, (const unsigned char *)&h, sizeof(h));
-				shim_iov_copy(seg, 2, sizeof(h), iov, iovcnt, 0, h.len);
-				shim_iov_put(seg, 2, sizeof(h) + h.len, zeros, need - sizeof(h) - h.len);
+				shim_iov_put(seg, 2, 0, (const unsigned char *)&d, hl);
+				shim_iov_copy(seg, 2, hl, iov, iovcnt, 0, h->len);
+				shim_iov_put(seg, 2, hl + h->len, zeros, need - hl - h->len);
 				dpsock_fifo_write_commit(&p, n);
 			} else {
 				n = 0;
@@ -88,7 +102,7 @@ shim_udp_send(struct shim_sock *s, const struct iovec *iov, int iovcnt, int flag
 		shim_unlock(&a->tx_lock);
 		if (n > 0) {
 			shim_tx_kick(s, k);
-			return (ssize_t)h.len;
+			return (ssize_t)h->len;
 		}
 		if (!block) {
 			__atomic_store_n(&sl->want_tx, 1, __ATOMIC_RELAXED);
@@ -109,9 +123,19 @@ shim_udp_send(struct shim_sock *s, const struct iovec *iov, int iovcnt, int flag
 	}
 }
 
+bool
+shim_udp_unwanted(const struct shim_sock *s, const struct shim_dgram *d)
+{
+	if (!s->udp_connected)
+		return false;
+	if (d->h.flags & DPSOCK_PL_DGRAM_IP6)
+		return !s->peer6 || d->h.port != s->rport || memcmp(d->x.addr, &s->raddr6, 16) != 0;
+	return s->peer6 || d->h.addr != s->raddr || d->h.port != s->rport;
+}
+
 ssize_t
 shim_udp_recv(struct shim_sock *s, const struct iovec *iov, int iovcnt, int flags,
-	 struct sockaddr *from, socklen_t *fromlen, int *msg_flags, struct dpsock_pl_dgram *hdr)
+	 struct sockaddr *from, socklen_t *fromlen, int *msg_flags, struct shim_dgram *hdr)
 {
 	const struct dpsock_pl_seg *g = shim_seg();
 	size_t total = shim_iov_total(iov, iovcnt);
@@ -123,17 +147,18 @@ shim_udp_recv(struct shim_sock *s, const struct iovec *iov, int iovcnt, int flag
 			struct dpsock_pl_slot *sl = shim_sock_slot(s, i);
 			struct shim_slot_area *a = shim_area(sl);
 			struct dpsock_fifo_cons c;
+			struct shim_dgram d;
 			struct dpsock_pl_dgram h;
 			struct iovec seg[2];
-			uint32_t n, len, whole;
+			uint32_t n, len, whole, hl;
 			bool got = false, drop = false;
 			size_t copy = 0;
 
 			if (__builtin_expect(s->xrx != NULL, 0)) {
 				/* extra API state: callbacks, held datagrams (zcopy.c) */
-				if (!shim_xrx_udp_recv_slot(s, i, iov, iovcnt, flags, &h, &copy))
+				if (!shim_xrx_udp_recv_slot(s, i, iov, iovcnt, flags, &d, &copy))
 					continue;
-				len = h.len;
+				len = d.h.len;
 				goto got;
 			}
 			if (shim_fifo_level(shim_slot_rx(s->slot[i]), g->rx_fifo_size) < sizeof(h))
@@ -151,7 +176,8 @@ shim_udp_recv(struct shim_sock *s, const struct iovec *iov, int iovcnt, int flag
 			memcpy(&h, seg[0].iov_base, seg[0].iov_len);
 			memcpy((unsigned char *)&h + seg[0].iov_len, seg[1].iov_base, seg[1].iov_len);
 			len = h.len;
-			whole = len <= DPSOCK_PL_DGRAM_MAX ? (uint32_t)sizeof(h) + pad8(len) : 0;
+			hl = dpsock_pl_dgram_hlen(h.flags);
+			whole = len <= DPSOCK_PL_DGRAM_MAX ? hl + pad8(len) : 0;
 			n = whole ? dpsock_fifo_read_peek(&c, whole, seg) : 0;
 			if (whole == 0 || n < whole) {
 				/* the daemon publishes whole datagrams: a short one is
@@ -161,11 +187,13 @@ shim_udp_recv(struct shim_sock *s, const struct iovec *iov, int iovcnt, int flag
 				shim_unlock(&a->rx_lock);
 				continue;
 			}
-			if (s->udp_connected && (h.addr != s->raddr || h.port != s->rport))
-				drop = true;
+			d.h = h;
+			if (h.flags & DPSOCK_PL_DGRAM_IP6)
+				shim_iov_get(seg, 2, sizeof(h), (unsigned char *)&d.x, sizeof(d.x));
+			drop = shim_udp_unwanted(s, &d);
 			if (!drop) {
 				copy = len < total ? len : total;
-				shim_iov_copy(iov, iovcnt, 0, seg, 2, sizeof(h), copy);
+				shim_iov_copy(iov, iovcnt, 0, seg, 2, hl, copy);
 				got = true;
 			}
 			if (drop || !(flags & MSG_PEEK))
@@ -183,11 +211,13 @@ got:
 			 * can only reorder datagrams still queued on the old one. */
 			__atomic_store_n(&s->udp_tx_worker, i, __ATOMIC_RELAXED);
 			if (from != NULL && fromlen != NULL)
-				shim_addr_out(s, h.addr, h.port, from, fromlen);
+				shim_addr_out(s, d.h.addr,
+					      d.h.flags & DPSOCK_PL_DGRAM_IP6 ? d.x.addr : NULL,
+					      d.h.port, from, fromlen);
 			if (msg_flags != NULL)
 				*msg_flags = copy < len ? MSG_TRUNC : 0;
 			if (hdr != NULL)
-				*hdr = h;
+				*hdr = d;
 			return (flags & MSG_TRUNC) ? (ssize_t)len : (ssize_t)copy;
 		}
 		if (shim_daemon_gone()) {
@@ -210,19 +240,30 @@ int
 shim_udp_ensure_bound(struct shim_sock *s, int role, uint32_t addr, uint16_t port)
 {
 	bool unbound = !s->bound;
+	unsigned int cf = 0;
 	int r;
 
 	(void)role, (void)addr, (void)port;
 	if (shim_sock_offloaded(s))
 		return 0;
+	/* an AF_INET6 socket's "::": IPv6's addresses too where dpsockd has
+	 * some (IPv6 alone with IPV6_V6ONLY) */
+	if (s->family == AF_INET6 && (unbound || s->any6) && !s->ip6 && shim_serves_ip6()) {
+		cf = s->v6only ? DPSOCK_PL_CMD_F_IP6 : DPSOCK_PL_CMD_F_DUAL;
+		if (s->v6only) {
+			s->ip6 = 1;
+			s->laddr6 = in6addr_any;
+		}
+	}
 	/* unbound: worker 0 picks an ephemeral port, the others follow */
 	r = shim_sock_open_all(s, DPSOCK_PL_OP_UDP_BIND, s->bound ? s->laddr : htonl(INADDR_ANY),
-			  s->bound ? s->lport : 0);
+			  s->bound ? s->lport : 0, cf);
 	if (r < 0)
 		return r;
+	s->udp6 = cf != 0;
 	/* an unbound AF_INET6 socket: named "::" as Linux names it; what
-	 * it sends to IPv6 goes out of its kernel socket, whose replies are
-	 * read too (calls.c udp_recv_both) */
+	 * it sends to IPv6 dpsockd does not carry goes out of its kernel
+	 * socket, whose replies are read too (calls.c udp_recv_both) */
 	if (s->family == AF_INET6 && unbound)
 		s->any6 = s->khalf = 1;
 	shim_sock_set_offloaded(s, SHIM_UDP);
@@ -235,14 +276,20 @@ shim_udp_ensure_bound(struct shim_sock *s, int role, uint32_t addr, uint16_t por
 bool
 shim_udp_first_send(struct shim_sock *s, const struct sockaddr *to, socklen_t tolen)
 {
-	struct sockaddr_in v4, *sin = &v4;
-	bool off = false;
+	struct sockaddr_in v4;
+	struct in6_addr a6;
+	uint16_t p6;
+	bool off = false, ip6;
 
 	if (s->type != SOCK_DGRAM)
 		return false;
-	if (shim_addr_in(s, to, tolen, SHIM_ADDR_PEER, &v4) != 0) {
-		/* an AF_INET6 socket's first datagram to IPv6 proper: the
-		 * kernel binds its port, and the socket stays the kernel's */
+	/* to IPv6 proper, in a /64 of dpsockd's: a port of both families
+	 * (IPv6 alone with IPV6_V6ONLY) on every worker */
+	ip6 = !s->bound && shim_addr_in6(s, to, tolen, SHIM_ADDR_PEER, &a6, &p6);
+	if (!ip6 && shim_addr_in(s, to, tolen, SHIM_ADDR_PEER, &v4) != 0) {
+		/* an AF_INET6 socket's first datagram to IPv6 dpsockd does not
+		 * carry: the kernel binds its port, and the socket stays the
+		 * kernel's */
 		if (s->family == AF_INET6 && to != NULL && tolen >= sizeof(struct sockaddr_in6) &&
 		    to->sa_family == AF_INET6) {
 			pthread_mutex_lock(&s->lock);
@@ -257,12 +304,15 @@ shim_udp_first_send(struct shim_sock *s, const struct sockaddr *to, socklen_t to
 	pthread_mutex_lock(&s->lock);
 	if (s->mode == SHIM_UNDECIDED) {
 		/* IP_MULTICAST_IF named a kernel interface: its groups are sent there */
-		if (!(s->mc_if_kernel && dpsock_mc_is_group(sin->sin_addr.s_addr)) &&
-		    shim_offload_decide(DPSOCK_PL_UDP_SENDER, sin->sin_addr.s_addr, sin->sin_port, 0, 0) &&
-		    shim_udp_ensure_bound(s, DPSOCK_PL_UDP_SENDER, sin->sin_addr.s_addr,
-				     sin->sin_port) == 0) {
+		if (ip6 ? shim_offload_decide6(DPSOCK_PL_UDP_SENDER, &a6, p6) == 1 &&
+			  shim_udp_ensure_bound(s, DPSOCK_PL_UDP_SENDER, 0, 0) == 0 && s->udp6 :
+			  !(s->mc_if_kernel && dpsock_mc_is_group(v4.sin_addr.s_addr)) &&
+			  shim_offload_decide(DPSOCK_PL_UDP_SENDER, v4.sin_addr.s_addr,
+					      v4.sin_port, 0, 0) &&
+			  shim_udp_ensure_bound(s, DPSOCK_PL_UDP_SENDER, v4.sin_addr.s_addr,
+						v4.sin_port) == 0) {
 			off = true;
-		} else {
+		} else if (s->mode == SHIM_UNDECIDED) {
 			s->mode = SHIM_KERNEL;
 			shim_mc_drop_pending(s);
 		}

@@ -136,10 +136,25 @@ cons_attach(struct shim_sock *s, uint32_t i, struct dpsock_fifo_cons *c)
 
 struct rec {
 	uint32_t off;             /* from the consumer index */
-	uint32_t whole;           /* header, data, padding */
-	struct dpsock_pl_dgram h;
+	uint32_t whole;           /* header, IPv6 addresses, data, padding */
+	uint32_t hl;              /* bytes before the data */
+	struct shim_dgram d;
 	uint16_t *flags;          /* the header's flags, in the FIFO */
 };
+
+/* len bytes at off (from the consumer index) into dst, across the wrap. */
+static void
+rec_copy(const struct dpsock_spsc_end *e, uint32_t off, void *dst, uint32_t len)
+{
+	uint32_t idx = (e->head + off) & e->mask, n1 = e->count - idx;
+
+	if (n1 >= len) {
+		memcpy(dst, e->data + idx, len);
+	} else {
+		memcpy(dst, e->data + idx, n1);
+		memcpy((unsigned char *)dst + n1, e->data, len - n1);
+	}
+}
 
 /* The record at off (a record boundary). 1; 0: none there; -EIO: a
  * record the daemon would never publish (short, oversized). Reads the
@@ -150,28 +165,24 @@ static int
 rec_at(struct dpsock_fifo_cons *c, uint32_t off, struct rec *r)
 {
 	struct dpsock_spsc_end *e = &c->e;
-	uint32_t used = e->cache - e->head, idx, n1;
+	uint32_t used = e->cache - e->head;
 
 	if (off >= used) {
 		used = dpsock_spsc_cons_refresh(e);   /* more may have come */
 		if (off >= used)
 			return 0;
 	}
-	if (used - off < sizeof(r->h))
+	if (used - off < sizeof(r->d.h))
 		return -EIO;
-	idx = (e->head + off) & e->mask;
-	n1 = e->count - idx;
-	if (n1 >= sizeof(r->h)) {
-		memcpy(&r->h, e->data + idx, sizeof(r->h));
-	} else {
-		memcpy(&r->h, e->data + idx, n1);
-		memcpy((unsigned char *)&r->h + n1, e->data, sizeof(r->h) - n1);
-	}
-	if (r->h.len > DPSOCK_PL_DGRAM_MAX)
+	rec_copy(e, off, &r->d.h, sizeof(r->d.h));
+	if (r->d.h.len > DPSOCK_PL_DGRAM_MAX)
 		return -EIO;
-	r->whole = (uint32_t)sizeof(r->h) + pad8(r->h.len);
+	r->hl = dpsock_pl_dgram_hlen(r->d.h.flags);
+	r->whole = r->hl + pad8(r->d.h.len);
 	if (used - off < r->whole)
 		return -EIO;
+	if (r->d.h.flags & DPSOCK_PL_DGRAM_IP6)
+		rec_copy(e, off + (uint32_t)sizeof(r->d.h), &r->d.x, sizeof(r->d.x));
 	r->flags = (uint16_t *)(void *)(e->data + ((e->head + off +
 						      offsetof(struct dpsock_pl_dgram, flags)) & e->mask));
 	r->off = off;
@@ -214,13 +225,13 @@ static void
 rec_data(struct dpsock_fifo_cons *c, const struct rec *r, struct iovec seg[2])
 {
 	struct dpsock_spsc_end *e = &c->e;
-	uint32_t idx = (e->head + r->off + (uint32_t)sizeof(r->h)) & e->mask;
+	uint32_t idx = (e->head + r->off + r->hl) & e->mask;
 	uint32_t n1 = e->count - idx;
 
 	seg[0].iov_base = e->data + idx;
-	seg[0].iov_len = r->h.len < n1 ? r->h.len : n1;
+	seg[0].iov_len = r->d.h.len < n1 ? r->d.h.len : n1;
 	seg[1].iov_base = e->data;
-	seg[1].iov_len = r->h.len - seg[0].iov_len;
+	seg[1].iov_len = r->d.h.len - seg[0].iov_len;
 }
 
 /* Consume every DONE record at the head. Returns the bytes consumed. */
@@ -249,11 +260,10 @@ udp_bad(struct shim_sock *s, uint32_t i, struct dpsock_fifo_cons *c)
 	return n;
 }
 
-/* A connected UDP socket takes only its peer's datagrams (as the kernel). */
 static bool
 udp_unwanted(const struct shim_sock *s, const struct rec *r)
 {
-	return s->udp_connected && (r->h.addr != s->raddr || r->h.port != s->rport);
+	return shim_udp_unwanted(s, &r->d);
 }
 
 static void
@@ -262,11 +272,14 @@ fill_pkt(struct dpsock_zpkt *p, struct dpsock_fifo_cons *c, const struct rec *r,
 {
 	rec_data(c, r, p->iov);
 	p->id = pkt_id(slot, gen, c->e.head + r->off);
-	p->len = r->h.len;
+	p->len = r->d.h.len;
 	p->n_iov = p->iov[1].iov_len ? 2 : 1;
 	p->flags = 0;
-	p->from = (struct sockaddr_in){ .sin_family = AF_INET, .sin_addr.s_addr = r->h.addr,
-					.sin_port = r->h.port };
+	/* an IPv6 sender does not fit: AF_UNSPEC with its port (recvfrom
+	 * names it) */
+	p->from = (struct sockaddr_in){ .sin_family = r->d.h.flags & DPSOCK_PL_DGRAM_IP6 ?
+						      AF_UNSPEC : AF_INET,
+					.sin_addr.s_addr = r->d.h.addr, .sin_port = r->d.h.port };
 }
 
 /*
@@ -424,7 +437,7 @@ shim_xrx_udp_readable(struct shim_sock *s, uint32_t i)
 
 int
 shim_xrx_udp_recv_slot(struct shim_sock *s, uint32_t i, const struct iovec *iov, int iovcnt,
-		       int flags, struct dpsock_pl_dgram *h, size_t *copied)
+		       int flags, struct shim_dgram *h, size_t *copied)
 {
 	struct shim_xrx *x = s->xrx;
 	struct shim_slot_area *a = shim_area(shim_sock_slot(s, i));
@@ -443,10 +456,10 @@ shim_xrx_udp_recv_slot(struct shim_sock *s, uint32_t i, const struct iovec *iov,
 		if (e < 0)
 			moved = udp_bad(s, i, &c);
 		if (e == 1) {
-			*copied = r.h.len < total ? r.h.len : total;
+			*copied = r.d.h.len < total ? r.d.h.len : total;
 			rec_data(&c, &r, seg);
 			shim_iov_copy(iov, iovcnt, 0, seg, 2, 0, *copied);
-			*h = r.h;
+			*h = r.d;
 			if (!(flags & MSG_PEEK))
 				*r.flags = SHIM_DONE;
 		}

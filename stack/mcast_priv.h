@@ -62,6 +62,7 @@ struct dpsock_udp_state {
 struct dpsock_rx_meta {
 	uint32_t dst;             /* destination address (network order) */
 	uint16_t iface;           /* port index */
+	uint8_t dst6[16];         /* an IPv6 datagram's destination (dst is 0) */
 	uint64_t rx_ns;           /* CLOCK_REALTIME when the worker took the frame */
 	uint64_t hw_ns;           /* the NIC's timestamp (raw), 0 = none */
 };

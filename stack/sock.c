@@ -744,33 +744,25 @@ dpsock_tcp_listen(struct dpsock_worker *w, uint16_t port, int backlog,
 	return dpsock_tcp_listen_addr(w, 0, port, backlog, DPSOCK_LISTEN_IPV6, ops, user);
 }
 
-struct dpsock_sock *
-dpsock_tcp_listen_addr(struct dpsock_worker *w, uint32_t addr, uint16_t port, int backlog,
-		       unsigned int flags, const struct dpsock_sock_ops *ops, void *user)
+/* A listener on ip:port. served: the IPv4 address a port shared with
+ * the kernel hands to dpsock (its filter), or none (127.0.0.1, IPv6: no
+ * shared port carries them). */
+static struct dpsock_sock *
+tcp_listen_ip(struct dpsock_worker *w, const ip_addr_t *ip, bool served, uint32_t addr,
+	      uint16_t port, unsigned int flags, const struct dpsock_sock_ops *ops, void *user)
 {
 	struct tcp_pcb *pcb, *lpcb;
 	struct dpsock_sock *s;
-	ip_addr_t loop = IPADDR4_INIT(addr);
-	bool lo = addr == RTE_BE32(0x7f000001); /* 127.0.0.1 */
 	err_t e;
 	int r = 0;
 
-	if (w == NULL || w != dpsock_self || (flags & ~(DPSOCK_LISTEN_HELD | DPSOCK_LISTEN_IPV6)) ||
-	    ((flags & DPSOCK_LISTEN_IPV6) && addr != 0)) {
-		errno = w == NULL || w == dpsock_self ? EINVAL : EPERM;
-		return NULL;
-	}
-	pcb = tcp_new();
+	pcb = tcp_new_ip_type(IP_GET_TYPE(ip));
 	if (pcb == NULL) {
 		errno = ENOMEM;
 		return NULL;
 	}
 	ip_set_option(pcb, SOF_REUSEADDR);
-	/* 127.0.0.1 (connections within the host, docs/design.md decision
-	 * 16): lwIP matches it exactly, so that nothing to another address
-	 * reaches it; the wire never brings 127/8 (worker.c) */
-	e = tcp_bind(pcb, lo ? &loop : (flags & DPSOCK_LISTEN_IPV6) ? IP_ANY_TYPE : IP4_ADDR_ANY,
-		     port);
+	e = tcp_bind(pcb, ip, port);
 	if (e != ERR_OK) {
 		tcp_abort(pcb);
 		errno = -err_to_errno(e);
@@ -783,7 +775,7 @@ dpsock_tcp_listen_addr(struct dpsock_worker *w, uint32_t addr, uint16_t port, in
 		return NULL;
 	}
 	/* a port shared with the kernel: dpsock's before the first SYN */
-	if (!lo)
+	if (served)
 		r = dpsock_filter_serve(w->d, IPPROTO_TCP, addr, port, !(flags & DPSOCK_LISTEN_HELD));
 	if (r != 0) {
 		tcp_close(lpcb);
@@ -792,13 +784,13 @@ dpsock_tcp_listen_addr(struct dpsock_worker *w, uint32_t addr, uint16_t port, in
 	}
 	s = sock_new(w, SOCK_TCP_LISTEN, ops, user);
 	if (s == NULL) {
-		if (!lo)
+		if (served)
 			dpsock_filter_unserve(w->d, IPPROTO_TCP, addr, port);
 		tcp_close(lpcb);
 		errno = ENOMEM;
 		return NULL;
 	}
-	s->served_proto = lo ? 0 : IPPROTO_TCP;
+	s->served_proto = served ? IPPROTO_TCP : 0;
 	s->served_addr = addr;
 	s->served_port = port;
 	s->pcb.tcp = lpcb;
@@ -807,6 +799,57 @@ dpsock_tcp_listen_addr(struct dpsock_worker *w, uint32_t addr, uint16_t port, in
 	tcp_accept(lpcb, on_tcp_accept);
 	tcp_ext_arg_set_callbacks(lpcb, w->extarg_id, &listen_extarg);
 	return s;
+}
+
+static bool
+listen_args_ok(struct dpsock_worker *w, unsigned int flags, unsigned int allowed)
+{
+	if (w == NULL || w != dpsock_self || (flags & ~allowed)) {
+		errno = w == NULL || w == dpsock_self ? EINVAL : EPERM;
+		return false;
+	}
+	return true;
+}
+
+struct dpsock_sock *
+dpsock_tcp_listen_addr(struct dpsock_worker *w, uint32_t addr, uint16_t port, int backlog,
+		       unsigned int flags, const struct dpsock_sock_ops *ops, void *user)
+{
+	ip_addr_t ip = IPADDR4_INIT(addr);
+	bool lo = addr == RTE_BE32(0x7f000001); /* 127.0.0.1 */
+
+	if (!listen_args_ok(w, flags, DPSOCK_LISTEN_HELD | DPSOCK_LISTEN_IPV6))
+		return NULL;
+	if ((flags & DPSOCK_LISTEN_IPV6) && addr != 0) {
+		errno = EINVAL;
+		return NULL;
+	}
+	/* 127.0.0.1 (connections within the host, docs/design.md decision
+	 * 16): lwIP matches it exactly, so that nothing to another address
+	 * reaches it; the wire never brings 127/8 (worker.c) */
+	if (flags & DPSOCK_LISTEN_IPV6)
+		ip = *IP_ANY_TYPE;
+	return tcp_listen_ip(w, &ip, !lo, addr, port, flags, ops, user);
+}
+
+struct dpsock_sock *
+dpsock_tcp_listen6(struct dpsock_worker *w, const struct in6_addr *addr, uint16_t port,
+		   int backlog, unsigned int flags, const struct dpsock_sock_ops *ops, void *user)
+{
+	ip_addr_t ip;
+
+	if (!listen_args_ok(w, flags, DPSOCK_LISTEN_HELD))
+		return NULL;
+	ip_addr_copy(ip, *IP6_ADDR_ANY);
+	if (addr != NULL && !IN6_IS_ADDR_UNSPECIFIED(addr)) {
+		if (IN6_IS_ADDR_V4MAPPED(addr) || IN6_IS_ADDR_MULTICAST(addr)) {
+			errno = EINVAL; /* a mapped address: dpsock_tcp_listen_addr */
+			return NULL;
+		}
+		memcpy(ip_2_ip6(&ip)->addr, addr, 16);
+		ip6_addr_clear_zone(ip_2_ip6(&ip));
+	}
+	return tcp_listen_ip(w, &ip, false, 0, port, flags, ops, user);
 }
 
 /* dst as an lwIP IPv6 address from the 16 bytes at addr, and the netif
@@ -1338,7 +1381,8 @@ on_udp_recv(void *arg, struct udp_pcb *pcb, struct pbuf *p, const ip_addr_t *add
 	const struct netif *inp = ip_current_input_netif();
 	union dpsock_sockaddr from;
 	struct dpsock_rx_meta meta = {
-		/* IP_PKTINFO's address: IPv4's (0 for an IPv6 datagram) */
+		/* IP_PKTINFO's address: IPv4's (0 for an IPv6 datagram, whose
+		 * own is dst6) */
 		.dst = ip_current_is_v6() ? 0 : ip4_addr_get_u32(ip4_current_dest_addr()),
 		.iface = inp != NULL ? ((const struct dpsock_worker_port *)inp->state)->port_idx : 0,
 		.rx_ns = dpsock_mcast_rx_ns(s->w),
@@ -1346,6 +1390,8 @@ on_udp_recv(void *arg, struct udp_pcb *pcb, struct pbuf *p, const ip_addr_t *add
 	};
 
 	RTE_SET_USED(pcb);
+	if (ip_current_is_v6())
+		memcpy(meta.dst6, ip6_current_dest_addr()->addr, 16);
 	sockaddr_from(&from, addr, port);
 	udp_deliver(s, p, &from, &meta);
 }
@@ -1426,33 +1472,79 @@ dpsock_udp_bind(struct dpsock_worker *w, uint16_t port, const struct dpsock_sock
 	return dpsock_udp_bind_addr(w, 0, port, DPSOCK_UDP_IPV6, ops, user);
 }
 
+/* flags are valid for a UDP bind (IPv6: DPSOCK_UDP_IPV6 allowed or not) */
+static bool
+udp_bind_args_ok(struct dpsock_worker *w, uint16_t port, unsigned int flags, unsigned int ipv6)
+{
+	if (w == NULL || w != dpsock_self) {
+		errno = w == NULL ? EINVAL : EPERM;
+		return false;
+	}
+	if ((flags & ~(DPSOCK_UDP_REUSEADDR | DPSOCK_UDP_REUSEPORT | DPSOCK_UDP_OWNED |
+		       DPSOCK_UDP_HELD | ipv6)) ||
+	    ((flags & DPSOCK_UDP_OWNED) &&
+	     (port != 0 || (flags & (DPSOCK_UDP_REUSEADDR | DPSOCK_UDP_REUSEPORT))))) {
+		errno = EINVAL;
+		return false;
+	}
+	return true;
+}
+
+static struct dpsock_sock *udp_bind_ip(struct dpsock_worker *w, const ip_addr_t *la,
+				       uint32_t addr, uint16_t port, unsigned int flags,
+				       const struct dpsock_sock_ops *ops, void *user);
+
 struct dpsock_sock *
 dpsock_udp_bind_addr(struct dpsock_worker *w, uint32_t addr, uint16_t port, unsigned int flags,
 		     const struct dpsock_sock_ops *ops, void *user)
 {
-	struct dpsock_sock *s;
-	struct udp_pcb *pcb;
-	uint16_t lport = 0;
-	unsigned int tries;
 	ip_addr_t la = IPADDR4_INIT(addr);
-	err_t e = ERR_USE;
 
-	if (w == NULL || w != dpsock_self) {
-		errno = w == NULL ? EINVAL : EPERM;
+	if (!udp_bind_args_ok(w, port, flags, DPSOCK_UDP_IPV6))
 		return NULL;
-	}
-	if ((flags & ~(DPSOCK_UDP_REUSEADDR | DPSOCK_UDP_REUSEPORT | DPSOCK_UDP_OWNED |
-		       DPSOCK_UDP_HELD | DPSOCK_UDP_IPV6)) ||
-	    ((flags & DPSOCK_UDP_OWNED) &&
-	     (port != 0 || (flags & (DPSOCK_UDP_REUSEADDR | DPSOCK_UDP_REUSEPORT)))) ||
-	    ((flags & DPSOCK_UDP_IPV6) && addr != 0)) {
+	if ((flags & DPSOCK_UDP_IPV6) && addr != 0) {
 		errno = EINVAL;
 		return NULL;
 	}
 	/* both families: lwIP's "any type" pcb, bound to its any address */
 	if (flags & DPSOCK_UDP_IPV6)
 		ip_addr_copy(la, *IP_ANY_TYPE);
-	pcb = udp_new_ip_type(IP_GET_TYPE(&la));
+	return udp_bind_ip(w, &la, addr, port, flags, ops, user);
+}
+
+struct dpsock_sock *
+dpsock_udp_bind6(struct dpsock_worker *w, const struct in6_addr *addr, uint16_t port,
+		 unsigned int flags, const struct dpsock_sock_ops *ops, void *user)
+{
+	ip_addr_t la;
+
+	if (!udp_bind_args_ok(w, port, flags, 0))
+		return NULL;
+	ip_addr_copy(la, *IP6_ADDR_ANY);
+	if (addr != NULL && !IN6_IS_ADDR_UNSPECIFIED(addr)) {
+		if (IN6_IS_ADDR_V4MAPPED(addr) || IN6_IS_ADDR_MULTICAST(addr)) {
+			errno = EINVAL; /* mapped: dpsock_udp_bind_addr; no IPv6 groups */
+			return NULL;
+		}
+		memcpy(ip_2_ip6(&la)->addr, addr, 16);
+		ip6_addr_clear_zone(ip_2_ip6(&la));
+	}
+	return udp_bind_ip(w, &la, 0, port, flags, ops, user);
+}
+
+/* A UDP socket bound to la:port (addr: la's IPv4 address, 0 for IPv6 and
+ * "any", which a port shared with the kernel hands to dpsock). */
+static struct dpsock_sock *
+udp_bind_ip(struct dpsock_worker *w, const ip_addr_t *la, uint32_t addr, uint16_t port,
+	    unsigned int flags, const struct dpsock_sock_ops *ops, void *user)
+{
+	struct dpsock_sock *s;
+	struct udp_pcb *pcb;
+	uint16_t lport = 0;
+	unsigned int tries;
+	err_t e = ERR_USE;
+
+	pcb = udp_new_ip_type(IP_GET_TYPE(la));
 	if (pcb == NULL) {
 		errno = ENOMEM;
 		return NULL;
@@ -1474,7 +1566,7 @@ dpsock_udp_bind_addr(struct dpsock_worker *w, uint32_t addr, uint16_t port, unsi
 				errno = EADDRNOTAVAIL;
 				return NULL;
 			}
-			e = udp_bind(pcb, &la, lport);
+			e = udp_bind(pcb, la, lport);
 			if (e != ERR_USE)
 				break;
 			/* acquire: pairs with the release when the backend falls back */
@@ -1482,7 +1574,7 @@ dpsock_udp_bind_addr(struct dpsock_worker *w, uint32_t addr, uint16_t port, unsi
 			lport = 0;
 		}
 	} else {
-		e = udp_bind(pcb, &la, port);
+		e = udp_bind(pcb, la, port);
 	}
 	if (e == ERR_OK && (s = sock_new(w, SOCK_UDP, ops, user)) == NULL)
 		e = ERR_MEM;
@@ -1494,8 +1586,9 @@ dpsock_udp_bind_addr(struct dpsock_worker *w, uint32_t addr, uint16_t port, unsi
 		return NULL;
 	}
 	/* a port shared with the kernel: dpsock's before the first datagram
-	 * (a group's datagrams come through the group, filter.c) */
-	if (!ip4_addr_ismulticast(ip_2_ip4(&la))) {
+	 * (a group's datagrams come through the group, filter.c); IPv6 alone
+	 * never reaches a shared port */
+	if (!IP_IS_V6(la) && !ip4_addr_ismulticast(ip_2_ip4(la))) {
 		int r = dpsock_filter_serve(w->d, IPPROTO_UDP, addr, pcb->local_port,
 					    !(flags & DPSOCK_UDP_HELD));
 
@@ -1609,6 +1702,7 @@ void
 dpsock_rx_info(const struct dpsock_rx *rx, struct dpsock_rx_info *info)
 {
 	info->dst = rx->meta.dst;
+	memcpy(info->dst6, rx->meta.dst6, 16);
 	info->iface = rx->meta.iface;
 	info->rx_ns = rx->meta.rx_ns;
 	info->hw_ns = rx->meta.hw_ns;

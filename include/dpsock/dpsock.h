@@ -196,6 +196,12 @@ struct dpsock_sock *dpsock_tcp_listen(struct dpsock_worker *w, uint16_t port, in
 struct dpsock_sock *dpsock_tcp_listen_addr(struct dpsock_worker *w, uint32_t addr, uint16_t port,
 					   int backlog, unsigned int flags,
 					   const struct dpsock_sock_ops *ops, void *user);
+/* The same for IPv6 alone (IPV6_V6ONLY): addr NULL or "::" for every
+ * IPv6 address of the worker's ports, or one of them (not IPv4-mapped).
+ * flags: DPSOCK_LISTEN_HELD only (IPv6 never reaches a shared port). */
+struct dpsock_sock *dpsock_tcp_listen6(struct dpsock_worker *w, const struct in6_addr *addr,
+				       uint16_t port, int backlog, unsigned int flags,
+				       const struct dpsock_sock_ops *ops, void *user);
 
 /* Connect to addr (network order) : port (host order). The result comes
  * through ops->connected. Returns NULL with errno EADDRNOTAVAIL (no local
@@ -322,6 +328,13 @@ struct dpsock_sock *dpsock_udp_bind_addr(struct dpsock_worker *w, uint32_t addr,
 					 unsigned int flags, const struct dpsock_sock_ops *ops,
 					 void *user);
 
+/* The same for IPv6 alone (IPV6_V6ONLY): addr NULL or "::" for every
+ * IPv6 address of the worker's ports, or one of them. flags as above but
+ * DPSOCK_UDP_IPV6 (no IPv6 groups: no MLD host yet). */
+struct dpsock_sock *dpsock_udp_bind6(struct dpsock_worker *w, const struct in6_addr *addr,
+				     uint16_t port, unsigned int flags,
+				     const struct dpsock_sock_ops *ops, void *user);
+
 /* Send one datagram to `to`, sockaddr_in or (from a socket of both
  * families) sockaddr_in6 (len up to 65507, 65527 over IPv6; larger than
  * the MTU is fragmented). Returns len, -EMSGSIZE, -ENOMEM (no buffer),
@@ -376,6 +389,7 @@ size_t dpsock_rx_len(const struct dpsock_rx *rx);
  * offers RX timestamps (0 otherwise). Zeros for TCP data. */
 struct dpsock_rx_info {
 	uint32_t dst;
+	uint8_t dst6[16];         /* an IPv6 datagram's destination (dst is then 0) */
 	unsigned int iface;
 	uint64_t rx_ns;
 	uint64_t hw_ns;

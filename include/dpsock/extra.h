@@ -87,7 +87,8 @@ struct dpsock_zpkt {
 	uint16_t n_iov;           /* 1, or 2 when the data wraps around the FIFO */
 	uint16_t flags;           /* 0 (reserved) */
 	struct iovec iov[2];
-	struct sockaddr_in from;  /* UDP: the sender; TCP: the peer */
+	struct sockaddr_in from;  /* UDP: the sender; TCP: the peer (an IPv6 one:
+				   * AF_UNSPEC and its port, recvfrom names it) */
 };
 
 /* What a receive callback decides for a datagram. */

@@ -1092,6 +1092,23 @@ preload_stat() {
 	stat_read "$PRELOAD_NAME" "$1"
 }
 
+# preload_listener PORT WHAT LOG: wait until PRELOAD_NAME's dpsockd has a
+# listener on PORT (dpsock-stat), else fail naming WHAT and LOG's tail.
+preload_listener() {
+	wait_until 30 bash -c "\"$DPSOCK_STAT\" -n $PRELOAD_NAME -v sockets 2>/dev/null | grep -q ':$1 .*LISTEN'" ||
+		fail "$2's listener on $1 is not dpsockd's: $("$DPSOCK_STAT" -n "$PRELOAD_NAME" -v sockets 2>&1) $(tail -n 5 "$3")"
+}
+
+# curl_both ADDR6 PORT BODY: curl from B over IPv4 (TOPO_ADDR_A) and over
+# IPv6 (ADDR6) both get BODY from PORT.
+curl_both() {
+	local b4 b6
+	b4=$(in_b curl -s --max-time 5 "http://$TOPO_ADDR_A:$2/") || fail "curl over IPv4 to port $2 failed"
+	b6=$(in_b curl -s --max-time 5 "http://[$1]:$2/") ||
+		fail "curl over IPv6 to port $2 failed; A's kernel listeners: $(in_a ss -ltn | tr '\n' ';')"
+	[ "$b4" = "$3" ] && [ "$b6" = "$3" ] || fail "port $2 answered '$b4' over IPv4 and '$b6' over IPv6, not '$3'"
+}
+
 # preload_logs: the shim's log files and the programs' logs, for greps.
 preload_logs() {
 	cat "$TEST_TMP"/*.log 2>/dev/null

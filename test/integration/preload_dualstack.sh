@@ -57,50 +57,15 @@ else
 	preload_daemon_start "$name"
 fi
 chmod 755 "$TEST_TMP" # nginx's workers (nobody) reach the control socket
-socks() { "$DPSOCK_STAT" -n "$name" -v sockets 2>/dev/null; }
-wait_listener() { # PORT WHAT LOG
-	wait_until 30 bash -c "\"$DPSOCK_STAT\" -n $name -v sockets 2>/dev/null | grep -q ':$1 .*LISTEN'" ||
-		fail "$2's listener on $1 is not dpsockd's: $(socks) $(tail -n 5 "$3")"
-}
-# get PORT BODY: curl over IPv4 and over IPv6 from B both get BODY
-get_both() {
-	local b4 b6
-	b4=$(in_b curl -s --max-time 5 "http://$TOPO_ADDR_A:$1/") || fail "curl over IPv4 to port $1 failed"
-	b6=$(in_b curl -s --max-time 5 "http://[$A6]:$1/") ||
-		fail "curl over IPv6 to port $1 failed; A's kernel listeners: $(in_a ss -ltn | tr '\n' ';')"
-	[ "$b4" = "$2" ] && [ "$b6" = "$2" ] || fail "port $1 answered '$b4' over IPv4 and '$b6' over IPv6, not '$2'"
-}
 
 # ---- 1. the calls, against Linux's answers -----------------------------------------
-cat >"$TEST_TMP/echo.py" <<'PY'
-import socket, socketserver, threading
-class T(socketserver.ThreadingTCPServer):
-    address_family = socket.AF_INET6
-    allow_reuse_address = True
-    daemon_threads = True
-class H(socketserver.BaseRequestHandler):
-    def handle(self):
-        while True:
-            d = self.request.recv(65536)
-            if not d:
-                return
-            self.request.sendall(d)
-t = T(("::", 7000), H)
-threading.Thread(target=t.serve_forever, daemon=True).start()
-u = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
-u.bind(("::", 7001))
-print("listening", flush=True)
-while True:
-    d, a = u.recvfrom(65536)
-    u.sendto(d, a)
-PY
 cat >"$TEST_TMP/hello.py" <<'PY'
 import socket, sys
 c = socket.create_connection((sys.argv[1] if sys.argv[3] == "4" else sys.argv[2], 7100), timeout=5)
 c.sendall(b"hello")
 c.close()
 PY
-peer_start echo python3 "$TEST_TMP/echo.py"
+peer_start echo python3 "$DPSOCK_SRC/test/tools/echo6.py" 7000 7001
 wait_until 10 grep -q listening "$TEST_TMP/echo.log"
 calls=(python3 "$DPSOCK_SRC/test/tools/dualstack_calls.py" "$TOPO_ADDR_B" "$B6" 7000 7001 7100
 	ip netns exec "$TOPO_NS_B" python3 "$TEST_TMP/hello.py" "$TOPO_ADDR_A" "$A6")
@@ -141,8 +106,8 @@ serve_check() {
 	preload_start "$label" "$@"
 	wait_until 60 grep -q listening "$TEST_TMP/$label.log" ||
 		fail "$label did not start: $(tail -n 5 "$TEST_TMP/$label.log")"
-	wait_listener "$port" "$label" "$TEST_TMP/$label.log"
-	get_both "$port" "$body"
+	preload_listener "$port" "$label" "$TEST_TMP/$label.log"
+	curl_both "$A6" "$port" "$body"
 	acc0=$(stat_sum "$name" tcp_accepted)
 	wrk_check "$label" -t 1 -c 8 -d 2s "http://$TOPO_ADDR_A:$port/"
 	acc1=$(stat_sum "$name" tcp_accepted)
@@ -161,10 +126,10 @@ access_log off;
 server { listen [::]:80 ipv6only=off; root $pfx/www; }
 server { listen 81; listen [::]:81; root $pfx/www; }
 EOF
-wait_listener 80 nginx "$pfx/logs/error.log"
-wait_listener 81 nginx "$pfx/logs/error.log"
-get_both 80 "nginx dual"
-get_both 81 "nginx dual"
+preload_listener 80 nginx "$pfx/logs/error.log"
+preload_listener 81 nginx "$pfx/logs/error.log"
+curl_both "$A6" 80 "nginx dual"
+curl_both "$A6" 81 "nginx dual"
 acc0=$(stat_sum "$name" tcp_accepted)
 wrk_check nginx4 -t 1 -c 8 -d 2s "http://$TOPO_ADDR_A/"
 r4=$WRK_REQS
@@ -196,8 +161,8 @@ asyncio.run(main())
 PY
 preload_start aio python3 "$TEST_TMP/aio.py" 3200
 wait_until 20 grep -q listening "$TEST_TMP/aio.log" || fail "the asyncio server did not start: $(tail -n 3 "$TEST_TMP/aio.log")"
-wait_listener 3200 asyncio "$TEST_TMP/aio.log"
-get_both 3200 "asyncio hi"
+preload_listener 3200 asyncio "$TEST_TMP/aio.log"
+curl_both "$A6" 3200 "asyncio hi"
 ok "asyncio.start_server(host=None): its AF_INET socket offloaded, IPv4 and IPv6 answered ($(grep listening "$TEST_TMP/aio.log"))"
 preload_stop aio || true
 # a `use os` rule names the dual-stack socket by its IPv4 address and port
@@ -207,7 +172,7 @@ preload_start noderule node "$DPSOCK_SRC/test/tools/hello_server.js" 3300 "node 
 PRELOAD_ENV=()
 wait_until 20 grep -q listening "$TEST_TMP/noderule.log" || fail "node did not start: $(tail -n 3 "$TEST_TMP/noderule.log")"
 if [ "$sharing" = 1 ]; then
-	get_both 3300 "node in the kernel"
+	curl_both "$A6" 3300 "node in the kernel"
 else
 	# dpsockd owns the port's IPv4 address: the kernel can answer IPv6 only
 	body=$(in_b curl -s --max-time 5 "http://[$A6]:3300/") || fail "curl over IPv6 to port 3300 failed"

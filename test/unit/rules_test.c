@@ -184,6 +184,32 @@ main(int argc, char **argv)
 		      probes[i].lport, d, probes[i].want);
 	}
 
+	/* an IPv6 socket: the rules' addresses are IPv4, so a rule with an
+	 * address (even 0.0.0.0/8, which its zero address would fall in)
+	 * does not match it; one with "*" does */
+	{
+		struct dpsock_pl_rule r;
+		struct dpsock_rule_subject s6 = { .prog = "nginx", .app_id = "nginx",
+						  .role = DPSOCK_PL_TCP_SERVER, .port = htons(80),
+						  .ip6 = true };
+
+		dpsock_rule_scope_init(&sc);
+		rc = dpsock_rule_parse("use os tcp_server 0.0.0.0/8:80", &sc, &r, why, sizeof(why));
+		CHECK(rc == 0 && !dpsock_rule_match(&r, &s6), "IPv6 against 0.0.0.0/8:80: %d %s", rc,
+		      why);
+		s6.ip6 = false;
+		CHECK(dpsock_rule_match(&r, &s6), "IPv4 0.0.0.0:80 against 0.0.0.0/8:80");
+		s6.ip6 = true;
+		rc = dpsock_rule_parse("use os tcp_server *:80", &sc, &r, why, sizeof(why));
+		CHECK(rc == 0 && dpsock_rule_match(&r, &s6), "IPv6 against *:80: %d %s", rc, why);
+		s6.port = htons(81);
+		CHECK(!dpsock_rule_match(&r, &s6), "IPv6 port 81 against *:80");
+		s6.role = DPSOCK_PL_TCP_CLIENT;
+		rc = dpsock_rule_parse("use os tcp_client *:*:10.0.0.0/8:*", &sc, &r, why, sizeof(why));
+		CHECK(rc == 0 && !dpsock_rule_match(&r, &s6), "IPv6 client against a local prefix: %d %s",
+		      rc, why);
+	}
+
 	/* errors name the file and line; a full table is refused */
 	{
 		char tpl[] = "/tmp/rules_test.XXXXXX";
