@@ -815,7 +815,7 @@ struct dpsock_sock *
 dpsock_tcp_listen_addr(struct dpsock_worker *w, uint32_t addr, uint16_t port, int backlog,
 		       unsigned int flags, const struct dpsock_sock_ops *ops, void *user)
 {
-	ip_addr_t ip = IPADDR4_INIT(addr);
+	ip_addr_t loop = IPADDR4_INIT(addr);
 	bool lo = addr == RTE_BE32(0x7f000001); /* 127.0.0.1 */
 
 	if (!listen_args_ok(w, flags, DPSOCK_LISTEN_HELD | DPSOCK_LISTEN_IPV6))
@@ -824,12 +824,13 @@ dpsock_tcp_listen_addr(struct dpsock_worker *w, uint32_t addr, uint16_t port, in
 		errno = EINVAL;
 		return NULL;
 	}
-	/* 127.0.0.1 (connections within the host, docs/design.md decision
-	 * 16): lwIP matches it exactly, so that nothing to another address
-	 * reaches it; the wire never brings 127/8 (worker.c) */
-	if (flags & DPSOCK_LISTEN_IPV6)
-		ip = *IP_ANY_TYPE;
-	return tcp_listen_ip(w, &ip, !lo, addr, port, flags, ops, user);
+	/* lwIP's pcb takes the port on every address (the served address
+	 * is the filter's, on a shared port); 127.0.0.1 (connections within
+	 * the host, docs/design.md decision 16) is matched exactly, so that
+	 * nothing to another address reaches it; the wire never brings
+	 * 127/8 (worker.c) */
+	return tcp_listen_ip(w, lo ? &loop : (flags & DPSOCK_LISTEN_IPV6) ? IP_ANY_TYPE :
+			     IP4_ADDR_ANY, !lo, addr, port, flags, ops, user);
 }
 
 struct dpsock_sock *
