@@ -91,9 +91,48 @@ prefix_mask(unsigned int len)
 	return len == 0 ? 0 : htonl(~0u << (32 - (len > 32 ? 32 : len)));
 }
 
-/* "*" or "a.b.c.d[/len]" */
+/* IPv6 "[addr[/len]]" into *ip6/addr6 (an IPv4-mapped one with len >= 96
+ * into *addr, the prefix less 96: it is that IPv4 address) */
 static int
-parse_addr(const char *s, const char *ep, uint32_t *addr, uint8_t *plen, char *why, size_t whylen)
+parse_addr6(const char *s, const char *ep, uint32_t *addr, uint8_t *plen, uint8_t *ip6,
+	    uint8_t *addr6, char *why, size_t whylen)
+{
+	char buf[64], *slash;
+	unsigned long len = 128;
+	struct in6_addr a;
+	size_t n = strlen(s);
+
+	if (n < 3 || s[n - 1] != ']' || n - 2 >= sizeof(buf))
+		return rule_fail(why, whylen, "'%s': '%s' is not an IPv6 address in brackets", ep, s);
+	memcpy(buf, s + 1, n - 2);
+	buf[n - 2] = '\0';
+	slash = strchr(buf, '/');
+	if (slash != NULL) {
+		*slash = '\0';
+		if (number(slash + 1, strlen(slash + 1), 0, 128, &len) < 0)
+			return rule_fail(why, whylen, "'%s': prefix length must be between 0 and 128", ep);
+	}
+	if (inet_pton(AF_INET6, buf, &a) != 1)
+		return rule_fail(why, whylen, "'%s': '%s' is not an IPv6 address", ep, buf);
+	if (IN6_IS_ADDR_V4MAPPED(&a) && len >= 96) {
+		*plen = (uint8_t)(len - 96);
+		*addr = a.s6_addr32[3] & prefix_mask((unsigned int)len - 96);
+		return 0;
+	}
+	for (unsigned int i = 0; i < 16; i++) {
+		unsigned int bits = len > i * 8 ? len - i * 8 : 0;
+
+		addr6[i] = bits >= 8 ? a.s6_addr[i] : a.s6_addr[i] & (uint8_t)(0xff00u >> bits);
+	}
+	*plen = (uint8_t)len;
+	*ip6 = 1;
+	return 0;
+}
+
+/* "*", "a.b.c.d[/len]" or "[IPv6[/len]]" */
+static int
+parse_addr(const char *s, const char *ep, uint32_t *addr, uint8_t *plen, uint8_t *ip6,
+	   uint8_t *addr6, char *why, size_t whylen)
 {
 	char buf[32], *slash;
 	unsigned long len = 32;
@@ -104,6 +143,8 @@ parse_addr(const char *s, const char *ep, uint32_t *addr, uint8_t *plen, char *w
 		*plen = 0;
 		return 0;
 	}
+	if (s[0] == '[')
+		return parse_addr6(s, ep, addr, plen, ip6, addr6, why, whylen);
 	if (strlen(s) >= sizeof(buf))
 		return rule_fail(why, whylen, "'%s': '%s' is not an IPv4 address", ep, s);
 	snprintf(buf, sizeof(buf), "%s", s);
@@ -146,30 +187,53 @@ parse_ports(const char *s, const char *ep, uint16_t *lo_out, uint16_t *hi_out, c
 	return 0;
 }
 
+/* Split buf at the colons outside brackets into at most max parts (an
+ * empty part or an unclosed bracket: max + 1, never a valid count). */
+static unsigned int
+split_colons(char *buf, char **part, unsigned int max)
+{
+	unsigned int n = 0;
+	char *t = buf;
+
+	for (;;) {
+		char *end = t;
+
+		if (*t == '[') {
+			end = strchr(t, ']');
+			if (end == NULL)
+				return max + 1;
+		}
+		end = strchr(end, ':');
+		if (n == max || end == t)
+			return max + 1;
+		part[n++] = t;
+		if (end == NULL)
+			return *t ? n : max + 1;
+		*end = '\0';
+		t = end + 1;
+	}
+}
+
 /* ADDR:PORT, or (client roles) REMOTE:PORT:LOCAL:PORT */
 static int
 parse_endpoints(const char *ep, struct dpsock_pl_rule *r, char *why, size_t whylen)
 {
-	char buf[128], *part[5], *save = NULL, *t;
-	unsigned int n = 0;
+	char buf[128], *part[4];
+	unsigned int n;
 	int e;
 
 	if (strlen(ep) >= sizeof(buf))
 		return rule_fail(why, whylen, "'%.40s...': endpoint too long", ep);
 	snprintf(buf, sizeof(buf), "%s", ep);
-	for (t = buf; n < 5; t = NULL) {
-		part[n] = strtok_r(t, ":", &save);
-		if (part[n] == NULL)
-			break;
-		n++;
-	}
+	n = split_colons(buf, part, 4);
 	if (n != 2 && n != 4)
 		return rule_fail(why, whylen, "'%s': expected ADDR[/PREFIX]:PORT[-PORT] (* for any)%s", ep,
 				 roles[r->role].max_endpoints > 1 ? ", then optionally :LOCAL_ADDR:LOCAL_PORT" : "");
 	if (n == 4 && roles[r->role].max_endpoints < 2)
 		return rule_fail(why, whylen, "'%s': %s takes one endpoint; the remote:port:local:port form is for tcp_client and udp_connect",
 				 ep, roles[r->role].name);
-	if ((e = parse_addr(part[0], ep, &r->addr, &r->prefix_len, why, whylen)) < 0 ||
+	if ((e = parse_addr(part[0], ep, &r->addr, &r->prefix_len, &r->ip6, r->addr6, why,
+			    whylen)) < 0 ||
 	    (e = parse_ports(part[1], ep, &r->port_lo, &r->port_hi, why, whylen)) < 0)
 		return e;
 	r->laddr = 0;
@@ -177,7 +241,8 @@ parse_endpoints(const char *ep, struct dpsock_pl_rule *r, char *why, size_t whyl
 	r->lport_lo = 0;
 	r->lport_hi = 65535;
 	if (n == 4 &&
-	    ((e = parse_addr(part[2], ep, &r->laddr, &r->lprefix_len, why, whylen)) < 0 ||
+	    ((e = parse_addr(part[2], ep, &r->laddr, &r->lprefix_len, &r->lip6, r->laddr6, why,
+			     whylen)) < 0 ||
 	     (e = parse_ports(part[3], ep, &r->lport_lo, &r->lport_hi, why, whylen)) < 0))
 		return e;
 	return 0;
@@ -328,14 +393,33 @@ pattern_match(const char *pat, const char *name)
 	return name != NULL && fnmatch(pat, name, 0) == 0;
 }
 
+/* The first plen bits of a and b are equal. */
 static bool
-endpoint_match(uint32_t raddr, uint8_t plen, uint16_t lo, uint16_t hi, uint32_t addr,
-	       uint16_t port)
+prefix6_equal(const uint8_t *a, const uint8_t *b, unsigned int plen)
 {
-	uint32_t m = prefix_mask(plen);
+	unsigned int full = plen / 8, rest = plen % 8;
+
+	if (memcmp(a, b, full) != 0)
+		return false;
+	return rest == 0 || ((a[full] ^ b[full]) & (uint8_t)(0xff00u >> rest)) == 0;
+}
+
+/* A rule's endpoint (IPv6 when rip6: raddr6) against a socket's (IPv6 when
+ * ip6: addr6, NULL when not known). */
+static bool
+endpoint_match(uint8_t rip6, uint32_t raddr, const uint8_t *raddr6, uint8_t plen, uint16_t lo,
+	       uint16_t hi, bool ip6, uint32_t addr, const uint8_t *addr6, uint16_t port)
+{
 	uint16_t p = ntohs(port);
 
-	return (addr & m) == (raddr & m) && p >= lo && p <= hi;
+	if (p < lo || p > hi)
+		return false;
+	if (rip6)
+		return ip6 && (plen == 0 ||
+			       (addr6 != NULL && prefix6_equal(raddr6, addr6, plen > 128 ? 128 : plen)));
+	if (plen == 0)
+		return true;   /* "*": either family */
+	return !ip6 && (addr & prefix_mask(plen)) == (raddr & prefix_mask(plen));
 }
 
 bool
@@ -352,22 +436,27 @@ dpsock_rule_match(const struct dpsock_pl_rule *r, const struct dpsock_rule_subje
 	id[sizeof(r->app_id)] = '\0';
 	if (!pattern_match(prog, s->prog) || !pattern_match(id, s->app_id))
 		return false;
-	if (s->ip6 && (r->prefix_len > 0 || r->lprefix_len > 0))
-		return false;
-	if (!endpoint_match(r->addr, r->prefix_len, r->port_lo, r->port_hi, s->addr, s->port))
+	if (!endpoint_match(r->ip6, r->addr, r->addr6, r->prefix_len, r->port_lo, r->port_hi,
+			    s->ip6, s->addr, s->addr6, s->port))
 		return false;
 	if (roles[r->role].max_endpoints > 1 &&
-	    !endpoint_match(r->laddr, r->lprefix_len, r->lport_lo, r->lport_hi, s->laddr, s->lport))
+	    !endpoint_match(r->lip6, r->laddr, r->laddr6, r->lprefix_len, r->lport_lo, r->lport_hi,
+			    s->ip6, s->laddr, s->laddr6, s->lport))
 		return false;
 	return true;
 }
 
 static void
-format_endpoint(char *buf, size_t len, uint32_t addr, uint8_t plen, uint16_t lo, uint16_t hi)
+format_endpoint(char *buf, size_t len, uint8_t ip6, uint32_t addr, const uint8_t *addr6,
+		uint8_t plen, uint16_t lo, uint16_t hi)
 {
-	char a[INET_ADDRSTRLEN + 4] = "*", p[16] = "*";
+	char a[INET6_ADDRSTRLEN + 8] = "*", p[16] = "*";
 
-	if (plen > 0) {
+	if (ip6) {
+		a[0] = '[';
+		inet_ntop(AF_INET6, addr6, a + 1, sizeof(a) - 1);
+		snprintf(a + strlen(a), sizeof(a) - strlen(a), plen < 128 ? "/%u]" : "]", plen);
+	} else if (plen > 0) {
 		inet_ntop(AF_INET, &addr, a, sizeof(a));
 		if (plen < 32)
 			snprintf(a + strlen(a), sizeof(a) - strlen(a), "/%u", plen);
@@ -380,16 +469,17 @@ format_endpoint(char *buf, size_t len, uint32_t addr, uint8_t plen, uint16_t lo,
 void
 dpsock_rule_format(const struct dpsock_pl_rule *r, char *buf, size_t len)
 {
-	char e1[48], e2[48] = "";
+	char e1[72], e2[72] = "";
 	bool two = r->role > 0 && (size_t)r->role < NELEMS(roles) &&
 		   roles[r->role].max_endpoints > 1 &&
-		   (r->lprefix_len != 0 || r->lport_lo != 0 || r->lport_hi != 65535);
+		   (r->lprefix_len != 0 || r->lip6 || r->lport_lo != 0 || r->lport_hi != 65535);
 
-	format_endpoint(e1, sizeof(e1), r->addr, r->prefix_len, r->port_lo, r->port_hi);
+	format_endpoint(e1, sizeof(e1), r->ip6, r->addr, r->addr6, r->prefix_len, r->port_lo,
+			r->port_hi);
 	if (two) {
 		e2[0] = ':';
-		format_endpoint(e2 + 1, sizeof(e2) - 1, r->laddr, r->lprefix_len, r->lport_lo,
-				r->lport_hi);
+		format_endpoint(e2 + 1, sizeof(e2) - 1, r->lip6, r->laddr, r->laddr6, r->lprefix_len,
+				r->lport_lo, r->lport_hi);
 	}
 	snprintf(buf, len, "[%.32s %.32s] use %s %s %s%s", r->prog[0] ? r->prog : "*",
 		 r->app_id[0] ? r->app_id : "*", r->offload ? "offload" : "os",

@@ -23,8 +23,12 @@
  *         udp_sender    REMOTE         the first sendto()'s destination
  *         tcp_client    REMOTE[:LOCAL] connect()'s destination and the
  *         udp_connect   REMOTE[:LOCAL]   socket's local address
- *       each of LOCAL/REMOTE is ADDR[/PREFIX]:PORT[-PORT], either part *.
- *       VMA's client form remote:port:local:port, e.g. 192.168.1.0/24:*:*:*
+ *       each of LOCAL/REMOTE is ADDR[/PREFIX]:PORT[-PORT], either part *;
+ *       an IPv6 ADDR[/PREFIX] in brackets ([fd00::/64]:80; an IPv4-mapped
+ *       one is its IPv4 address). VMA's client form
+ *       remote:port:local:port, e.g. 192.168.1.0/24:*:*:*
+ *       An address of one family matches only sockets of that family; *
+ *       matches both.
  *   log ...
  *       VMA's log statement: accepted and ignored (the shim logs through
  *       DPSOCK_LOG_LEVEL / DPSOCK_LOG_FILE, dpsockd through log.level).
@@ -70,7 +74,8 @@ int dpsock_rules_read_file(const char *path, struct dpsock_pl_rule *rules, unsig
 			   void (*note)(void *arg, const char *msg), void *arg);
 
 /* What a rule is matched against. Addresses and ports in network order;
- * laddr/lport: the socket's local address (0: not bound yet). */
+ * laddr/lport: the socket's local address (0: not bound yet). An IPv6
+ * socket (ip6) has addr6 and laddr6 (NULL: not known yet) instead. */
 struct dpsock_rule_subject {
 	const char *prog;         /* program name, no path */
 	const char *app_id;       /* DPSOCK_APPLICATION_ID, or the program name */
@@ -79,9 +84,9 @@ struct dpsock_rule_subject {
 	uint16_t port;
 	uint32_t laddr;
 	uint16_t lport;
-	/* an IPv6 socket: the rules' addresses are IPv4, so only a rule whose
-	 * addresses are any ("*") matches it (addr, laddr unused) */
 	bool ip6;
+	const uint8_t *addr6;     /* 16 bytes */
+	const uint8_t *laddr6;
 };
 
 bool dpsock_rule_match(const struct dpsock_pl_rule *r, const struct dpsock_rule_subject *s);

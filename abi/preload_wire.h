@@ -168,7 +168,7 @@ struct dpsock_pl_rule {
 	char app_id[32];          /* DPSOCK_APPLICATION_ID pattern; "" = any */
 	uint8_t offload;          /* 1: use offload (or vma), 0: use os */
 	uint8_t role;             /* enum dpsock_pl_role */
-	uint8_t prefix_len;       /* 0..32; 0 = any address */
+	uint8_t prefix_len;       /* 0..32 (IPv6: 0..128); 0 = any address */
 	uint8_t lprefix_len;      /* second endpoint's; 0 = any */
 	/* the role's endpoint: local for tcp_server/udp_receiver, remote for
 	 * the others */
@@ -177,9 +177,14 @@ struct dpsock_pl_rule {
 	/* tcp_client/udp_connect's second endpoint: the local one */
 	uint32_t laddr;           /* network order */
 	uint16_t lport_lo, lport_hi;
-	uint32_t pad[3];
+	/* an endpoint of IPv6 ("[fd00::/64]:80"): its address is addr6 /
+	 * laddr6 (then only IPv6 sockets match it, with any prefix length) */
+	uint8_t ip6, lip6;
+	uint8_t pad[10];
+	uint8_t addr6[16];
+	uint8_t laddr6[16];
 };
-static_assert(sizeof(struct dpsock_pl_rule) == 96, "rule size");
+static_assert(sizeof(struct dpsock_pl_rule) == 128, "rule size");
 
 #define DPSOCK_PL_MAX_RULES 64
 #define DPSOCK_PL_MAX_ROUTES 64

@@ -179,14 +179,15 @@ rules_decide(const struct dpsock_pl_rule *r, unsigned int n, const struct dpsock
 	static int logged_rule;
 
 	for (unsigned int i = 0; i < n; i++) {
-		char a[INET_ADDRSTRLEN], text[160];
+		char a[INET6_ADDRSTRLEN], text[256];
 
 		if (!dpsock_rule_match(&r[i], sub))
 			continue;
 		if (!r[i].offload && !__atomic_exchange_n(&logged_rule, 1, __ATOMIC_RELAXED)) {
 			dpsock_rule_format(&r[i], text, sizeof(text));
-			SHIM_LOG(INFO, "%s rule '%s' keeps %s %s:%u in the kernel", whose, text,
+			SHIM_LOG(INFO, "%s rule '%s' keeps %s %s port %u in the kernel", whose, text,
 				 dpsock_rule_role_name(sub->role),
+				 sub->ip6 ? inet_ntop(AF_INET6, sub->addr6, a, sizeof(a)) :
 				 inet_ntop(AF_INET, &sub->addr, a, sizeof(a)), ntohs(sub->port));
 		}
 		return r[i].offload != 0;
@@ -297,7 +298,7 @@ shim_offload_decide6(int role, const struct in6_addr *addr, uint16_t port)
 	static int logged_unserved;
 	struct dpsock_rule_subject sub = {
 		.prog = shim_env.prog, .app_id = shim_env.app_id, .role = role, .port = port,
-		.ip6 = true,
+		.ip6 = true, .addr6 = addr->s6_addr,
 	};
 	struct dpsock_pl_netview nv;
 	char a[INET6_ADDRSTRLEN];
@@ -308,6 +309,11 @@ shim_offload_decide6(int role, const struct in6_addr *addr, uint16_t port)
 	shim_netview(&nv);
 	if (nv.n_ifaces6 == 0)
 		return 0;   /* no IPv6 on dpsockd: the kernel's, rules or not */
+	/* a client's local address: the address6 of the /64 it goes to */
+	for (uint32_t i = 0; role != DPSOCK_PL_TCP_SERVER && role != DPSOCK_PL_UDP_RECEIVER &&
+			     i < nv.n_ifaces6 && i < DPSOCK_PL_MAX_ADDRS; i++)
+		if (memcmp(nv.ifaces6[i].addr, addr, 8) == 0)
+			sub.laddr6 = nv.ifaces6[i].addr;
 	d = rules_both(&sub, shim_seg());
 	if (d >= 0)
 		return d;

@@ -130,8 +130,8 @@ check_accepted(const struct dpsock_config *c)
 			   terminated(r->prog, sizeof(r->prog)), "rule program and app id");
 		FUZZ_CHECK(r->role >= DPSOCK_PL_TCP_SERVER && r->role <= DPSOCK_PL_UDP_CONNECT,
 			   "rule role %u", r->role);
-		FUZZ_CHECK(r->offload <= 1 && r->prefix_len <= 32 && r->port_lo <= r->port_hi,
-			   "rule fields");
+		FUZZ_CHECK(r->offload <= 1 && r->prefix_len <= (r->ip6 ? 128 : 32) &&
+			   r->port_lo <= r->port_hi, "rule fields");
 	}
 }
 
@@ -140,9 +140,13 @@ check_accepted(const struct dpsock_config *c)
 static void
 fuzz_line(const char *line, struct dpsock_rule_scope *sc)
 {
+	static const uint8_t a6[16] = { 0xfd, 0, 1, 0x98, 0, 0x18, [15] = 2 };
 	struct dpsock_rule_subject subj = {
 		.prog = "fuzzprog", .app_id = "B1", .role = DPSOCK_PL_TCP_CLIENT,
 		.addr = 0x010012c6, .port = 0x5000, .laddr = 0x020012c6, .lport = 0x3930,
+	}, subj6 = {
+		.prog = "fuzzprog", .app_id = "B1", .role = DPSOCK_PL_TCP_CLIENT, .port = 0x5000,
+		.lport = 0x3930, .ip6 = true, .addr6 = a6,
 	};
 	char why[256], text[256];
 	struct dpsock_pl_rule r;
@@ -157,15 +161,17 @@ fuzz_line(const char *line, struct dpsock_rule_scope *sc)
 		   "scope");
 	if (rc == 0) {
 		FUZZ_CHECK(r.role >= DPSOCK_PL_TCP_SERVER && r.role <= DPSOCK_PL_UDP_CONNECT &&
-			   r.prefix_len <= 32 && r.lprefix_len <= 32 && r.port_lo <= r.port_hi &&
+			   r.prefix_len <= (r.ip6 ? 128 : 32) && r.lprefix_len <= (r.lip6 ? 128 : 32) &&
+			   r.ip6 <= 1 && r.lip6 <= 1 && r.port_lo <= r.port_hi &&
 			   r.lport_lo <= r.lport_hi && r.offload <= 1, "rule fields");
 		FUZZ_CHECK(terminated(r.prog, sizeof(r.prog)) && terminated(r.app_id, sizeof(r.app_id)),
 			   "rule program and app id");
 		dpsock_rule_format(&r, text, sizeof(text));
 		FUZZ_CHECK(terminated(text, sizeof(text)) && strstr(text, "use ") != NULL,
 			   "rule text '%s'", text);
-		subj.role = r.role;
+		subj.role = subj6.role = r.role;
 		(void)dpsock_rule_match(&r, &subj);
+		(void)dpsock_rule_match(&r, &subj6);
 	}
 	lvl = dpsock_log_level_parse(line);
 	FUZZ_CHECK(lvl == -EINVAL || (lvl >= 1 && lvl <= 8), "log level %d", lvl);

@@ -23,6 +23,8 @@
 #      requests without an error, every connection accepted by dpsockd.
 #   3. Node.js's default listen(port) (a dual-stack socket): reached over
 #      IPv6 and IPv4, both offloaded.
+#   4. An offload rule with an IPv6 endpoint keeps that IPv6 listener in
+#      the kernel, and neither IPv4's on the same port nor another port's.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
@@ -139,5 +141,38 @@ acc1=$(stat_sum "$name" tcp_accepted)
 wrk_check node6 -t 1 -c 8 -d 2s "http://[$A6]:3000/"
 ok "Node.js listen(3000): IPv4 and IPv6 offloaded; wrk over IPv6 $WRK_REQS requests"
 preload_stop node || true
+
+# ---- 4. an offload rule with an IPv6 endpoint ------------------------------------------
+# `use os tcp_server [::/0]:3400` (every IPv6 address, IPv6 alone): a v6only
+# listener on "::" port 3400 stays in the kernel (not in dpsock-stat), one
+# on 3401 does not; an AF_INET listener on 3400 is dpsockd's (the rule's
+# address is IPv6's). Prefixes are matched in test/unit/rules_test.c.
+printf 'use os tcp_server [::/0]:3400\n' >"$TEST_TMP/os6.rules"
+cat >"$TEST_TMP/three.py" <<'PY'
+import socket, sys, time
+ls = []
+for fam, addr, port in ((socket.AF_INET6, "::", 3400), (socket.AF_INET6, "::", 3401),
+                        (socket.AF_INET, sys.argv[1], 3400)):
+    s = socket.socket(fam, socket.SOCK_STREAM)
+    if fam == socket.AF_INET6:
+        s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+    s.bind((addr, port))
+    s.listen(4)
+    ls.append(s)
+print("listening", flush=True)
+time.sleep(60)
+PY
+PRELOAD_ENV=("DPSOCK_RULES_FILE=$TEST_TMP/os6.rules")
+preload_start rule6 python3 "$TEST_TMP/three.py" "$TOPO_ADDR_A"
+PRELOAD_ENV=()
+wait_until 20 grep -q listening "$TEST_TMP/rule6.log" || fail "three.py did not start: $(tail -n 3 "$TEST_TMP/rule6.log")"
+preload_listener 3401 "three.py" "$TEST_TMP/rule6.log"
+socks=$("$DPSOCK_STAT" -n "$name" -v sockets 2>/dev/null)
+! grep -q '\[::\]:3400 ' <<<"$socks" ||
+	fail "'use os tcp_server [::/0]:3400' did not keep the IPv6 listener in the kernel: $socks"
+grep -q "$TOPO_ADDR_A:3400 .*LISTEN\|\*:3400 .*LISTEN" <<<"$socks" ||
+	fail "the AF_INET listener on 3400 is not dpsockd's: $socks"
+ok "'use os tcp_server [::/0]:3400' keeps the IPv6 listener on 3400 in the kernel; IPv4's on 3400 and IPv6's on 3401 are dpsockd's"
+preload_stop rule6 || true
 
 preload_daemon_stop

@@ -132,7 +132,7 @@ main(int argc, char **argv)
 	struct dpsock_pl_rule rules[DPSOCK_PL_MAX_RULES];
 	struct dpsock_rule_scope sc;
 	unsigned int n = 0;
-	char why[384], text[160];
+	char why[384], text[256];
 	int rc, notes = 0;
 
 	for (size_t i = 0; i < sizeof(lines) / sizeof(lines[0]); i++) {
@@ -184,30 +184,77 @@ main(int argc, char **argv)
 		      probes[i].lport, d, probes[i].want);
 	}
 
-	/* an IPv6 socket: the rules' addresses are IPv4, so a rule with an
-	 * address (even 0.0.0.0/8, which its zero address would fall in)
-	 * does not match it; one with "*" does */
+	/* IPv6 endpoints in brackets; an address of one family matches only
+	 * sockets of that family, "*" both */
 	{
+		static const uint8_t in[16] = { 0xfd, 0, 1, 0x98, 0, 0x18, 0, 0x7e, [15] = 1 };
+		static const uint8_t out[16] = { 0xfd, 0, 1, 0x98, 0, 0x18, 0, 0x7f, [15] = 1 };
+		static const struct {
+			const char *line, *text; /* text: the rule formatted, NULL: refused */
+		} six[] = {
+			{ "use os tcp_server [fd00:198:18:7e::/64]:80",
+			  "[* *] use os tcp_server [fd00:198:18:7e::/64]:80" },
+			{ "use os tcp_server [fd00:198:18:7e::1]:*", "[* *] use os tcp_server [fd00:198:18:7e::1]:*" },
+			{ "use vma tcp_client [fd00:198:18::/48]:443:[fd00:198:18:7e::/64]:*",
+			  "[* *] use offload tcp_client [fd00:198:18::/48]:443:[fd00:198:18:7e::/64]:*" },
+			/* host bits past the prefix are dropped, as for IPv4 */
+			{ "use os udp_receiver [fd00:198:18:7e::77/56]:5000-5001",
+			  "[* *] use os udp_receiver [fd00:198:18::/56]:5000-5001" },
+			/* an IPv4-mapped address is its IPv4 address */
+			{ "use os tcp_server [::ffff:198.18.0.1]:22", "[* *] use os tcp_server 198.18.0.1:22" },
+			{ "use os tcp_server [::ffff:198.18.0.0/120]:22", "[* *] use os tcp_server 198.18.0.0/24:22" },
+			{ "use os tcp_server [fd00::/129]:80", NULL },
+			{ "use os tcp_server [fd00::zz]:80", NULL },
+			{ "use os tcp_server [fd00::1:80", NULL },
+			{ "use os tcp_server fd00::1:80", NULL },
+			{ "use os tcp_server [fd00::1]:80:[fd00::2]:*", NULL },
+			{ "use os tcp_client [fd00::1]::*:*", NULL },
+		};
 		struct dpsock_pl_rule r;
 		struct dpsock_rule_subject s6 = { .prog = "nginx", .app_id = "nginx",
 						  .role = DPSOCK_PL_TCP_SERVER, .port = htons(80),
-						  .ip6 = true };
+						  .ip6 = true, .addr6 = in };
+		struct dpsock_rule_subject s4 = { .prog = "nginx", .app_id = "nginx",
+						  .role = DPSOCK_PL_TCP_SERVER, .port = htons(80),
+						  .addr = ip("198.18.126.1") };
 
+		for (size_t i = 0; i < sizeof(six) / sizeof(six[0]); i++) {
+			dpsock_rule_scope_init(&sc);
+			why[0] = '\0';
+			rc = dpsock_rule_parse(six[i].line, &sc, &r, why, sizeof(why));
+			CHECK(six[i].text ? rc == 0 : rc == -EINVAL, "'%s': %d (%s)", six[i].line, rc, why);
+			if (rc == 0 && six[i].text != NULL) {
+				dpsock_rule_format(&r, text, sizeof(text));
+				CHECK(strcmp(text, six[i].text) == 0, "'%s' formats as '%s', want '%s'",
+				      six[i].line, text, six[i].text);
+			}
+		}
 		dpsock_rule_scope_init(&sc);
+		rc = dpsock_rule_parse(six[0].line, &sc, &r, why, sizeof(why));
+		CHECK(rc == 0 && dpsock_rule_match(&r, &s6), "IPv6 in the /64");
+		s6.addr6 = out;
+		CHECK(!dpsock_rule_match(&r, &s6), "IPv6 out of the /64");
+		s6.addr6 = NULL;
+		CHECK(!dpsock_rule_match(&r, &s6), "IPv6 with no address yet against a prefix");
+		CHECK(!dpsock_rule_match(&r, &s4), "an IPv4 socket against an IPv6 rule");
+		/* an IPv4 rule, even 0.0.0.0/8 (where a zero address would fall),
+		 * does not match an IPv6 socket; "*" matches both */
+		s6.addr6 = in;
 		rc = dpsock_rule_parse("use os tcp_server 0.0.0.0/8:80", &sc, &r, why, sizeof(why));
 		CHECK(rc == 0 && !dpsock_rule_match(&r, &s6), "IPv6 against 0.0.0.0/8:80: %d %s", rc,
 		      why);
-		s6.ip6 = false;
-		CHECK(dpsock_rule_match(&r, &s6), "IPv4 0.0.0.0:80 against 0.0.0.0/8:80");
-		s6.ip6 = true;
 		rc = dpsock_rule_parse("use os tcp_server *:80", &sc, &r, why, sizeof(why));
-		CHECK(rc == 0 && dpsock_rule_match(&r, &s6), "IPv6 against *:80: %d %s", rc, why);
-		s6.port = htons(81);
-		CHECK(!dpsock_rule_match(&r, &s6), "IPv6 port 81 against *:80");
+		CHECK(rc == 0 && dpsock_rule_match(&r, &s6) && dpsock_rule_match(&r, &s4),
+		      "both families against *:80: %d %s", rc, why);
+		/* a client rule's local half: the socket's address6 */
 		s6.role = DPSOCK_PL_TCP_CLIENT;
-		rc = dpsock_rule_parse("use os tcp_client *:*:10.0.0.0/8:*", &sc, &r, why, sizeof(why));
-		CHECK(rc == 0 && !dpsock_rule_match(&r, &s6), "IPv6 client against a local prefix: %d %s",
-		      rc, why);
+		s6.addr6 = out;
+		s6.laddr6 = in;
+		s6.port = htons(443);
+		rc = dpsock_rule_parse(six[2].line, &sc, &r, why, sizeof(why));
+		CHECK(rc == 0 && dpsock_rule_match(&r, &s6), "IPv6 client with its local address");
+		s6.laddr6 = NULL;
+		CHECK(!dpsock_rule_match(&r, &s6), "IPv6 client, local address not known");
 	}
 
 	/* errors name the file and line; a full table is refused */
