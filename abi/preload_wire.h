@@ -541,9 +541,8 @@ struct dpsock_pl_slot {
 	 * shim, after reading and a seq_cst fence, exchanges it with 0 and
 	 * sends RX_KICK if it was 1. */
 	uint32_t rx_doorbell;
-	/* shim sets 1 when it found the tx FIFO full, or too full to report
-	 * a TCP socket writable (dpsock_pl_tcp_writable); the worker, once it
-	 * freed that much, exchanges it with 0 and notifies the watchers if 1. */
+	/* shim sets 1 when it found the tx FIFO full; the worker, after it
+	 * freed space, exchanges it with 0 and notifies the watchers if 1. */
 	uint32_t want_tx;
 	uint32_t pad1[13];
 
@@ -588,19 +587,6 @@ static_assert(offsetof(struct dpsock_pl_slot, watch) == 128, "line 2");
 static_assert(offsetof(struct dpsock_pl_slot, shim) == 192, "line 3");
 static_assert(offsetof(struct dpsock_pl_slot, tcpi) == 256, "line 4");
 static_assert(offsetof(struct dpsock_pl_slot, laddr6) == 448, "line 7");
-
-/*
- * A TCP slot is writable (POLLOUT, EPOLLOUT, a blocked send wakes) once its
- * tx FIFO has at least half as much room as it holds queued, i.e. a full
- * FIFO must drain by a third: the kernel's low-water mark for TCP
- * (sk_stream_wspace >= sk_stream_min_wspace). A send still writes into any
- * room it finds; the mark spares a writer a wake-up per few bytes drained.
- */
-static inline int
-dpsock_pl_tcp_writable(uint32_t used, uint32_t size)
-{
-	return size - used >= used / 2;
-}
 
 /* A listener's rx FIFO carries accepted connections. */
 struct dpsock_pl_accept {

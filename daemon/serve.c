@@ -874,12 +874,7 @@ tx_pump(struct pl_wslot *ws)
 	}
 	if (moved > 0) {
 		slot_update_tx_space(ws);
-		/* a TCP writer waits for the low-water mark: until the FIFO
-		 * drained that far its want_tx stays set */
-		if ((ws->kind != DPSOCK_PL_TCP_CONN ||
-		     dpsock_pl_tcp_writable((uint32_t)dpsock_fifo_used(&ws->tx),
-					    ws->wg->g->geo.tx_fifo_size)) &&
-		    __atomic_exchange_n(&sh->want_tx, 0, __ATOMIC_RELAXED))
+		if (__atomic_exchange_n(&sh->want_tx, 0, __ATOMIC_RELAXED))
 			slot_notify(ws);
 	}
 	return moved;

@@ -76,11 +76,11 @@ shim_sock_ready_sig(struct shim_sock *s, struct shim_edge_sig *sig)
 			ev |= POLLOUT;   /* a send would not block (it fails) */
 			if (fl & DPSOCK_PL_F_RD_EOF)
 				ev |= POLLHUP;
+		} else if (g->tx_fifo_size - shim_fifo_level_at(shim_slot_tx(s->slot[0]),
+							   g->tx_fifo_size, &p, &c) > 0) {
+			ev |= POLLOUT;
+			out = c;
 		} else {
-			if (dpsock_pl_tcp_writable(shim_fifo_level_at(shim_slot_tx(s->slot[0]),
-								      g->tx_fifo_size, &p, &c),
-						   g->tx_fifo_size))
-				ev |= POLLOUT;
 			out = c;
 		}
 		break;

@@ -156,9 +156,9 @@ def case_backpressure():
     # downstream full: the first poll already waits in vain. Under the
     # shim a send fills a FIFO that dpsockd empties behind it, so the
     # send that fails may have outrun dpsockd while the reader's window
-    # still had room: the writer gets room back (past the low-water mark)
-    # and fills again, until the reader's buffers are full too. A writer
-    # that never stays blocked ends at 256 MiB with "False then OUT".
+    # still had room: the writer gets room back and fills again, until
+    # the reader's buffers are full too. A writer that never stays
+    # blocked ends at 256 MiB with "False then OUT".
     while ev != "-" and sent <= (256 << 20):
         while sent <= (256 << 20):
             try:
