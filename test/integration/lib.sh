@@ -1109,6 +1109,30 @@ curl_both() {
 	[ "$b4" = "$3" ] && [ "$b6" = "$3" ] || fail "port $2 answered '$b4' over IPv4 and '$b6' over IPv6, not '$3'"
 }
 
+# serve_check ADDR6 LABEL PORT BODY URL CMD...: CMD, preloaded
+# (preload_start LABEL), prints "listening" and serves BODY on PORT; its
+# listener is dpsockd's, curl from B over IPv4 and over IPv6 (ADDR6) gets
+# BODY, wrk -c 8 on URL makes requests without an error, and dpsockd
+# accepted its 8 connections; then CMD is stopped. SERVE_CURL_ACC: how
+# many of curl's two connections dpsockd accepted; WRK_REQS: wrk's count.
+serve_check() {
+	local a6=$1 label=$2 port=$3 body=$4 url=$5 acc0 acc1 acc2
+	shift 5
+	command -v "$1" >/dev/null || fail "$1 is not installed (scripts/setup installs it)"
+	preload_start "$label" "$@"
+	wait_until 60 grep -q listening "$TEST_TMP/$label.log" ||
+		fail "$label did not start: $(tail -n 5 "$TEST_TMP/$label.log")"
+	preload_listener "$port" "$label" "$TEST_TMP/$label.log"
+	acc0=$(stat_sum "$PRELOAD_NAME" tcp_accepted)
+	curl_both "$a6" "$port" "$body"
+	acc1=$(stat_sum "$PRELOAD_NAME" tcp_accepted)
+	wrk_check "$label" -t 1 -c 8 -d 2s "$url"
+	acc2=$(stat_sum "$PRELOAD_NAME" tcp_accepted)
+	[ $((acc2 - acc1)) -ge 8 ] || fail "dpsockd accepted $((acc2 - acc1)) of wrk's 8 connections to $label"
+	SERVE_CURL_ACC=$((acc1 - acc0))
+	preload_stop "$label" || true
+}
+
 # preload_logs: the shim's log files and the programs' logs, for greps.
 preload_logs() {
 	cat "$TEST_TMP"/*.log 2>/dev/null

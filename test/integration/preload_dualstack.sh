@@ -95,28 +95,11 @@ else
 fi
 
 # ---- 2, 3. Node.js's default listen, Java's HttpServer on a wildcard address ------------
-# serve_check LABEL PORT BODY CMD...: CMD, preloaded, serves BODY on PORT and
-# prints "listening" once up; its listener is dpsockd's, curl over IPv4 and
-# over IPv6 get BODY, wrk over IPv4 makes requests without an error, and
-# dpsockd accepted wrk's connections.
-serve_check() {
-	local label=$1 port=$2 body=$3 acc0 acc1
-	shift 3
-	command -v "$1" >/dev/null || fail "$1 is not installed (scripts/setup installs it)"
-	preload_start "$label" "$@"
-	wait_until 60 grep -q listening "$TEST_TMP/$label.log" ||
-		fail "$label did not start: $(tail -n 5 "$TEST_TMP/$label.log")"
-	preload_listener "$port" "$label" "$TEST_TMP/$label.log"
-	curl_both "$A6" "$port" "$body"
-	acc0=$(stat_sum "$name" tcp_accepted)
-	wrk_check "$label" -t 1 -c 8 -d 2s "http://$TOPO_ADDR_A:$port/"
-	acc1=$(stat_sum "$name" tcp_accepted)
-	[ $((acc1 - acc0)) -ge 8 ] || fail "dpsockd accepted $((acc1 - acc0)) of wrk's 8 connections to $label"
-	preload_stop "$label" || true
-}
-serve_check node 3000 "node says hi" node "$DPSOCK_SRC/test/tools/hello_server.js" 3000 "node says hi"
+serve_check "$A6" node 3000 "node says hi" "http://$TOPO_ADDR_A:3000/" node \
+	"$DPSOCK_SRC/test/tools/hello_server.js" 3000 "node says hi"
 ok "Node.js listen(3000): offloaded, IPv4 and IPv6 answered, wrk $WRK_REQS requests"
-serve_check java 3100 "java says hi" java "$DPSOCK_SRC/test/tools/HelloServer.java" 3100 "java says hi"
+serve_check "$A6" java 3100 "java says hi" "http://$TOPO_ADDR_A:3100/" java \
+	"$DPSOCK_SRC/test/tools/HelloServer.java" 3100 "java says hi"
 ok "Java HttpServer(new InetSocketAddress(3100)): offloaded, IPv4 and IPv6 answered, wrk $WRK_REQS requests"
 
 # ---- 4. nginx on [::] ----------------------------------------------------------------------

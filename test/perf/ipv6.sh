@@ -18,7 +18,10 @@
 # dpsock: dpsock-echo with one lcore (EAL -l 1, taskset -c 1) on
 # net_af_xdp, one vdev with one queue, where AF_XDP can run, else on
 # net_af_packet (lib.sh's TEST_PMD: DPSOCK_TEST_PMD=af_packet asks for it);
-# its interface has address and address6, A's kernel no address. kernel:
+# its interface has address and address6, A's kernel no address. preload:
+# dpsockd the same way (one lcore on CPU 1, the same interface), and
+# test/perf/kernel_echo under LD_PRELOAD on CPU 1 too (the worker and the
+# program share it, as in ab.sh's handoff rows). kernel:
 # A's kernel has both addresses (IPv6 turned on for its end of the veth),
 # its servers bound to the address measured. B has 198.18.205.2/24 and
 # fd00:198:18:205::2/64 throughout.
@@ -44,7 +47,8 @@ TEST_NAME=ip6perf-$$
 . "$SRC/test/integration/lib.sh"
 require_root
 require_cmd taskset timeout python3
-require_tools dpsock-echo dpsock-stat kernel_echo kernel_load
+require_tools dpsock-echo dpsockd dpsock-stat kernel_echo kernel_load
+[ -n "$PRELOAD_LIB" ] || skip "libdpsock_preload.so not built"
 [ "$(nproc)" -ge 2 ] || skip "needs 2 CPUs (the client on CPU 0, the server on CPU 1)"
 ECHO=$(dpsock_tool dpsock-echo)
 KECHO=$(dpsock_tool kernel_echo)
@@ -100,27 +104,32 @@ DP=${TEST_NAME}a
 EAL=(-l 1 --file-prefix "$DP" --no-pci --log-level=lib.eal:error $(eal_mem_args) $(test_vdevs 1))
 printf 'name = "%s";\nworker = { idle_poll_us = 100000; };\ninterfaces = ( { port = "%s"; address = "%s/%s"; address6 = "%s/64"; } );\n' \
 	"$DP" "$TEST_PORT" "$TOPO_ADDR_A" "$TOPO_PLEN" "$TOPO_ADDR6_A" >"$TEST_TMP/dp.conf"
+# dpsockd for the preload side: the same, with its control socket here
+{ cat "$TEST_TMP/dp.conf"; printf 'runtime_dir = "%s";\n' "$TEST_TMP"; } >"$TEST_TMP/pl.conf"
 
-# echo_start: dpsock-echo --raw in namespace A on CPU 1; returns 1 (after
-# failed) when it does not come up.
+# echo_start SIDE: dpsock-echo --raw (dpsock) or dpsockd (preload) in
+# namespace A on CPU 1; returns 1 (after failed) when it does not come up.
 echo_start() {
-	local log=$TEST_TMP/echo.log args=(--raw)
+	local log=$TEST_TMP/echo.log prog=$ECHO conf=$TEST_TMP/dp.conf args=(--raw)
+	if [ "$1" = preload ]; then
+		prog=$DPSOCKD conf=$TEST_TMP/pl.conf args=()
+	fi
 	in_a_bpffs
-	echo "+ $ECHO ${EAL[*]} -- -f $TEST_TMP/dp.conf ${args[*]}" >"$log"
-	"${IN_A_BPFFS[@]}" taskset -c 1 "$ECHO" "${EAL[@]}" -- -f "$TEST_TMP/dp.conf" "${args[@]}" \
+	echo "+ $prog ${EAL[*]} -- -f $conf ${args[*]}" >"$log"
+	"${IN_A_BPFFS[@]}" taskset -c 1 "$prog" "${EAL[@]}" -- -f "$conf" "${args[@]}" \
 		>>"$log" 2>&1 </dev/null &
 	BG_PID[$DP]=$!
 	if poll_until 30 dp_up "$DP" "${BG_PID[$DP]}" && [ "$POLL_OUTPUT" != exited ]; then
 		return 0
 	fi
-	failed "dpsock-echo on $TEST_PORT did not start: $(tail -n 3 "$log" | tr '\n' ' ')"
+	failed "$(basename "$prog") on $TEST_PORT did not start: $(tail -n 3 "$log" | tr '\n' ' ')"
 	bg_stop "$DP"
 	return 1
 }
-echo_stop() {
+echo_stop() { # SIDE
 	local rc=0
 	bg_stop "$DP" || rc=$?
-	[ "$rc" = 0 ] || failed "dpsock-echo exited with status $rc (3 = mbuf leak)"
+	[ "$rc" = 0 ] || failed "$1: its daemon exited with status $rc (3 = mbuf leak)"
 }
 
 # kernel_up: A's kernel takes both addresses; IPv6 is turned on for its end
@@ -148,15 +157,18 @@ server_said() {
 }
 
 # load SIDE FAMILY ROUND MODE CONNS METRIC: kernel_load from B against
-# dpsock-echo --raw (up already) or kernel_echo on A's kernel (started
-# here); the p50 round trip (us) for METRIC rr1_p50, transactions/s for
-# rr, Gbit/s sent for bulk (tx_mbit_s / 1000, as run-all's kernel figures)
+# dpsock-echo --raw (up already), kernel_echo on A's kernel or kernel_echo
+# under the preload (started here); the p50 round trip (us) for METRIC
+# rr1_p50, transactions/s for rr, Gbit/s sent for bulk (tx_mbit_s / 1000,
+# as run-all's kernel figures)
 load() {
-	local side=$1 fam=$2 r=$3 mode=$4 conns=$5 metric=$6 a log line v rc=0
+	local side=$1 fam=$2 r=$3 mode=$4 conns=$5 metric=$6 a log line v rc=0 pre=()
 	a=$(addr "$fam")
 	log=$TEST_TMP/load-$side-$fam-$metric-$r.log
-	if [ "$side" = kernel ]; then
-		ip netns exec "$TOPO_NS_A" taskset -c 1 "$KECHO" -a "$a" -p "$PORT" \
+	[ "$side" != preload ] || pre=(env "LD_PRELOAD=$PRELOAD_LIB" "DPSOCK_RUNTIME_DIR=$TEST_TMP"
+		"DPSOCK_NAME=$DP" "DPSOCK_LOG_FILE=$TEST_TMP/shim-%d.log")
+	if [ "$side" != dpsock ]; then
+		ip netns exec "$TOPO_NS_A" taskset -c 1 "${pre[@]}" "$KECHO" -a "$a" -p "$PORT" \
 			>"$TEST_TMP/kecho-$fam.log" 2>&1 </dev/null &
 		BG_PID[kecho]=$!
 	fi
@@ -194,12 +206,12 @@ side_round() {
 		done
 		return
 	fi
-	if [ "$side" = kernel ] || echo_start; then
+	if [ "$side" = kernel ] || echo_start "$side"; then
 		for fam in "$@"; do load "$side" "$fam" "$r" rr 1 rr1_p50; done
 		for fam in "$@"; do load "$side" "$fam" "$r" rr 16 rr16_rate; done
 		for fam in "$@"; do load "$side" "$fam" "$r" bulk 1 bulk_gbps; done
 		for fam in "$@"; do load "$side" "$fam" "$r" udp 1 udp1_p50; done
-		[ "$side" = kernel ] || echo_stop
+		[ "$side" = kernel ] || echo_stop "$side"
 	else
 		for fam in "$@"; do
 			for m in rr1_p50 rr16_rate bulk_gbps udp1_p50; do cell "$side" "$fam" "$m" "$r" failed; done
@@ -214,12 +226,14 @@ for r in $(seq 1 "$rounds"); do
 	# which side, and which family, goes first alternates from round to
 	# round, so that a drift of the machine within a round falls on both
 	if [ $((r % 2)) = 1 ]; then
-		note "round $r: dpsock, then the kernel; IPv4 first"
+		note "round $r: dpsock, the preload, then the kernel; IPv4 first"
 		side_round dpsock "$r" 4 6
+		side_round preload "$r" 4 6
 		side_round kernel "$r" 4 6
 	else
-		note "round $r: the kernel, then dpsock; IPv6 first"
+		note "round $r: the kernel, the preload, then dpsock; IPv6 first"
 		side_round kernel "$r" 6 4
+		side_round preload "$r" 6 4
 		side_round dpsock "$r" 6 4
 	fi
 done
@@ -242,7 +256,8 @@ rows = [("rr1_p50", "TCP request/response, 64 B, 1 connection: p50 round trip (�
         ("rr16_rate", "TCP request/response, 64 B, 16 connections (transactions/s)", False, "%.0f"),
         ("bulk_gbps", "single-stream TCP bulk, echoed back (Gbit/s sent)", False, "%.2f"),
         ("udp1_p50", "UDP request/response, 64 B, 1 socket: p50 round trip (µs, lower is better)", True, "%.1f")]
-cols = [("dpsock", "4"), ("dpsock", "6"), ("kernel", "4"), ("kernel", "6")]
+cols = [("dpsock", "4"), ("dpsock", "6"), ("preload", "4"), ("preload", "6"),
+        ("kernel", "4"), ("kernel", "6")]
 med = lambda k: statistics.median(v[k]) if v.get(k) else None
 def cell(k, fmt):
     if v.get(k):
@@ -260,7 +275,9 @@ print("`test/perf/ipv6.sh`, %s round(s) of %s s runs; medians, min–max in brac
       " (MTU 1500): the server in namespace A on CPU 1, the client in namespace B on CPU 0. dpsock:"
       " dpsock-echo, one lcore (EAL -l 1) polling on CPU 1, on %s, its interface with `address ="
       " \"%s\"` and `address6 = \"%s\"`, A's kernel without an address; kernel: A's kernel with both"
-      " addresses, test/perf/kernel_echo (epoll) bound to the address measured. 64-byte messages:"
+      " addresses, test/perf/kernel_echo (epoll) bound to the address measured; preload: dpsockd"
+      " the same way (one lcore on CPU 1) and kernel_echo under LD_PRELOAD on CPU 1 as well (the"
+      " worker and the program share the CPU). 64-byte messages:"
       " test/perf/kernel_load -m rr -s 64 -c 1 (its p50 round trip) and -c 16 (transactions/s)"
       " against `dpsock-echo --raw` or kernel_echo; bulk: kernel_load -m bulk -c 1 (64 KiB"
       " sends, echoed back), the bytes its send() took as Gbit/s; UDP: kernel_load -m udp -s 64 -c 1"
@@ -268,22 +285,24 @@ print("`test/perf/ipv6.sh`, %s round(s) of %s s runs; medians, min–max in brac
       " each run. Each round runs both sides, the order of the sides and of the families alternating"
       " from round to round. Load average: %s at the start, %s at the end.\n"
       % (rounds, secs, pmd, a4, a6, warmup, load0, load1))
-print("| measure | dpsock IPv4 | dpsock IPv6 | kernel IPv4 | kernel IPv6 |")
-print("|---|---|---|---|---|")
+print("| measure | dpsock IPv4 | dpsock IPv6 | preload IPv4 | preload IPv6 | kernel IPv4 | kernel IPv6 |")
+print("|---|---|---|---|---|---|---|")
 for m, label, lower, fmt in rows:
     print("| %s | %s |" % (label, " | ".join(cell((s, f, m), fmt) for s, f in cols)))
 print("\nRatios of the medians. For the latency row a ratio below 1× means the numerator (IPv6;"
       " dpsock) is faster, lower being better; for the rates a ratio above 1× does. The goal: dpsock over IPv6 within"
       " 10 % of dpsock over IPv4 (latency at most 1.10×, rates at least 0.90×).\n")
-print("| measure | dpsock IPv6 / IPv4 | within 10 % | kernel IPv6 / IPv4 | dpsock / kernel, IPv4 | dpsock / kernel, IPv6 |")
-print("|---|---|---|---|---|---|")
+def within(a, b, lower):
+    if not b or a is None:
+        return "—"
+    return "yes" if (a / b <= 1.10 if lower else a / b >= 0.90) else "no"
+print("| measure | dpsock IPv6 / IPv4 | within 10 % | preload IPv6 / IPv4 | within 10 % | kernel IPv6 / IPv4 | dpsock / kernel, IPv4 | dpsock / kernel, IPv6 | preload / kernel, IPv4 | preload / kernel, IPv6 |")
+print("|---|---|---|---|---|---|---|---|---|---|")
 for m, label, lower, fmt in rows:
-    d4, d6, k4, k6 = (med((s, f, m)) for s, f in cols)
-    goal = "—"
-    if d4 and d6 is not None:
-        goal = "yes" if (d6 / d4 <= 1.10 if lower else d6 / d4 >= 0.90) else "no"
-    print("| %s | %s | %s | %s | %s | %s |" % (label, ratio(d6, d4), goal, ratio(k6, k4),
-                                               ratio(d4, k4), ratio(d6, k6)))
+    d4, d6, p4, p6, k4, k6 = (med((s, f, m)) for s, f in cols)
+    print("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+        label, ratio(d6, d4), within(d6, d4, lower), ratio(p6, p4), within(p6, p4, lower),
+        ratio(k6, k4), ratio(d4, k4), ratio(d6, k6), ratio(p4, k4), ratio(p6, k6)))
 print("\ndpsock cuts no TCP super-segments over IPv6 (DPDK's GSO library cuts TCP over IPv4 only)")
 print("and its GRO merges IPv4 only, so bulk over IPv6 sends and receives one MSS per frame")
 print("(docs/running.md); an IPv6 header is 20 bytes longer, a 1500-byte frame carries 1440 bytes")
