@@ -4,7 +4,7 @@
  * socket with IPV6_V6ONLY off (Linux's default) carries IPv4 as
  * IPv4-mapped addresses (::ffff:a.b.c.d): such a socket is offloaded for
  * its IPv4 traffic as an AF_INET socket is (docs/preload.md "AF_INET6
- * dual-stack sockets"). A TCP socket is offloaded for IPv6 proper too when
+ * dual-stack sockets"). A socket is offloaded for IPv6 proper too when
  * dpsockd serves IPv6 (a port with address6). Addresses go in through
  * shim_addr_in (the IPv4 address and port dpsockd works with, or "not
  * IPv4") and shim_addr_in6 (IPv6 proper), and come out through
@@ -84,8 +84,8 @@ shim_addr_in6(const struct shim_sock *s, const struct sockaddr *a, socklen_t len
 {
 	const struct sockaddr_in6 *sin6 = (const struct sockaddr_in6 *)(const void *)a;
 
-	if (a == NULL || s->family != AF_INET6 || len < sizeof(*sin6) || a->sa_family != AF_INET6 || v4mapped(&sin6->sin6_addr) ||
-	    IN6_IS_ADDR_MULTICAST(&sin6->sin6_addr))
+	if (a == NULL || s->family != AF_INET6 || len < sizeof(*sin6) || a->sa_family != AF_INET6 ||
+	    v4mapped(&sin6->sin6_addr) || IN6_IS_ADDR_MULTICAST(&sin6->sin6_addr))
 		return false;
 	/* "::": a bind's every address (of IPv6 alone with IPV6_V6ONLY);
 	 * a connect's the host itself (the kernel's loopback) */

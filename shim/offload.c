@@ -195,7 +195,6 @@ rules_decide(const struct dpsock_pl_rule *r, unsigned int n, const struct dpsock
 	return -1;
 }
 
-/* 1: offload, 0: kernel. Logs the reason once per kind. */
 /* The process's rules, then dpsockd's: 1, 0, or -1 when none decides. */
 static int
 rules_both(const struct dpsock_rule_subject *sub, const struct dpsock_pl_seg *g)
@@ -213,6 +212,7 @@ rules_both(const struct dpsock_rule_subject *sub, const struct dpsock_pl_seg *g)
 	return d;
 }
 
+/* 1: offload, 0: kernel. Logs the reason once per kind. */
 int
 shim_offload_decide(int role, uint32_t addr, uint16_t port, uint32_t laddr, uint16_t lport)
 {

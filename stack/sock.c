@@ -1473,7 +1473,8 @@ dpsock_udp_bind(struct dpsock_worker *w, uint16_t port, const struct dpsock_sock
 	return dpsock_udp_bind_addr(w, 0, port, DPSOCK_UDP_IPV6, ops, user);
 }
 
-/* flags are valid for a UDP bind (IPv6: DPSOCK_UDP_IPV6 allowed or not) */
+/* flags are valid for a UDP bind (ipv6: DPSOCK_UDP_IPV6 where that flag
+ * is, else 0) */
 static bool
 udp_bind_args_ok(struct dpsock_worker *w, uint16_t port, unsigned int flags, unsigned int ipv6)
 {
@@ -1489,48 +1490,6 @@ udp_bind_args_ok(struct dpsock_worker *w, uint16_t port, unsigned int flags, uns
 		return false;
 	}
 	return true;
-}
-
-static struct dpsock_sock *udp_bind_ip(struct dpsock_worker *w, const ip_addr_t *la,
-				       uint32_t addr, uint16_t port, unsigned int flags,
-				       const struct dpsock_sock_ops *ops, void *user);
-
-struct dpsock_sock *
-dpsock_udp_bind_addr(struct dpsock_worker *w, uint32_t addr, uint16_t port, unsigned int flags,
-		     const struct dpsock_sock_ops *ops, void *user)
-{
-	ip_addr_t la = IPADDR4_INIT(addr);
-
-	if (!udp_bind_args_ok(w, port, flags, DPSOCK_UDP_IPV6))
-		return NULL;
-	if ((flags & DPSOCK_UDP_IPV6) && addr != 0) {
-		errno = EINVAL;
-		return NULL;
-	}
-	/* both families: lwIP's "any type" pcb, bound to its any address */
-	if (flags & DPSOCK_UDP_IPV6)
-		ip_addr_copy(la, *IP_ANY_TYPE);
-	return udp_bind_ip(w, &la, addr, port, flags, ops, user);
-}
-
-struct dpsock_sock *
-dpsock_udp_bind6(struct dpsock_worker *w, const struct in6_addr *addr, uint16_t port,
-		 unsigned int flags, const struct dpsock_sock_ops *ops, void *user)
-{
-	ip_addr_t la;
-
-	if (!udp_bind_args_ok(w, port, flags, 0))
-		return NULL;
-	ip_addr_copy(la, *IP6_ADDR_ANY);
-	if (addr != NULL && !IN6_IS_ADDR_UNSPECIFIED(addr)) {
-		if (IN6_IS_ADDR_V4MAPPED(addr) || IN6_IS_ADDR_MULTICAST(addr)) {
-			errno = EINVAL; /* mapped: dpsock_udp_bind_addr; no IPv6 groups */
-			return NULL;
-		}
-		memcpy(ip_2_ip6(&la)->addr, addr, 16);
-		ip6_addr_clear_zone(ip_2_ip6(&la));
-	}
-	return udp_bind_ip(w, &la, 0, port, flags, ops, user);
 }
 
 /* A UDP socket bound to la:port (addr: la's IPv4 address, 0 for IPv6 and
@@ -1614,6 +1573,45 @@ udp_bind_ip(struct dpsock_worker *w, const ip_addr_t *la, uint32_t addr, uint16_
 	sock_stats_open(s);
 	return s;
 }
+
+struct dpsock_sock *
+dpsock_udp_bind_addr(struct dpsock_worker *w, uint32_t addr, uint16_t port, unsigned int flags,
+		     const struct dpsock_sock_ops *ops, void *user)
+{
+	ip_addr_t la = IPADDR4_INIT(addr);
+
+	if (!udp_bind_args_ok(w, port, flags, DPSOCK_UDP_IPV6))
+		return NULL;
+	if ((flags & DPSOCK_UDP_IPV6) && addr != 0) {
+		errno = EINVAL;
+		return NULL;
+	}
+	/* both families: lwIP's "any type" pcb, bound to its any address */
+	if (flags & DPSOCK_UDP_IPV6)
+		ip_addr_copy(la, *IP_ANY_TYPE);
+	return udp_bind_ip(w, &la, addr, port, flags, ops, user);
+}
+
+struct dpsock_sock *
+dpsock_udp_bind6(struct dpsock_worker *w, const struct in6_addr *addr, uint16_t port,
+		 unsigned int flags, const struct dpsock_sock_ops *ops, void *user)
+{
+	ip_addr_t la;
+
+	if (!udp_bind_args_ok(w, port, flags, 0))
+		return NULL;
+	ip_addr_copy(la, *IP6_ADDR_ANY);
+	if (addr != NULL && !IN6_IS_ADDR_UNSPECIFIED(addr)) {
+		if (IN6_IS_ADDR_V4MAPPED(addr) || IN6_IS_ADDR_MULTICAST(addr)) {
+			errno = EINVAL; /* mapped: dpsock_udp_bind_addr; no IPv6 groups */
+			return NULL;
+		}
+		memcpy(ip_2_ip6(&la)->addr, addr, 16);
+		ip6_addr_clear_zone(ip_2_ip6(&la));
+	}
+	return udp_bind_ip(w, &la, 0, port, flags, ops, user);
+}
+
 
 /* udp_sendto of an IPv6 datagram: one that will be fragmented gets its
  * checksum from lwIP even where the port offloads UDP checksums (IPv6 has
