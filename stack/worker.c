@@ -336,18 +336,19 @@ rx_frame(struct dpsock_worker *w, struct dpsock_worker_port *wp, struct rte_mbuf
 			drop(m, wp->port->shared ? &st->rx_kernel_frames : &st->rx_drop_ethertype);
 			return;
 		}
+		/* a frame from another worker was checked where it came in */
+		bad = from_nic ? ipv6_check(st, m) : NULL;
+		if (unlikely(bad != NULL)) {
+			drop(m, bad);
+			return;
+		}
+		/* the fixed header is there now: an ICMPv6 message's type, or -1 */
 		ip6 = rte_pktmbuf_mtod_offset(m, const struct rte_ipv6_hdr *, RTE_ETHER_HDR_LEN);
-		/* an ICMPv6 message's type, or -1 */
 		icmp6 = ip6->proto == IPPROTO_ICMPV6 && m->data_len > RTE_ETHER_HDR_LEN + sizeof(*ip6) ?
 			*(const uint8_t *)(ip6 + 1) : -1;
 		if (from_nic) {
 			int owner;
 
-			bad = ipv6_check(st, m);
-			if (unlikely(bad != NULL)) {
-				drop(m, bad);
-				return;
-			}
 			((struct dpsock_mbuf_priv *)rte_mbuf_to_priv(m))->hops = 0;
 			if (w->d->n_workers > 1) {
 				/* router and neighbour advertisements, redirects:
