@@ -34,6 +34,11 @@
  * mode: EINVAL), and a source operation of the other mode on a membership
  * that never had one switches its mode even when it then fails.
  *
+ * IPv6 memberships (IPV6_JOIN_GROUP, MCAST_* with an AF_INET6 group) follow
+ * the same rules in Linux (net/ipv6/mcast.c, ip6_mc_source), so one set
+ * holds both families: an address is 16 bytes, an IPv4 one in its mapped
+ * form ::ffff:a.b.c.d (dpsock_mc_addr4), which is never an IPv6 group.
+ *
  * Plain C, no libc beyond string.h: included by the shim and the stack.
  * Addresses in network order.
  */
@@ -63,14 +68,53 @@ enum dpsock_mc_op {
 	DPSOCK_MC_OP_MAX
 };
 
+/* An address of either family: IPv6's 16 bytes, an IPv4 address mapped
+ * (::ffff:a.b.c.d). Compared as four words. */
+struct dpsock_mc_addr {
+	uint32_t w[4];            /* network order */
+};
+
+/* ::ffff: in the third word, whatever the byte order */
+#define DPSOCK_MC_V4MAPPED \
+	(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__ ? 0xffff0000u : 0x0000ffffu)
+
+static inline struct dpsock_mc_addr
+dpsock_mc_addr4(uint32_t a)
+{
+	struct dpsock_mc_addr r = { { 0, 0, DPSOCK_MC_V4MAPPED, a } };
+
+	return r;
+}
+
+static inline struct dpsock_mc_addr
+dpsock_mc_addr6(const void *a16)
+{
+	struct dpsock_mc_addr r;
+
+	memcpy(r.w, a16, 16);
+	return r;
+}
+
+static inline bool
+dpsock_mc_addr_is4(struct dpsock_mc_addr a)
+{
+	return a.w[0] == 0 && a.w[1] == 0 && a.w[2] == DPSOCK_MC_V4MAPPED;
+}
+
+static inline bool
+dpsock_mc_addr_eq(struct dpsock_mc_addr a, struct dpsock_mc_addr b)
+{
+	return ((a.w[0] ^ b.w[0]) | (a.w[1] ^ b.w[1]) | (a.w[2] ^ b.w[2]) | (a.w[3] ^ b.w[3])) == 0;
+}
+
 struct dpsock_mc_memb {
-	uint32_t group;           /* network order */
+	struct dpsock_mc_addr group;
 	uint16_t iface;           /* the stack's interface (port) index */
 	uint8_t mode;             /* DPSOCK_MC_INCLUDE / _EXCLUDE */
 	uint8_t nsrc;
 	uint8_t list;             /* a source was ever added (Linux's sflist exists) */
 	uint8_t pad[3];
-	uint32_t src[DPSOCK_MC_MAX_SOURCES];
+	struct dpsock_mc_addr src[DPSOCK_MC_MAX_SOURCES];
 };
 
 struct dpsock_mc_set {
@@ -78,33 +122,42 @@ struct dpsock_mc_set {
 	struct dpsock_mc_memb m[DPSOCK_MC_MAX_MEMBERSHIPS];
 };
 
+/* An IPv4 group: 224.0.0.0/4 */
 static inline bool
-dpsock_mc_is_group(uint32_t addr)
+dpsock_mc_is_group4(uint32_t addr)
 {
-	return (((const uint8_t *)&addr)[0] & 0xf0) == 0xe0; /* 224.0.0.0/4 */
+	return (((const uint8_t *)&addr)[0] & 0xf0) == 0xe0;
+}
+
+/* A group of its family: 224.0.0.0/4 (mapped), ff00::/8 */
+static inline bool
+dpsock_mc_is_group(struct dpsock_mc_addr a)
+{
+	return dpsock_mc_addr_is4(a) ? dpsock_mc_is_group4(a.w[3]) :
+				       ((const uint8_t *)a.w)[0] == 0xff;
 }
 
 static inline struct dpsock_mc_memb *
-dpsock_mc_find(struct dpsock_mc_set *set, uint32_t group, uint16_t iface)
+dpsock_mc_find(struct dpsock_mc_set *set, struct dpsock_mc_addr group, uint16_t iface)
 {
 	for (uint32_t i = 0; i < set->n; i++)
-		if (set->m[i].group == group && set->m[i].iface == iface)
+		if (dpsock_mc_addr_eq(set->m[i].group, group) && set->m[i].iface == iface)
 			return &set->m[i];
 	return NULL;
 }
 
 static inline int
-dpsock_mc_src_index(const struct dpsock_mc_memb *m, uint32_t src)
+dpsock_mc_src_index(const struct dpsock_mc_memb *m, struct dpsock_mc_addr src)
 {
 	for (int i = 0; i < m->nsrc; i++)
-		if (m->src[i] == src)
+		if (dpsock_mc_addr_eq(m->src[i], src))
 			return i;
 	return -1;
 }
 
 /* Does a membership let a datagram from src through? */
 static inline bool
-dpsock_mc_allows(const struct dpsock_mc_memb *m, uint32_t src)
+dpsock_mc_allows(const struct dpsock_mc_memb *m, struct dpsock_mc_addr src)
 {
 	bool listed = dpsock_mc_src_index(m, src) >= 0;
 
@@ -121,7 +174,8 @@ dpsock_mc_remove(struct dpsock_mc_set *set, struct dpsock_mc_memb *m)
 }
 
 static inline int
-dpsock_mc_join_mode(struct dpsock_mc_set *set, uint32_t group, uint16_t iface, uint8_t mode)
+dpsock_mc_join_mode(struct dpsock_mc_set *set, struct dpsock_mc_addr group, uint16_t iface,
+		    uint8_t mode)
 {
 	struct dpsock_mc_memb *m;
 
@@ -139,8 +193,8 @@ dpsock_mc_join_mode(struct dpsock_mc_set *set, uint32_t group, uint16_t iface, u
 
 /* add/remove one source of mode omode (Linux's ip_mc_source) */
 static inline int
-dpsock_mc_source(struct dpsock_mc_set *set, bool add, uint8_t omode, uint32_t group,
-		 uint16_t iface, uint32_t src)
+dpsock_mc_source(struct dpsock_mc_set *set, bool add, uint8_t omode, struct dpsock_mc_addr group,
+		 uint16_t iface, struct dpsock_mc_addr src)
 {
 	struct dpsock_mc_memb *m = dpsock_mc_find(set, group, iface);
 	int i;
@@ -178,8 +232,8 @@ dpsock_mc_source(struct dpsock_mc_set *set, bool add, uint8_t omode, uint32_t gr
  * on failure the set is as before (except the quirk in the file comment).
  */
 static inline int
-dpsock_mc_apply(struct dpsock_mc_set *set, unsigned int op, uint32_t group, uint16_t iface,
-		uint32_t src)
+dpsock_mc_apply(struct dpsock_mc_set *set, unsigned int op, struct dpsock_mc_addr group,
+		uint16_t iface, struct dpsock_mc_addr src)
 {
 	struct dpsock_mc_memb *m;
 	bool joined;

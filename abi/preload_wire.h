@@ -66,8 +66,10 @@
  * 9: IPv6: LISTEN, CONNECT and UDP_BIND take an IPv6 address
  *    (DPSOCK_PL_CMD_F_IP6, DPSOCK_PL_CMD_F_DUAL), a slot's IPv6 addresses
  *    (line 7), the served IPv6 addresses in the net view (ifaces6), IPv6
- *    datagram records (DPSOCK_PL_DGRAM_IP6). */
-#define DPSOCK_PL_VERSION 9
+ *    datagram records (DPSOCK_PL_DGRAM_IP6).
+ * 10: IPv6 multicast: DPSOCK_PL_OP_MCAST carries 16-byte groups and sources
+ *    (the command's mc layout); IPV6_MULTICAST_* in SETOPT. */
+#define DPSOCK_PL_VERSION 10
 
 /* ======================================================================== */
 /* Control socket (SOCK_SEQPACKET, one message = one struct)                */
@@ -372,10 +374,10 @@ enum dpsock_pl_op {
 	 * then replies 0 (the reply's release publishes the block), or
 	 * -ENOTCONN (no connection). */
 	DPSOCK_PL_OP_TCP_INFO,
-	/* Multicast membership of a UDP socket (abi/mcast_filter.h): arg0 =
-	 * enum dpsock_mc_op, addr = group, arg1 = interface index (segment's
-	 * ifaces[]), arg2 = source (network order, for the source operations).
-	 * Sent to every slot of the socket, worker 0's first: each worker's
+	/* Multicast membership of a UDP socket (abi/mcast_filter.h), in the
+	 * command's mc layout: op = enum dpsock_mc_op, iface = interface
+	 * index (segment's ifaces[]), group and source (for the source
+	 * operations) as struct dpsock_mc_addr: IPv6, or IPv4 mapped. Sent to every slot of the socket, worker 0's first: each worker's
 	 * socket keeps the same memberships. Reply: result 0 or the socket
 	 * API's -errno (-EINVAL, -EADDRINUSE, -EADDRNOTAVAIL, -ENOBUFS,
 	 * -ENODEV). */
@@ -401,13 +403,23 @@ struct dpsock_pl_cmd {
 	uint16_t port;            /* network order */
 	uint16_t pad;
 	union {
-		int32_t arg[8];
 		struct {
-			int32_t arg_lo[4];   /* arg[0..3] */
-			uint8_t addr6[16];   /* with DPSOCK_PL_CMD_F_IP6 */
+			union {
+				int32_t arg[8];
+				struct {
+					int32_t arg_lo[4];   /* arg[0..3] */
+					uint8_t addr6[16];   /* with DPSOCK_PL_CMD_F_IP6 */
+				};
+			};
+			uint32_t pad2[2];
 		};
+		struct {                     /* DPSOCK_PL_OP_MCAST */
+			int32_t op;
+			int32_t iface;
+			uint8_t group[16];
+			uint8_t source[16];
+		} mc;
 	};
-	uint32_t pad2[2];
 };
 #define DPSOCK_PL_CMD_SIZE 64u
 static_assert(sizeof(struct dpsock_pl_cmd) == DPSOCK_PL_CMD_SIZE, "command size");

@@ -27,7 +27,8 @@
  * counted; 7: the multicast table, IGMP and multicast counters; 8: an
  * AF_XDP port's socket counters, XDP_STATISTICS summed over its queues;
  * 9: rx_drop_vlan; 10: the ports' info; 11: loop_packets; 12: cut_pairs,
- * cut_bytes and the sockets' flags):
+ * cut_bytes and the sockets' flags; 13: IPv6 counters; 14: the multicast
+ * table's 16-byte addresses, its MLD rows, the MLD counters):
  *
  *   struct dpsock_stats_segment     header, control area, ports, workers,
  *                                   client table (reserved, see below)
@@ -70,7 +71,7 @@
 #include <stdint.h>
 
 #define DPSOCK_STATS_MAGIC 0x64707374617473ULL /* "dpstats" */
-#define DPSOCK_STATS_VERSION 13
+#define DPSOCK_STATS_VERSION 14
 #define DPSOCK_STATS_MAX_PORTS 4
 #define DPSOCK_STATS_MAX_WORKERS 64
 #define DPSOCK_STATS_MAX_CLIENTS 64
@@ -228,6 +229,14 @@
 	X(igmp_tx_report_v1, "IGMPv1 membership reports sent")                  \
 	X(igmp_tx_leave, "IGMPv2 leave messages sent")                          \
 	X(igmp_version_changes, "IGMP compatibility mode changes (older querier heard or gone)") \
+	X(mld_rx_query_v1, "MLDv1 queries received (worker 0)")                  \
+	X(mld_rx_query_v2, "MLDv2 queries received (worker 0)")                  \
+	X(mld_rx_report, "MLD reports and dones of other hosts received")       \
+	X(mld_rx_bad, "MLD messages dropped: checksum, length, hop limit or source") \
+	X(mld_tx_report_v2, "MLDv2 reports sent (state changes and answers)")   \
+	X(mld_tx_report_v1, "MLDv1 reports sent")                               \
+	X(mld_tx_done, "MLDv1 done messages sent")                              \
+	X(mld_version_changes, "MLD compatibility mode changes (MLDv1 querier heard or gone)") \
 	X(loop_packets, "IP packets to the stack's own addresses, taken back in (connections within the host)") \
 	X(cut_pairs, "TCP connections within the host whose two ends were paired: bytes FIFO to FIFO") \
 	X(cut_bytes, "bytes moved from one preloaded socket's tx FIFO into another's rx FIFO (connections within the host)") \
@@ -330,30 +339,32 @@ struct dpsock_worker_stats {
 #define DPSOCK_MC_MODE_INCLUDE 1
 #define DPSOCK_MC_MODE_EXCLUDE 2
 
+/* A port's IGMP host (ports[]) or MLD host (mld[]). */
 struct dpsock_mc_port_row {
-	uint8_t version;        /* IGMP compatibility mode: 3, 2 or 1 */
-	uint8_t filter;         /* DPSOCK_MC_FILTER_* */
+	uint8_t version;        /* compatibility mode: IGMP 3, 2 or 1; MLD 2 or 1 */
+	uint8_t filter;         /* DPSOCK_MC_FILTER_* (the port's, in both rows) */
 	uint8_t robustness;     /* the querier's QRV (2 by default) */
 	uint8_t pad;
-	uint32_t querier;       /* source of the last query (network order), 0: none heard */
+	uint32_t n_macs;        /* group MACs in the port's filter list */
 	uint64_t query_ns;      /* CLOCK_REALTIME of the last query, 0: none */
 	uint64_t older_until_ns; /* an older querier counts as present until then */
-	uint32_t n_macs;        /* group MACs in the port's filter list */
-	uint32_t pad2;
+	uint8_t querier[16];    /* source of the last query: IPv6, IPv4 mapped; 0: none heard */
 };
 
+/* Addresses in the rows: 16 bytes, network order; an IPv4 one mapped
+ * (::ffff:a.b.c.d). */
 struct dpsock_mc_group_row {
-	uint32_t addr;          /* network order */
+	uint8_t addr[16];
 	uint16_t port;
 	uint8_t mode;           /* DPSOCK_MC_MODE_* of the interface state */
 	uint8_t pad;
 	uint32_t nsrc;          /* its sources (the first DPSOCK_STATS_MC_SRCS listed) */
 	uint32_t members;       /* socket memberships: every worker's and process's */
-	uint32_t src[DPSOCK_STATS_MC_SRCS];
+	uint8_t src[DPSOCK_STATS_MC_SRCS][16];
 };
 
 struct dpsock_mc_member_row {
-	uint32_t group;
+	uint8_t group[16];
 	uint16_t port;
 	uint16_t worker;        /* the worker whose socket it is */
 	uint8_t mode;           /* DPSOCK_MC_MODE_* of the socket's filter */
@@ -363,11 +374,11 @@ struct dpsock_mc_member_row {
 	int32_t fd;             /* its descriptor there; -1: a native socket */
 	int32_t sock_idx;       /* entry in that worker's socket table, -1: none */
 	uint64_t serial;        /* that entry's serial (a reused entry differs) */
-	uint32_t src[DPSOCK_STATS_MC_MSRCS];
+	uint8_t src[DPSOCK_STATS_MC_MSRCS][16];
 };
-_Static_assert(sizeof(struct dpsock_mc_member_row) == 72, "member row size");
-_Static_assert(sizeof(struct dpsock_mc_group_row) == 80, "group row size");
-_Static_assert(sizeof(struct dpsock_mc_port_row) == 32, "port row size");
+_Static_assert(sizeof(struct dpsock_mc_member_row) == 208, "member row size");
+_Static_assert(sizeof(struct dpsock_mc_group_row) == 284, "group row size");
+_Static_assert(sizeof(struct dpsock_mc_port_row) == 40, "port row size");
 
 struct dpsock_mc_table {
 	uint32_t gen;           /* seqlock: odd while written */
@@ -375,6 +386,7 @@ struct dpsock_mc_table {
 	uint32_t n_members;
 	uint32_t unlisted;      /* groups + memberships that did not fit */
 	struct dpsock_mc_port_row ports[DPSOCK_STATS_MAX_PORTS];
+	struct dpsock_mc_port_row mld[DPSOCK_STATS_MAX_PORTS];
 	struct dpsock_mc_group_row groups[DPSOCK_STATS_MC_GROUPS];
 	struct dpsock_mc_member_row members[DPSOCK_STATS_MC_MEMBERS];
 } __attribute__((aligned(64)));

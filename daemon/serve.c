@@ -1229,7 +1229,7 @@ op_open(struct pl_wgroup *wg, const struct dpsock_pl_cmd *c, struct dpsock_pl_re
 		break;
 	case DPSOCK_PL_OP_UDP_BIND:
 		if (c->flags & DPSOCK_PL_CMD_F_IP6 ? !addr6_served(w, c->addr6) :
-		    !addr_served(w, c->addr) && !dpsock_mc_is_group(c->addr))
+		    !addr_served(w, c->addr) && !dpsock_mc_is_group4(c->addr))
 			return -EADDRNOTAVAIL;
 		if ((uint32_t)c->arg[1] & ~(DPSOCK_PL_BIND_REUSEADDR | DPSOCK_PL_BIND_REUSEPORT))
 			return -EINVAL;
@@ -1348,6 +1348,27 @@ op_setopt_ip(struct pl_wslot *ws, int name, int v)
 				dpsock_sock_set_ttl(ws->s, ws->ttl);
 }
 
+/* IPv6's multicast options of a UDP socket (IPV6_MULTICAST_IF: v is the
+ * interface's index in the segment, -1 the route's). */
+static int
+op_setopt_ip6(struct pl_wslot *ws, int name, int v)
+{
+	if (ws->kind != DPSOCK_PL_UDP || ws->s == NULL)
+		return -ENOPROTOOPT;
+	switch (name) {
+	case IPV6_MULTICAST_HOPS:
+		return dpsock_udp_set_mcast6_hops(ws->s, v);
+	case IPV6_MULTICAST_LOOP:
+		return dpsock_udp_set_mcast6_loop(ws->s, v != 0);
+	case IPV6_MULTICAST_ALL:
+		return dpsock_udp_set_mcast6_all(ws->s, v != 0);
+	case IPV6_MULTICAST_IF:
+		return dpsock_udp_set_mcast6_if(ws->s, v);
+	default:
+		return -ENOPROTOOPT;
+	}
+}
+
 static int
 op_setopt(struct pl_wslot *ws, const struct dpsock_pl_cmd *c)
 {
@@ -1356,6 +1377,8 @@ op_setopt(struct pl_wslot *ws, const struct dpsock_pl_cmd *c)
 
 	if (level == IPPROTO_IP)
 		return op_setopt_ip(ws, name, v);
+	if (level == IPPROTO_IPV6)
+		return op_setopt_ip6(ws, name, v);
 	if (level == SOL_SOCKET && name == SO_RCVBUF) {
 		if (tcp || v < 0)
 			return -ENOPROTOOPT;
@@ -1513,10 +1536,13 @@ cmd_run(struct pl_wgroup *wg, const struct dpsock_pl_cmd *c, struct dpsock_pl_re
 			return false;
 		case DPSOCK_PL_OP_MCAST:
 			/* the socket API's errno, from the socket's own memberships */
+			/* an IPv4-mapped group is an IPv4 membership */
 			r->result = ws->kind != DPSOCK_PL_UDP || ws->s == NULL ? -EINVAL :
-				    c->arg[1] < 0 ? -ENODEV :
-				    dpsock_udp_mcast(ws->s, c->arg[0], c->addr,
-						     (unsigned int)c->arg[1], (uint32_t)c->arg[2]);
+				    c->mc.iface < 0 ? -ENODEV :
+				    dpsock_udp_mcast6(ws->s, c->mc.op,
+						      (const struct in6_addr *)(void *)c->mc.group,
+						      (unsigned int)c->mc.iface,
+						      (const struct in6_addr *)(void *)c->mc.source);
 			return true;
 		case DPSOCK_PL_OP_TCP_INFO:
 			r->result = op_tcp_info(ws);

@@ -151,6 +151,16 @@ dpsock_lwip_udp_deliver(struct pbuf *p, struct netif *inp, struct udp_pcb *pcb, 
 	return 0;
 }
 
+/* dpsock_lwip_hooks.h: without the stack (the lwIP unit tests), no IPv6
+ * group is joined. stack/mcast.c's definition replaces this one. */
+__attribute__((weak)) int
+dpsock_lwip_ip6_mcast_joined(struct netif *inp, const struct ip6_addr *group)
+{
+	(void)inp;
+	(void)group;
+	return 0;
+}
+
 /* dpsock_lwip_hooks.h: without the stack (the lwIP unit tests), every
  * netif sends untagged. stack/netif.c's definition replaces this one. */
 __attribute__((weak)) s32_t

@@ -511,6 +511,25 @@ EDITS = [
          '      return;\n'
          '    }\n'),
 
+    # ---- IPv6 multicast (dpsock_lwip_hooks.h): a datagram to a group the
+    # port joined is for this host; lwIP's MLD is off (stack/mchost.c is the
+    # host), so without this only all-nodes and solicited-node would pass.
+    Edit('core/ipv6/ip6.c', 'IPv6 multicast hook: its prototype',
+         '#include "lwip/mld6.h"\n',
+         '#include "lwip/mld6.h"\n#include "dpsock_lwip_hooks.h"\n'),
+    Edit('core/ipv6/ip6.c', 'IPv6 multicast: the groups dpsock joined',
+         '      netif = inp;\n'
+         '    }\n'
+         '#if LWIP_IPV6_MLD\n'
+         '    else if (mld6_lookfor_group(inp, ip6_current_dest_addr())) {\n',
+         '      netif = inp;\n'
+         '    }\n'
+         '    else if (dpsock_lwip_ip6_mcast_joined(inp, ip6_current_dest_addr())) {\n'
+         '      netif = inp; /* dpsock: a group the port joined */\n'
+         '    }\n'
+         '#if LWIP_IPV6_MLD\n'
+         '    else if (mld6_lookfor_group(inp, ip6_current_dest_addr())) {\n'),
+
     # ---- UDP delivery that lwIP does not have (dpsock_lwip_hooks.h): a
     # multicast or broadcast datagram goes to every socket it matches, each
     # with its own source filter (stack/mcast.c); a unicast one to one

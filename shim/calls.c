@@ -1021,6 +1021,12 @@ remember_opt(int fd, struct shim_sock *s, int level, int name, const void *val, 
 		switch (name) {
 		case IPV6_V6ONLY: s->v6only = v != 0; return 0;
 		case IPV6_RECVPKTINFO: s->pktinfo6 = v != 0; return 0;
+		case IPV6_MULTICAST_HOPS: s->mc6_hops = v; return udp;
+		case IPV6_MULTICAST_LOOP: s->mc6_loop = v != 0; return udp;
+		case IPV6_MULTICAST_ALL: s->mc6_all = v != 0; return udp;
+		/* the kernel took the index: dpsockd's port of it, or the
+		 * route's (0, an interface not dpsockd's) */
+		case IPV6_MULTICAST_IF: s->mc6_if = shim_mc_iface6(v); return udp;
 		default: return 0;
 		}
 	}
@@ -1045,9 +1051,9 @@ setsockopt(int fd, int level, int name, const void *val, socklen_t len)
 
 	/* memberships and IP_MULTICAST_IF name dpsockd's interfaces, which the
 	 * kernel socket does not have (mcast.c) */
-	if (s != NULL && s->type == SOCK_DGRAM && s->mode != SHIM_KERNEL && level == IPPROTO_IP &&
-	    shim_mc_optname(name)) {
-		r = shim_mc_setsockopt(s, fd, name, val, len);
+	if (s != NULL && s->type == SOCK_DGRAM && s->mode != SHIM_KERNEL &&
+	    shim_mc_optname(level, name)) {
+		r = shim_mc_setsockopt(s, fd, level, name, val, len);
 		if (r != SHIM_TO_KERNEL)
 			return r < 0 ? shim_fail(-r) : 0;
 	}
@@ -1069,6 +1075,8 @@ setsockopt(int fd, int level, int name, const void *val, socklen_t len)
 	fwd = remember_opt(fd, s, level, name, val, len, v);
 	if (level == SOL_SOCKET && name == SO_RCVBUF)
 		v = s->rcvbuf_eff;
+	else if (level == IPPROTO_IPV6 && name == IPV6_MULTICAST_IF)
+		v = s->mc6_if;
 	if (fwd && shim_sock_offloaded(s) && (s->mode == SHIM_TCP_CONN || s->mode == SHIM_UDP)) {
 		struct shim_thread *t = shim_thread_get();
 

@@ -85,7 +85,14 @@ shim_addr_in6(const struct shim_sock *s, const struct sockaddr *a, socklen_t len
 	const struct sockaddr_in6 *sin6 = (const struct sockaddr_in6 *)(const void *)a;
 
 	if (a == NULL || s->family != AF_INET6 || len < sizeof(*sin6) || a->sa_family != AF_INET6 ||
-	    v4mapped(&sin6->sin6_addr) || IN6_IS_ADDR_MULTICAST(&sin6->sin6_addr))
+	    v4mapped(&sin6->sin6_addr))
+		return false;
+	/* a group: sent to (or connected to) when its scope is wider than
+	 * the link (ff0X with X >= 3: the interface is IPV6_MULTICAST_IF's
+	 * or the route's); a bind to a group, and the interface-local and
+	 * link-local groups, stay the kernel's */
+	if (IN6_IS_ADDR_MULTICAST(&sin6->sin6_addr) &&
+	    (use == SHIM_ADDR_BIND || (sin6->sin6_addr.s6_addr[1] & 0x0f) < 3))
 		return false;
 	/* "::": a bind's every address (of IPv6 alone with IPV6_V6ONLY);
 	 * a connect's the host itself (the kernel's loopback) */

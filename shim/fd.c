@@ -153,6 +153,7 @@ shim_sock_new(int type, int nonblock)
 	s->fd0 = -1;
 	s->ttl = s->mc_ttl = s->mc_loop = s->mc_all = SHIM_UNSET;
 	s->mc_if = SHIM_UNSET;
+	s->mc6_hops = s->mc6_loop = s->mc6_all = s->mc6_if = SHIM_UNSET;
 	s->rcvbuf_eff = s->sndbuf_eff = SHIM_UNSET;
 	return s;
 }

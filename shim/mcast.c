@@ -21,6 +21,13 @@
  *    dpsockd's interfaces.
  * IP_MULTICAST_IF naming an interface that is not dpsockd's goes to the
  * kernel socket and keeps the socket's multicast sends in the kernel.
+ *
+ * An AF_INET6 socket's IPv6 memberships (IPV6_ADD_MEMBERSHIP / _DROP_,
+ * MCAST_* of level IPPROTO_IPV6 with AF_INET6 groups) take the same path
+ * with 16-byte groups; they name the interface by its index (0: the route
+ * to the group, the first port with IPv6). Its IPv4 memberships are those
+ * of level IPPROTO_IP, as on Linux. IPV6_MULTICAST_IF, _HOPS, _LOOP and
+ * _ALL go to the kernel socket first (calls.c), then to the workers.
  */
 #include <arpa/inet.h>
 #include <linux/errqueue.h>
@@ -32,8 +39,24 @@
 #include "mcast_filter.h"
 
 bool
-shim_mc_optname(int name)
+shim_mc_optname(int level, int name)
 {
+	if (level == IPPROTO_IPV6)
+		switch (name) {
+		case IPV6_ADD_MEMBERSHIP:
+		case IPV6_DROP_MEMBERSHIP:
+		case MCAST_JOIN_GROUP:
+		case MCAST_LEAVE_GROUP:
+		case MCAST_JOIN_SOURCE_GROUP:
+		case MCAST_LEAVE_SOURCE_GROUP:
+		case MCAST_BLOCK_SOURCE:
+		case MCAST_UNBLOCK_SOURCE:
+			return true;
+		default:
+			return false;
+		}
+	if (level != IPPROTO_IP)
+		return false;
 	switch (name) {
 	case IP_ADD_MEMBERSHIP:
 	case IP_DROP_MEMBERSHIP:
@@ -98,6 +121,16 @@ iface_default(void)
 	return def < 0 ? -1 : nv.ifaces[def].port;
 }
 
+/* The port an IPv6 group's route takes: the first with IPv6. */
+static int
+iface_default6(void)
+{
+	struct dpsock_pl_netview nv;
+
+	shim_netview(&nv);
+	return nv.n_ifaces6 > 0 ? nv.ifaces6[0].port : -1;
+}
+
 /* Linux's ip_mc_find_dev: by index, else by address, else the route. */
 static int
 iface_resolve(int ifindex, uint32_t addr)
@@ -109,20 +142,112 @@ iface_resolve(int ifindex, uint32_t addr)
 	return iface_default();
 }
 
-/* ---- parsing, as Linux's do_ip_setsockopt --------------------------------- */
+int
+shim_mc_iface6(int ifindex)
+{
+	return ifindex == 0 ? -1 : iface_by_index(ifindex);
+}
+
+/* ---- parsing, as Linux's do_ip_setsockopt and do_ipv6_setsockopt ----------- */
 
 struct mc_req {
 	unsigned int op;          /* enum dpsock_mc_op */
-	uint32_t group, source, addr;
+	bool v6;                  /* IPv6's: by index alone, 0 the route */
+	struct dpsock_mc_addr group, source;
+	uint32_t addr;
 	int ifindex;
 };
 
+static unsigned int
+source_op(int name)
+{
+	return name == MCAST_JOIN_SOURCE_GROUP ? DPSOCK_MC_JOIN_SOURCE :
+	       name == MCAST_LEAVE_SOURCE_GROUP ? DPSOCK_MC_LEAVE_SOURCE :
+	       name == MCAST_BLOCK_SOURCE ? DPSOCK_MC_BLOCK : DPSOCK_MC_UNBLOCK;
+}
+
+/* A group_req's or group_source_req's address of the level's family */
+static bool
+ss_addr(const struct sockaddr_storage *ss, bool v6, struct dpsock_mc_addr *out)
+{
+	if (ss->ss_family != (v6 ? AF_INET6 : AF_INET))
+		return false;
+	*out = v6 ? dpsock_mc_addr6(&((const struct sockaddr_in6 *)(const void *)ss)->sin6_addr) :
+		    dpsock_mc_addr4(((const struct sockaddr_in *)(const void *)ss)->sin_addr.s_addr);
+	return true;
+}
+
+/* MCAST_JOIN_GROUP / MCAST_LEAVE_GROUP: a group of another family is
+ * EINVAL at level IPPROTO_IP (ip_mc_join_group), EADDRNOTAVAIL at
+ * IPPROTO_IPV6 (ipv6_mcast_join_leave). */
 static int
-mc_parse(int name, const void *val, socklen_t len, struct mc_req *r)
+parse_group_req(int name, const void *val, socklen_t len, struct mc_req *r, bool v6)
+{
+	struct group_req gr;
+
+	if (len < sizeof(gr))
+		return -EINVAL;
+	memcpy(&gr, val, sizeof(gr));
+	if (!ss_addr(&gr.gr_group, v6, &r->group))
+		return v6 ? -EADDRNOTAVAIL : -EINVAL;
+	r->op = name == MCAST_JOIN_GROUP ? DPSOCK_MC_JOIN : DPSOCK_MC_LEAVE;
+	r->ifindex = (int)gr.gr_interface;
+	return 0;
+}
+
+/* The source forms: exactly a group_source_req at IPPROTO_IP, at least
+ * one at IPPROTO_IPV6; group and source of the level's family
+ * (EADDRNOTAVAIL). */
+static int
+parse_group_source_req(int name, const void *val, socklen_t len, struct mc_req *r, bool v6)
+{
+	struct group_source_req gs;
+
+	if (v6 ? len < sizeof(gs) : len != sizeof(gs))
+		return -EINVAL;
+	memcpy(&gs, val, sizeof(gs));
+	if (!ss_addr(&gs.gsr_group, v6, &r->group) || !ss_addr(&gs.gsr_source, v6, &r->source))
+		return -EADDRNOTAVAIL;
+	r->op = source_op(name);
+	r->ifindex = (int)gs.gsr_interface;
+	return 0;
+}
+
+/* Level IPPROTO_IPV6 (ipv6_sockglue.c, ipv6_mcast_join_leave and
+ * do_ipv6_mcast_group_source): only AF_INET6 groups (EADDRNOTAVAIL). */
+static int
+mc_parse6(int name, const void *val, socklen_t len, struct mc_req *r)
+{
+	r->v6 = true;
+	switch (name) {
+	case IPV6_ADD_MEMBERSHIP:
+	case IPV6_DROP_MEMBERSHIP: {
+		struct ipv6_mreq mr;
+
+		if (len < sizeof(mr))
+			return -EINVAL;
+		memcpy(&mr, val, sizeof(mr));
+		r->op = name == IPV6_ADD_MEMBERSHIP ? DPSOCK_MC_JOIN : DPSOCK_MC_LEAVE;
+		r->group = dpsock_mc_addr6(&mr.ipv6mr_multiaddr);
+		r->ifindex = (int)mr.ipv6mr_interface;
+		return 0;
+	}
+	case MCAST_JOIN_GROUP:
+	case MCAST_LEAVE_GROUP:
+		return parse_group_req(name, val, len, r, true);
+	default:
+		return parse_group_source_req(name, val, len, r, true);
+	}
+}
+
+static int
+mc_parse(int level, int name, const void *val, socklen_t len, struct mc_req *r)
 {
 	memset(r, 0, sizeof(*r));
 	if (val == NULL)
 		return -EFAULT;
+	if (level == IPPROTO_IPV6)
+		return mc_parse6(name, val, len, r);
 	switch (name) {
 	case IP_ADD_MEMBERSHIP:
 	case IP_DROP_MEMBERSHIP: {
@@ -133,7 +258,7 @@ mc_parse(int name, const void *val, socklen_t len, struct mc_req *r)
 		/* an ip_mreq is an ip_mreqn without its index */
 		memcpy(&mn, val, len >= sizeof(mn) ? sizeof(mn) : sizeof(struct ip_mreq));
 		r->op = name == IP_ADD_MEMBERSHIP ? DPSOCK_MC_JOIN : DPSOCK_MC_LEAVE;
-		r->group = mn.imr_multiaddr.s_addr;
+		r->group = dpsock_mc_addr4(mn.imr_multiaddr.s_addr);
 		r->addr = mn.imr_address.s_addr;
 		r->ifindex = mn.imr_ifindex;
 		return 0;
@@ -150,44 +275,16 @@ mc_parse(int name, const void *val, socklen_t len, struct mc_req *r)
 		r->op = name == IP_ADD_SOURCE_MEMBERSHIP ? DPSOCK_MC_JOIN_SOURCE :
 			name == IP_DROP_SOURCE_MEMBERSHIP ? DPSOCK_MC_LEAVE_SOURCE :
 			name == IP_BLOCK_SOURCE ? DPSOCK_MC_BLOCK : DPSOCK_MC_UNBLOCK;
-		r->group = ms.imr_multiaddr.s_addr;
+		r->group = dpsock_mc_addr4(ms.imr_multiaddr.s_addr);
 		r->addr = ms.imr_interface.s_addr;
-		r->source = ms.imr_sourceaddr.s_addr;
+		r->source = dpsock_mc_addr4(ms.imr_sourceaddr.s_addr);
 		return 0;
 	}
 	case MCAST_JOIN_GROUP:
-	case MCAST_LEAVE_GROUP: {
-		struct group_req gr;
-		const struct sockaddr_in *g = (const struct sockaddr_in *)&gr.gr_group;
-
-		if (len < sizeof(gr))
-			return -EINVAL;
-		memcpy(&gr, val, sizeof(gr));
-		if (g->sin_family != AF_INET)
-			return -EINVAL;
-		r->op = name == MCAST_JOIN_GROUP ? DPSOCK_MC_JOIN : DPSOCK_MC_LEAVE;
-		r->group = g->sin_addr.s_addr;
-		r->ifindex = (int)gr.gr_interface;
-		return 0;
-	}
-	default: { /* MCAST_{JOIN,LEAVE}_SOURCE_GROUP, MCAST_{BLOCK,UNBLOCK}_SOURCE */
-		struct group_source_req gs;
-		const struct sockaddr_in *g = (const struct sockaddr_in *)&gs.gsr_group;
-		const struct sockaddr_in *src = (const struct sockaddr_in *)&gs.gsr_source;
-
-		if (len != sizeof(gs))
-			return -EINVAL;
-		memcpy(&gs, val, sizeof(gs));
-		if (g->sin_family != AF_INET || src->sin_family != AF_INET)
-			return -EADDRNOTAVAIL;
-		r->op = name == MCAST_JOIN_SOURCE_GROUP ? DPSOCK_MC_JOIN_SOURCE :
-			name == MCAST_LEAVE_SOURCE_GROUP ? DPSOCK_MC_LEAVE_SOURCE :
-			name == MCAST_BLOCK_SOURCE ? DPSOCK_MC_BLOCK : DPSOCK_MC_UNBLOCK;
-		r->group = g->sin_addr.s_addr;
-		r->source = src->sin_addr.s_addr;
-		r->ifindex = (int)gs.gsr_interface;
-		return 0;
-	}
+	case MCAST_LEAVE_GROUP:
+		return parse_group_req(name, val, len, r, false);
+	default: /* MCAST_{JOIN,LEAVE}_SOURCE_GROUP, MCAST_{BLOCK,UNBLOCK}_SOURCE */
+		return parse_group_source_req(name, val, len, r, false);
 	}
 }
 
@@ -196,20 +293,21 @@ mc_parse(int name, const void *val, socklen_t len, struct mc_req *r)
 /* One membership operation on every slot, worker 0's first (its answer is
  * the call's). Caller holds s->lock. */
 static int
-mc_send(struct shim_thread *t, struct shim_sock *s, unsigned int op, uint32_t group, int iface,
-	uint32_t source)
+mc_send(struct shim_thread *t, struct shim_sock *s, unsigned int op, struct dpsock_mc_addr group,
+	int iface, struct dpsock_mc_addr source)
 {
 	int first = 0;
 
 	for (uint32_t i = 0; i < s->nslots; i++) {
 		struct dpsock_pl_cmd c = { .op = DPSOCK_PL_OP_MCAST, .slot = s->slot[i],
-					   .gen = s->gen[i], .addr = group };
+					   .gen = s->gen[i] };
 		struct dpsock_pl_reply r;
 		int e;
 
-		c.arg[0] = (int32_t)op;
-		c.arg[1] = iface;
-		c.arg[2] = (int32_t)source;
+		c.mc.op = (int32_t)op;
+		c.mc.iface = iface;
+		memcpy(c.mc.group, group.w, 16);
+		memcpy(c.mc.source, source.w, 16);
 		e = shim_cmd_call(t, shim_slot_worker(s->slot[i]), &c, &r);
 		if (e == 0)
 			e = r.result;
@@ -231,8 +329,13 @@ static int
 mc_membership(struct shim_sock *s, const struct mc_req *q)
 {
 	struct shim_thread *t;
-	int iface = iface_resolve(q->ifindex, q->addr);
+	int iface;
 
+	/* IPv6: not a group first, then the interface (ipv6_sock_mc_join) */
+	if (q->v6 && (dpsock_mc_addr_is4(q->group) || !dpsock_mc_is_group(q->group)))
+		return -EINVAL;
+	iface = q->v6 ? (q->ifindex != 0 ? iface_by_index(q->ifindex) : iface_default6()) :
+			iface_resolve(q->ifindex, q->addr);
 	if (iface < 0) {
 		/* a leave naming an interface none of ours has matches nothing */
 		if (q->op == DPSOCK_MC_LEAVE && (q->ifindex != 0 || q->addr != 0))
@@ -298,7 +401,8 @@ mc_if(struct shim_sock *s, const void *val, socklen_t len, bool *to_kernel)
 }
 
 int
-shim_mc_setsockopt(struct shim_sock *s, int fd, int name, const void *val, socklen_t len)
+shim_mc_setsockopt(struct shim_sock *s, int fd, int level, int name, const void *val,
+		   socklen_t len)
 {
 	struct mc_req q;
 	bool to_kernel;
@@ -307,9 +411,12 @@ shim_mc_setsockopt(struct shim_sock *s, int fd, int name, const void *val, sockl
 	if (shim_attach() < 0)
 		return SHIM_TO_KERNEL; /* no dpsockd: the socket is the kernel's */
 	pthread_mutex_lock(&s->lock);
-	if (s->mode == SHIM_KERNEL) {
+	/* IPv6's memberships are dpsockd's when it serves IPv6 (else the
+	 * socket's IPv6 is the kernel's, which knows the interface by index) */
+	if (s->mode == SHIM_KERNEL ||
+	    (level == IPPROTO_IPV6 && (s->family != AF_INET6 || !shim_serves_ip6()))) {
 		r = SHIM_TO_KERNEL;
-	} else if (name == IP_MULTICAST_IF) {
+	} else if (level == IPPROTO_IP && name == IP_MULTICAST_IF) {
 		r = mc_if(s, val, len, &to_kernel);
 		if (r == 0 && to_kernel) {
 			r = REAL(setsockopt)(fd, IPPROTO_IP, name, val, len) == 0 ? 0 : -errno;
@@ -317,7 +424,7 @@ shim_mc_setsockopt(struct shim_sock *s, int fd, int name, const void *val, sockl
 				s->mc_if_kernel = 1;
 		}
 	} else {
-		r = mc_parse(name, val, len, &q);
+		r = mc_parse(level, name, val, len, &q);
 		if (r == 0)
 			r = mc_membership(s, &q);
 	}
@@ -347,6 +454,7 @@ void
 shim_mc_replay(struct shim_thread *t, struct shim_sock *s)
 {
 	struct dpsock_mc_set *set = s->mc_pending;
+	const struct dpsock_mc_addr none = { { 0 } };
 	int e = 0;
 
 	if (set == NULL)
@@ -356,7 +464,7 @@ shim_mc_replay(struct shim_thread *t, struct shim_sock *s)
 		bool inc = m->mode == DPSOCK_MC_INCLUDE;
 
 		if (!inc || m->nsrc == 0)
-			e = mc_send(t, s, DPSOCK_MC_JOIN, m->group, m->iface, 0);
+			e = mc_send(t, s, DPSOCK_MC_JOIN, m->group, m->iface, none);
 		for (uint32_t j = 0; j < m->nsrc && e == 0; j++)
 			e = mc_send(t, s, inc ? DPSOCK_MC_JOIN_SOURCE : DPSOCK_MC_BLOCK, m->group,
 				    m->iface, m->src[j]);
@@ -365,12 +473,12 @@ shim_mc_replay(struct shim_thread *t, struct shim_sock *s)
 		if (inc && m->nsrc == 0) {
 			/* a failed source drop switched an any-source join to an
 			 * empty INCLUDE filter: the same call does it here */
-			(void)mc_send(t, s, DPSOCK_MC_LEAVE_SOURCE, m->group, m->iface, 0);
+			(void)mc_send(t, s, DPSOCK_MC_LEAVE_SOURCE, m->group, m->iface, none);
 		} else if (!inc && m->list && m->nsrc == 0) {
 			/* sources blocked then unblocked: the list exists */
-			e = mc_send(t, s, DPSOCK_MC_BLOCK, m->group, m->iface, 0);
+			e = mc_send(t, s, DPSOCK_MC_BLOCK, m->group, m->iface, none);
 			if (e == 0)
-				e = mc_send(t, s, DPSOCK_MC_UNBLOCK, m->group, m->iface, 0);
+				e = mc_send(t, s, DPSOCK_MC_UNBLOCK, m->group, m->iface, none);
 		}
 	}
 	if (e != 0)

@@ -95,7 +95,7 @@ served(const struct dpsock_pl_netview *nv, int role, uint32_t addr)
 	/* a group: bound to (receivers) or sent to (senders) on dpsockd's
 	 * interfaces, unless IP_MULTICAST_IF chose a kernel one (udp.c) */
 	if ((role == DPSOCK_PL_UDP_RECEIVER || role == DPSOCK_PL_UDP_SENDER ||
-	     role == DPSOCK_PL_UDP_CONNECT) && dpsock_mc_is_group(addr))
+	     role == DPSOCK_PL_UDP_CONNECT) && dpsock_mc_is_group4(addr))
 		return nv->n_ifaces > 0;
 	if (!server)
 		return iface_for(nv, addr) != NULL;
@@ -280,7 +280,7 @@ served6(const struct dpsock_pl_netview *nv, int role, const struct in6_addr *add
 {
 	bool server = role == DPSOCK_PL_TCP_SERVER || role == DPSOCK_PL_UDP_RECEIVER;
 
-	if (server && IN6_IS_ADDR_UNSPECIFIED(addr))
+	if ((server && IN6_IS_ADDR_UNSPECIFIED(addr)) || IN6_IS_ADDR_MULTICAST(addr))
 		return nv->n_ifaces6 > 0;
 	for (uint32_t i = 0; i < nv->n_ifaces6 && i < DPSOCK_PL_MAX_ADDRS; i++) {
 		const struct dpsock_pl_iface6 *f = &nv->ifaces6[i];
@@ -371,6 +371,10 @@ shim_sock_push_opts(struct shim_thread *t, struct shim_sock *s)
 		{ udp && s->mc_all != SHIM_UNSET, IPPROTO_IP, IP_MULTICAST_ALL, s->mc_all },
 		{ udp && s->mc_if != SHIM_UNSET && !s->mc_if_kernel, IPPROTO_IP, IP_MULTICAST_IF,
 		  s->mc_if },
+		{ udp && s->mc6_hops != SHIM_UNSET, IPPROTO_IPV6, IPV6_MULTICAST_HOPS, s->mc6_hops },
+		{ udp && s->mc6_loop != SHIM_UNSET, IPPROTO_IPV6, IPV6_MULTICAST_LOOP, s->mc6_loop },
+		{ udp && s->mc6_all != SHIM_UNSET, IPPROTO_IPV6, IPV6_MULTICAST_ALL, s->mc6_all },
+		{ udp && s->mc6_if != SHIM_UNSET, IPPROTO_IPV6, IPV6_MULTICAST_IF, s->mc6_if },
 		{ udp && s->rcvbuf_eff != SHIM_UNSET, SOL_SOCKET, SO_RCVBUF, s->rcvbuf_eff },
 	};
 

@@ -388,6 +388,8 @@ struct shim_sock {
 	int ttl, mc_ttl, mc_loop, mc_all;
 	int mc_if;                /* IP_MULTICAST_IF: dpsockd interface, -1: default */
 	int mc_if_kernel;         /* ... named a kernel interface: sends stay there */
+	int mc6_hops, mc6_loop, mc6_all; /* IPV6_MULTICAST_HOPS / _LOOP / _ALL */
+	int mc6_if;               /* IPV6_MULTICAST_IF: dpsockd interface, -1: the route's */
 	uint32_t mc_if_addr;      /* the address given (getsockopt) */
 	int rcvbuf_eff, sndbuf_eff; /* SO_RCVBUF / SO_SNDBUF as the kernel reports them */
 	int pktinfo;              /* IP_PKTINFO */
@@ -641,11 +643,16 @@ int shim_sock_setopt_all(struct shim_thread *t, struct shim_sock *s, int level, 
 /* ---- multicast and UDP options (mcast.c) -------------------------------------- */
 
 struct dpsock_mc_set;
-/* A membership option or IP_MULTICAST_IF (level IPPROTO_IP)? */
-bool shim_mc_optname(int name);
+/* A membership option, or IP_MULTICAST_IF / IPV6_MULTICAST_IF (of level
+ * IPPROTO_IP or IPPROTO_IPV6)? */
+bool shim_mc_optname(int level, int name);
 /* Such an option on an undecided or offloaded UDP socket: 0, -errno as
  * Linux, or SHIM_TO_KERNEL (no dpsockd, or a kernel socket after all). */
-int shim_mc_setsockopt(struct shim_sock *s, int fd, int name, const void *val, socklen_t len);
+int shim_mc_setsockopt(struct shim_sock *s, int fd, int level, int name, const void *val,
+		       socklen_t len);
+/* IPV6_MULTICAST_IF's interface: the dpsockd port of a kernel ifindex, -1
+ * for 0 (the route's) or an interface not dpsockd's. */
+int shim_mc_iface6(int ifindex);
 /* getsockopt of what the kernel socket does not know (IP_MULTICAST_IF set
  * to a dpsockd interface); else SHIM_TO_KERNEL. */
 int shim_mc_getsockopt(struct shim_sock *s, int name, void *val, socklen_t *len);

@@ -306,7 +306,7 @@ shim_udp_first_send(struct shim_sock *s, const struct sockaddr *to, socklen_t to
 		/* IP_MULTICAST_IF named a kernel interface: its groups are sent there */
 		if (ip6 ? shim_offload_decide6(DPSOCK_PL_UDP_SENDER, &a6, p6) == 1 &&
 			  shim_udp_ensure_bound(s, DPSOCK_PL_UDP_SENDER, 0, 0) == 0 && s->udp6 :
-			  !(s->mc_if_kernel && dpsock_mc_is_group(v4.sin_addr.s_addr)) &&
+			  !(s->mc_if_kernel && dpsock_mc_is_group4(v4.sin_addr.s_addr)) &&
 			  shim_offload_decide(DPSOCK_PL_UDP_SENDER, v4.sin_addr.s_addr,
 					      v4.sin_port, 0, 0) &&
 			  shim_udp_ensure_bound(s, DPSOCK_PL_UDP_SENDER, v4.sin_addr.s_addr,

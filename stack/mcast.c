@@ -66,7 +66,7 @@ _Static_assert(DPSOCK_MAX_PORTS <= 8 && DPSOCK_MAX_PORTS <= DPSOCK_STATS_MAX_POR
 
 /* A worker's copy of one group's interface state. */
 struct mc_snap {
-	uint32_t addr;
+	struct dpsock_mc_addr addr;
 	uint16_t port;
 	uint16_t next;            /* index + 1 of the next in its bucket, 0: end */
 	struct dpsock_mc_ifstate st;
@@ -86,9 +86,11 @@ struct dpsock_mc_worker {
 };
 
 static inline unsigned int
-bucket(uint32_t addr, uint16_t port)
+bucket(struct dpsock_mc_addr addr, uint16_t port)
 {
-	uint32_t h = addr ^ (addr >> 16) ^ port;
+	uint32_t h = addr.w[0] ^ addr.w[1] ^ addr.w[2] ^ addr.w[3];
+
+	h ^= (h >> 16) ^ port;
 
 	return (h ^ (h >> 8)) % MC_SNAP_BUCKETS;
 }
@@ -175,13 +177,13 @@ publish(struct dpsock_stack *d)
 			struct dpsock_mc_group_row *r = &t->groups[ng++];
 
 			memset(r, 0, sizeof(*r));
-			r->addr = g->addr;
+			memcpy(r->addr, g->addr.w, 16);
 			r->port = g->port;
 			r->mode = g->st.mode;
 			r->nsrc = g->st.nsrc;
 			r->members = g->n_members;
 			memcpy(r->src, g->st.src,
-			       RTE_MIN(g->st.nsrc, (uint16_t)DPSOCK_STATS_MC_SRCS) * sizeof(uint32_t));
+			       RTE_MIN(g->st.nsrc, (uint16_t)DPSOCK_STATS_MC_SRCS) * sizeof(r->src[0]));
 		} else {
 			lost++;
 		}
@@ -194,7 +196,7 @@ publish(struct dpsock_stack *d)
 			}
 			r = &t->members[nm++];
 			memset(r, 0, sizeof(*r));
-			r->group = g->addr;
+			memcpy(r->group, g->addr.w, 16);
 			r->port = g->port;
 			r->worker = m->worker;
 			r->mode = m->f.mode;
@@ -203,7 +205,7 @@ publish(struct dpsock_stack *d)
 			r->fd = m->fd;
 			r->sock_idx = m->sock_idx;
 			r->serial = m->serial;
-			memcpy(r->src, m->f.src, m->f.nsrc * sizeof(uint32_t));
+			memcpy(r->src, m->f.src, m->f.nsrc * sizeof(r->src[0]));
 		}
 	}
 	t->n_groups = ng;
@@ -213,7 +215,7 @@ publish(struct dpsock_stack *d)
 }
 
 void
-dpsock_mcast_publish_port(struct dpsock_stack *d, unsigned int port,
+dpsock_mcast_publish_port(struct dpsock_stack *d, unsigned int port, bool v6,
 			  const struct dpsock_mc_port_row *row)
 {
 	struct dpsock_mc_table *t = &d->stats->mc;
@@ -224,7 +226,10 @@ dpsock_mcast_publish_port(struct dpsock_stack *d, unsigned int port,
 	/* the filter columns are the main lcore's */
 	r.filter = t->ports[port].filter;
 	r.n_macs = t->ports[port].n_macs;
-	t->ports[port] = r;
+	if (v6)
+		t->mld[port] = r;
+	else
+		t->ports[port] = r;
 	table_end(t);
 	rte_spinlock_unlock(&d->mc->lock);
 }
@@ -232,21 +237,21 @@ dpsock_mcast_publish_port(struct dpsock_stack *d, unsigned int port,
 /* ---- the registry ------------------------------------------------------------ */
 
 static struct dpsock_mc_group *
-reg_find(struct dpsock_mcast *mc, uint32_t addr, uint16_t port)
+reg_find(struct dpsock_mcast *mc, struct dpsock_mc_addr addr, uint16_t port)
 {
 	struct dpsock_mc_group *g;
 
 	for (g = mc->groups; g != NULL; g = g->next)
-		if (g->addr == addr && g->port == port)
+		if (dpsock_mc_addr_eq(g->addr, addr) && g->port == port)
 			return g;
 	return NULL;
 }
 
 static bool
-list_has(const uint32_t *l, unsigned int n, uint32_t a)
+list_has(const struct dpsock_mc_addr *l, unsigned int n, struct dpsock_mc_addr a)
 {
 	for (unsigned int i = 0; i < n; i++)
-		if (l[i] == a)
+		if (dpsock_mc_addr_eq(l[i], a))
 			return true;
 	return false;
 }
@@ -270,7 +275,7 @@ ifstate_compute(struct dpsock_mc_group *g)
 	if (first_ex != NULL) {
 		st->mode = DPSOCK_MC_EXCLUDE;
 		for (unsigned int i = 0; i < first_ex->f.nsrc; i++) {
-			uint32_t a = first_ex->f.src[i];
+			struct dpsock_mc_addr a = first_ex->f.src[i];
 			bool keep = true;
 
 			for (m = g->members; m != NULL && keep; m = m->next)
@@ -298,8 +303,8 @@ ifstate_compute(struct dpsock_mc_group *g)
 /* The socket's membership of (group, iface) is now f (NULL: gone).
  * Caller holds the lock. Returns true when the registry changed. */
 static bool
-reg_set_locked(struct dpsock_stack *d, struct dpsock_sock *s, uint32_t group, uint16_t iface,
-	       const struct dpsock_mc_memb *f)
+reg_set_locked(struct dpsock_stack *d, struct dpsock_sock *s, struct dpsock_mc_addr group,
+	       uint16_t iface, const struct dpsock_mc_memb *f)
 {
 	struct dpsock_mcast *mc = d->mc;
 	struct dpsock_mc_group *g = reg_find(mc, group, iface), **gp;
@@ -356,7 +361,7 @@ out:
 	return true;
 }
 
-/* After changes: publish, move the generation, wake the IGMP host. */
+/* After changes: publish, move the generation, wake the IGMP and MLD hosts. */
 static void
 reg_changed_locked(struct dpsock_stack *d)
 {
@@ -367,8 +372,8 @@ reg_changed_locked(struct dpsock_stack *d)
 }
 
 static void
-reg_set(struct dpsock_stack *d, struct dpsock_sock *s, uint32_t group, uint16_t iface,
-	const struct dpsock_mc_memb *f)
+reg_set(struct dpsock_stack *d, struct dpsock_sock *s, struct dpsock_mc_addr group,
+	uint16_t iface, const struct dpsock_mc_memb *f)
 {
 	bool changed;
 
@@ -415,7 +420,7 @@ snap_sync(struct dpsock_worker *w)
 		e->port = g->port;
 		e->st.mode = g->st.mode;
 		e->st.nsrc = g->st.nsrc;
-		memcpy(e->st.src, g->st.src, g->st.nsrc * sizeof(uint32_t));
+		memcpy(e->st.src, g->st.src, g->st.nsrc * sizeof(e->st.src[0]));
 		e->next = wm->head[b];
 		wm->head[b] = (uint16_t)(i + 1);
 	}
@@ -425,19 +430,19 @@ snap_sync(struct dpsock_worker *w)
 }
 
 static const struct mc_snap *
-snap_find(struct dpsock_worker *w, uint32_t addr, uint16_t port)
+snap_find(struct dpsock_worker *w, struct dpsock_mc_addr addr, uint16_t port)
 {
 	const struct dpsock_mc_worker *wm = w->mc;
 	unsigned int i;
 
 	for (i = wm->head[bucket(addr, port)]; i != 0; i = wm->g[i - 1].next)
-		if (wm->g[i - 1].addr == addr && wm->g[i - 1].port == port)
+		if (dpsock_mc_addr_eq(wm->g[i - 1].addr, addr) && wm->g[i - 1].port == port)
 			return &wm->g[i - 1];
 	return NULL;
 }
 
 static bool
-ifstate_allows(const struct dpsock_mc_ifstate *st, uint32_t src)
+ifstate_allows(const struct dpsock_mc_ifstate *st, struct dpsock_mc_addr src)
 {
 	bool listed = list_has(st->src, st->nsrc, src);
 
@@ -447,7 +452,8 @@ ifstate_allows(const struct dpsock_mc_ifstate *st, uint32_t src)
 /* ---- delivery ------------------------------------------------------------------ */
 
 static bool
-sock_allows(struct dpsock_sock *s, uint32_t group, uint16_t iface, uint32_t src)
+sock_allows(struct dpsock_sock *s, struct dpsock_mc_addr group, uint16_t iface,
+	    struct dpsock_mc_addr src)
 {
 	struct dpsock_udp_state *u = dpsock_sock_udp(s);
 	const struct dpsock_mc_memb *m;
@@ -455,22 +461,56 @@ sock_allows(struct dpsock_sock *s, uint32_t group, uint16_t iface, uint32_t src)
 	if (u == NULL)
 		return false;
 	m = u->mc != NULL ? dpsock_mc_find(u->mc, group, iface) : NULL;
-	return m != NULL ? dpsock_mc_allows(m, src) : u->mc_all != 0;
+	if (m != NULL)
+		return dpsock_mc_allows(m, src);
+	return (dpsock_mc_addr_is4(group) ? u->mc_all : u->mc_all6) != 0;
 }
 
-/* Does pcb's local address take a datagram to dst (lwIP's own rule)? */
-static bool
-local_match(const struct udp_pcb *pcb, const struct netif *inp, uint32_t dst, bool broadcast)
+/* A datagram's destination as the receiving worker knew it. */
+static inline struct dpsock_mc_addr
+meta_dst(const struct dpsock_rx_meta *meta)
 {
-	uint32_t local = ip4_addr_get_u32(ip_2_ip4(&pcb->local_ip));
+	return meta->dst != 0 ? dpsock_mc_addr4(meta->dst) : dpsock_mc_addr6(meta->dst6);
+}
+
+/* Does pcb's local address take a datagram to dst (lwIP's own rule: an
+ * IPv4 datagram needs a pcb of IPv4 or both families, an IPv6 one a pcb of
+ * IPv6 or both)? */
+static bool
+local_match(const struct udp_pcb *pcb, const struct netif *inp, struct dpsock_mc_addr dst,
+	    bool broadcast)
+{
+	uint32_t local, dst4;
 
 	if (pcb->netif_idx != NETIF_NO_INDEX && pcb->netif_idx != netif_get_index(inp))
 		return false;
-	if (local == 0 || local == dst)
+	if (!dpsock_mc_addr_is4(dst))
+		return IP_IS_ANY_TYPE_VAL(pcb->local_ip) ||
+		       (IP_IS_V6_VAL(pcb->local_ip) &&
+			(ip6_addr_isany(ip_2_ip6(&pcb->local_ip)) ||
+			 memcmp(ip_2_ip6(&pcb->local_ip)->addr, dst.w, 16) == 0));
+	if (IP_IS_V6_VAL(pcb->local_ip))
+		return false;
+	local = ip4_addr_get_u32(ip_2_ip4(&pcb->local_ip));
+	dst4 = dst.w[3];
+	if (local == 0 || local == dst4)
 		return true;
-	return broadcast && (dst == IPADDR_BROADCAST ||
+	return broadcast && (dst4 == IPADDR_BROADCAST ||
 			     (local & ip4_addr_get_u32(netif_ip4_netmask(inp))) ==
-			     (dst & ip4_addr_get_u32(netif_ip4_netmask(inp))));
+			     (dst4 & ip4_addr_get_u32(netif_ip4_netmask(inp))));
+}
+
+/* Is pcb connected to src:sport? (either family) */
+static bool
+remote_is(const struct udp_pcb *pcb, struct dpsock_mc_addr src, uint16_t sport)
+{
+	if (pcb->remote_port != sport)
+		return false;
+	if (dpsock_mc_addr_is4(src))
+		return IP_IS_V4_VAL(pcb->remote_ip) &&
+		       ip4_addr_get_u32(ip_2_ip4(&pcb->remote_ip)) == src.w[3];
+	return IP_IS_V6_VAL(pcb->remote_ip) &&
+	       memcmp(ip_2_ip6(&pcb->remote_ip)->addr, src.w, 16) == 0;
 }
 
 /*
@@ -480,10 +520,11 @@ local_match(const struct udp_pcb *pcb, const struct netif *inp, uint32_t dst, bo
  */
 static void
 fanout(struct dpsock_worker *w, struct pbuf *p, const struct netif *inp, uint16_t dport,
-       uint32_t src, uint16_t sport, const struct dpsock_rx_meta *meta, bool mcast)
+       struct dpsock_mc_addr src, uint16_t sport, const struct dpsock_rx_meta *meta, bool mcast)
 {
 	struct dpsock_worker_stats *st = w->stats;
 	struct dpsock_sock *to[MC_FANOUT_MAX];
+	struct dpsock_mc_addr dst = meta_dst(meta);
 	struct udp_pcb *pcb;
 	unsigned int n = 0, i;
 
@@ -491,7 +532,7 @@ fanout(struct dpsock_worker *w, struct pbuf *p, const struct netif *inp, uint16_
 		const struct mc_snap *g;
 
 		snap_sync(w);
-		g = snap_find(w, meta->dst, meta->iface);
+		g = snap_find(w, dst, meta->iface);
 		if (g == NULL || !ifstate_allows(&g->st, src)) {
 			dpsock_stat_add(&st->mc_rx_filtered, 1);
 			pbuf_free(p);
@@ -503,14 +544,12 @@ fanout(struct dpsock_worker *w, struct pbuf *p, const struct netif *inp, uint16_
 	for (pcb = udp_pcbs; pcb != NULL; pcb = pcb->next) {
 		struct dpsock_sock *s;
 
-		if (pcb->local_port != dport || !local_match(pcb, inp, meta->dst, !mcast))
+		if (pcb->local_port != dport || !local_match(pcb, inp, dst, !mcast))
 			continue;
-		if ((pcb->flags & UDP_FLAGS_CONNECTED) &&
-		    (pcb->remote_port != sport ||
-		     ip4_addr_get_u32(ip_2_ip4(&pcb->remote_ip)) != src))
+		if ((pcb->flags & UDP_FLAGS_CONNECTED) && !remote_is(pcb, src, sport))
 			continue;
 		s = dpsock_sock_of_udp_pcb(pcb);
-		if (s == NULL || (mcast && !sock_allows(s, meta->dst, meta->iface, src)))
+		if (s == NULL || (mcast && !sock_allows(s, dst, meta->iface, src)))
 			continue;
 		if (n == MC_FANOUT_MAX) {
 			dpsock_stat_add(&st->mc_fanout_lost, 1);
@@ -545,8 +584,8 @@ mix32(uint32_t h)
 /* A unicast datagram for a SO_REUSEPORT group: one member, by a hash of the
  * source, the same one for a flow while the group stays as it is. */
 static int
-reuseport_deliver(struct dpsock_worker *w, struct pbuf *p, struct udp_pcb *pcb, uint32_t src,
-		  uint16_t sport, const struct dpsock_rx_meta *meta)
+reuseport_deliver(struct dpsock_worker *w, struct pbuf *p, struct udp_pcb *pcb,
+		  struct dpsock_mc_addr src, uint16_t sport, const struct dpsock_rx_meta *meta)
 {
 	struct dpsock_sock *s = dpsock_sock_of_udp_pcb(pcb), *grp[MC_REUSEPORT_MAX];
 	struct dpsock_udp_state *u = s != NULL ? dpsock_sock_udp(s) : NULL;
@@ -568,7 +607,8 @@ reuseport_deliver(struct dpsock_worker *w, struct pbuf *p, struct udp_pcb *pcb, 
 	}
 	if (n < 2)
 		return 0;
-	s = grp[mix32(src ^ ((uint32_t)sport << 16) ^ meta->dst) % n];
+	s = grp[mix32(src.w[0] ^ src.w[1] ^ src.w[2] ^ src.w[3] ^ ((uint32_t)sport << 16) ^
+		      meta->dst ^ meta->dst6[15]) % n];
 	dpsock_stat_add(&w->stats->udp_reuseport_picks, 1);
 	dpsock_sock_udp_input(s, p, src, sport, meta);
 	return 1;
@@ -579,15 +619,21 @@ dpsock_lwip_udp_deliver(struct pbuf *p, struct netif *inp, struct udp_pcb *pcb, 
 			u8_t broadcast)
 {
 	struct dpsock_worker *w = dpsock_self;
-	bool mcast = ip4_addr_ismulticast(ip4_current_dest_addr());
-	struct dpsock_rx_meta meta;
-	uint32_t src;
+	bool v6 = ip_current_is_v6(), mcast;
+	struct dpsock_rx_meta meta = { .dst = 0 };
+	struct dpsock_mc_addr src;
 
-	/* IPv6: unicast only so far, lwIP's own delivery */
-	if (w == NULL || w->mc == NULL || ip_current_is_v6())
+	if (w == NULL || w->mc == NULL)
 		return 0;
-	src = ip4_addr_get_u32(ip4_current_src_addr());
-	meta.dst = ip4_addr_get_u32(ip4_current_dest_addr());
+	if (v6) {
+		mcast = ip6_addr_ismulticast(ip6_current_dest_addr());
+		src = dpsock_mc_addr6(ip6_current_src_addr()->addr);
+		memcpy(meta.dst6, ip6_current_dest_addr()->addr, 16);
+	} else {
+		mcast = ip4_addr_ismulticast(ip4_current_dest_addr());
+		src = dpsock_mc_addr4(ip4_addr_get_u32(ip4_current_src_addr()));
+		meta.dst = ip4_addr_get_u32(ip4_current_dest_addr());
+	}
 	meta.iface = ((const struct dpsock_worker_port *)inp->state)->port_idx;
 	meta.rx_ns = dpsock_mcast_rx_ns(w);
 	meta.hw_ns = dpsock_mcast_hw_ns(w, p);
@@ -597,27 +643,59 @@ dpsock_lwip_udp_deliver(struct pbuf *p, struct netif *inp, struct udp_pcb *pcb, 
 	return 1;
 }
 
+int
+dpsock_lwip_ip6_mcast_joined(struct netif *inp, const struct ip6_addr *group)
+{
+	struct dpsock_worker *w = dpsock_self;
+	const struct dpsock_worker_port *wp = inp->state;
+
+	if (w == NULL || w->mc == NULL || wp == NULL)
+		return 0;
+	snap_sync(w);
+	if (snap_find(w, dpsock_mc_addr6(group->addr), wp->port_idx) != NULL)
+		return 1;
+	dpsock_stat_add(&w->stats->mc_rx_filtered, 1);
+	return 0;
+}
+
 void
-dpsock_mcast_loop(struct dpsock_sock *s, const void *buf, size_t len, uint32_t group,
-		  uint16_t dport, uint16_t sport, unsigned int port_idx)
+dpsock_mcast_loop(struct dpsock_sock *s, const void *buf, size_t len,
+		  struct dpsock_mc_addr group, uint16_t dport, uint16_t sport,
+		  unsigned int port_idx)
 {
 	struct dpsock_worker *w = dpsock_sock_worker(s);
 	const struct netif *inp = &w->ports[port_idx].netif;
 	struct dpsock_rx_meta meta = {
-		.dst = group,
 		.iface = (uint16_t)port_idx,
 		.rx_ns = dpsock_mcast_tsc_ns(w, rte_rdtsc()),
 	};
+	struct dpsock_mc_addr src;
 	struct pbuf *p;
 
 	if (w->mc == NULL || len > 0xffff)
 		return;
+	if (dpsock_mc_addr_is4(group)) {
+		meta.dst = group.w[3];
+		src = dpsock_mc_addr4(ip4_addr_get_u32(netif_ip4_addr(inp)));
+	} else {
+		ip6_addr_t g;
+		const ip_addr_t *a;
+
+		/* the source the send took (lwIP's choice for the group's scope) */
+		memcpy(meta.dst6, group.w, 16);
+		memcpy(g.addr, group.w, 16);
+		ip6_addr_clear_zone(&g);
+		a = ip6_select_source_address((struct netif *)(uintptr_t)inp, &g);
+		if (a == NULL)
+			return;
+		src = dpsock_mc_addr6(ip_2_ip6(a)->addr);
+	}
 	p = pbuf_alloc(PBUF_RAW, (u16_t)len, PBUF_RAM);
 	if (p == NULL)
 		return;
 	pbuf_take(p, buf, (u16_t)len);
 	dpsock_stat_add(&w->stats->mc_loop, 1);
-	fanout(w, p, inp, dport, ip4_addr_get_u32(netif_ip4_addr(inp)), sport, &meta, true);
+	fanout(w, p, inp, dport, src, sport, &meta, true);
 }
 
 /* ---- per-socket state and options (include/dpsock/dpsock.h) -------------------- */
@@ -628,6 +706,10 @@ dpsock_udp_state_init(struct dpsock_udp_state *u)
 	memset(u, 0, sizeof(*u));
 	u->mc_all = 1;
 	u->mc_loop = 1;
+	u->mc_all6 = 1;
+	u->mc_loop6 = 1;
+	u->hops6 = 1;
+	u->mc_if6 = -1;
 	u->owner_fd = -1;
 }
 
@@ -669,8 +751,8 @@ udp_usable(struct dpsock_sock *s, int *err)
 }
 
 int
-dpsock_udp_mcast(struct dpsock_sock *s, int op, uint32_t group, unsigned int iface,
-		 uint32_t source)
+dpsock_udp_mcast_addr(struct dpsock_sock *s, int op, struct dpsock_mc_addr group,
+		      unsigned int iface, struct dpsock_mc_addr source)
 {
 	struct dpsock_memb_pair { bool had; struct dpsock_mc_memb m; } before = { 0 }, after = { 0 };
 	struct dpsock_udp_state *u;
@@ -683,6 +765,11 @@ dpsock_udp_mcast(struct dpsock_sock *s, int op, uint32_t group, unsigned int ifa
 	if (op < DPSOCK_MC_JOIN || op >= DPSOCK_MC_OP_MAX || !dpsock_mc_is_group(group))
 		return -EINVAL;
 	if (iface >= dpsock_self->d->n_ports)
+		return -ENODEV;
+	/* an IPv6 group on a port without IPv6 (no address6, or shared:
+	 * its IPv6 is the kernel's) */
+	if (!dpsock_mc_addr_is4(group) &&
+	    !ip6_addr_isvalid(netif_ip6_addr_state(&dpsock_self->ports[iface].netif, 0)))
 		return -ENODEV;
 	if (u->mc == NULL) {
 		u->mc = calloc(1, sizeof(*u->mc));
@@ -704,6 +791,25 @@ dpsock_udp_mcast(struct dpsock_sock *s, int op, uint32_t group, unsigned int ifa
 	if (before.had != after.had || memcmp(&before.m, &after.m, sizeof(before.m)) != 0)
 		reg_set(dpsock_self->d, s, group, (uint16_t)iface, after.had ? &after.m : NULL);
 	return r;
+}
+
+int
+dpsock_udp_mcast(struct dpsock_sock *s, int op, uint32_t group, unsigned int iface,
+		 uint32_t source)
+{
+	return dpsock_udp_mcast_addr(s, op, dpsock_mc_addr4(group), iface, dpsock_mc_addr4(source));
+}
+
+int
+dpsock_udp_mcast6(struct dpsock_sock *s, int op, const struct in6_addr *group, unsigned int iface,
+		  const struct in6_addr *source)
+{
+	static const struct in6_addr any;
+
+	if (group == NULL)
+		return -EINVAL;
+	return dpsock_udp_mcast_addr(s, op, dpsock_mc_addr6(group),
+				     iface, dpsock_mc_addr6(source != NULL ? source : &any));
 }
 
 int
@@ -757,6 +863,56 @@ dpsock_udp_set_mcast_if(struct dpsock_sock *s, int iface)
 	return 0;
 }
 
+int
+dpsock_udp_set_mcast6_all(struct dpsock_sock *s, bool on)
+{
+	struct dpsock_udp_state *u;
+	int r;
+
+	if ((u = udp_usable(s, &r)) != NULL)
+		u->mc_all6 = on;
+	return r;
+}
+
+int
+dpsock_udp_set_mcast6_loop(struct dpsock_sock *s, bool on)
+{
+	struct dpsock_udp_state *u;
+	int r;
+
+	if ((u = udp_usable(s, &r)) != NULL)
+		u->mc_loop6 = on;
+	return r;
+}
+
+int
+dpsock_udp_set_mcast6_hops(struct dpsock_sock *s, int hops)
+{
+	struct dpsock_udp_state *u;
+	int r;
+
+	if ((u = udp_usable(s, &r)) == NULL)
+		return r;
+	if (hops < -1 || hops > 255)
+		return -EINVAL;
+	u->hops6 = (uint8_t)(hops < 0 ? 1 : hops);
+	return 0;
+}
+
+int
+dpsock_udp_set_mcast6_if(struct dpsock_sock *s, int iface)
+{
+	struct dpsock_udp_state *u;
+	int r;
+
+	if ((u = udp_usable(s, &r)) == NULL)
+		return r;
+	if (iface < -1 || (iface >= 0 && (unsigned int)iface >= dpsock_self->d->n_ports))
+		return -ENODEV;
+	u->mc_if6 = (int16_t)iface;
+	return 0;
+}
+
 /* ---- the ports' multicast MAC filters (main lcore) -------------------------------- */
 
 static const char *const filter_names[] = {
@@ -803,13 +959,16 @@ dpsock_mcast_init(struct dpsock_stack *d)
 	if (mc == NULL)
 		return -ENOMEM;
 	rte_spinlock_init(&mc->lock);
+	mc->mac_gen = UINT32_MAX; /* the first control sets the IPv6 host's groups */
 	d->mc = mc;
 	for (i = 0; i < d->n_ports; i++) {
 		const struct dpsock_port *p = &d->ports[i];
 		struct dpsock_mc_port_row row = { .version = 3, .robustness = 2 };
+		struct dpsock_mc_port_row row6 = { .version = 2, .robustness = 2 };
 
 		mc->filter[i] = filter_probe(p);
-		dpsock_mcast_publish_port(d, i, &row);
+		dpsock_mcast_publish_port(d, i, false, &row);
+		dpsock_mcast_publish_port(d, i, true, &row6);
 		port_row_filter(d, i, mc->filter[i], 0);
 		if (mc->filter[i] == DPSOCK_MC_FILTER_NONE)
 			DPSOCK_LOG(INFO, pmd, "port %s (%s): no multicast filter (no MAC list, no "
@@ -850,35 +1009,68 @@ dpsock_mcast_fini(struct dpsock_stack *d)
 	d->mc = NULL;
 }
 
-/* The group MACs of one port (distinct; 01:00:5e + the group's low 23
- * bits). Caller holds the lock. */
-static unsigned int
-port_macs(const struct dpsock_mcast *mc, unsigned int port, struct rte_ether_addr *macs,
-	  unsigned int max)
+/* A group's MAC: 01:00:5e + an IPv4 group's low 23 bits (RFC 1112 6.4),
+ * 33:33 + an IPv6 group's low 32 bits (RFC 2464 7). */
+static struct rte_ether_addr
+group_mac(struct dpsock_mc_addr g)
 {
-	const struct dpsock_mc_group *g;
-	unsigned int n = 0, i;
+	const uint8_t *b = (const uint8_t *)g.w;
+	struct rte_ether_addr a;
 
-	for (g = mc->groups; g != NULL; g = g->next) {
-		struct rte_ether_addr a;
-		uint32_t h = rte_be_to_cpu_32(g->addr);
-
-		if (g->port != port)
-			continue;
+	if (dpsock_mc_addr_is4(g)) {
 		a.addr_bytes[0] = 0x01;
 		a.addr_bytes[1] = 0x00;
 		a.addr_bytes[2] = 0x5e;
-		a.addr_bytes[3] = (h >> 16) & 0x7f;
-		a.addr_bytes[4] = (h >> 8) & 0xff;
-		a.addr_bytes[5] = h & 0xff;
-		for (i = 0; i < n && !rte_is_same_ether_addr(&macs[i], &a); i++)
-			;
-		if (i < n)
-			continue;
-		if (n == max)
-			return max + 1; /* too many */
-		macs[n++] = a;
+		a.addr_bytes[3] = b[13] & 0x7f;
+	} else {
+		a.addr_bytes[0] = 0x33;
+		a.addr_bytes[1] = 0x33;
+		a.addr_bytes[2] = b[12];
+		a.addr_bytes[3] = b[13];
 	}
+	a.addr_bytes[4] = b[14];
+	a.addr_bytes[5] = b[15];
+	return a;
+}
+
+static unsigned int
+mac_add(struct rte_ether_addr *macs, unsigned int n, unsigned int max, struct rte_ether_addr a)
+{
+	unsigned int i;
+
+	for (i = 0; i < n && !rte_is_same_ether_addr(&macs[i], &a); i++)
+		;
+	if (i < n)
+		return n;
+	return n < max ? (macs[n] = a, n + 1) : max + 1; /* max + 1: too many */
+}
+
+/* The group MACs of one port (distinct): the groups its sockets joined,
+ * and on a port with IPv6 the groups of the IPv6 host itself, which a MAC
+ * list must not leave out: all-nodes (ff02::1) and the solicited-node
+ * group of each address (the link-local one from the MAC, address6), or
+ * neighbour discovery stops. Caller holds the lock. */
+static unsigned int
+port_macs(const struct dpsock_stack *d, unsigned int port, struct rte_ether_addr *macs,
+	  unsigned int max)
+{
+	const struct dpsock_mc_group *g;
+	unsigned int n = 0;
+
+	if (!d->conf.ifaces[port].shared && d->conf.ifaces[port].prefix6_len != 0) {
+		const uint8_t *a6 = d->conf.ifaces[port].addr6, *mac = d->ports[port].mac.addr_bytes;
+		struct rte_ether_addr a = { { 0x33, 0x33, 0, 0, 0, 1 } };
+
+		n = mac_add(macs, n, max, a);
+		a.addr_bytes[2] = 0xff;
+		memcpy(&a.addr_bytes[3], mac + 3, 3); /* fe80::EUI-64: the MAC's low bytes */
+		n = mac_add(macs, n, max, a);
+		memcpy(&a.addr_bytes[3], a6 + 13, 3);
+		n = mac_add(macs, n, max, a);
+	}
+	for (g = d->mc->groups; g != NULL && n <= max; g = g->next)
+		if (g->port == port)
+			n = mac_add(macs, n, max, group_mac(g->addr));
 	return n;
 }
 
@@ -905,7 +1097,7 @@ dpsock_mcast_control(struct dpsock_stack *d)
 		if (p->shared)
 			continue;   /* the kernel's memberships set its netdev's filter */
 		rte_spinlock_lock(&mc->lock);
-		n = port_macs(mc, i, macs, MC_MACS_MAX);
+		n = port_macs(d, i, macs, MC_MACS_MAX);
 		rte_spinlock_unlock(&mc->lock);
 		if (mc->filter[i] == DPSOCK_MC_FILTER_LIST) {
 			r = n <= MC_MACS_MAX ? rte_eth_dev_set_mc_addr_list(p->port_id, macs, n) :

@@ -14,8 +14,9 @@
  * group: the kernel allows a socket net.ipv4.igmp_max_memberships groups
  * (20) and net.ipv4.igmp_max_msf sources (10); a group whose filter has
  * more sources is joined for every source (EXCLUDE {}) and dpsock's sockets
- * filter on their own, as always. Dpsock's own IGMP host (igmp.c) leaves
- * shared ports alone.
+ * filter on their own, as always. Dpsock's own IGMP host (mchost.c) leaves
+ * shared ports alone. IPv6's groups are not joined here: a shared port's
+ * IPv6 is the kernel's (dpsock_udp_mcast6 refuses them, -ENODEV).
  *
  * Runs on the main lcore's control tick when the registry moved
  * (dpsock_mcast_control): a join takes effect within 100 ms.
@@ -76,7 +77,7 @@ msfilter(int fd, unsigned int ifindex, uint32_t group, const struct dpsock_mc_if
 	for (unsigned int i = 0; i < n; i++) {
 		sin = (struct sockaddr_in *)&gf->gf_slist[i];
 		sin->sin_family = AF_INET;
-		sin->sin_addr.s_addr = st->src[i];
+		sin->sin_addr.s_addr = st->src[i].w[3];
 	}
 	if (setsockopt(fd, IPPROTO_IP, MCAST_MSFILTER, gf, GROUP_FILTER_SIZE(n)) < 0)
 		r = -errno;
@@ -168,9 +169,11 @@ dpsock_mcast_kernel_sync(struct dpsock_stack *d)
 		rte_spinlock_unlock(&mc->lock);
 		return;
 	}
+	/* IPv4's groups: a shared port's IPv6 is the kernel's alone */
 	for (rg = mc->groups; rg != NULL; rg = rg->next)
-		if (rg->port < d->n_ports && d->ports[rg->port].shared) {
-			v[n].addr = rg->addr;
+		if (rg->port < d->n_ports && d->ports[rg->port].shared &&
+		    dpsock_mc_addr_is4(rg->addr)) {
+			v[n].addr = rg->addr.w[3];
 			v[n].port = rg->port;
 			v[n++].st = rg->st;
 		}

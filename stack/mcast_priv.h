@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * UDP multicast in the stack: who joined what, what each port joins, which
- * datagrams each socket receives, and the IGMP host that tells the link.
+ * UDP multicast in the stack, IPv4 and IPv6: who joined what, what each
+ * port joins, which datagrams each socket receives, and the IGMP and MLD
+ * hosts that tell the link. A group or source of either family is a
+ * struct dpsock_mc_addr (16 bytes, IPv4 mapped: abi/mcast_filter.h).
  *
  *   socket options ─► mcast.c (any worker, on its own sockets)
  *        │  each UDP socket keeps its memberships (abi/mcast_filter.h) for
@@ -9,13 +11,15 @@
  *        ▼  registry (one spinlock; control path only)
  *   registry: per (port, group) the members of every socket of every worker
  *        │  and process, merged into the interface state (RFC 3376 3.2)
- *        ├─► igmp.c on worker 0: state-change reports, query answers
+ *        ├─► mchost.c on worker 0: IGMP (IPv4's groups) and MLD (IPv6's)
+ *        │   state-change reports, query answers
  *        ├─► main lcore (100 ms): the port's multicast MAC list or
  *        │   allmulticast (probed at start)
  *        └─► each worker's snapshot of the interface states (rebuilt when
  *            the registry's generation moves), read without a lock on the
  *            data path
- *   a datagram for a group ─► lwIP's udp_input ─► dpsock_lwip_udp_deliver
+ *   a datagram for a group ─► (IPv6: ip6_input asks
+ *        dpsock_lwip_ip6_mcast_joined) ─► lwIP's udp_input ─► dpsock_lwip_udp_deliver
  *        (mcast.c): the port's filter, then every matching socket of the
  *        receiving worker with its own filter, each given the same pbuf.
  *
@@ -53,7 +57,10 @@ struct dpsock_udp_state {
 	uint8_t mc_all;           /* IP_MULTICAST_ALL (Linux default 1) */
 	uint8_t mc_loop;          /* IP_MULTICAST_LOOP (default 1) */
 	uint8_t reuseport;        /* SO_REUSEPORT: unicast hashed over its group */
-	uint8_t pad;
+	uint8_t mc_all6;          /* IPV6_MULTICAST_ALL (default 1) */
+	uint8_t mc_loop6;         /* IPV6_MULTICAST_LOOP (default 1) */
+	uint8_t hops6;            /* IPV6_MULTICAST_HOPS (default 1) */
+	int16_t mc_if6;           /* IPV6_MULTICAST_IF: a port, -1 the route's */
 	int32_t owner_pid;        /* the process using it (dpsock-stat) */
 	int32_t owner_fd;         /* its descriptor there; -1: a native socket */
 };
@@ -87,19 +94,19 @@ struct dpsock_mc_member {
 struct dpsock_mc_ifstate {
 	uint8_t mode;             /* DPSOCK_MC_INCLUDE / _EXCLUDE */
 	uint16_t nsrc;
-	uint32_t src[DPSOCK_MC_IF_MAX_SRC];
+	struct dpsock_mc_addr src[DPSOCK_MC_IF_MAX_SRC];
 };
 
 struct dpsock_mc_group {
 	struct dpsock_mc_group *next;
-	uint32_t addr;            /* network order */
+	struct dpsock_mc_addr addr; /* IPv6, or IPv4 mapped */
 	uint16_t port;
 	uint32_t n_members;
 	struct dpsock_mc_member *members;
 	struct dpsock_mc_ifstate st;
 };
 
-struct dpsock_igmp;
+struct dpsock_mc_host;
 
 struct dpsock_mcast {
 	rte_spinlock_t lock;      /* groups, members, the stats table */
@@ -110,15 +117,17 @@ struct dpsock_mcast {
 	uint32_t mac_gen;
 	uint8_t filter[8];        /* DPSOCK_MC_FILTER_* per port (probed) */
 	bool allmulti_on[8];
-	/* worker 0: the IGMP host (igmp.c), created on its first poll */
-	struct dpsock_igmp *igmp;
+	/* worker 0: the IGMP and MLD hosts (mchost.c), created on its first
+	 * poll: [0] IPv4's, [1] IPv6's */
+	struct dpsock_mc_host *host[2];
 	/* main lcore: the kernel's memberships on shared ports (mcast_kernel.c) */
 	struct dpsock_mc_kernel *kernel;
 };
 
-/* Publish a port's IGMP host state in the stats table (takes the lock). */
+/* Publish a port's IGMP (v6 false) or MLD host state in the stats table
+ * (takes the lock). */
 struct dpsock_mc_port_row;
-void dpsock_mcast_publish_port(struct dpsock_stack *d, unsigned int port,
+void dpsock_mcast_publish_port(struct dpsock_stack *d, unsigned int port, bool v6,
 			       const struct dpsock_mc_port_row *row);
 
 /* ---- mcast.c: registry, per-socket state, delivery ---- */
@@ -152,9 +161,10 @@ void dpsock_udp_state_fini(struct dpsock_sock *s, struct dpsock_udp_state *u);
 
 /* A datagram this socket sent to group:dport (host order) through port
  * port_idx, looped back to the subscribers of this worker
- * (IP_MULTICAST_LOOP). */
-void dpsock_mcast_loop(struct dpsock_sock *s, const void *buf, size_t len, uint32_t group,
-		       uint16_t dport, uint16_t sport, unsigned int port_idx);
+ * (IP_MULTICAST_LOOP, IPV6_MULTICAST_LOOP). */
+void dpsock_mcast_loop(struct dpsock_sock *s, const void *buf, size_t len,
+		       struct dpsock_mc_addr group, uint16_t dport, uint16_t sport,
+		       unsigned int port_idx);
 
 /* ---- sock.c: what mcast.c needs of a socket ---- */
 
@@ -167,16 +177,23 @@ struct dpsock_sock *dpsock_sock_of_udp_pcb(struct udp_pcb *pcb);
 void dpsock_sock_pin(struct dpsock_sock *s);
 void dpsock_sock_unpin(struct dpsock_sock *s);
 bool dpsock_sock_dead(const struct dpsock_sock *s);
-/* Hand a datagram to the socket's app (takes one reference of p). */
-void dpsock_sock_udp_input(struct dpsock_sock *s, struct pbuf *p, uint32_t src, uint16_t sport,
-			   const struct dpsock_rx_meta *meta);
+/* Hand a datagram to the socket's app (takes one reference of p); src of
+ * either family (an IPv4 one mapped). */
+void dpsock_sock_udp_input(struct dpsock_sock *s, struct pbuf *p, struct dpsock_mc_addr src,
+			   uint16_t sport, const struct dpsock_rx_meta *meta);
 /* Its socket-table entry: worker-relative index and serial (-1: none). */
 int dpsock_sock_stats_index(struct dpsock_sock *s, uint64_t *serial);
 
-/* ---- igmp.c: the IGMP host (worker 0) ---- */
+/* ---- mchost.c: the IGMP and MLD hosts (worker 0) ---- */
 
-/* An IGMP frame from a port (any worker: handed to worker 0). Consumes m. */
+/* An IGMP frame, or an IPv6 frame carrying MLD (mld_off: the MLD message's
+ * offset in the frame), from a port (any worker: handed to worker 0).
+ * Consumes m. */
 void dpsock_igmp_rx(struct dpsock_worker *w, struct dpsock_worker_port *wp, struct rte_mbuf *m);
+void dpsock_mld_rx(struct dpsock_worker *w, struct dpsock_worker_port *wp, struct rte_mbuf *m);
+/* The offset of the MLD message in an IPv6 frame (behind its hop-by-hop
+ * header), or 0 when it carries none. */
+unsigned int dpsock_mld_offset(const struct rte_mbuf *m);
 /* Worker 0, every loop: follow the registry. Returns work done. */
 unsigned int dpsock_igmp_poll(struct dpsock_worker *w);
 /* Worker 0, before it sleeps: has the registry changed since? */
@@ -184,8 +201,8 @@ bool dpsock_igmp_pending(struct dpsock_worker *w);
 /* Worker 0 at stop, before its netifs go: leave every group on the link. */
 void dpsock_igmp_fini(struct dpsock_worker *w);
 
-/* The worker that runs the IGMP host: one host per link, whatever the
- * number of workers. */
+/* The worker that runs the IGMP and MLD hosts: one host per link, whatever
+ * the number of workers. */
 #define DPSOCK_IGMP_WORKER 0u
 
 #endif /* DPSOCK_MCAST_PRIV_H */

@@ -1363,13 +1363,21 @@ udp_deliver(struct dpsock_sock *s, struct pbuf *p, const union dpsock_sockaddr *
 }
 
 void
-dpsock_sock_udp_input(struct dpsock_sock *s, struct pbuf *p, uint32_t src, uint16_t sport,
-		      const struct dpsock_rx_meta *meta)
+dpsock_sock_udp_input(struct dpsock_sock *s, struct pbuf *p, struct dpsock_mc_addr src,
+		      uint16_t sport, const struct dpsock_rx_meta *meta)
 {
-	union dpsock_sockaddr from = { .in = { .sin_family = AF_INET,
-					       .sin_port = rte_cpu_to_be_16(sport),
-					       .sin_addr.s_addr = src } };
+	union dpsock_sockaddr from;
 
+	memset(&from, 0, sizeof(from));
+	if (dpsock_mc_addr_is4(src)) {
+		from.in.sin_family = AF_INET;
+		from.in.sin_port = rte_cpu_to_be_16(sport);
+		from.in.sin_addr.s_addr = src.w[3];
+	} else {
+		from.in6.sin6_family = AF_INET6;
+		from.in6.sin6_port = rte_cpu_to_be_16(sport);
+		memcpy(&from.in6.sin6_addr, src.w, 16);
+	}
 	udp_deliver(s, p, &from, meta);
 }
 
@@ -1613,9 +1621,21 @@ dpsock_udp_bind6(struct dpsock_worker *w, const struct in6_addr *addr, uint16_t 
 }
 
 
-/* udp_sendto of an IPv6 datagram: one that will be fragmented gets its
- * checksum from lwIP even where the port offloads UDP checksums (IPv6 has
- * no checksum-less UDP, and the NIC sees only fragments). */
+/* An IPv6 datagram out: to a group through nif (IPV6_MULTICAST_IF's or
+ * the route's: lwIP's udp_sendto would take IP_MULTICAST_IF's), else as
+ * lwIP routes it. */
+static err_t
+udp_out6(struct udp_pcb *pcb, struct pbuf *p, const ip_addr_t *dst, uint16_t port,
+	 struct netif *nif)
+{
+	if (nif != NULL && ip6_addr_ismulticast(ip_2_ip6(dst)))
+		return udp_sendto_if(pcb, p, dst, port, nif);
+	return udp_sendto(pcb, p, dst, port);
+}
+
+/* udp_out6, where one that will be fragmented gets its checksum from lwIP
+ * even where the port offloads UDP checksums (IPv6 has no checksum-less
+ * UDP, and the NIC sees only fragments). */
 static err_t
 udp_sendto6(struct udp_pcb *pcb, struct pbuf *p, const ip_addr_t *dst, uint16_t port,
 	    struct netif *nif)
@@ -1625,10 +1645,10 @@ udp_sendto6(struct udp_pcb *pcb, struct pbuf *p, const ip_addr_t *dst, uint16_t 
 
 	if (nif == NULL || (nif->chksum_flags & NETIF_CHECKSUM_GEN_UDP) ||
 	    p->tot_len + IP6_HLEN + UDP_HLEN <= nif->mtu)
-		return udp_sendto(pcb, p, dst, port);
+		return udp_out6(pcb, p, dst, port, nif);
 	saved = nif->chksum_flags;
 	NETIF_SET_CHECKSUM_CTRL(nif, saved | NETIF_CHECKSUM_GEN_UDP);
-	e = udp_sendto(pcb, p, dst, port);
+	e = udp_out6(pcb, p, dst, port, nif);
 	NETIF_SET_CHECKSUM_CTRL(nif, saved);
 	return e;
 }
@@ -1639,6 +1659,7 @@ dpsock_udp_sendto(struct dpsock_sock *s, const void *buf, size_t len,
 {
 	ip_addr_t dst = IPADDR4_INIT(0);
 	struct netif *nif6 = NULL;
+	bool mcast6 = false;
 	uint16_t port;
 	struct pbuf *p;
 	err_t e;
@@ -1653,6 +1674,9 @@ dpsock_udp_sendto(struct dpsock_sock *s, const void *buf, size_t len,
 	if (to->sa.sa_family == AF_INET6) {
 		nif6 = ip6_dst(&dst, &to->in6.sin6_addr);
 		port = rte_be_to_cpu_16(to->in6.sin6_port);
+		mcast6 = ip6_addr_ismulticast(ip_2_ip6(&dst));
+		if (mcast6 && s->udp.mc_if6 >= 0) /* IPV6_MULTICAST_IF */
+			nif6 = &s->w->ports[s->udp.mc_if6].netif;
 	} else {
 		ip4_addr_set_u32(ip_2_ip4(&dst), to->in.sin_addr.s_addr);
 		port = rte_be_to_cpu_16(to->in.sin_port);
@@ -1661,8 +1685,18 @@ dpsock_udp_sendto(struct dpsock_sock *s, const void *buf, size_t len,
 	if (p == NULL)
 		return -ENOMEM;
 	pbuf_take(p, buf, (u16_t)len);
-	e = IP_IS_V6(&dst) ? udp_sendto6(s->pcb.udp, p, &dst, port, nif6) :
-			     udp_sendto(s->pcb.udp, p, &dst, port);
+	if (mcast6) {
+		/* IPV6_MULTICAST_HOPS: lwIP has one multicast TTL per pcb,
+		 * IP_MULTICAST_TTL's */
+		u8_t ttl = udp_get_multicast_ttl(s->pcb.udp);
+
+		udp_set_multicast_ttl(s->pcb.udp, s->udp.hops6);
+		e = udp_sendto6(s->pcb.udp, p, &dst, port, nif6);
+		udp_set_multicast_ttl(s->pcb.udp, ttl);
+	} else {
+		e = IP_IS_V6(&dst) ? udp_sendto6(s->pcb.udp, p, &dst, port, nif6) :
+				     udp_sendto(s->pcb.udp, p, &dst, port);
+	}
 	pbuf_free(p);
 	if (IP_IS_V4(&dst) && ip4_addr_ismulticast(ip_2_ip4(&dst)) && s->udp.mc_loop &&
 	    e != ERR_RTE) {
@@ -1671,10 +1705,15 @@ dpsock_udp_sendto(struct dpsock_sock *s, const void *buf, size_t len,
 					  netif_get_by_index(s->pcb.udp->mcast_ifindex) : netif_default;
 
 		if (nif != NULL)
-			dpsock_mcast_loop(s, buf, len, to->in.sin_addr.s_addr, port,
+			dpsock_mcast_loop(s, buf, len, dpsock_mc_addr4(to->in.sin_addr.s_addr), port,
 					  s->pcb.udp->local_port,
 					  ((const struct dpsock_worker_port *)nif->state)->port_idx);
 	}
+	if (mcast6 && s->udp.mc_loop6 && nif6 != NULL && e != ERR_RTE)
+		/* IPV6_MULTICAST_LOOP */
+		dpsock_mcast_loop(s, buf, len, dpsock_mc_addr6(&to->in6.sin6_addr), port,
+				  s->pcb.udp->local_port,
+				  ((const struct dpsock_worker_port *)nif6->state)->port_idx);
 	if (e != ERR_OK) {
 		DPSOCK_SOCKSTAT_ADD(s->st, errors, 1);
 		return err_to_errno(e);

@@ -321,7 +321,7 @@ rx_frame(struct dpsock_worker *w, struct dpsock_worker_port *wp, struct rte_mbuf
 		}
 		if (unlikely(rte_pktmbuf_mtod_offset(m, const struct rte_ipv4_hdr *,
 				RTE_ETHER_HDR_LEN)->next_proto_id == IPPROTO_IGMP)) {
-			dpsock_igmp_rx(w, wp, m); /* one IGMP host per port (igmp.c) */
+			dpsock_igmp_rx(w, wp, m); /* one IGMP host per port (mchost.c) */
 			return;
 		}
 		dpsock_stat_add(&st->ip_in, 1);
@@ -344,6 +344,10 @@ rx_frame(struct dpsock_worker *w, struct dpsock_worker_port *wp, struct rte_mbuf
 		}
 		/* the fixed header is there now: an ICMPv6 message's type, or -1 */
 		ip6 = rte_pktmbuf_mtod_offset(m, const struct rte_ipv6_hdr *, RTE_ETHER_HDR_LEN);
+		if (unlikely(ip6->proto == IPPROTO_HOPOPTS) && dpsock_mld_offset(m) != 0) {
+			dpsock_mld_rx(w, wp, m); /* one MLD host per port (mchost.c) */
+			return;
+		}
 		icmp6 = ip6->proto == IPPROTO_ICMPV6 && m->data_len > RTE_ETHER_HDR_LEN + sizeof(*ip6) ?
 			*(const uint8_t *)(ip6 + 1) : -1;
 		if (from_nic) {

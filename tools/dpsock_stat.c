@@ -354,7 +354,7 @@ desc_find(const struct dpsock_stat_desc *desc, unsigned int n, const char *name)
 /* ---- aligned tables --------------------------------------------------------------- */
 
 #define TAB_MAX_COLS 24
-#define CELL 32
+#define CELL 48           /* an IPv6 address (45) fits */
 
 struct table {
 	unsigned int ncols, nrows;
@@ -1045,16 +1045,36 @@ mc_mode(uint8_t m)
 	return m == DPSOCK_MC_MODE_INCLUDE ? "INCLUDE" : m == DPSOCK_MC_MODE_EXCLUDE ? "EXCLUDE" : "-";
 }
 
+/* A table address (16 bytes): an IPv4-mapped one as IPv4. */
+static const char *
+mc_ntop(const uint8_t a[16], char *buf, size_t len)
+{
+	static const uint8_t mapped[12] = { [10] = 0xff, [11] = 0xff };
+
+	if (memcmp(a, mapped, 12) == 0)
+		return inet_ntop(AF_INET, a + 12, buf, (socklen_t)len);
+	return inet_ntop(AF_INET6, a, buf, (socklen_t)len);
+}
+
+static bool
+mc_zero(const uint8_t a[16])
+{
+	static const uint8_t zero[16];
+
+	return memcmp(a, zero, 16) == 0;
+}
+
 /* "{a, b}" (shown of n in all) */
 static void
-mc_srcs(char *buf, size_t len, const uint32_t *src, unsigned int shown, unsigned int n, bool json)
+mc_srcs(char *buf, size_t len, const uint8_t (*src)[16], unsigned int shown, unsigned int n,
+	bool json)
 {
 	size_t off = 0;
-	char a[INET_ADDRSTRLEN];
+	char a[INET6_ADDRSTRLEN];
 
 	off += snprintf(buf + off, len - off, json ? "[" : "{");
 	for (unsigned int i = 0; i < shown && off < len; i++) {
-		inet_ntop(AF_INET, &src[i], a, sizeof(a));
+		mc_ntop(src[i], a, sizeof(a));
 		off += snprintf(buf + off, len - off, json ? "%s\"%s\"" : "%s%s", i ? ", " : "", a);
 	}
 	if (n > shown && off < len && !json)
@@ -1079,12 +1099,12 @@ mc_sock(const struct sample *cur, const struct dpsock_mc_member_row *r)
 /* One line per socket: a preloaded socket has a member on every worker
  * (its slots); they are summed as one (pid, fd). */
 struct mc_sub {
-	uint32_t group;
+	uint8_t group[16];
 	uint16_t port;
 	uint8_t mode, nsrc;
 	int32_t pid, fd;
 	uint64_t workers;         /* bit per worker */
-	uint32_t src[DPSOCK_STATS_MC_MSRCS];
+	uint8_t src[DPSOCK_STATS_MC_MSRCS][16];
 	uint64_t dgrams, bytes, drops;
 	uint32_t lport;
 };
@@ -1100,7 +1120,8 @@ mc_subs(const struct dpsock_mc_table *t, const struct sample *cur, struct mc_sub
 		unsigned int j;
 
 		for (j = 0; j < n; j++)
-			if (v[j].group == r->group && v[j].port == r->port && v[j].pid == r->pid &&
+			if (memcmp(v[j].group, r->group, 16) == 0 && v[j].port == r->port &&
+			    v[j].pid == r->pid &&
 			    v[j].fd == r->fd &&
 			    (r->fd >= 0 || (v[j].workers & (1ull << (r->worker % 64))) == 0))
 				break;
@@ -1108,7 +1129,7 @@ mc_subs(const struct dpsock_mc_table *t, const struct sample *cur, struct mc_sub
 			/* native sockets (fd -1) are one per worker: keep them apart */
 			j = n++;
 			memset(&v[j], 0, sizeof(v[j]));
-			v[j].group = r->group;
+			memcpy(v[j].group, r->group, 16);
 			v[j].port = r->port;
 			v[j].pid = r->pid;
 			v[j].fd = r->fd;
@@ -1127,6 +1148,25 @@ mc_subs(const struct dpsock_mc_table *t, const struct sample *cur, struct mc_sub
 	return n;
 }
 
+/* "; querier Q, last query N s ago[; older querier ...]" and the line's end */
+static void
+mc_querier(const struct dpsock_mc_port_row *p, const struct timespec *now)
+{
+	char q[INET6_ADDRSTRLEN];
+
+	if (!mc_zero(p->querier)) {
+		mc_ntop(p->querier, q, sizeof(q));
+		printf("; querier %s, last query %.0f s ago", q,
+		       ((double)now->tv_sec * 1e9 + now->tv_nsec - (double)p->query_ns) / 1e9);
+	} else {
+		printf("; no querier heard");
+	}
+	if (p->older_until_ns > (uint64_t)now->tv_sec * 1000000000ull)
+		printf("; older querier present for %.0f s more",
+		       ((double)p->older_until_ns - ((double)now->tv_sec * 1e9 + now->tv_nsec)) / 1e9);
+	printf("\n");
+}
+
 static const char *const mc_filter_names[] = {
 	[DPSOCK_MC_FILTER_NONE] = "none (what the link delivers)",
 	[DPSOCK_MC_FILTER_LIST] = "MAC list",
@@ -1138,7 +1178,7 @@ mc_view(const struct sample *cur, const struct sample *prev, double dt, bool jso
 {
 	static struct dpsock_mc_table t;
 	static struct mc_sub subs[DPSOCK_STATS_MC_MEMBERS];
-	char a[INET_ADDRSTRLEN], q[INET_ADDRSTRLEN], srcs[512];
+	char a[INET6_ADDRSTRLEN], q[INET6_ADDRSTRLEN], q6[INET6_ADDRSTRLEN], srcs[1024];
 	unsigned int i, ns;
 	struct timespec now;
 	struct table tb;
@@ -1152,25 +1192,29 @@ mc_view(const struct sample *cur, const struct sample *prev, double dt, bool jso
 	if (json) {
 		printf(", \"ports\": [");
 		for (i = 0; i < geo.n_ports; i++) {
-			const struct dpsock_mc_port_row *p = &t.ports[i];
+			const struct dpsock_mc_port_row *p = &t.ports[i], *p6 = &t.mld[i];
 
-			inet_ntop(AF_INET, &p->querier, q, sizeof(q));
+			mc_ntop(p->querier, q, sizeof(q));
+			mc_ntop(p6->querier, q6, sizeof(q6));
 			printf("%s{\"port\": %u", i ? ", " : "", i);
 			json_str("name", geo.port_names[i], true);
 			printf(", \"igmp_version\": %u, "
 			       "\"filter\": \"%s\", \"macs\": %u, \"robustness\": %u, \"querier\": \"%s\", "
-			       "\"query_age_s\": %.1f}",
+			       "\"query_age_s\": %.1f, \"mld_version\": %u, \"mld_robustness\": %u, "
+			       "\"mld_querier\": \"%s\", \"mld_query_age_s\": %.1f}",
 			       p->version,
 			       p->filter == DPSOCK_MC_FILTER_LIST ? "list" :
 			       p->filter == DPSOCK_MC_FILTER_ALLMULTI ? "allmulticast" : "none",
-			       p->n_macs, p->robustness, p->querier ? q : "",
-			       p->query_ns ? ((double)now.tv_sec * 1e9 + now.tv_nsec - (double)p->query_ns) / 1e9 : -1.0);
+			       p->n_macs, p->robustness, !mc_zero(p->querier) ? q : "",
+			       p->query_ns ? ((double)now.tv_sec * 1e9 + now.tv_nsec - (double)p->query_ns) / 1e9 : -1.0,
+			       p6->version, p6->robustness, !mc_zero(p6->querier) ? q6 : "",
+			       p6->query_ns ? ((double)now.tv_sec * 1e9 + now.tv_nsec - (double)p6->query_ns) / 1e9 : -1.0);
 		}
 		printf("], \"groups\": [");
 		for (i = 0; i < t.n_groups && i < DPSOCK_STATS_MC_GROUPS; i++) {
 			const struct dpsock_mc_group_row *g = &t.groups[i];
 
-			inet_ntop(AF_INET, &g->addr, a, sizeof(a));
+			mc_ntop(g->addr, a, sizeof(a));
 			mc_srcs(srcs, sizeof(srcs), g->src, MIN_U(g->nsrc, DPSOCK_STATS_MC_SRCS),
 				g->nsrc, true);
 			printf("%s{\"group\": \"%s\", \"port\": %u, \"mode\": \"%s\", \"sources\": %s, "
@@ -1179,7 +1223,7 @@ mc_view(const struct sample *cur, const struct sample *prev, double dt, bool jso
 		}
 		printf("], \"subscribers\": [");
 		for (i = 0; i < ns; i++) {
-			inet_ntop(AF_INET, &subs[i].group, a, sizeof(a));
+			mc_ntop(subs[i].group, a, sizeof(a));
 			mc_srcs(srcs, sizeof(srcs), subs[i].src,
 				MIN_U(subs[i].nsrc, DPSOCK_STATS_MC_MSRCS), subs[i].nsrc, true);
 			printf("%s{\"group\": \"%s\", \"port\": %u, \"pid\": %d, \"fd\": %d, "
@@ -1193,24 +1237,24 @@ mc_view(const struct sample *cur, const struct sample *prev, double dt, bool jso
 		return;
 	}
 	for (i = 0; i < geo.n_ports; i++) {
-		const struct dpsock_mc_port_row *p = &t.ports[i];
+		const struct dpsock_mc_port_row *p = &t.ports[i], *p6 = &t.mld[i];
+		bool v6 = p6->query_ns != 0 || p6->version != 2;
 
+		/* the MLD host's line once it has something to say: an IPv6
+		 * group on the port, a query heard */
+		for (unsigned int j = 0; j < t.n_groups && j < DPSOCK_STATS_MC_GROUPS && !v6; j++)
+			v6 = t.groups[j].port == i && t.groups[j].addr[10] != 0xff;
 		printf("Port %u (%s): IGMPv%u host, robustness %u, multicast filter: %s", i,
 		       geo.port_names[i], p->version, p->robustness,
 		       mc_filter_names[p->filter <= DPSOCK_MC_FILTER_ALLMULTI ? p->filter : 0]);
 		if (p->filter == DPSOCK_MC_FILTER_LIST)
 			printf(" (%u MACs)", p->n_macs);
-		if (p->querier != 0) {
-			inet_ntop(AF_INET, &p->querier, q, sizeof(q));
-			printf("; querier %s, last query %.0f s ago", q,
-			       ((double)now.tv_sec * 1e9 + now.tv_nsec - (double)p->query_ns) / 1e9);
-		} else {
-			printf("; no querier heard");
+		mc_querier(p, &now);
+		if (v6) {
+			printf("Port %u (%s): MLDv%u host, robustness %u", i, geo.port_names[i],
+			       p6->version, p6->robustness);
+			mc_querier(p6, &now);
 		}
-		if (p->older_until_ns > (uint64_t)now.tv_sec * 1000000000ull)
-			printf("; older querier present for %.0f s more",
-			       ((double)p->older_until_ns - ((double)now.tv_sec * 1e9 + now.tv_nsec)) / 1e9);
-		printf("\n");
 	}
 	printf("\nGroups joined (interface state: every socket's filter merged, RFC 3376 3.2)\n");
 	tab_init(&tb, DPSOCK_STATS_MC_GROUPS);
@@ -1222,7 +1266,7 @@ mc_view(const struct sample *cur, const struct sample *prev, double dt, bool jso
 	for (i = 0; i < t.n_groups && i < DPSOCK_STATS_MC_GROUPS; i++) {
 		const struct dpsock_mc_group_row *g = &t.groups[i];
 
-		inet_ntop(AF_INET, &g->addr, a, sizeof(a));
+		mc_ntop(g->addr, a, sizeof(a));
 		mc_srcs(srcs, CELL, g->src, MIN_U(g->nsrc, 4u), g->nsrc, false);
 		snprintf(tab_cell(&tb, i, 0), CELL, "%s", a);
 		snprintf(tab_cell(&tb, i, 1), CELL, "%u", g->port);
@@ -1249,7 +1293,7 @@ mc_view(const struct sample *cur, const struct sample *prev, double dt, bool jso
 	for (i = 0; i < ns; i++) {
 		char b[32];
 
-		inet_ntop(AF_INET, &subs[i].group, a, sizeof(a));
+		mc_ntop(subs[i].group, a, sizeof(a));
 		mc_srcs(srcs, CELL, subs[i].src, MIN_U(subs[i].nsrc, 3u), subs[i].nsrc, false);
 		snprintf(tab_cell(&tb, i, 0), CELL, "%s", a);
 		snprintf(tab_cell(&tb, i, 1), CELL, "%u", subs[i].port);

@@ -377,6 +377,26 @@ int dpsock_udp_set_mcast_ttl(struct dpsock_sock *s, int ttl);
 int dpsock_udp_set_mcast_if(struct dpsock_sock *s, int iface);
 
 /*
+ * UDP multicast over IPv6, as the IPv6 socket options (IPV6_JOIN_GROUP,
+ * MCAST_JOIN_SOURCE_GROUP ... with AF_INET6 groups) with the same rules and
+ * errno values: the socket (bound to IPv6, or to both families) joins an
+ * IPv6 group (ff00::/8) on an interface with IPv6 (address6; -ENODEV
+ * otherwise), and the interface tells the link with MLDv2 reports. An
+ * IPv4-mapped group (::ffff:a.b.c.d) is an IPv4 membership, as
+ * dpsock_udp_mcast. source: NULL for the operations without one.
+ */
+int dpsock_udp_mcast6(struct dpsock_sock *s, int op, const struct in6_addr *group,
+		      unsigned int iface, const struct in6_addr *source);
+/* IPV6_MULTICAST_ALL, IPV6_MULTICAST_LOOP (default on),
+ * IPV6_MULTICAST_HOPS (0..255, -1: the default, 1) and IPV6_MULTICAST_IF
+ * (iface, or -1: the route's), of the socket's IPv6 datagrams alone, as on
+ * Linux. Return 0, -EINVAL, -ENODEV, -EPERM. */
+int dpsock_udp_set_mcast6_all(struct dpsock_sock *s, bool on);
+int dpsock_udp_set_mcast6_loop(struct dpsock_sock *s, bool on);
+int dpsock_udp_set_mcast6_hops(struct dpsock_sock *s, int hops);
+int dpsock_udp_set_mcast6_if(struct dpsock_sock *s, int iface);
+
+/*
  * Received data (the readable and datagram callbacks).
  */
 

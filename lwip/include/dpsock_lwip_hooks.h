@@ -56,6 +56,12 @@ struct udp_pcb;
 int dpsock_lwip_udp_deliver(struct pbuf *p, struct netif *inp, struct udp_pcb *pcb,
                             u16_t src_port, u8_t broadcast);
 
+/* ip6_input, for an IPv6 multicast destination other than all-nodes: has
+ * the port behind inp joined the group (stack/mcast.c)? 1 takes the packet
+ * in, 0 drops it (not for this host). */
+struct ip6_addr;
+int dpsock_lwip_ip6_mcast_joined(struct netif *inp, const struct ip6_addr *group);
+
 /* The 802.1Q tag (priority << 13 | VLAN id) of what netif sends, or -1 to
  * send untagged (stack/netif.c). */
 s32_t dpsock_lwip_vlan_set(struct netif *netif);

@@ -57,10 +57,11 @@ void dpsock_lwip_timeouts_fini(void);
  * no SLAAC, router solicitation or DHCPv6 (router advertisements still
  * give the default routers). No duplicate address detection: every
  * worker's instance holds the port's addresses and would take the others'
- * probes for a duplicate (docs/design.md decision 17). No MLD: lwIP's
- * speaks per instance, where a port needs one host per link (as IGMP,
- * stack/igmp.c); ip6_input still takes the solicited-node groups of its
- * own addresses. */
+ * probes for a duplicate (docs/design.md decision 17). lwIP's MLD is off:
+ * it speaks MLDv1 per instance, where a port needs one MLDv2 host per link
+ * (stack/mchost.c, as IGMP); ip6_input still takes the solicited-node
+ * groups of its own addresses, and the groups the port joined through the
+ * hook dpsock_lwip_ip6_mcast_joined (lwip/transform.py). */
 #define LWIP_IPV6_AUTOCONFIG            0
 #define LWIP_IPV6_SEND_ROUTER_SOLICIT   0
 #define LWIP_IPV6_DUP_DETECT_ATTEMPTS   0
@@ -80,7 +81,7 @@ void dpsock_lwip_timeouts_fini(void);
 #define LWIP_ARP                        1
 #define LWIP_ETHERNET                   1
 #define LWIP_ICMP                       1
-/* IGMPv3 (with v2/v1 compatibility) is dpsock's own (stack/igmp.c): lwIP's
+/* IGMPv3 (with v2/v1 compatibility) is dpsock's own (stack/mchost.c): lwIP's
  * speaks v2 only, per instance, where a port needs one host per link */
 #define LWIP_IGMP                       0
 #define LWIP_UDP                        1
@@ -211,7 +212,7 @@ uint16_t dpsock_lwip_chksum(const void *dataptr, int len);
 #define ICMP_STATS                      1
 #define UDP_STATS                       1
 #define TCP_STATS                       1
-#define IGMP_STATS                      0   /* lwIP's IGMP is off; stack/igmp.c counts its own */
+#define IGMP_STATS                      0   /* lwIP's IGMP is off; stack/mchost.c counts its own */
 #define MEM_STATS                       0   /* the per-thread allocator keeps its own counters */
 #define MEMP_STATS                      0
 #define SYS_STATS                       0

@@ -21,9 +21,13 @@
  *                     timer periods of 25 ms (timers fire as they fall due;
  *                     4096 periods per input at most)
  *   2 port_hi port_lo the app connects to 198.18.0.2:port (16 per input)
- *   3 op arg          the app acts on its socket arg: op % 6 = send arg * 97
+ *   3 op arg          the app acts on its socket arg: op % 8 = send arg * 97
  *                     bytes, shut down writing, close, abort, TCP_NODELAY,
- *                     keepalive
+ *                     keepalive; 6 and 7: a multicast membership operation
+ *                     on UDP 7 (IPv4, IPv6): operation arg >> 4 (mod 6),
+ *                     group 239.0.0.(arg & 7) / ff15::(arg & 7), source
+ *                     the peer or another (arg & 8); every group is left
+ *                     at the input's end
  *   4 port_hi port_lo len_hi len_lo  the app sends a UDP datagram from
  *                     port 7 to 198.18.0.2:port, of len % 4096 bytes, or
  *                     65280 + len % 512 for len >= 0xfe00 (the 65507 limit)
@@ -150,15 +154,45 @@ static const struct dpsock_app app = {
 	.worker_init = app_worker_init,
 };
 
+/* A membership operation on UDP 7: IPv4's (v6 false) or IPv6's. */
+static void
+mcast_op(bool v6, uint8_t arg)
+{
+	int op = DPSOCK_MCAST_JOIN + (arg >> 4) % 6;
+	uint32_t src = htonl(arg & 8 ? FUZZ_PEER_IP + 1 : FUZZ_PEER_IP);
+	struct in6_addr g6 = { .s6_addr = { 0xff, 0x15, [15] = (uint8_t)(arg & 7) } };
+	struct in6_addr s6 = { .s6_addr = { 0xfd, 0x00, 0x01, 0x98, 0x00, 0x18,
+					    [15] = (uint8_t)(arg & 8 ? 3 : 2) } };
+
+	if (v6)
+		dpsock_udp_mcast6(udp7, op, &g6, 0, &s6);
+	else
+		dpsock_udp_mcast(udp7, op, htonl(0xef000000u | (arg & 7)), 0, src);
+}
+
+/* Leave every group mcast_op may have joined. */
+static void
+mcast_leave_all(void)
+{
+	for (uint8_t g = 0; g < 8; g++) {
+		mcast_op(false, (uint8_t)(1 << 4 | g));
+		mcast_op(true, (uint8_t)(1 << 4 | g));
+	}
+}
+
 static void
 app_op(uint8_t op, uint8_t arg)
 {
 	struct dpsock_sock *s;
 
+	if (op % 8 >= 6) {
+		mcast_op(op % 8 == 7, arg);
+		return;
+	}
 	if (n_socks == 0)
 		return;
 	s = socks[arg % n_socks];
-	switch (op % 6) {
+	switch (op % 8) {
 	case 0:
 		dpsock_send(s, payload, (size_t)arg * 97, 0);
 		break;
@@ -264,6 +298,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		p += used;
 		n -= used;
 	}
+	mcast_leave_all();
 	fuzz_stack_poll(2);
 	fuzz_stack_reset();
 	return 0;

@@ -83,6 +83,23 @@ rd32(const uint8_t *p)
 
 /* ---- a strict JSON syntax check (RFC 8259, ASCII only) ---- */
 
+/* A multicast table address: IPv4 (host order v4) mapped, or an IPv6 one
+ * (ff15::v4). */
+static void
+row_addr(uint8_t a[16], bool v6, uint32_t v4)
+{
+	uint32_t n = htonl(v4);
+
+	memset(a, 0, 16);
+	if (v6) {
+		a[0] = 0xff;
+		a[1] = 0x15;
+	} else {
+		a[10] = a[11] = 0xff;
+	}
+	memcpy(a + 12, &n, 4);
+}
+
 static const char *js_value(const char *p, int depth);
 
 static const char *
@@ -276,24 +293,30 @@ base_image(const uint8_t *h, size_t *len)
 			mc->ports[i].version = (uint8_t)(3 - i % 3);
 			mc->ports[i].filter = (uint8_t)(i % 3);
 			mc->ports[i].robustness = 2;
-			mc->ports[i].querier = i ? htonl(0xc6120002 + i) : 0;
+			if (i)
+				row_addr(mc->ports[i].querier, false, 0xc6120002 + i);
 			mc->ports[i].n_macs = i;
+			mc->mld[i] = mc->ports[i];
+			mc->mld[i].version = (uint8_t)(2 - i % 2);
+			if (i)
+				row_addr(mc->mld[i].querier, true, 0xc6120002 + i);
 		}
 		for (i = 0; i < DPSOCK_STATS_MC_GROUPS; i++) {
 			struct dpsock_mc_group_row *g = &mc->groups[i];
 
-			g->addr = htonl(0xe0000001 + i);
+			/* both families: an IPv4 group mapped, an IPv6 one */
+			row_addr(g->addr, i % 2, 0xe0000001 + i);
 			g->port = (uint16_t)(i % 4);
 			g->mode = (uint8_t)(DPSOCK_MC_MODE_INCLUDE + i % 2);
 			g->nsrc = i % (DPSOCK_STATS_MC_SRCS + 3);
 			g->members = i;
 			for (k = 0; k < DPSOCK_STATS_MC_SRCS; k++)
-				g->src[k] = htonl(0xc6120000 + k);
+				row_addr(g->src[k], i % 2, 0xc6120000 + k);
 		}
 		for (i = 0; i < DPSOCK_STATS_MC_MEMBERS; i++) {
 			struct dpsock_mc_member_row *r = &mc->members[i];
 
-			r->group = htonl(0xe0000001 + i % 8);
+			row_addr(r->group, i % 2, 0xe0000001 + i % 8);
 			r->port = (uint16_t)(i % 4);
 			r->worker = (uint16_t)(i % (n_workers ? n_workers : 1));
 			r->mode = (uint8_t)(DPSOCK_MC_MODE_INCLUDE + i % 2);
@@ -303,7 +326,7 @@ base_image(const uint8_t *h, size_t *len)
 			r->sock_idx = i % 3 ? (int32_t)(i % (slots ? slots : 1)) : -1;
 			r->serial = i;
 			for (k = 0; k < DPSOCK_STATS_MC_MSRCS; k++)
-				r->src[k] = htonl(0xc6120000 + k);
+				row_addr(r->src[k], i % 2, 0xc6120000 + k);
 		}
 	}
 	if (flags & 16) {

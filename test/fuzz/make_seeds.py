@@ -246,6 +246,58 @@ def frames_seeds():
     # an echo request
     s['ip6_hop_by_hop'] = frame(eth(ipv6(0, bytes([58, 0, 1, 4, 0, 0, 0, 0]) + icmp6_echo(3, 1)), IP6),
                                 mode=PORT)
+    s.update(mld_seeds(IP6))
+    return s
+
+
+PEER_LL = bytes.fromhex('fe800000000000000000000000000002')  # fe80::2
+ALL_NODES = bytes.fromhex('ff020000000000000000000000000001')
+G6 = bytes.fromhex('ff150000000000000000000000000001')      # ff15::1
+G6B = bytes.fromhex('ff150000000000000000000000000002')     # ff15::2
+
+
+def mld(mtype, body, dst, src=PEER_LL, hlim=1):
+    """An MLD message as a querier or another host sends it: behind a
+    hop-by-hop header with Router Alert, hop limit 1, link-local source."""
+    hbh = bytes([58, 0, 5, 2, 0, 0, 1, 0])
+    return eth(ipv6(0, hbh + icmp6(mtype, 0, body, src, dst), src=src, dst=dst, hlim=hlim), 0x86dd,
+               dst=b'\x33\x33' + dst[12:])
+
+
+def mld_query(mrd, group=bytes(16), sources=(), v1=False, **kw):
+    body = struct.pack('!HH', mrd, 0) + group
+    if not v1:
+        body += struct.pack('!BBH', 2, 125, len(sources)) + b''.join(sources)
+    return mld(130, body, group if group != bytes(16) else ALL_NODES, **kw)
+
+
+def mld_seeds(IP6):
+    """The MLD host (stack/mchost.c) and IPv6 multicast delivery: joins on
+    UDP 7 (records 3 with op 6 / 7), queries of both versions, other
+    hosts' reports, malformed queries, a datagram for a joined group."""
+    s = {}
+    # ff15::1 any source, 239.0.0.1 any source, ff15::2 from the peer
+    joins = app(7, 0x01) + app(6, 0x01) + app(7, 0x22) + poll(2)
+    dgram = frame(eth(ipv6(17, udp(5000, 7, b'mc6', src=PEER6, dst=G6), dst=G6), IP6,
+                      dst=b'\x33\x33\0\0\0\x01'))
+    s['mld_join_datagram'] = joins + dgram + poll(2)
+    s['mld_query_v2'] = (joins + frame(mld_query(1000)) + timers(45)
+                         + frame(mld_query(500, G6B, (PEER6, LOCAL6))) + timers(25))
+    s['mld_query_v1_done'] = (joins + frame(mld_query(1000, v1=True)) + timers(45)
+                              + app(7, 0x11) + poll(2) + timers(4))
+    s['mld_other_hosts'] = (joins + frame(mld_query(1000, v1=True))
+                            + frame(mld(131, struct.pack('!HH', 0, 0) + G6, G6))
+                            + frame(mld(132, struct.pack('!HH', 0, 0) + G6,
+                                        bytes.fromhex('ff020000000000000000000000000002')))
+                            + frame(mld(143, struct.pack('!HH', 0, 1) + bytes([4, 0, 0, 0]) + G6,
+                                        bytes.fromhex('ff020000000000000000000000000016')))
+                            + timers(45))
+    s['mld_bad'] = (joins + frame(mld_query(1000, hlim=255))
+                    + frame(mld_query(1000, src=PEER6))
+                    + frame(mld_query(1000)[:-4])
+                    + frame(mld(130, struct.pack('!HH', 1000, 0) + bytes(16) + struct.pack('!BBH', 2, 125, 5),
+                                ALL_NODES))
+                    + timers(10))
     return s
 
 
