@@ -89,8 +89,9 @@ struct dpsock_gro_item {
 	struct rte_mbuf *head;    /* NULL: free slot */
 	struct rte_mbuf *tail;
 	struct dpsock_worker_port *wp;
-	uint32_t saddr, daddr;    /* network order */
+	uint32_t saddr[4], daddr[4]; /* network order: IPv4 in [0], IPv6 whole */
 	uint32_t ports;           /* source << 16 | destination, network order */
+	uint8_t l3_len;           /* 20 (IPv4), 40 (IPv6): the frame's IP header */
 	uint32_t next_seq;        /* sequence number the next segment must start at */
 	uint32_t payload;         /* bytes held */
 	uint16_t nseg;
@@ -337,7 +338,7 @@ void dpsock_netif_input(struct dpsock_worker_port *wp, struct rte_mbuf *m);
  * port's TSO) and the checksums lwIP leaves to the netif. */
 void dpsock_netif_offload_setup(struct dpsock_worker_port *wp);
 
-/* gro.c: take a validated IPv4 frame bound for lwIP on this worker: held
+/* gro.c: take a validated IPv4 or IPv6 frame bound for lwIP on this worker: held
  * to merge with the next segments of its flow, or handed to lwIP now
  * (consumes m). */
 void dpsock_gro_input(struct dpsock_worker_port *wp, struct rte_mbuf *m);

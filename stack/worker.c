@@ -398,7 +398,8 @@ rx_frame(struct dpsock_worker *w, struct dpsock_worker_port *wp, struct rte_mbuf
 		drop(m, &st->rx_drop_ethertype);
 		return;
 	}
-	if (w->gro_on && eth->ether_type == RTE_BE16(RTE_ETHER_TYPE_IPV4))
+	if (w->gro_on && (eth->ether_type == RTE_BE16(RTE_ETHER_TYPE_IPV4) ||
+			  eth->ether_type == RTE_BE16(RTE_ETHER_TYPE_IPV6)))
 		dpsock_gro_input(wp, m);
 	else
 		dpsock_netif_input(wp, m);

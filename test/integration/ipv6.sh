@@ -8,7 +8,7 @@
 # IPv6 address carries the port's MAC (NDP), pings from many sources spread
 # over both workers; dpsock-echo's listener (dpsock_tcp_listen: both
 # families) takes TCP over IPv6 and IPv4 at once: 8 MiB each way over IPv6
-# byte for byte, IPv4 beside it; UDP over IPv6 (datagrams of 64 and 8000
+# byte for byte (received segments merged by GRO), IPv4 beside it; UDP over IPv6 (datagrams of 64 and 8000
 # bytes, fragmented both ways) echoed; dpsock-stat lists the IPv6 connection
 # with its addresses; each kind of malformed IPv6 frame is counted under its
 # own drop counter and the stack keeps answering; SIGTERM stops it with
@@ -66,6 +66,7 @@ ok "$sent pings from 16 sources; worker 0 saw $w0, worker 1 saw $w1 echo request
 # 4. TCP over IPv6, both ways, byte for byte; IPv4 on the same listener.
 head -c $((8 << 20)) /dev/urandom >"$TEST_TMP/up"
 want=$(sha256sum <"$TEST_TMP/up" | cut -d' ' -f1)
+gro0=$(stat_sum "$name" rx_gro_merged)
 # one connection: send 8 MiB and read the echo back at once
 in_b timeout 60 python3 - "$TOPO_ADDR6_A" "$TEST_TMP/up" "$TEST_TMP/down" <<'EOP' || fail "IPv6 echo transfer failed"
 import socket, sys, threading
@@ -89,7 +90,11 @@ open(down, "wb").write(out)
 EOP
 echoed=$(sha256sum <"$TEST_TMP/down" | cut -d' ' -f1)
 [ "$echoed" = "$want" ] || fail "IPv6: 8 MiB sent, $(stat -c %s "$TEST_TMP/down") bytes echoed, sha256 differs"
-ok "TCP over IPv6: 8 MiB each way echoed byte for byte"
+# the echo went through receive coalescing (tcp.gro, on by default): IPv6
+# segments of a burst were merged before lwIP
+gro1=$(stat_sum "$name" rx_gro_merged)
+[ "$gro1" -gt "$gro0" ] || fail "IPv6: no received segment was merged (rx_gro_merged $gro0 -> $gro1)"
+ok "TCP over IPv6: 8 MiB each way echoed byte for byte; $((gro1 - gro0)) segments merged on receive"
 out=$(in_b timeout 20 python3 -c 'import socket, sys
 s = socket.create_connection((sys.argv[1], 7), timeout=10)
 s.sendall(b"four"); print(s.recv(16).decode())' "$TOPO_ADDR_A") || fail "IPv4 beside IPv6: $out"
