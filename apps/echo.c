@@ -23,9 +23,9 @@
  * Each worker listens on the port (TCP) and binds it (UDP); RSS spreads the
  * peers over the workers. All state is per worker; nothing is shared.
  *
- * Multicast (--join): every worker's UDP socket joins each group (source-
- * specific with a source) on the first interface, with IP_MULTICAST_LOOP
- * off; a sockperf request that came to a group is answered to the group,
+ * Multicast (--join): every worker's UDP socket joins each group, IPv4 or
+ * IPv6 (source-specific with a source), on the first interface, with
+ * IP_MULTICAST_LOOP / IPV6_MULTICAST_LOOP off; a sockperf request that came to a group is answered to the group,
  * at the sender's port, as sockperf's own server does (the client joined
  * it too).
  *
@@ -72,7 +72,10 @@ struct echo_cfg {
 	bool udp;
 	bool raw;
 	unsigned int n_joins;
-	struct { uint32_t group, source; } joins[ECHO_MAX_JOINS]; /* network order */
+	bool joins6;                 /* an IPv6 group among them */
+	/* either family: IPv4 as mapped addresses (dpsock_udp_mcast6 takes
+	 * those as IPv4 memberships); source :: for any source */
+	struct { struct in6_addr group, source; } joins[ECHO_MAX_JOINS];
 };
 
 /* Per-worker counters: one table for the struct and the printer. */
@@ -467,6 +470,13 @@ on_datagram(struct dpsock_sock *s, const union dpsock_sockaddr *from, struct dps
 			r = dpsock_udp_sendto(s, p, len, &to);
 			goto sent;
 		}
+		if (from->sa.sa_family == AF_INET6 && info.dst == 0 && info.dst6[0] == 0xff) {
+			union dpsock_sockaddr to = *from;
+
+			memcpy(&to.in6.sin6_addr, info.dst6, 16);
+			r = dpsock_udp_sendto(s, p, len, &to);
+			goto sent;
+		}
 	}
 	r = dpsock_udp_sendto(s, p, len, from);
 sent:
@@ -545,18 +555,27 @@ echo_worker_init(struct dpsock_worker *dw, void *arg)
 			return -err;
 		}
 		for (unsigned int j = 0; j < cfg->n_joins; j++) {
-			int r = dpsock_udp_mcast(w->udp, cfg->joins[j].source ?
-						 DPSOCK_MCAST_JOIN_SOURCE : DPSOCK_MCAST_JOIN,
-						 cfg->joins[j].group, 0, cfg->joins[j].source);
+			bool ssm = !IN6_IS_ADDR_UNSPECIFIED(&cfg->joins[j].source) &&
+				   !(IN6_IS_ADDR_V4MAPPED(&cfg->joins[j].source) &&
+				     cfg->joins[j].source.s6_addr32[3] == 0);
+			int r = dpsock_udp_mcast6(w->udp, ssm ? DPSOCK_MCAST_JOIN_SOURCE :
+						  DPSOCK_MCAST_JOIN, &cfg->joins[j].group, 0,
+						  ssm ? &cfg->joins[j].source : NULL);
 
 			if (r != 0) {
+				char g[INET6_ADDRSTRLEN];
+
 				fprintf(stderr, "dpsock-echo: worker %u: join %s: %s\n", idx,
-					inet_ntoa((struct in_addr){ cfg->joins[j].group }), strerror(-r));
+					inet_ntop(AF_INET6, &cfg->joins[j].group, g, sizeof(g)),
+					strerror(-r));
 				return r;
 			}
 		}
+		/* its replies are not for itself */
 		if (cfg->n_joins > 0)
-			dpsock_udp_set_mcast_loop(w->udp, false); /* its replies are not for itself */
+			dpsock_udp_set_mcast_loop(w->udp, false);
+		if (cfg->joins6)
+			dpsock_udp_set_mcast6_loop(w->udp, false);
 	}
 	return 0;
 }
@@ -607,9 +626,9 @@ usage(FILE *f, const char *prog)
 		"      --tcp-only    TCP only\n"
 		"      --udp-only    UDP only\n"
 		"      --raw         echo every byte back (no sockperf framing)\n"
-		"      --join GROUP[,SOURCE]  join a multicast group (source-specific with a\n"
-		"                    source) on every worker; requests to a group are answered\n"
-		"                    to the group (repeatable, up to %u)\n"
+		"      --join GROUP[,SOURCE]  join a multicast group, IPv4 or IPv6 (source-\n"
+		"                    specific with a source) on every worker; requests to a\n"
+		"                    group are answered to the group (repeatable, up to %u)\n"
 		"  -h, --help        this text\n"
 		"\n",
 		prog, ECHO_DEFAULT_PORT, ECHO_MAX_JOINS);
@@ -632,6 +651,27 @@ static const struct option long_opts[] = {
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
+
+/* --join's GROUP[,SOURCE] (src NULL: any source): a multicast group and
+ * a source of its family, IPv4 as mapped addresses. */
+static bool
+join_parse(const char *grp, const char *src, struct in6_addr *g, struct in6_addr *sa)
+{
+	struct in_addr g4, s4 = { 0 };
+
+	memset(sa, 0, sizeof(*sa));
+	if (inet_pton(AF_INET, grp, &g4) == 1) {
+		if (!IN_MULTICAST(ntohl(g4.s_addr)) || (src != NULL && inet_pton(AF_INET, src, &s4) != 1))
+			return false;
+		memset(g, 0, sizeof(*g));
+		g->s6_addr16[5] = sa->s6_addr16[5] = 0xffff;
+		g->s6_addr32[3] = g4.s_addr;
+		sa->s6_addr32[3] = s4.s_addr;
+		return true;
+	}
+	return inet_pton(AF_INET6, grp, g) == 1 && IN6_IS_ADDR_MULTICAST(g) &&
+	       (src == NULL || inet_pton(AF_INET6, src, sa) == 1);
+}
 
 int
 main(int argc, char **argv)
@@ -672,17 +712,17 @@ main(int argc, char **argv)
 			break;
 		case OPT_JOIN: {
 			char *src = strchr(optarg, ',');
-			struct in_addr g, sa = { 0 };
 
 			if (src != NULL)
 				*src++ = '\0';
 			if (cfg.n_joins == ECHO_MAX_JOINS)
 				app_bad_usage(prog, "--join: at most %u groups", ECHO_MAX_JOINS);
-			if (inet_pton(AF_INET, optarg, &g) != 1 || !IN_MULTICAST(ntohl(g.s_addr)) ||
-			    (src != NULL && inet_pton(AF_INET, src, &sa) != 1))
-				app_bad_usage(prog, "--join: '%s' is not GROUP[,SOURCE]", optarg);
-			cfg.joins[cfg.n_joins].group = g.s_addr;
-			cfg.joins[cfg.n_joins++].source = sa.s_addr;
+			if (!join_parse(optarg, src, &cfg.joins[cfg.n_joins].group,
+					&cfg.joins[cfg.n_joins].source))
+				app_bad_usage(prog, "--join: '%s' is not GROUP[,SOURCE] (both IPv4, or "
+					      "both IPv6)", optarg);
+			cfg.joins6 |= !IN6_IS_ADDR_V4MAPPED(&cfg.joins[cfg.n_joins].group);
+			cfg.n_joins++;
 			break;
 		}
 		default:

@@ -25,7 +25,8 @@ test_topo_ipv6
 TEST_IFACE_KEYS="address6 = \"$TOPO_ADDR6_A/64\";"
 conf=$(dpsock_conf "$name" 'workers = [ 0, 1 ];')
 # shellcheck disable=SC2046
-app_start "$name" "$conf" dpsock-echo $(DPSOCK_TEST_LCORES=0-1 DPSOCK_TEST_QPAIRS=2 dpsockd_eal_args "$name") -- --raw -p 7
+app_start "$name" "$conf" dpsock-echo $(DPSOCK_TEST_LCORES=0-1 DPSOCK_TEST_QPAIRS=2 dpsockd_eal_args "$name") -- --raw -p 7 \
+	--join ff0e::7:7
 
 # 1. ping6: every echo request answered (the first one waits for NDP).
 out=$(in_b "$PINGN" -c 200 -i 0.005 "$TOPO_ADDR6_A") || fail "ping6 lost: $out"
@@ -129,6 +130,35 @@ EOP
 ) || fail "UDP over IPv6: $out"
 [ "$out" = "200 50 50" ] || fail "UDP echoes (IPv6 64 B of 200, IPv6 8000 B of 50, IPv4 of 50): $out"
 ok "UDP over IPv6: 200 datagrams of 64 B and 50 of 8000 B (fragments both ways) echoed whole; IPv4 beside it"
+
+# 4c. The native app's IPv6 group (dpsock-echo --join ff0e::7:7): B's
+# socket, joined too, sends to the group and gets each echo from the group
+# (dpsock-echo answers a group's request to the group, at the sender's port).
+ifb=$(in_b cat "/sys/class/net/$TOPO_IF_B/ifindex")
+out=$(in_b timeout 30 python3 - "$ifb" <<'EOP'
+import socket, struct, sys
+ifi = int(sys.argv[1])
+s = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
+s.bind(("::", 7007))
+s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_JOIN_GROUP,
+             socket.inet_pton(socket.AF_INET6, "ff0e::7:7") + struct.pack("@I", ifi))
+s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_MULTICAST_IF, ifi)
+s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_MULTICAST_LOOP, 0)
+s.settimeout(2)
+got = 0
+for i in range(50):
+    msg = b"group-%d" % i
+    s.sendto(msg, ("ff0e::7:7", 7))
+    try:
+        b, a = s.recvfrom(2048)
+        got += b == msg
+    except socket.timeout:
+        pass
+print(got)
+EOP
+) || fail "the IPv6 group echo failed: $out"
+[ "$out" = 50 ] || fail "dpsock-echo --join ff0e::7:7 answered $out of 50 requests to the group"
+ok "dpsock-echo --join ff0e::7:7 (an IPv6 group of the native API): 50 of 50 requests to the group answered to the group"
 
 # 5. dpsock-stat lists an IPv6 connection with its addresses.
 in_b python3 -c 'import socket, sys, time
