@@ -71,7 +71,7 @@
 #include <stdint.h>
 
 #define DPSOCK_STATS_MAGIC 0x64707374617473ULL /* "dpstats" */
-#define DPSOCK_STATS_VERSION 14
+#define DPSOCK_STATS_VERSION 15
 #define DPSOCK_STATS_MAX_PORTS 4
 #define DPSOCK_STATS_MAX_WORKERS 64
 #define DPSOCK_STATS_MAX_CLIENTS 64
@@ -452,6 +452,7 @@ struct dpsock_sock_stats {
  * lcore every 100 ms from the stack's net view, with the gen seqlock of
  * socket entries (odd while written; dpsock_sockstat_read's protocol). */
 #define DPSOCK_STATS_PORT_ADDRS 8
+#define DPSOCK_STATS_PORT_ADDRS6 4
 struct dpsock_port_info {
 	uint32_t gen;
 	uint8_t shared;         /* 1: shared with the kernel netdev, whose addresses it has;
@@ -465,6 +466,12 @@ struct dpsock_port_info {
 	char ifname[16];
 	uint32_t addrs[DPSOCK_STATS_PORT_ADDRS]; /* network order */
 	uint8_t prefix_len[DPSOCK_STATS_PORT_ADDRS];
+	/* IPv6: an owned port's address6, a shared port's kernel addresses
+	 * (its link-local one too) */
+	uint8_t n_addrs6;
+	uint8_t prefix6_len[DPSOCK_STATS_PORT_ADDRS6];
+	uint8_t pad3[3];
+	uint8_t addrs6[DPSOCK_STATS_PORT_ADDRS6][16];
 } __attribute__((aligned(8)));
 
 struct dpsock_stats_segment {

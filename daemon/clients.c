@@ -1187,16 +1187,16 @@ pl_netview_write(struct dpsock_stack *d, const struct dpsock_netview *v)
 							     .iface = r->port };
 	}
 	nv->n_routes = n;
-	/* the ports' address6 (configured, never followed: no shared port
-	 * carries IPv6) */
-	for (i = 0, n = 0; i < d->conf.n_ifaces && n < DPSOCK_PL_MAX_ADDRS; i++) {
-		const struct dpsock_iface_conf *f = &d->conf.ifaces[i];
+	/* IPv6: an owned port's address6, a shared port's kernel addresses;
+	 * not the link-local ones (a socket of fe80:: stays the kernel's) */
+	for (i = 0, n = 0; i < v->n_addrs6 && n < DPSOCK_PL_MAX_ADDRS; i++) {
+		const struct dpsock_nv_addr6 *a = &v->addrs6[i];
 
-		if (f->prefix6_len == 0)
+		if (a->addr[0] == 0xfe && (a->addr[1] & 0xc0) == 0x80)
 			continue;
-		nv->ifaces6[n] = (struct dpsock_pl_iface6){ .prefix_len = f->prefix6_len,
-							    .port = (uint8_t)i };
-		memcpy(nv->ifaces6[n++].addr, f->addr6, 16);
+		nv->ifaces6[n] = (struct dpsock_pl_iface6){ .prefix_len = a->prefix_len,
+							    .port = a->port };
+		memcpy(nv->ifaces6[n++].addr, a->addr, 16);
 	}
 	nv->n_ifaces6 = n;
 	/* release: the fields before the even seq (the reader's acquire) */

@@ -1163,19 +1163,14 @@ addr_served(const struct dpsock_worker *w, uint32_t addr)
 	return addr == 0 || dpsock_netview_local(w->nv, addr, NULL);
 }
 
-/* addr6 is "::" or the address6 of one of the worker's ports */
+/* addr6 is "::" or an IPv6 address of the worker's ports (an owned
+ * port's address6, a shared port's kernel addresses) */
 static bool
 addr6_served(const struct dpsock_worker *w, const uint8_t *addr6)
 {
-	const struct dpsock_config *conf = &w->d->conf;
 	static const uint8_t any[16];
 
-	if (memcmp(addr6, any, 16) == 0)
-		return true;
-	for (uint32_t i = 0; i < conf->n_ifaces; i++)
-		if (conf->ifaces[i].prefix6_len != 0 && memcmp(conf->ifaces[i].addr6, addr6, 16) == 0)
-			return true;
-	return false;
+	return memcmp(addr6, any, 16) == 0 || dpsock_netview_local6(w->nv, addr6, NULL);
 }
 
 /* 127.0.0.1: a listener or connection within the host (DPSOCK_LOOPBACK) */

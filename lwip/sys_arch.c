@@ -186,3 +186,11 @@ dpsock_lwip_route_gw(struct netif *netif, const ip4_addr_t *dest)
 	(void)dest;
 	return NULL;
 }
+
+__attribute__((weak)) struct netif *
+dpsock_lwip_route6(const ip6_addr_t *src, const ip6_addr_t *dest)
+{
+	(void)src;
+	(void)dest;
+	return NULL;
+}

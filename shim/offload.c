@@ -273,8 +273,17 @@ shim_serves_ip6(void)
 	return nv.n_ifaces6 > 0;
 }
 
-/* addr in the /64 of a served address6 (a server, a receiver: "::" or one
- * of them) */
+/* a and b share their first plen bits */
+static bool
+prefix6_eq(const uint8_t *a, const uint8_t *b, unsigned int plen)
+{
+	unsigned int n = plen > 128 ? 16 : plen / 8, rest = plen > 128 ? 0 : plen % 8;
+
+	return memcmp(a, b, n) == 0 && (rest == 0 || ((a[n] ^ b[n]) & (0xff00 >> rest)) == 0);
+}
+
+/* addr in the prefix of a served IPv6 address (a server, a receiver: "::"
+ * or one of them) */
 static bool
 served6(const struct dpsock_pl_netview *nv, int role, const struct in6_addr *addr)
 {
@@ -286,7 +295,7 @@ served6(const struct dpsock_pl_netview *nv, int role, const struct in6_addr *add
 		const struct dpsock_pl_iface6 *f = &nv->ifaces6[i];
 
 		if (server ? memcmp(f->addr, addr, 16) == 0 :
-		    memcmp(f->addr, addr, 8) == 0) /* address6 is a /64 */
+		    prefix6_eq(f->addr, addr->s6_addr, f->prefix_len))
 			return true;
 	}
 	return false;
@@ -309,10 +318,10 @@ shim_offload_decide6(int role, const struct in6_addr *addr, uint16_t port)
 	shim_netview(&nv);
 	if (nv.n_ifaces6 == 0)
 		return 0;   /* no IPv6 on dpsockd: the kernel's, rules or not */
-	/* a client's local address: the address6 of the /64 it goes to */
+	/* a client's local address: the address of the prefix it goes to */
 	for (uint32_t i = 0; role != DPSOCK_PL_TCP_SERVER && role != DPSOCK_PL_UDP_RECEIVER &&
 			     i < nv.n_ifaces6 && i < DPSOCK_PL_MAX_ADDRS; i++)
-		if (memcmp(nv.ifaces6[i].addr, addr, 8) == 0)
+		if (prefix6_eq(nv.ifaces6[i].addr, addr->s6_addr, nv.ifaces6[i].prefix_len))
 			sub.laddr6 = nv.ifaces6[i].addr;
 	d = rules_both(&sub, shim_seg());
 	if (d >= 0)

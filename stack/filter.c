@@ -51,12 +51,15 @@
 #define RESERVED_PORTS "/proc/sys/net/ipv4/ip_local_reserved_ports"
 #define PORT_RANGE "/proc/sys/net/ipv4/ip_local_port_range"
 #define RESERVED_KEPT_FMT "/dev/shm/dpsock.%s.ports"
+/* local addresses of one port, both families */
+#define FLT_ADDRS_PORT (DPSOCK_NV_ADDRS_PORT + DPSOCK_NV_ADDRS6_PORT)
 
 struct flt_entry {
 	uint8_t proto;            /* IPPROTO_TCP / IPPROTO_UDP; 0: a group */
 	uint8_t port_idx;         /* a group: its port */
 	uint16_t port;            /* host order */
-	uint32_t addr;            /* network order (a group: the group) */
+	struct dpsock_mc_addr addr; /* local address or a family's any (a group:
+				     * the group) */
 	uint32_t refs;
 	int holder;               /* the kernel socket holding it, -1: none */
 };
@@ -69,7 +72,8 @@ struct dpsock_filter {
 	 * rules (a NIC in isolated mode) */
 	struct dpsock_xdpf *xdpf[DPSOCK_MAX_PORTS];
 	struct dpsock_flowf *flowf[DPSOCK_MAX_PORTS];
-	uint32_t addrs[DPSOCK_MAX_PORTS][DPSOCK_NV_ADDRS_PORT]; /* given to each backend */
+	/* given to each backend: IPv4's (mapped), then IPv6's */
+	struct dpsock_mc_addr addrs[DPSOCK_MAX_PORTS][FLT_ADDRS_PORT];
 	unsigned int n_addrs[DPSOCK_MAX_PORTS];
 	char reserved_before[4096]; /* ip_local_reserved_ports at start */
 	char reserved_kept[128];    /* where reserved_before is kept */
@@ -174,7 +178,7 @@ has_backend(const struct dpsock_filter *f, unsigned int i)
 }
 
 static int
-backend_addr(struct dpsock_filter *f, unsigned int i, uint32_t addr, bool add)
+backend_addr(struct dpsock_filter *f, unsigned int i, struct dpsock_mc_addr addr, bool add)
 {
 	return f->xdpf[i] != NULL ? dpsock_xdpf_addr(f->xdpf[i], addr, add) :
 				    dpsock_flowf_addr(f->flowf[i], addr, add);
@@ -204,20 +208,29 @@ backend_port(struct dpsock_stack *d, struct dpsock_filter *f, const struct flt_e
 	return ret;
 }
 
-/* The kernel socket that holds proto/addr:port for a native socket. */
+/* The kernel socket that holds proto/addr:port for a native socket: an
+ * AF_INET one for IPv4, an IPV6_V6ONLY AF_INET6 one for IPv6 (a dual-stack
+ * socket has an entry of each family, hence two holders). */
 static int
-holder_open(uint8_t proto, uint32_t addr, uint16_t port)
+holder_open(uint8_t proto, struct dpsock_mc_addr addr, uint16_t port)
 {
-	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = addr,
+	bool v4 = dpsock_mc_addr_is4(addr);
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = addr.w[3],
 				  .sin_port = htons(port) };
-	int fd = socket(AF_INET, (proto == IPPROTO_TCP ? SOCK_STREAM : SOCK_DGRAM) | SOCK_CLOEXEC, 0);
+	struct sockaddr_in6 sa6 = { .sin6_family = AF_INET6, .sin6_port = htons(port) };
+	int fd = socket(v4 ? AF_INET : AF_INET6,
+			(proto == IPPROTO_TCP ? SOCK_STREAM : SOCK_DGRAM) | SOCK_CLOEXEC, 0);
 	int one = 1, r;
 
 	if (fd < 0)
 		return -errno;
+	memcpy(&sa6.sin6_addr, addr.w, 16);
 	/* a TIME_WAIT of the kernel's own on the port is no owner */
 	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+	if (!v4)
+		setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
+	if ((v4 ? bind(fd, (struct sockaddr *)&sa, sizeof(sa)) :
+		  bind(fd, (struct sockaddr *)&sa6, sizeof(sa6))) < 0) {
 		r = -errno;
 		close(fd);
 		return r;
@@ -226,12 +239,13 @@ holder_open(uint8_t proto, uint32_t addr, uint16_t port)
 }
 
 static struct flt_entry *
-entry_find(struct dpsock_filter *f, uint8_t proto, uint32_t addr, uint16_t port, uint8_t port_idx)
+entry_find(struct dpsock_filter *f, uint8_t proto, struct dpsock_mc_addr addr, uint16_t port,
+	   uint8_t port_idx)
 {
 	for (unsigned int i = 0; i < f->n; i++) {
 		struct flt_entry *e = &f->e[i];
 
-		if (e->proto == proto && e->addr == addr && e->port == port &&
+		if (e->proto == proto && dpsock_mc_addr_eq(e->addr, addr) && e->port == port &&
 		    (proto != 0 || e->port_idx == port_idx))
 			return e;
 	}
@@ -239,8 +253,8 @@ entry_find(struct dpsock_filter *f, uint8_t proto, uint32_t addr, uint16_t port,
 }
 
 static int
-entry_ref(struct dpsock_stack *d, uint8_t proto, uint32_t addr, uint16_t port, uint8_t port_idx,
-	  bool hold)
+entry_ref(struct dpsock_stack *d, uint8_t proto, struct dpsock_mc_addr addr, uint16_t port,
+	  uint8_t port_idx, bool hold)
 {
 	struct dpsock_filter *f = d->filter;
 	struct flt_entry *e;
@@ -281,8 +295,9 @@ entry_ref(struct dpsock_stack *d, uint8_t proto, uint32_t addr, uint16_t port, u
 	 * SYN or datagram comes after the caller returns */
 	r = backend_port(d, f, e, true);
 	if (r != 0) {
-		DPSOCK_LOG(WARNING, main, "filter: %s port %u: %s", proto == IPPROTO_TCP ? "TCP" :
-			   proto == IPPROTO_UDP ? "UDP" : "group", port, strerror(-r));
+		DPSOCK_LOG(WARNING, main, "filter: %s port %u (%s): %s", proto == IPPROTO_TCP ?
+			   "TCP" : proto == IPPROTO_UDP ? "UDP" : "group", port,
+			   dpsock_mc_addr_is4(addr) ? "IPv4" : "IPv6", strerror(-r));
 		if (e->holder >= 0)
 			close(e->holder);
 		goto out;
@@ -294,7 +309,8 @@ out:
 }
 
 static void
-entry_unref(struct dpsock_stack *d, uint8_t proto, uint32_t addr, uint16_t port, uint8_t port_idx)
+entry_unref(struct dpsock_stack *d, uint8_t proto, struct dpsock_mc_addr addr, uint16_t port,
+	    uint8_t port_idx)
 {
 	struct dpsock_filter *f = d->filter;
 	struct flt_entry *e;
@@ -315,20 +331,22 @@ entry_unref(struct dpsock_stack *d, uint8_t proto, uint32_t addr, uint16_t port,
 /* ---- the API --------------------------------------------------------------------- */
 
 int
-dpsock_filter_serve(struct dpsock_stack *d, uint8_t proto, uint32_t addr, uint16_t port,
-		    bool hold)
+dpsock_filter_serve(struct dpsock_stack *d, uint8_t proto, struct dpsock_mc_addr addr,
+		    uint16_t port, bool hold)
 {
 	return entry_ref(d, proto, addr, port, 0, hold);
 }
 
 void
-dpsock_filter_unserve(struct dpsock_stack *d, uint8_t proto, uint32_t addr, uint16_t port)
+dpsock_filter_unserve(struct dpsock_stack *d, uint8_t proto, struct dpsock_mc_addr addr,
+		      uint16_t port)
 {
 	entry_unref(d, proto, addr, port, 0);
 }
 
 int
-dpsock_filter_group(struct dpsock_stack *d, unsigned int port_idx, uint32_t group, bool add)
+dpsock_filter_group(struct dpsock_stack *d, unsigned int port_idx, struct dpsock_mc_addr group,
+		    bool add)
 {
 	if (!add) {
 		entry_unref(d, 0, group, 0, (uint8_t)port_idx);
@@ -346,24 +364,28 @@ dpsock_filter_netview(struct dpsock_stack *d, const struct dpsock_netview *v)
 		return;
 	rte_spinlock_lock(&f->lock);
 	for (unsigned int i = 0; i < d->n_ports; i++) {
-		uint32_t want[DPSOCK_NV_ADDRS_PORT];
+		struct dpsock_mc_addr want[FLT_ADDRS_PORT];
 		unsigned int n = 0, j, k;
 
 		if (!has_backend(f, i))
 			continue;
-		for (j = 0; j < v->n_addrs && n < DPSOCK_NV_ADDRS_PORT; j++)
+		for (j = 0; j < v->n_addrs && n < FLT_ADDRS_PORT; j++)
 			if (v->addrs[j].port == i && v->addrs[j].addr != 0)
-				want[n++] = v->addrs[j].addr;
+				want[n++] = dpsock_mc_addr4(v->addrs[j].addr);
+		for (j = 0; j < v->n_addrs6 && n < FLT_ADDRS_PORT; j++)
+			if (v->addrs6[j].port == i)
+				want[n++] = dpsock_mc_addr6(v->addrs6[j].addr);
 		/* added first, then removed: an address that moves is never
 		 * missing */
 		for (j = 0; j < n; j++) {
-			for (k = 0; k < f->n_addrs[i] && f->addrs[i][k] != want[j]; k++)
+			for (k = 0; k < f->n_addrs[i] && !dpsock_mc_addr_eq(f->addrs[i][k], want[j]);
+			     k++)
 				;
 			if (k == f->n_addrs[i])
 				backend_addr(f, i, want[j], true);
 		}
 		for (k = 0; k < f->n_addrs[i]; k++) {
-			for (j = 0; j < n && want[j] != f->addrs[i][k]; j++)
+			for (j = 0; j < n && !dpsock_mc_addr_eq(want[j], f->addrs[i][k]); j++)
 				;
 			if (j == n)
 				backend_addr(f, i, f->addrs[i][k], false);

@@ -18,7 +18,11 @@
  *   - UDP to a multicast group one of its sockets joined;
  *   - the IP fragments of all of the above (the first fragment decides for
  *     its datagram: source, destination, id and protocol remembered).
- * Everything else is the kernel's.
+ * Everything else is the kernel's. Both families: an address is a
+ * struct dpsock_mc_addr (abi/mcast_filter.h: 16 bytes, network order, an
+ * IPv4 address in its mapped form ::ffff:a.b.c.d); a port entry's "every
+ * local address" is ::ffff:0.0.0.0 for IPv4's and :: for IPv6's (a
+ * dual-stack socket serves both).
  *
  * The registry (filter.c) counts the sockets behind each entry and tells a
  * port's backend only of changes; a backend makes the NIC, or the kernel,
@@ -42,6 +46,8 @@
 
 #include <rte_flow.h>
 
+#include "mcast_filter.h"
+
 /* ---- the registry (filter.c) ---------------------------------------------------- */
 
 struct dpsock_stack;
@@ -56,16 +62,33 @@ int dpsock_filter_init(struct dpsock_stack *d, char *err, size_t errlen);
 /* Before the ports stop: the kernel gets every frame again; the
  * reservation is put back. */
 void dpsock_filter_fini(struct dpsock_stack *d);
-/* A socket serves proto (IPPROTO_TCP/UDP), local addr (network order, 0:
- * any), port (host order); counted. hold: the port is also taken in the
+/* A socket serves proto (IPPROTO_TCP/UDP), local addr (one local address,
+ * or a family's any: dpsock_filter_any4/6), port (host order); counted. hold: the port is also taken in the
  * kernel (a native socket's; a preloaded program's kernel socket holds its
  * own). -EADDRINUSE when the kernel has the port already; 0 without a
  * shared port. Any thread. */
-int dpsock_filter_serve(struct dpsock_stack *d, uint8_t proto, uint32_t addr, uint16_t port,
-			bool hold);
-void dpsock_filter_unserve(struct dpsock_stack *d, uint8_t proto, uint32_t addr, uint16_t port);
-/* A multicast group joined on port port_idx (counted). */
-int dpsock_filter_group(struct dpsock_stack *d, unsigned int port_idx, uint32_t group, bool add);
+int dpsock_filter_serve(struct dpsock_stack *d, uint8_t proto, struct dpsock_mc_addr addr,
+			uint16_t port, bool hold);
+void dpsock_filter_unserve(struct dpsock_stack *d, uint8_t proto, struct dpsock_mc_addr addr,
+			   uint16_t port);
+/* A multicast group (either family) joined on port port_idx (counted). */
+int dpsock_filter_group(struct dpsock_stack *d, unsigned int port_idx,
+			struct dpsock_mc_addr group, bool add);
+
+/* Every local address of IPv4 (::ffff:0.0.0.0) and of IPv6 (::). */
+static inline struct dpsock_mc_addr
+dpsock_filter_any4(void)
+{
+	return dpsock_mc_addr4(0);
+}
+
+static inline struct dpsock_mc_addr
+dpsock_filter_any6(void)
+{
+	struct dpsock_mc_addr a = { { 0, 0, 0, 0 } };
+
+	return a;
+}
 /* The local addresses of a new net view (control side). */
 void dpsock_filter_netview(struct dpsock_stack *d, const struct dpsock_netview *v);
 /* The XDP program's counters on a port (zeros without one). */
@@ -106,15 +129,16 @@ struct dpsock_xdpf *dpsock_xdpf_open(unsigned int ifindex, const int *xsk_fds,
  * program it attached, and logs an error while dpsockd's link holds the
  * interface instead (harmless otherwise). */
 void dpsock_xdpf_close(struct dpsock_xdpf *x);
-/* A local address of the port (network order). */
-int dpsock_xdpf_addr(struct dpsock_xdpf *x, uint32_t addr, bool add);
-/* TCP (6) or UDP (17) to local port (host order) on addr (network order,
- * 0: any local address). */
-int dpsock_xdpf_port(struct dpsock_xdpf *x, uint8_t proto, uint32_t addr, uint16_t port, bool add);
+/* A local address of the port (either family). */
+int dpsock_xdpf_addr(struct dpsock_xdpf *x, struct dpsock_mc_addr addr, bool add);
+/* TCP (6) or UDP (17) to local port (host order) on addr: a local
+ * address, or every local address of a family (dpsock_filter_any4/6). */
+int dpsock_xdpf_port(struct dpsock_xdpf *x, uint8_t proto, struct dpsock_mc_addr addr,
+		     uint16_t port, bool add);
 /* dpsock's ephemeral range, host order, lo <= hi (0, 0: none). */
 int dpsock_xdpf_ephemeral(struct dpsock_xdpf *x, uint16_t lo, uint16_t hi);
-/* UDP to a multicast group (network order). */
-int dpsock_xdpf_group(struct dpsock_xdpf *x, uint32_t group, bool add);
+/* UDP to a multicast group (224.0.0.0/4 mapped, or ff00::/8). */
+int dpsock_xdpf_group(struct dpsock_xdpf *x, struct dpsock_mc_addr group, bool add);
 void dpsock_xdpf_stats(const struct dpsock_xdpf *x, struct dpsock_xdpf_stats *out);
 /* For tests only (test/unit/xdp_filter_test.c): the loaded program's fd, to
  * run it on crafted frames (BPF_PROG_TEST_RUN). -ENOTSUP without the XDP
@@ -126,14 +150,15 @@ int dpsock_xdpf_prog_fd(const struct dpsock_xdpf *x);
 /*
  * One rule's match, as flow_filter.c builds it before it becomes an
  * rte_flow pattern (kept apart so that the construction is unit tested
- * without a NIC): ETH [VLAN vid] / IPV4 dst=addr [/ TCP|UDP dst port/mask].
+ * without a NIC): ETH [VLAN vid] / IPV4|IPV6 dst=addr [/ TCP|UDP dst
+ * port/mask], IPV4 for a mapped address (::ffff:a.b.c.d), IPV6 otherwise.
  * The ephemeral range becomes the fewest (port, mask) pairs that cover it
  * exactly, as an address range becomes CIDR blocks; a group becomes
- * IPV4 dst=group / UDP.
+ * IPV4|IPV6 dst=group / UDP.
  */
 struct dpsock_flow_match {
 	uint16_t vlan;            /* 0: no VLAN item */
-	uint32_t dst;             /* network order */
+	struct dpsock_mc_addr dst; /* either family, network order */
 	uint8_t proto;            /* 6, 17, or 0: any (none of TCP/UDP items) */
 	uint16_t port;            /* host order */
 	uint16_t port_mask;       /* host order; 0: no port match */
@@ -164,7 +189,8 @@ int dpsock_flow_port_range(uint16_t lo, uint16_t hi, struct dpsock_flow_match *o
 /* A (proto, local address, local port) entry of the served set. */
 struct dpsock_flow_port {
 	uint8_t proto;            /* 6 or 17 */
-	uint32_t addr;            /* network order; 0: every local address */
+	struct dpsock_mc_addr addr; /* one address, or every local address of
+				     * a family: dpsock_filter_any4/6 */
 	uint16_t port;            /* host order */
 };
 
@@ -172,22 +198,26 @@ struct dpsock_flow_port {
  * what it was told). */
 struct dpsock_flow_set {
 	uint16_t vlan;                        /* VLAN id, 0: untagged */
-	const uint32_t *addrs;                /* local addresses, network order */
+	const struct dpsock_mc_addr *addrs;   /* local addresses, both families */
 	unsigned int n_addrs;
 	const struct dpsock_flow_port *ports;
 	unsigned int n_ports;
 	uint16_t eph_lo, eph_hi;              /* host order; 0, 0: none */
-	const uint32_t *groups;               /* multicast groups, network order */
+	const struct dpsock_mc_addr *groups;  /* multicast groups, both families */
 	unsigned int n_groups;
 };
 
 /*
  * The rules of a whole served set, duplicates dropped (a port served on
  * every address and on one of them gives one rule there): per local
- * address, each port entry on it or on every address, then the ephemeral
- * range's TCP blocks and its UDP blocks; then one UDP rule per group.
- * A port entry on an address that is not local gives none. Returns how
- * many, -ENOSPC (more than max) or -EINVAL (ephemeral lo > hi).
+ * address, each port entry on it or on every address of its family (an
+ * entry on dpsock_filter_any4() reaches the IPv4 addresses only, one on
+ * dpsock_filter_any6() the IPv6 ones: a dual-stack socket has one of
+ * each), then the ephemeral range's TCP blocks and its UDP blocks (on every
+ * address, both families: the replies to active opens of either); then
+ * one UDP rule per group. A port entry on an address that is not local
+ * gives none. Returns how many, -ENOSPC (more than max) or -EINVAL
+ * (ephemeral lo > hi).
  */
 int dpsock_flow_set_matches(const struct dpsock_flow_set *s, struct dpsock_flow_match *out,
 			    unsigned int max);
@@ -196,21 +226,22 @@ int dpsock_flow_set_matches(const struct dpsock_flow_set *s, struct dpsock_flow_
  * address) pair and NOT deduplicated: the backend counts how many entries
  * need each rule. Each returns how many, or -ENOSPC / -EINVAL.
  *   addr       the rules local address addr brings (whether or not it is
- *              in s): s's port entries on addr or on every address, the
- *              ephemeral blocks (TCP, then UDP) on addr
- *   port       entry e's rules: on every address of s (e->addr 0), or on
- *              e->addr when it is one of s's; none otherwise
- *   ephemeral  [lo, hi]'s blocks, TCP then UDP, on every address of s
- *              (0, 0: none)
+ *              in s): s's port entries on addr or on every address of
+ *              addr's family, the ephemeral blocks (TCP, then UDP) on addr
+ *   port       entry e's rules: on every address of s of a family (e->addr
+ *              that family's any), or on e->addr when it is one of s's;
+ *              none otherwise
+ *   ephemeral  [lo, hi]'s blocks, TCP then UDP, on every address of s,
+ *              both families (0, 0: none)
  *   group      the one UDP rule of a group (not per address)
  */
-int dpsock_flow_addr_matches(const struct dpsock_flow_set *s, uint32_t addr,
+int dpsock_flow_addr_matches(const struct dpsock_flow_set *s, struct dpsock_mc_addr addr,
 			     struct dpsock_flow_match *out, unsigned int max);
 int dpsock_flow_port_matches(const struct dpsock_flow_set *s, const struct dpsock_flow_port *e,
 			     struct dpsock_flow_match *out, unsigned int max);
 int dpsock_flow_ephemeral_matches(const struct dpsock_flow_set *s, uint16_t lo, uint16_t hi,
 				  struct dpsock_flow_match *out, unsigned int max);
-void dpsock_flow_group_match(const struct dpsock_flow_set *s, uint32_t group,
+void dpsock_flow_group_match(const struct dpsock_flow_set *s, struct dpsock_mc_addr group,
 			     struct dpsock_flow_match *out);
 
 /*
@@ -218,9 +249,14 @@ void dpsock_flow_group_match(const struct dpsock_flow_set *s, uint32_t group,
  * build it in place and do not copy it (the items point into it).
  *   ETH       untagged_only and no VLAN: spec has_vlan 0, mask has_vlan 1
  *             (a tagged frame is not dpsock's: the kernel's VLAN devices
- *             keep theirs); else no spec (any)
+ *             keep theirs); else no spec (any). No EtherType in either
+ *             family: the IP item that follows implies it
  *   VLAN      when m->vlan: tci spec vid, mask 0x0fff (priority ignored)
- *   IPV4      dst spec m->dst, mask 255.255.255.255; nothing else
+ *   IPV4      m->dst mapped (::ffff:a.b.c.d): dst spec a.b.c.d, mask
+ *             255.255.255.255; nothing else
+ *   IPV6      any other m->dst: dst spec m->dst, mask all ones; nothing
+ *             else (no next header: the TCP|UDP item says it, and no
+ *             extension header flags)
  *   TCP|UDP   when m->proto: dst_port spec port & mask, mask port_mask,
  *             network order; no spec (any port) when port_mask is 0
  *   END
@@ -233,6 +269,7 @@ struct dpsock_flow_rule {
 	struct rte_flow_item_eth eth_spec, eth_mask;
 	struct rte_flow_item_vlan vlan_spec, vlan_mask;
 	struct rte_flow_item_ipv4 ip_spec, ip_mask;
+	struct rte_flow_item_ipv6 ip6_spec, ip6_mask;
 	struct rte_flow_item_tcp tcp_spec, tcp_mask;
 	struct rte_flow_item_udp udp_spec, udp_mask;
 	struct rte_flow_item pattern[5];
@@ -241,12 +278,12 @@ int dpsock_flow_rule_build(struct dpsock_flow_rule *r, const struct dpsock_flow_
 			   bool untagged_only);
 
 /*
- * The action every rule of a port shares, built in place (do not copy):
- * QUEUE queues[0] when n is 1; else RSS over queues[0..n) with hash types
- * types (0: the PMD's default) and key (NULL or key_len 0: the PMD's
- * default key; mlx5 wants 40 bytes), level 0 (no tunnels), default function.
- * Returns 0, or -EINVAL (n 0 or above DPSOCK_FLOW_QUEUES_MAX, key_len
- * above DPSOCK_FLOW_KEY_MAX).
+ * The action every rule of a port and family shares, built in place (do
+ * not copy): QUEUE queues[0] when n is 1; else RSS over queues[0..n) with
+ * hash types types (0: the PMD's default) and key (NULL or key_len 0: the
+ * PMD's default key; mlx5 wants 40 bytes), level 0 (no tunnels), default
+ * function. Returns 0, or -EINVAL (n 0 or above DPSOCK_FLOW_QUEUES_MAX,
+ * key_len above DPSOCK_FLOW_KEY_MAX).
  */
 struct dpsock_flow_actions {
 	struct rte_flow_action_rss rss;
@@ -258,6 +295,18 @@ struct dpsock_flow_actions {
 int dpsock_flow_actions_build(struct dpsock_flow_actions *a, const uint16_t *queues,
 			      unsigned int n, const uint8_t *key, unsigned int key_len,
 			      uint64_t types);
+
+/*
+ * The RSS hash types of the IPv6 rules, from a port's (RTE_ETH_RSS_*): types
+ * as they are when they hold an IPv6 type, or are 0 (the PMD's default);
+ * else types plus the IPv6 counterpart of each IPv4 type (IPV4 → IPV6,
+ * FRAG_IPV4 → FRAG_IPV6, NONFRAG_IPV4_TCP|UDP|SCTP|OTHER →
+ * NONFRAG_IPV6_TCP|UDP|SCTP|OTHER). A PMD takes an IPv6 frame's hash
+ * fields from the IPv6 types (mlx5 picks them by the rule's L3 item), so
+ * IPv4 types alone would leave an IPv6 rule's addresses, or the whole
+ * frame, out of the hash: its flows crowded onto few queues.
+ */
+uint64_t dpsock_flow_rss_types6(uint64_t types);
 
 /*
  * A rule in testpmd's flow syntax, pattern only ("eth has_vlan is 0 /
@@ -306,7 +355,9 @@ struct dpsock_flowf_conf {
 	uint16_t vlan;            /* VLAN id of dpsock's frames, 0: untagged */
 	const uint8_t *rss_key;   /* NULL: the PMD's default key */
 	unsigned int rss_key_len;
-	uint64_t rss_types;       /* RTE_ETH_RSS_*, 0: the PMD's default */
+	uint64_t rss_types;       /* RTE_ETH_RSS_*, 0: the PMD's default; the
+				   * IPv4 rules' as they are, the IPv6 rules'
+				   * dpsock_flow_rss_types6() of them */
 	const struct dpsock_flowf_ops *ops; /* NULL: DPDK's rte_flow_* */
 };
 
@@ -328,7 +379,12 @@ struct dpsock_flowf_stats {
 /*
  * The rte_flow backend of a port in isolated mode (dpsock_flowf_isolate):
  * one rule per entry of the served set, each sending its frames to the
- * workers' queues[0..n) (RSS, or QUEUE when n is 1). Open it after
+ * workers' queues[0..n) (RSS, or QUEUE when n is 1). The RSS action is
+ * per family: IPv4 rules hash with the port's hash types as configured,
+ * IPv6 rules with dpsock_flow_rss_types6() of them, so that a port
+ * configured with IPv4 types alone still spreads IPv6 flows over the
+ * queues, while the IPv4 rules' action stays exactly the port's (a PMD
+ * without IPv6 RSS refuses the IPv6 rules only). Open it after
  * dpsock_port_start and close it before dpsock_port_stop: mlx5 in DPDK
  * 22.11 does not keep rules across a stop (no FLOW_RULE_KEEP), so rules
  * can only be created on a started port and must be gone before it stops.
@@ -352,8 +408,12 @@ struct dpsock_flowf_stats {
  * destroyed at the next change or at close; the removal still takes
  * effect (the entry is gone) and returns that -errno. Adding an entry
  * that is there is -EEXIST, removing one that is not -ENOENT, a bad
- * argument -EINVAL (proto not 6 or 17, port 0, address 0 or multicast, a
- * group that is not, lo > hi), all with nothing changed. Not thread-safe:
+ * argument -EINVAL (proto not 6 or 17, port 0, a local address that is a
+ * family's any or multicast, a group that is not multicast in its family
+ * (224.0.0.0/4 mapped, ff00::/8), lo > hi), all with nothing changed.
+ * Open validates an IPv4 sample rule only: a PMD that takes IPv4 rules
+ * but not IPv6 ones refuses the first IPv6 change, saying so, and the
+ * IPv4 flows stay dpsock's. Not thread-safe:
  * one caller at a time (the registry).
  *
  * The rules are the process's: when dpsockd exits or is killed, the PMD's
@@ -368,16 +428,16 @@ struct dpsock_flowf *dpsock_flowf_open_conf(const struct dpsock_flowf_conf *conf
 					    char *err, size_t errlen);
 /* Destroy every rule (the kernel gets those frames again) and free x. */
 void dpsock_flowf_close(struct dpsock_flowf *x);
-/* A local address of the port (network order). */
-int dpsock_flowf_addr(struct dpsock_flowf *x, uint32_t addr, bool add);
-/* TCP (6) or UDP (17) to local port (host order) on addr (network order,
- * 0: any local address). */
-int dpsock_flowf_port(struct dpsock_flowf *x, uint8_t proto, uint32_t addr, uint16_t port,
-		      bool add);
+/* A local address of the port (either family). */
+int dpsock_flowf_addr(struct dpsock_flowf *x, struct dpsock_mc_addr addr, bool add);
+/* TCP (6) or UDP (17) to local port (host order) on addr: a local
+ * address, or every local address of a family (dpsock_filter_any4/6). */
+int dpsock_flowf_port(struct dpsock_flowf *x, uint8_t proto, struct dpsock_mc_addr addr,
+		      uint16_t port, bool add);
 /* dpsock's ephemeral range, host order, lo <= hi (0, 0: none). */
 int dpsock_flowf_ephemeral(struct dpsock_flowf *x, uint16_t lo, uint16_t hi);
-/* UDP to a multicast group (network order). */
-int dpsock_flowf_group(struct dpsock_flowf *x, uint32_t group, bool add);
+/* UDP to a multicast group (224.0.0.0/4 mapped, or ff00::/8). */
+int dpsock_flowf_group(struct dpsock_flowf *x, struct dpsock_mc_addr group, bool add);
 void dpsock_flowf_stats(const struct dpsock_flowf *x, struct dpsock_flowf_stats *out);
 /* The last refused change's message ("" when none). */
 const char *dpsock_flowf_error(const struct dpsock_flowf *x);

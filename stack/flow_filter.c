@@ -30,13 +30,24 @@
  * even by SIGKILL, the kernel removes its rules and the netdev receives
  * everything again.
  *
+ * Both families: a rule's destination is an IPV4 item for an IPv4 address
+ * (mapped, ::ffff:a.b.c.d, in the served set) and an IPV6 item otherwise;
+ * a port entry on a family's any reaches that family's addresses only, the
+ * ephemeral blocks go on every address of both. The RSS action is per
+ * family (filter_priv.h, dpsock_flow_rss_types6): an IPv6 rule hashes the
+ * IPv6 tuple even where the port was configured with IPv4 types alone.
+ *
  * What a NIC rule cannot express, and so stays the kernel's, unlike the XDP
  * backend which remembers a datagram's first fragment: IP fragments other
  * than the first carry no ports, and no rule can tell dpsock's from the
  * kernel's. A datagram dpsock serves that arrives fragmented is therefore
  * not dpsock's here (whether a NIC parses a first fragment's ports is the
- * NIC's; the test plan checks it). Nor is a frame of another VLAN to
- * dpsock's addresses when the PMD cannot match has_vlan (logged at open).
+ * NIC's, and in IPv6 whether it finds them behind the fragment header, or
+ * behind any other extension header; the test plan checks it). Nor is a
+ * frame of another VLAN to dpsock's addresses when the PMD cannot match
+ * has_vlan (logged at open). ICMPv6, neighbour discovery and MLD included,
+ * matches no rule (every rule names TCP or UDP) and stays the kernel's, as
+ * ARP and ICMP do.
  */
 
 #include <errno.h>
@@ -45,6 +56,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <arpa/inet.h>
 #include <netinet/in.h>
 
 #include <rte_byteorder.h>
@@ -104,8 +116,31 @@ dpsock_flow_port_range(uint16_t lo, uint16_t hi, struct dpsock_flow_match *out,
 static bool
 match_eq(const struct dpsock_flow_match *a, const struct dpsock_flow_match *b)
 {
-	return a->vlan == b->vlan && a->dst == b->dst && a->proto == b->proto &&
+	return a->vlan == b->vlan && dpsock_mc_addr_eq(a->dst, b->dst) && a->proto == b->proto &&
 	       a->port == b->port && a->port_mask == b->port_mask;
+}
+
+/* The "every local address" of a's family (filter_priv.h). */
+static struct dpsock_mc_addr
+any_of(struct dpsock_mc_addr a)
+{
+	return dpsock_mc_addr_is4(a) ? dpsock_filter_any4() : dpsock_filter_any6();
+}
+
+static bool
+is_any(struct dpsock_mc_addr a)
+{
+	return dpsock_mc_addr_eq(a, dpsock_filter_any4()) ||
+	       dpsock_mc_addr_eq(a, dpsock_filter_any6());
+}
+
+/* Does port entry e reach local address addr: on it, or on every address
+ * of its family? (A local address is never an any, so the first test
+ * cannot mistake one for the other.) */
+static bool
+port_on(const struct dpsock_flow_port *e, struct dpsock_mc_addr addr)
+{
+	return dpsock_mc_addr_eq(e->addr, addr) || dpsock_mc_addr_eq(e->addr, any_of(addr));
 }
 
 /* Where matches go: out[0..max), optionally without duplicates; the first
@@ -118,7 +153,7 @@ struct sink {
 };
 
 static void
-sink_put(struct sink *k, uint16_t vlan, uint32_t dst, uint8_t proto, uint16_t port,
+sink_put(struct sink *k, uint16_t vlan, struct dpsock_mc_addr dst, uint8_t proto, uint16_t port,
 	 uint16_t mask)
 {
 	const struct dpsock_flow_match m = {
@@ -141,7 +176,7 @@ sink_put(struct sink *k, uint16_t vlan, uint32_t dst, uint8_t proto, uint16_t po
 
 /* [lo, hi]'s blocks for proto on dst (0, 0: none). */
 static void
-sink_range(struct sink *k, uint16_t vlan, uint32_t dst, uint8_t proto, uint16_t lo,
+sink_range(struct sink *k, uint16_t vlan, struct dpsock_mc_addr dst, uint8_t proto, uint16_t lo,
 	   uint16_t hi)
 {
 	const struct dpsock_flow_match tmpl = { .vlan = vlan, .dst = dst, .proto = proto };
@@ -166,23 +201,23 @@ sink_end(const struct sink *k)
 }
 
 static bool
-set_has_addr(const struct dpsock_flow_set *s, uint32_t addr)
+set_has_addr(const struct dpsock_flow_set *s, struct dpsock_mc_addr addr)
 {
 	unsigned int i;
 
 	for (i = 0; i < s->n_addrs; i++)
-		if (s->addrs[i] == addr)
+		if (dpsock_mc_addr_eq(s->addrs[i], addr))
 			return true;
 	return false;
 }
 
 static void
-put_addr(struct sink *k, const struct dpsock_flow_set *s, uint32_t addr)
+put_addr(struct sink *k, const struct dpsock_flow_set *s, struct dpsock_mc_addr addr)
 {
 	unsigned int i;
 
 	for (i = 0; i < s->n_ports; i++)
-		if (s->ports[i].addr == 0 || s->ports[i].addr == addr)
+		if (port_on(&s->ports[i], addr))
 			sink_put(k, s->vlan, addr, s->ports[i].proto, s->ports[i].port, 0xffff);
 	sink_range(k, s->vlan, addr, IPPROTO_TCP, s->eph_lo, s->eph_hi);
 	sink_range(k, s->vlan, addr, IPPROTO_UDP, s->eph_lo, s->eph_hi);
@@ -203,7 +238,7 @@ dpsock_flow_set_matches(const struct dpsock_flow_set *s, struct dpsock_flow_matc
 }
 
 int
-dpsock_flow_addr_matches(const struct dpsock_flow_set *s, uint32_t addr,
+dpsock_flow_addr_matches(const struct dpsock_flow_set *s, struct dpsock_mc_addr addr,
 			 struct dpsock_flow_match *out, unsigned int max)
 {
 	struct sink k = { .out = out, .max = max };
@@ -219,13 +254,15 @@ dpsock_flow_port_matches(const struct dpsock_flow_set *s, const struct dpsock_fl
 	struct sink k = { .out = out, .max = max };
 	unsigned int i;
 
-	if (e->addr != 0) {
+	if (!is_any(e->addr)) {
 		if (set_has_addr(s, e->addr))
 			sink_put(&k, s->vlan, e->addr, e->proto, e->port, 0xffff);
 		return sink_end(&k);
 	}
+	/* every address of the entry's family, and only those */
 	for (i = 0; i < s->n_addrs; i++)
-		sink_put(&k, s->vlan, s->addrs[i], e->proto, e->port, 0xffff);
+		if (port_on(e, s->addrs[i]))
+			sink_put(&k, s->vlan, s->addrs[i], e->proto, e->port, 0xffff);
 	return sink_end(&k);
 }
 
@@ -244,7 +281,7 @@ dpsock_flow_ephemeral_matches(const struct dpsock_flow_set *s, uint16_t lo, uint
 }
 
 void
-dpsock_flow_group_match(const struct dpsock_flow_set *s, uint32_t group,
+dpsock_flow_group_match(const struct dpsock_flow_set *s, struct dpsock_mc_addr group,
 			struct dpsock_flow_match *out)
 {
 	memset(out, 0, sizeof(*out));
@@ -281,10 +318,19 @@ dpsock_flow_rule_build(struct dpsock_flow_rule *r, const struct dpsock_flow_matc
 							  .spec = &r->vlan_spec,
 							  .mask = &r->vlan_mask };
 	}
-	r->ip_spec.hdr.dst_addr = m->dst;
-	r->ip_mask.hdr.dst_addr = RTE_BE32(UINT32_MAX);
-	r->pattern[n++] = (struct rte_flow_item){ .type = RTE_FLOW_ITEM_TYPE_IPV4,
-						  .spec = &r->ip_spec, .mask = &r->ip_mask };
+	if (dpsock_mc_addr_is4(m->dst)) {
+		r->ip_spec.hdr.dst_addr = m->dst.w[3];
+		r->ip_mask.hdr.dst_addr = RTE_BE32(UINT32_MAX);
+		r->pattern[n++] = (struct rte_flow_item){ .type = RTE_FLOW_ITEM_TYPE_IPV4,
+							  .spec = &r->ip_spec,
+							  .mask = &r->ip_mask };
+	} else {
+		memcpy(r->ip6_spec.hdr.dst_addr, m->dst.w, sizeof(r->ip6_spec.hdr.dst_addr));
+		memset(r->ip6_mask.hdr.dst_addr, 0xff, sizeof(r->ip6_mask.hdr.dst_addr));
+		r->pattern[n++] = (struct rte_flow_item){ .type = RTE_FLOW_ITEM_TYPE_IPV6,
+							  .spec = &r->ip6_spec,
+							  .mask = &r->ip6_mask };
+	}
 	if (m->proto == IPPROTO_TCP) {
 		r->pattern[n].type = RTE_FLOW_ITEM_TYPE_TCP;
 		if (m->port_mask != 0) {
@@ -341,12 +387,54 @@ dpsock_flow_actions_build(struct dpsock_flow_actions *a, const uint16_t *queues,
 	return 0;
 }
 
-static const char *
-ip_str(uint32_t a, char *buf, size_t len)
-{
-	const uint8_t *b = (const uint8_t *)&a;
+/*
+ * The IPv4 types whose IPv6 counterparts an IPv6 rule hashes with when the
+ * port's types have no IPv6 type at all (a PMD, or a configuration, that
+ * named IPv4 alone: port.c keeps what the PMD offers of RTE_ETH_RSS_IP,
+ * _TCP and _UDP, both families on mlx5).
+ */
+static const struct {
+	uint64_t v4, v6;
+} rss_pairs[] = {
+	{ RTE_ETH_RSS_IPV4, RTE_ETH_RSS_IPV6 },
+	{ RTE_ETH_RSS_FRAG_IPV4, RTE_ETH_RSS_FRAG_IPV6 },
+	{ RTE_ETH_RSS_NONFRAG_IPV4_TCP, RTE_ETH_RSS_NONFRAG_IPV6_TCP },
+	{ RTE_ETH_RSS_NONFRAG_IPV4_UDP, RTE_ETH_RSS_NONFRAG_IPV6_UDP },
+	{ RTE_ETH_RSS_NONFRAG_IPV4_SCTP, RTE_ETH_RSS_NONFRAG_IPV6_SCTP },
+	{ RTE_ETH_RSS_NONFRAG_IPV4_OTHER, RTE_ETH_RSS_NONFRAG_IPV6_OTHER },
+};
 
-	snprintf(buf, len, "%u.%u.%u.%u", b[0], b[1], b[2], b[3]);
+#define RSS_IPV6_TYPES                                                                    \
+	(RTE_ETH_RSS_IPV6 | RTE_ETH_RSS_FRAG_IPV6 | RTE_ETH_RSS_NONFRAG_IPV6_TCP |         \
+	 RTE_ETH_RSS_NONFRAG_IPV6_UDP | RTE_ETH_RSS_NONFRAG_IPV6_SCTP |                    \
+	 RTE_ETH_RSS_NONFRAG_IPV6_OTHER | RTE_ETH_RSS_IPV6_EX | RTE_ETH_RSS_IPV6_TCP_EX |  \
+	 RTE_ETH_RSS_IPV6_UDP_EX)
+
+uint64_t
+dpsock_flow_rss_types6(uint64_t types)
+{
+	uint64_t t = types;
+	unsigned int i;
+
+	/* IPv6 types named: the port's choice for IPv6, taken as it is; 0:
+	 * the PMD's default, which hashes both families (mlx5: RTE_ETH_RSS_IP) */
+	if (types == 0 || (types & RSS_IPV6_TYPES) != 0)
+		return types;
+	for (i = 0; i < RTE_DIM(rss_pairs); i++)
+		if (types & rss_pairs[i].v4)
+			t |= rss_pairs[i].v6;
+	return t;
+}
+
+/* An address of either family as text (inet_ntop: a mapped one as IPv4). */
+static const char *
+addr_str(struct dpsock_mc_addr a, char *buf, size_t len)
+{
+	const char *s = dpsock_mc_addr_is4(a) ? inet_ntop(AF_INET, &a.w[3], buf, (socklen_t)len) :
+						inet_ntop(AF_INET6, a.w, buf, (socklen_t)len);
+
+	if (s == NULL)
+		snprintf(buf, len, "?");
 	return buf;
 }
 
@@ -355,7 +443,7 @@ dpsock_flow_match_str(const struct dpsock_flow_match *m, bool untagged_only, cha
 		      size_t len)
 {
 	const char *l4 = m->proto == IPPROTO_TCP ? "tcp" : m->proto == IPPROTO_UDP ? "udp" : NULL;
-	char ip[16], vlan[32] = "", port[48] = "";
+	char ip[INET6_ADDRSTRLEN], vlan[32] = "", port[48] = "";
 
 	if (m->vlan != 0)
 		snprintf(vlan, sizeof(vlan), " / vlan vid is %u", m->vlan);
@@ -366,9 +454,10 @@ dpsock_flow_match_str(const struct dpsock_flow_match *m, bool untagged_only, cha
 			 m->port & m->port_mask, m->port_mask);
 	else if (l4 != NULL)
 		snprintf(port, sizeof(port), " / %s", l4);
-	return snprintf(buf, len, "eth%s%s / ipv4 dst is %s%s / end",
+	return snprintf(buf, len, "eth%s%s / %s dst is %s%s / end",
 			m->vlan == 0 && untagged_only ? " has_vlan is 0" : "", vlan,
-			ip_str(m->dst, ip, sizeof(ip)), port);
+			dpsock_mc_addr_is4(m->dst) ? "ipv4" : "ipv6",
+			addr_str(m->dst, ip, sizeof(ip)), port);
 }
 
 /* ---- the backend ------------------------------------------------------------- */
@@ -385,13 +474,15 @@ struct dpsock_flowf {
 	bool untagged_only;
 	bool quiet;               /* refusals logged at debug level (open's first try) */
 	struct dpsock_flowf_ops ops;
-	struct dpsock_flow_actions act;
+	/* the action of the IPv4 rules and that of the IPv6 ones: the same
+	 * but for the RSS hash types (dpsock_flow_rss_types6) */
+	struct dpsock_flow_actions act4, act6;
 	/* the served set, as told */
-	uint32_t *addrs;
+	struct dpsock_mc_addr *addrs;
 	unsigned int n_addrs, cap_addrs;
 	struct dpsock_flow_port *ports;
 	unsigned int n_ports, cap_ports;
-	uint32_t *groups;
+	struct dpsock_mc_addr *groups;
 	unsigned int n_groups, cap_groups;
 	uint16_t eph_lo, eph_hi;
 	/* the rules installed, oldest first */
@@ -493,6 +584,7 @@ error_cause_str(const struct rte_flow_error *e, const struct dpsock_flow_rule *r
 		PART(eth_spec, "the eth item"), PART(eth_mask, "the eth item"),
 		PART(vlan_spec, "the vlan item"), PART(vlan_mask, "the vlan item"),
 		PART(ip_spec, "the ipv4 item"), PART(ip_mask, "the ipv4 item"),
+		PART(ip6_spec, "the ipv6 item"), PART(ip6_mask, "the ipv6 item"),
 		PART(tcp_spec, "the tcp item"), PART(tcp_mask, "the tcp item"),
 		PART(udp_spec, "the udp item"), PART(udp_mask, "the udp item"),
 #undef PART
@@ -500,7 +592,8 @@ error_cause_str(const struct rte_flow_error *e, const struct dpsock_flow_rule *r
 	static const char *const items[] = {
 		[RTE_FLOW_ITEM_TYPE_END] = "end", [RTE_FLOW_ITEM_TYPE_ETH] = "eth",
 		[RTE_FLOW_ITEM_TYPE_VLAN] = "vlan", [RTE_FLOW_ITEM_TYPE_IPV4] = "ipv4",
-		[RTE_FLOW_ITEM_TYPE_TCP] = "tcp", [RTE_FLOW_ITEM_TYPE_UDP] = "udp",
+		[RTE_FLOW_ITEM_TYPE_IPV6] = "ipv6", [RTE_FLOW_ITEM_TYPE_TCP] = "tcp",
+		[RTE_FLOW_ITEM_TYPE_UDP] = "udp",
 	};
 	const char *c = e->cause, *base = (const char *)r, *p = (const char *)r->pattern;
 	unsigned int i;
@@ -521,11 +614,17 @@ error_cause_str(const struct rte_flow_error *e, const struct dpsock_flow_rule *r
 	return "";
 }
 
-/* The action in testpmd's syntax, and what that syntax leaves out. */
-static void
-action_str(const struct dpsock_flowf *x, char *buf, size_t len, char *note, size_t nlen)
+/* The action of the rules of dst's family. */
+static const struct dpsock_flow_actions *
+rule_action(const struct dpsock_flowf *x, struct dpsock_mc_addr dst)
 {
-	const struct dpsock_flow_actions *a = &x->act;
+	return dpsock_mc_addr_is4(dst) ? &x->act4 : &x->act6;
+}
+
+/* An action in testpmd's syntax, and what that syntax leaves out. */
+static void
+action_str(const struct dpsock_flow_actions *a, char *buf, size_t len, char *note, size_t nlen)
+{
 	size_t off;
 	unsigned int i;
 
@@ -556,6 +655,7 @@ pmd_message(const struct rte_flow_error *e, int ret)
 static int
 rule_call(struct dpsock_flowf *x, struct flowf_rule *r, bool create, const char *what)
 {
+	const struct dpsock_flow_actions *a = rule_action(x, r->m.dst);
 	struct dpsock_flow_rule fr;
 	struct rte_flow_error ferr;
 	char pat[160], act[320], note[80], item[16];
@@ -565,10 +665,10 @@ rule_call(struct dpsock_flowf *x, struct flowf_rule *r, bool create, const char 
 	ret = dpsock_flow_rule_build(&fr, &r->m, x->untagged_only);
 	memset(&ferr, 0, sizeof(ferr));
 	if (ret == 0 && !create) {
-		ret = x->ops.validate(x->port_id, &fr.attr, fr.pattern, x->act.actions, &ferr);
+		ret = x->ops.validate(x->port_id, &fr.attr, fr.pattern, a->actions, &ferr);
 	} else if (ret == 0) {
 		rte_errno = 0;
-		r->flow = x->ops.create(x->port_id, &fr.attr, fr.pattern, x->act.actions, &ferr);
+		r->flow = x->ops.create(x->port_id, &fr.attr, fr.pattern, a->actions, &ferr);
 		if (r->flow == NULL)
 			ret = rte_errno > 0 ? -rte_errno : -EIO;
 		else
@@ -580,8 +680,8 @@ rule_call(struct dpsock_flowf *x, struct flowf_rule *r, bool create, const char 
 			DPSOCK_LOG(DEBUG, pmd, "port %u: %s: rule %s", x->port_id, what, pat);
 		return 0;
 	}
-	action_str(x, act, sizeof(act), note, sizeof(note));
-	cause = error_cause_str(&ferr, &fr, &x->act, item, sizeof(item));
+	action_str(a, act, sizeof(act), note, sizeof(note));
+	cause = error_cause_str(&ferr, &fr, a, item, sizeof(item));
 	/* ("item spec of the tcp item"; an item's own error names the item alone) */
 	type = ferr.type == RTE_FLOW_ERROR_TYPE_NONE ||
 	       ferr.type == RTE_FLOW_ERROR_TYPE_UNSPECIFIED ||
@@ -705,8 +805,8 @@ undo:
 	return ret;
 }
 
-/* An address (network order) as text, for messages. */
-#define ADDR_STR(a) ip_str((a), (char[16]){ 0 }, 16)
+/* An address of either family as text, for messages. */
+#define ADDR_STR(a) addr_str((a), (char[INET6_ADDRSTRLEN]){ 0 }, INET6_ADDRSTRLEN)
 
 int
 dpsock_flowf_isolate(uint16_t port_id, char *err, size_t errlen)
@@ -741,8 +841,8 @@ dpsock_flowf_open_conf(const struct dpsock_flowf_conf *c, int *ret, char *err, s
 {
 	/* a rule of the shape every port entry takes, on TEST-NET-1 */
 	struct dpsock_flow_match probe = {
-		.vlan = c->vlan, .dst = RTE_BE32(0xc0000201), .proto = IPPROTO_TCP,
-		.port = 9, .port_mask = 0xffff,
+		.vlan = c->vlan, .dst = dpsock_mc_addr4(RTE_BE32(0xc0000201)),
+		.proto = IPPROTO_TCP, .port = 9, .port_mask = 0xffff,
 	};
 	struct flowf_rule pr = { .m = probe };
 	struct dpsock_flowf *x;
@@ -766,8 +866,10 @@ dpsock_flowf_open_conf(const struct dpsock_flowf_conf *c, int *ret, char *err, s
 	x->port_id = c->port_id;
 	x->vlan = c->vlan;
 	x->ops = c->ops != NULL ? *c->ops : flowf_dpdk_ops;
-	dpsock_flow_actions_build(&x->act, c->queues, c->n_queues, c->rss_key, c->rss_key_len,
+	dpsock_flow_actions_build(&x->act4, c->queues, c->n_queues, c->rss_key, c->rss_key_len,
 				  c->rss_types);
+	dpsock_flow_actions_build(&x->act6, c->queues, c->n_queues, c->rss_key, c->rss_key_len,
+				  dpsock_flow_rss_types6(c->rss_types));
 	/*
 	 * Untagged frames only, when the PMD can say so (mlx5 with DV flows,
 	 * its default; not with verbs flows, dv_flow_en=0): otherwise a frame
@@ -800,6 +902,10 @@ dpsock_flowf_open_conf(const struct dpsock_flowf_conf *c, int *ret, char *err, s
 	x->st.failed = 0;
 	x->err[0] = '\0';
 	x->st.untagged_only = x->untagged_only;
+	if (x->act6.rss.types != x->act4.rss.types)
+		DPSOCK_LOG(INFO, pmd, "port %u: its RSS hash types (0x%" PRIx64 ") name IPv4 "
+			   "alone: IPv6 rules hash with their IPv6 counterparts too (0x%" PRIx64
+			   ")", c->port_id, x->act4.rss.types, x->act6.rss.types);
 	*ret = 0;
 	return x;
 }
@@ -903,7 +1009,7 @@ static int
 addr_fn(const struct dpsock_flow_set *s, const void *arg, struct dpsock_flow_match *out,
 	unsigned int max)
 {
-	return dpsock_flow_addr_matches(s, *(const uint32_t *)arg, out, max);
+	return dpsock_flow_addr_matches(s, *(const struct dpsock_mc_addr *)arg, out, max);
 }
 
 static int
@@ -919,29 +1025,31 @@ group_fn(const struct dpsock_flow_set *s, const void *arg, struct dpsock_flow_ma
 {
 	if (max == 0)
 		return -ENOSPC;
-	dpsock_flow_group_match(s, *(const uint32_t *)arg, out);
+	dpsock_flow_group_match(s, *(const struct dpsock_mc_addr *)arg, out);
 	return 1;
 }
 
 /* Index of v in a[0..n), or -1. */
 static int
-find_u32(const uint32_t *a, unsigned int n, uint32_t v)
+find_addr(const struct dpsock_mc_addr *a, unsigned int n, struct dpsock_mc_addr v)
 {
 	unsigned int i;
 
 	for (i = 0; i < n; i++)
-		if (a[i] == v)
+		if (dpsock_mc_addr_eq(a[i], v))
 			return (int)i;
 	return -1;
 }
 
 int
-dpsock_flowf_addr(struct dpsock_flowf *x, uint32_t addr, bool add)
+dpsock_flowf_addr(struct dpsock_flowf *x, struct dpsock_mc_addr addr, bool add)
 {
-	char what[64];
-	int i = find_u32(x->addrs, x->n_addrs, addr), ret;
+	char what[96];
+	int i = find_addr(x->addrs, x->n_addrs, addr), ret;
 
-	if (addr == 0 || (rte_be_to_cpu_32(addr) >> 28) == 0xe)
+	/* (an any would read as a port entry's "every address"; a group is
+	 * dpsock_flowf_group's) */
+	if (is_any(addr) || dpsock_mc_is_group(addr))
 		return -EINVAL;
 	if (add && i >= 0)
 		return -EEXIST;
@@ -965,18 +1073,18 @@ dpsock_flowf_addr(struct dpsock_flowf *x, uint32_t addr, bool add)
 }
 
 int
-dpsock_flowf_port(struct dpsock_flowf *x, uint8_t proto, uint32_t addr, uint16_t port,
-		  bool add)
+dpsock_flowf_port(struct dpsock_flowf *x, uint8_t proto, struct dpsock_mc_addr addr,
+		  uint16_t port, bool add)
 {
 	const struct dpsock_flow_port e = { .proto = proto, .addr = addr, .port = port };
-	char what[96];
+	char what[128];
 	unsigned int i;
 	int ret;
 
 	if ((proto != IPPROTO_TCP && proto != IPPROTO_UDP) || port == 0)
 		return -EINVAL;
 	for (i = 0; i < x->n_ports; i++)
-		if (x->ports[i].proto == proto && x->ports[i].addr == addr &&
+		if (x->ports[i].proto == proto && dpsock_mc_addr_eq(x->ports[i].addr, addr) &&
 		    x->ports[i].port == port)
 			break;
 	if (add && i < x->n_ports)
@@ -985,7 +1093,9 @@ dpsock_flowf_port(struct dpsock_flowf *x, uint8_t proto, uint32_t addr, uint16_t
 		return -ENOENT;
 	snprintf(what, sizeof(what), "%s %s port %u on %s", add ? "add" : "remove",
 		 proto == IPPROTO_TCP ? "TCP" : "UDP", port,
-		 addr != 0 ? ADDR_STR(addr) : "every address");
+		 dpsock_mc_addr_eq(addr, dpsock_filter_any4()) ? "every address (IPv4)" :
+		 dpsock_mc_addr_eq(addr, dpsock_filter_any6()) ? "every address (IPv6)" :
+		 ADDR_STR(addr));
 	if (add && grow((void **)&x->ports, &x->cap_ports, x->n_ports + 1, sizeof(*x->ports)))
 		return -ENOMEM;
 	ret = change(x, add, x->n_addrs, what, port_fn, &e);
@@ -1036,12 +1146,13 @@ dpsock_flowf_ephemeral(struct dpsock_flowf *x, uint16_t lo, uint16_t hi)
 }
 
 int
-dpsock_flowf_group(struct dpsock_flowf *x, uint32_t group, bool add)
+dpsock_flowf_group(struct dpsock_flowf *x, struct dpsock_mc_addr group, bool add)
 {
-	char what[64];
-	int i = find_u32(x->groups, x->n_groups, group), ret;
+	char what[96];
+	int i = find_addr(x->groups, x->n_groups, group), ret;
 
-	if ((rte_be_to_cpu_32(group) >> 28) != 0xe)
+	/* 224.0.0.0/4 mapped, ff00::/8 (a mapped address is never ff..) */
+	if (!dpsock_mc_is_group(group))
 		return -EINVAL;
 	if (add && i >= 0)
 		return -EEXIST;
@@ -1087,13 +1198,17 @@ int
 dpsock_flowf_dump(const struct dpsock_flowf *x, FILE *f)
 {
 	struct rte_flow_error ferr;
-	char pat[160], act[320], note[80];
+	char pat[160], act[320], note[80], act6[320], note6[80];
 	unsigned int i;
 	int ret;
 
-	action_str(x, act, sizeof(act), note, sizeof(note));
+	action_str(&x->act4, act, sizeof(act), note, sizeof(note));
+	action_str(&x->act6, act6, sizeof(act6), note6, sizeof(note6));
 	fprintf(f, "port %u: %u rule(s), ingress priority %u, actions %s / end%s\n", x->port_id,
 		x->n_rules, DPSOCK_FLOW_PRIORITY, act, note);
+	/* (the same action but for the hash types, when they differ) */
+	if (strcmp(act, act6) != 0 || strcmp(note, note6) != 0)
+		fprintf(f, "port %u: IPv6 rules: actions %s / end%s\n", x->port_id, act6, note6);
 	for (i = 0; i < x->n_rules; i++) {
 		dpsock_flow_match_str(&x->rules[i].m, x->untagged_only, pat, sizeof(pat));
 		fprintf(f, "  refs %u%s  %s\n", x->rules[i].refs,

@@ -5,12 +5,15 @@
  * read over rtnetlink at start and followed while the stack runs.
  *
  *   link        RTM_NEWLINK: MTU, MAC, carrier (IFF_UP and IFF_LOWER_UP)
- *   addresses   RTM_NEWADDR / RTM_DELADDR: every IPv4 address of the netdev
+ *   addresses   RTM_NEWADDR / RTM_DELADDR: every IPv4 address of the netdev,
+ *               and every IPv6 one that passed duplicate address detection
+ *               (not tentative, not failed), the link-local one included
  *   routes      RTM_NEWROUTE / RTM_DELROUTE: the main table's unicast IPv4
- *               routes whose output interface is the netdev (the default
- *               gateway among them)
- *   neighbours  RTM_NEWNEIGH / RTM_DELNEIGH: IPv4 neighbours of the netdev
- *               with a link-layer address in a usable state
+ *               and IPv6 routes whose output interface is the netdev (the
+ *               default gateway among them; IPv6's from router
+ *               advertisements too)
+ *   neighbours  RTM_NEWNEIGH / RTM_DELNEIGH: IPv4 and IPv6 neighbours of the
+ *               netdev with a link-layer address in a usable state
  *
  * A control thread (a plain pthread, asleep in poll between messages)
  * keeps this model and, after each batch of messages that changed
@@ -18,13 +21,16 @@
  * (netview.c): addresses reach the workers' netifs within one loop
  * iteration of theirs. Changes of links, addresses and routes are logged.
  *
- * Neighbours: dpsock sends no ARP on a shared port (the kernel owns ARP
- * there, and the replies would go to the kernel anyway). When a worker
- * needs a MAC the view lacks, it asks through dpsock_kfollow_resolve; the
- * thread asks the kernel to resolve it (RTM_NEWNEIGH with NTF_USE: the
- * kernel creates the entry if needed and sends its ARP request), and the
- * kernel's RTM_NEWNEIGH with the answer makes the next view.
+ * Neighbours: dpsock sends no ARP and no neighbour solicitation on a shared
+ * port (the kernel owns both there, and the answers would go to the kernel
+ * anyway: the XDP filter passes ARP and ICMPv6). When a worker needs a MAC
+ * the view lacks, it asks through dpsock_kfollow_resolve(6); the thread
+ * asks the kernel to resolve it (RTM_NEWNEIGH with NTF_USE: the kernel
+ * creates the entry if needed and sends its ARP request or neighbour
+ * solicitation), and the kernel's RTM_NEWNEIGH with the answer makes the
+ * next view.
  */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <net/if.h>
 #include <poll.h>
@@ -60,6 +66,11 @@ struct kf_addr {
 	uint8_t plen;
 };
 
+struct kf_addr6 {
+	uint8_t addr[16];
+	uint8_t plen;
+};
+
 struct kf_port {
 	unsigned int ifindex;
 	char ifname[IF_NAMESIZE];
@@ -69,6 +80,8 @@ struct kf_port {
 	uint8_t mac[6];
 	unsigned int n_addrs;
 	struct kf_addr addrs[DPSOCK_NV_ADDRS_PORT];
+	unsigned int n_addrs6;
+	struct kf_addr6 addrs6[DPSOCK_NV_ADDRS6_PORT];
 };
 
 struct kf_route {
@@ -84,8 +97,17 @@ struct kf_neigh {
 	bool usable;
 };
 
+/* A neighbour to resolve: what a worker puts in the ring, and what the
+ * thread remembers it asked. */
+struct kf_nb {
+	uint8_t port;
+	uint8_t v6;
+	uint8_t pad[2];
+	uint8_t ip[16];           /* IPv4: the first 4 bytes */
+};
+
 struct kf_asked {
-	uint64_t key;             /* port << 32 | ip */
+	struct kf_nb nb;
 	uint64_t when_ms;
 };
 
@@ -97,12 +119,16 @@ struct dpsock_kfollow {
 	pthread_t thread;
 	bool running;
 	uint32_t stop;            /* shared */
-	struct rte_ring *resolve; /* MP/SC: port << 32 | ip (network order) */
+	struct rte_ring *resolve; /* MP/SC, of struct kf_nb */
 	struct kf_port ports[DPSOCK_MAX_PORTS];
 	unsigned int n_routes;
 	struct kf_route routes[DPSOCK_NV_ROUTES];
 	unsigned int n_neigh;
 	struct kf_neigh neigh[DPSOCK_NV_NEIGH];
+	unsigned int n_routes6;
+	struct dpsock_nv_route6 routes6[DPSOCK_NV_ROUTES6];
+	unsigned int n_neigh6;
+	struct dpsock_nv_neigh6 neigh6[DPSOCK_NV_NEIGH6];
 	unsigned int n_asked;
 	struct kf_asked asked[64];
 	bool changed;             /* the model moved since the last view */
@@ -134,6 +160,12 @@ ipstr(uint32_t a, char *buf)
 
 	snprintf(buf, 16, "%u.%u.%u.%u", b[0], b[1], b[2], b[3]);
 	return buf;
+}
+
+static const char *
+ip6str(const uint8_t *a, char *buf)
+{
+	return inet_ntop(AF_INET6, a, buf, INET6_ADDRSTRLEN);
 }
 
 /* ---- netlink ------------------------------------------------------------------ */
@@ -221,6 +253,60 @@ on_link(struct dpsock_kfollow *kf, const struct nlmsghdr *h)
 	p->link_seen = true;
 }
 
+/* An IPv6 address of port i's netdev: usable once duplicate address
+ * detection passed (a tentative one comes again, final, when it ends). */
+static void
+on_addr6(struct dpsock_kfollow *kf, const struct nlmsghdr *h, int i)
+{
+	const struct ifaddrmsg *ifa = NLMSG_DATA(h);
+	struct rtattr *tb[IFA_MAX + 1];
+	struct kf_port *p = &kf->ports[i];
+	uint32_t flags = ifa->ifa_flags;
+	char s[INET6_ADDRSTRLEN];
+	const uint8_t *a;
+	unsigned int j;
+	bool del;
+
+	rta_parse(tb, IFA_MAX, IFA_RTA(ifa), (int)IFA_PAYLOAD(h));
+	if (tb[IFA_ADDRESS] == NULL || RTA_PAYLOAD(tb[IFA_ADDRESS]) != 16)
+		return;
+	if (tb[IFA_FLAGS] != NULL)
+		flags = *(const uint32_t *)RTA_DATA(tb[IFA_FLAGS]);
+	a = RTA_DATA(tb[IFA_ADDRESS]);
+	del = h->nlmsg_type == RTM_DELADDR || (flags & (IFA_F_TENTATIVE | IFA_F_DADFAILED));
+	for (j = 0; j < p->n_addrs6 && memcmp(p->addrs6[j].addr, a, 16) != 0; j++)
+		;
+	if (del) {
+		if (j == p->n_addrs6)
+			return;
+		memmove(&p->addrs6[j], &p->addrs6[j + 1],
+			(p->n_addrs6 - j - 1) * sizeof(p->addrs6[0]));
+		p->n_addrs6--;
+		DPSOCK_LOG(NOTICE, main, "port %s: address %s/%u removed (kernel, %s)",
+			   kf->d->ports[i].name, ip6str(a, s), ifa->ifa_prefixlen, p->ifname);
+		kf->changed = true;
+		return;
+	}
+	if (j < p->n_addrs6) {
+		if (p->addrs6[j].plen != ifa->ifa_prefixlen) {
+			p->addrs6[j].plen = ifa->ifa_prefixlen;
+			kf->changed = true;
+		}
+		return;
+	}
+	if (p->n_addrs6 == DPSOCK_NV_ADDRS6_PORT) {
+		DPSOCK_LOG(WARNING, main, "port %s: more than %u IPv6 addresses on %s: %s is not "
+			   "served", kf->d->ports[i].name, DPSOCK_NV_ADDRS6_PORT, p->ifname,
+			   ip6str(a, s));
+		return;
+	}
+	p->addrs6[p->n_addrs6] = (struct kf_addr6){ .plen = ifa->ifa_prefixlen };
+	memcpy(p->addrs6[p->n_addrs6++].addr, a, 16);
+	DPSOCK_LOG(NOTICE, main, "port %s: address %s/%u (kernel, %s)", kf->d->ports[i].name,
+		   ip6str(a, s), ifa->ifa_prefixlen, p->ifname);
+	kf->changed = true;
+}
+
 static void
 on_addr(struct dpsock_kfollow *kf, const struct nlmsghdr *h)
 {
@@ -232,7 +318,13 @@ on_addr(struct dpsock_kfollow *kf, const struct nlmsghdr *h)
 	char s[16];
 	int i;
 
-	if (ifa->ifa_family != AF_INET || (i = port_of_ifindex(kf, ifa->ifa_index)) < 0)
+	if ((i = port_of_ifindex(kf, ifa->ifa_index)) < 0)
+		return;
+	if (ifa->ifa_family == AF_INET6) {
+		on_addr6(kf, h, i);
+		return;
+	}
+	if (ifa->ifa_family != AF_INET)
 		return;
 	p = &kf->ports[i];
 	rta_parse(tb, IFA_MAX, IFA_RTA(ifa), (int)IFA_PAYLOAD(h));
@@ -269,6 +361,61 @@ on_addr(struct dpsock_kfollow *kf, const struct nlmsghdr *h)
 	kf->changed = true;
 }
 
+/* An IPv6 route of port i's netdev (attributes in tb). */
+static void
+on_route6(struct dpsock_kfollow *kf, const struct nlmsghdr *h, struct rtattr **tb, int i)
+{
+	const struct rtmsg *rt = NLMSG_DATA(h);
+	struct dpsock_nv_route6 r = { .prefix_len = rt->rtm_dst_len, .port = (uint8_t)i };
+	char s1[INET6_ADDRSTRLEN], s2[INET6_ADDRSTRLEN];
+	static const uint8_t any[16];
+	unsigned int j;
+
+	if (tb[RTA_DST] != NULL && RTA_PAYLOAD(tb[RTA_DST]) == 16)
+		memcpy(r.dest, RTA_DATA(tb[RTA_DST]), 16);
+	if (tb[RTA_GATEWAY] != NULL && RTA_PAYLOAD(tb[RTA_GATEWAY]) == 16)
+		memcpy(r.gateway, RTA_DATA(tb[RTA_GATEWAY]), 16);
+	if (tb[RTA_PRIORITY] != NULL)
+		r.priority = *(const uint32_t *)RTA_DATA(tb[RTA_PRIORITY]);
+	for (j = 0; j < kf->n_routes6; j++) {
+		const struct dpsock_nv_route6 *o = &kf->routes6[j];
+
+		if (memcmp(o->dest, r.dest, 16) == 0 && o->prefix_len == r.prefix_len &&
+		    o->priority == r.priority && o->port == r.port)
+			break;
+	}
+	if (h->nlmsg_type == RTM_DELROUTE) {
+		if (j == kf->n_routes6)
+			return;
+		kf->routes6[j] = kf->routes6[--kf->n_routes6];
+		if (memcmp(r.gateway, any, 16) != 0)
+			DPSOCK_LOG(NOTICE, main, "port %s: route %s/%u via %s removed (kernel)",
+				   kf->d->ports[i].name, ip6str(r.dest, s1), r.prefix_len,
+				   ip6str(r.gateway, s2));
+		kf->changed = true;
+		return;
+	}
+	if (j < kf->n_routes6) {
+		if (memcmp(kf->routes6[j].gateway, r.gateway, 16) != 0) {
+			kf->routes6[j] = r;
+			kf->changed = true;
+		}
+		return;
+	}
+	if (kf->n_routes6 == DPSOCK_NV_ROUTES6) {
+		if (!kf->logged_full)
+			DPSOCK_LOG(WARNING, main, "more than %u kernel IPv6 routes on the shared "
+				   "ports: the next ones are not followed", DPSOCK_NV_ROUTES6);
+		kf->logged_full = true;
+		return;
+	}
+	kf->routes6[kf->n_routes6++] = r;
+	if (memcmp(r.gateway, any, 16) != 0)
+		DPSOCK_LOG(NOTICE, main, "port %s: route %s/%u via %s (kernel)", kf->d->ports[i].name,
+			   ip6str(r.dest, s1), r.prefix_len, ip6str(r.gateway, s2));
+	kf->changed = true;
+}
+
 static void
 on_route(struct dpsock_kfollow *kf, const struct nlmsghdr *h)
 {
@@ -280,7 +427,8 @@ on_route(struct dpsock_kfollow *kf, const struct nlmsghdr *h)
 	char s1[16], s2[16];
 	int i;
 
-	if (rt->rtm_family != AF_INET || rt->rtm_type != RTN_UNICAST)
+	if ((rt->rtm_family != AF_INET && rt->rtm_family != AF_INET6) ||
+	    rt->rtm_type != RTN_UNICAST)
 		return;
 	rta_parse(tb, RTA_MAX, RTM_RTA(rt), (int)RTM_PAYLOAD(h));
 	if (tb[RTA_TABLE] != NULL)
@@ -288,6 +436,10 @@ on_route(struct dpsock_kfollow *kf, const struct nlmsghdr *h)
 	if (table != RT_TABLE_MAIN || tb[RTA_OIF] == NULL ||
 	    (i = port_of_ifindex(kf, *(const uint32_t *)RTA_DATA(tb[RTA_OIF]))) < 0)
 		return;
+	if (rt->rtm_family == AF_INET6) {
+		on_route6(kf, h, tb, i);
+		return;
+	}
 	r.port = (uint8_t)i;
 	if (tb[RTA_DST] != NULL)
 		memcpy(&r.dest, RTA_DATA(tb[RTA_DST]), 4);
@@ -333,6 +485,60 @@ on_route(struct dpsock_kfollow *kf, const struct nlmsghdr *h)
 	kf->changed = true;
 }
 
+/* Is a neighbour entry usable: a link-layer address in a state the kernel
+ * itself would send with. */
+static bool
+neigh_usable(const struct nlmsghdr *h, struct rtattr **tb)
+{
+	const struct ndmsg *nd = NLMSG_DATA(h);
+
+	return h->nlmsg_type == RTM_NEWNEIGH && tb[NDA_LLADDR] != NULL &&
+	       RTA_PAYLOAD(tb[NDA_LLADDR]) == 6 &&
+	       (nd->ndm_state & (NUD_REACHABLE | NUD_STALE | NUD_DELAY | NUD_PROBE |
+				 NUD_PERMANENT | NUD_NOARP));
+}
+
+/* An IPv6 neighbour of port i's netdev (attributes in tb). */
+static void
+on_neigh6(struct dpsock_kfollow *kf, const struct nlmsghdr *h, struct rtattr **tb, int i)
+{
+	struct dpsock_nv_neigh6 n = { .port = (uint8_t)i };
+	bool usable = neigh_usable(h, tb);
+	unsigned int j;
+
+	if (RTA_PAYLOAD(tb[NDA_DST]) != 16)
+		return;
+	memcpy(n.ip, RTA_DATA(tb[NDA_DST]), 16);
+	if (usable)
+		memcpy(n.mac, RTA_DATA(tb[NDA_LLADDR]), 6);
+	for (j = 0; j < kf->n_neigh6; j++)
+		if (memcmp(kf->neigh6[j].ip, n.ip, 16) == 0 && kf->neigh6[j].port == n.port)
+			break;
+	if (!usable) {
+		if (j < kf->n_neigh6) {
+			kf->neigh6[j] = kf->neigh6[--kf->n_neigh6];
+			kf->changed = true;
+		}
+		return;
+	}
+	if (j < kf->n_neigh6) {
+		if (memcmp(kf->neigh6[j].mac, n.mac, 6) != 0) {
+			kf->neigh6[j] = n;
+			kf->changed = true;
+		}
+		return;
+	}
+	if (kf->n_neigh6 == DPSOCK_NV_NEIGH6) {
+		if (!kf->logged_full)
+			DPSOCK_LOG(WARNING, main, "more than %u IPv6 neighbours on the shared ports: "
+				   "the next ones are not followed", DPSOCK_NV_NEIGH6);
+		kf->logged_full = true;
+		return;
+	}
+	kf->neigh6[kf->n_neigh6++] = n;
+	kf->changed = true;
+}
+
 static void
 on_neigh(struct dpsock_kfollow *kf, const struct nlmsghdr *h)
 {
@@ -342,18 +548,20 @@ on_neigh(struct dpsock_kfollow *kf, const struct nlmsghdr *h)
 	unsigned int j;
 	int i;
 
-	if (nd->ndm_family != AF_INET || (i = port_of_ifindex(kf, (unsigned int)nd->ndm_ifindex)) < 0)
+	if ((nd->ndm_family != AF_INET && nd->ndm_family != AF_INET6) ||
+	    (i = port_of_ifindex(kf, (unsigned int)nd->ndm_ifindex)) < 0)
 		return;
 	rta_parse(tb, NDA_MAX, (struct rtattr *)((char *)nd + NLMSG_ALIGN(sizeof(*nd))),
 		  (int)(h->nlmsg_len - NLMSG_LENGTH(sizeof(*nd))));
 	if (tb[NDA_DST] == NULL)
 		return;
+	if (nd->ndm_family == AF_INET6) {
+		on_neigh6(kf, h, tb, i);
+		return;
+	}
 	memcpy(&n.ip, RTA_DATA(tb[NDA_DST]), 4);
 	n.port = (uint8_t)i;
-	n.usable = h->nlmsg_type == RTM_NEWNEIGH && tb[NDA_LLADDR] != NULL &&
-		   RTA_PAYLOAD(tb[NDA_LLADDR]) == 6 &&
-		   (nd->ndm_state & (NUD_REACHABLE | NUD_STALE | NUD_DELAY | NUD_PROBE |
-				     NUD_PERMANENT | NUD_NOARP));
+	n.usable = neigh_usable(h, tb);
 	if (n.usable)
 		memcpy(n.mac, RTA_DATA(tb[NDA_LLADDR]), 6);
 	for (j = 0; j < kf->n_neigh; j++)
@@ -441,7 +649,8 @@ nl_read(struct dpsock_kfollow *kf, int flags)
 static int
 dump(struct dpsock_kfollow *kf, uint16_t type)
 {
-	int r = nl_dump(kf, type, type == RTM_GETLINK ? AF_UNSPEC : AF_INET);
+	/* every family: the handlers take IPv4's and IPv6's */
+	int r = nl_dump(kf, type, AF_UNSPEC);
 
 	while (r == 0)
 		r = nl_read(kf, 0);
@@ -450,7 +659,7 @@ dump(struct dpsock_kfollow *kf, uint16_t type)
 
 /* Ask the kernel to resolve a neighbour (NTF_USE: as if it sent to it). */
 static void
-ask_kernel(struct dpsock_kfollow *kf, unsigned int port, uint32_t ip)
+ask_kernel(struct dpsock_kfollow *kf, const struct kf_nb *nb)
 {
 	struct {
 		struct nlmsghdr h;
@@ -458,12 +667,14 @@ ask_kernel(struct dpsock_kfollow *kf, unsigned int port, uint32_t ip)
 		char attrs[64];
 	} req;
 	struct rtattr *rta;
-	uint64_t key = (uint64_t)port << 32 | ip, t = now_ms();
-	unsigned int i, oldest = 0;
-	char s[16];
+	uint64_t t = now_ms();
+	unsigned int i, oldest = 0, port = nb->port, alen = nb->v6 ? 16 : 4;
+	char s[INET6_ADDRSTRLEN];
 
+	if (port >= kf->d->n_ports)
+		return;
 	for (i = 0; i < kf->n_asked; i++) {
-		if (kf->asked[i].key == key) {
+		if (memcmp(&kf->asked[i].nb, nb, sizeof(*nb)) == 0) {
 			if (t - kf->asked[i].when_ms < KF_RESOLVE_AGAIN_MS)
 				return;
 			break;
@@ -477,26 +688,27 @@ ask_kernel(struct dpsock_kfollow *kf, unsigned int port, uint32_t ip)
 		else
 			i = oldest;
 	}
-	kf->asked[i] = (struct kf_asked){ .key = key, .when_ms = t };
+	kf->asked[i] = (struct kf_asked){ .nb = *nb, .when_ms = t };
 	memset(&req, 0, sizeof(req));
 	req.h.nlmsg_type = RTM_NEWNEIGH;
 	req.h.nlmsg_flags = NLM_F_REQUEST | NLM_F_CREATE | NLM_F_ACK;
 	req.h.nlmsg_len = NLMSG_LENGTH(sizeof(req.nd));
-	req.nd.ndm_family = AF_INET;
+	req.nd.ndm_family = nb->v6 ? AF_INET6 : AF_INET;
 	req.nd.ndm_ifindex = (int)kf->ports[port].ifindex;
 	req.nd.ndm_flags = NTF_USE;
 	req.nd.ndm_state = NUD_NONE;
 	rta = (struct rtattr *)((char *)&req + NLMSG_ALIGN(req.h.nlmsg_len));
 	rta->rta_type = NDA_DST;
-	rta->rta_len = RTA_LENGTH(4);
-	memcpy(RTA_DATA(rta), &ip, 4);
+	rta->rta_len = RTA_LENGTH(alen);
+	memcpy(RTA_DATA(rta), nb->ip, alen);
 	req.h.nlmsg_len = NLMSG_ALIGN(req.h.nlmsg_len) + RTA_ALIGN(rta->rta_len);
+	inet_ntop(nb->v6 ? AF_INET6 : AF_INET, nb->ip, s, sizeof(s));
 	if (nl_send(kf, &req.h) < 0)
 		DPSOCK_LOG(WARNING, main, "port %s: cannot ask the kernel to resolve %s: %s",
-			   kf->d->ports[port].name, ipstr(ip, s), strerror(errno));
+			   kf->d->ports[port].name, s, strerror(errno));
 	else
 		DPSOCK_LOG(DEBUG, main, "port %s: asked the kernel to resolve %s",
-			   kf->d->ports[port].name, ipstr(ip, s));
+			   kf->d->ports[port].name, s);
 }
 
 /* ---- the view ----------------------------------------------------------------- */
@@ -522,7 +734,16 @@ dpsock_kfollow_fill(struct dpsock_stack *d, struct dpsock_netview *v)
 			v->addrs[v->n_addrs++] = (struct dpsock_nv_addr){
 				.addr = p->addrs[j].addr, .prefix_len = p->addrs[j].plen,
 				.port = (uint8_t)i };
+		for (j = 0; j < p->n_addrs6 && v->n_addrs6 < DPSOCK_NV_ADDRS6; j++) {
+			v->addrs6[v->n_addrs6] = (struct dpsock_nv_addr6){
+				.prefix_len = p->addrs6[j].plen, .port = (uint8_t)i };
+			memcpy(v->addrs6[v->n_addrs6++].addr, p->addrs6[j].addr, 16);
+		}
 	}
+	for (i = 0; i < kf->n_routes6 && v->n_routes6 < DPSOCK_NV_ROUTES6; i++)
+		v->routes6[v->n_routes6++] = kf->routes6[i];
+	for (i = 0; i < kf->n_neigh6 && v->n_neigh6 < DPSOCK_NV_NEIGH6; i++)
+		v->neigh6[v->n_neigh6++] = kf->neigh6[i];
 	for (i = 0; i < kf->n_routes && v->n_routes < DPSOCK_NV_ROUTES; i++)
 		v->routes[v->n_routes++] = (struct dpsock_nv_route){
 			.dest = kf->routes[i].dest, .gateway = kf->routes[i].gateway,
@@ -567,8 +788,8 @@ kf_thread(void *arg)
 
 	while (!__atomic_load_n(&kf->stop, __ATOMIC_RELAXED)) {
 		struct pollfd p[2] = { { kf->nl, POLLIN, 0 }, { kf->efd, POLLIN, 0 } };
-		uint64_t key, v;
-		void *e;
+		struct kf_nb nb;
+		uint64_t v;
 
 		if (poll(p, 2, 1000) < 0 && errno != EINTR)
 			break;
@@ -576,10 +797,8 @@ kf_thread(void *arg)
 			if (read(kf->efd, &v, sizeof(v)) < 0) {
 				/* EAGAIN: drained by an earlier pass */
 			}
-			while (rte_ring_sc_dequeue(kf->resolve, &e) == 0) {
-				key = (uintptr_t)e;
-				ask_kernel(kf, (unsigned int)(key >> 32), (uint32_t)key);
-			}
+			while (rte_ring_sc_dequeue_elem(kf->resolve, &nb, sizeof(nb)) == 0)
+				ask_kernel(kf, &nb);
 		}
 		if (p[0].revents & (POLLIN | POLLERR)) {
 			int r = nl_read(kf, MSG_DONTWAIT);
@@ -588,9 +807,9 @@ kf_thread(void *arg)
 				/* the kernel dropped notifications: read it all again */
 				DPSOCK_LOG(WARNING, main, "netlink: notifications lost; reading the "
 					   "kernel's tables again");
-				kf->n_routes = kf->n_neigh = 0;
+				kf->n_routes = kf->n_neigh = kf->n_routes6 = kf->n_neigh6 = 0;
 				for (unsigned int i = 0; i < kf->d->n_ports; i++)
-					kf->ports[i].n_addrs = 0;
+					kf->ports[i].n_addrs = kf->ports[i].n_addrs6 = 0;
 				dump(kf, RTM_GETLINK);
 				dump(kf, RTM_GETADDR);
 				dump(kf, RTM_GETROUTE);
@@ -610,7 +829,8 @@ dpsock_kfollow_start(struct dpsock_stack *d, char *err, size_t errlen)
 {
 	struct sockaddr_nl sa = {
 		.nl_family = AF_NETLINK,
-		.nl_groups = RTMGRP_LINK | RTMGRP_IPV4_IFADDR | RTMGRP_IPV4_ROUTE | RTMGRP_NEIGH,
+		.nl_groups = RTMGRP_LINK | RTMGRP_IPV4_IFADDR | RTMGRP_IPV4_ROUTE |
+			     RTMGRP_IPV6_IFADDR | RTMGRP_IPV6_ROUTE | RTMGRP_NEIGH,
 	};
 	struct dpsock_kfollow *kf;
 	int rcvbuf = 4 << 20, r;
@@ -645,8 +865,8 @@ dpsock_kfollow_start(struct dpsock_stack *d, char *err, size_t errlen)
 	 * must not overflow it; ENOBUFS makes us read everything again */
 	setsockopt(kf->nl, SOL_SOCKET, SO_RCVBUFFORCE, &rcvbuf, sizeof(rcvbuf));
 	kf->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-	kf->resolve = rte_ring_create("dps_kf_resolve", KF_RESOLVE_RING, SOCKET_ID_ANY,
-				      RING_F_SC_DEQ);
+	kf->resolve = rte_ring_create_elem("dps_kf_resolve", sizeof(struct kf_nb), KF_RESOLVE_RING,
+					   SOCKET_ID_ANY, RING_F_SC_DEQ);
 	if (kf->efd < 0 || kf->resolve == NULL) {
 		snprintf(err, errlen, "kernel follower: no eventfd or ring");
 		return -ENOMEM;
@@ -662,11 +882,11 @@ dpsock_kfollow_start(struct dpsock_stack *d, char *err, size_t errlen)
 		if (!d->conf.ifaces[i].shared)
 			continue;
 		DPSOCK_LOG(NOTICE, main, "port %s shares netdev %s (ifindex %u) with the kernel: %u "
-			   "address(es), MTU %u, link %s; its addresses, routes and neighbours "
-			   "follow the kernel's", d->ports[i].name, p->ifname, p->ifindex, p->n_addrs,
-			   p->mtu, p->up ? "up" : "down");
-		if (p->n_addrs == 0)
-			DPSOCK_LOG(WARNING, main, "port %s: %s has no IPv4 address yet: nothing is "
+			   "IPv4 and %u IPv6 address(es), MTU %u, link %s; its addresses, routes "
+			   "and neighbours follow the kernel's", d->ports[i].name, p->ifname,
+			   p->ifindex, p->n_addrs, p->n_addrs6, p->mtu, p->up ? "up" : "down");
+		if (p->n_addrs == 0 && p->n_addrs6 == 0)
+			DPSOCK_LOG(WARNING, main, "port %s: %s has no address yet: nothing is "
 				   "served there until the kernel has one", d->ports[i].name, p->ifname);
 	}
 	kf->changed = false;
@@ -714,16 +934,34 @@ dpsock_kfollow_stop(struct dpsock_stack *d)
 	d->kf = NULL;
 }
 
-void
-dpsock_kfollow_resolve(struct dpsock_stack *d, unsigned int port, uint32_t ip)
+static void
+resolve(struct dpsock_stack *d, const struct kf_nb *nb)
 {
 	struct dpsock_kfollow *kf = d->kf;
-	uint64_t key = (uint64_t)port << 32 | ip, one = 1;
+	uint64_t one = 1;
 
 	if (kf == NULL)
 		return;
-	if (rte_ring_mp_enqueue(kf->resolve, (void *)(uintptr_t)key) == 0 &&
+	if (rte_ring_mp_enqueue_elem(kf->resolve, (void *)(uintptr_t)nb, sizeof(*nb)) == 0 &&
 	    write(kf->efd, &one, sizeof(one)) < 0) {
 		/* EAGAIN: the counter is already set, the thread wakes */
 	}
+}
+
+void
+dpsock_kfollow_resolve(struct dpsock_stack *d, unsigned int port, uint32_t ip)
+{
+	struct kf_nb nb = { .port = (uint8_t)port };
+
+	memcpy(nb.ip, &ip, 4);
+	resolve(d, &nb);
+}
+
+void
+dpsock_kfollow_resolve6(struct dpsock_stack *d, unsigned int port, const uint8_t ip[16])
+{
+	struct kf_nb nb = { .port = (uint8_t)port, .v6 = 1 };
+
+	memcpy(nb.ip, ip, 16);
+	resolve(d, &nb);
 }

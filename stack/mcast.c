@@ -766,8 +766,8 @@ dpsock_udp_mcast_addr(struct dpsock_sock *s, int op, struct dpsock_mc_addr group
 		return -EINVAL;
 	if (iface >= dpsock_self->d->n_ports)
 		return -ENODEV;
-	/* an IPv6 group on a port without IPv6 (no address6, or shared:
-	 * its IPv6 is the kernel's) */
+	/* an IPv6 group on a port without IPv6 (no address6; a shared
+	 * netdev without IPv6, whose link-local address is missing) */
 	if (!dpsock_mc_addr_is4(group) &&
 	    !ip6_addr_isvalid(netif_ip6_addr_state(&dpsock_self->ports[iface].netif, 0)))
 		return -ENODEV;

@@ -15,12 +15,14 @@
  * (20) and net.ipv4.igmp_max_msf sources (10); a group whose filter has
  * more sources is joined for every source (EXCLUDE {}) and dpsock's sockets
  * filter on their own, as always. Dpsock's own IGMP host (mchost.c) leaves
- * shared ports alone. IPv6's groups are not joined here: a shared port's
- * IPv6 is the kernel's (dpsock_udp_mcast6 refuses them, -ENODEV).
+ * shared ports alone. IPv6's groups the same way: the kernel joins them
+ * (MCAST_JOIN_GROUP at IPPROTO_IPV6) and speaks MLD, net.ipv6.mld_max_msf
+ * (64) sources per filter.
  *
  * Runs on the main lcore's control tick when the registry moved
  * (dpsock_mcast_control): a join takes effect within 100 ms.
  */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
 #include <stdlib.h>
@@ -33,11 +35,12 @@
 #include "log_priv.h"
 #include "mcast_priv.h"
 
-/* sources the kernel takes per socket filter (its igmp_max_msf default) */
+/* sources the kernel takes per socket filter (its igmp_max_msf default;
+ * mld_max_msf is 64) */
 #define MCK_MAX_SRC 10
 
 struct mck_group {
-	uint32_t addr;
+	struct dpsock_mc_addr addr;
 	uint16_t port;
 	int fd;
 	bool seen;                /* still in the registry (this pass) */
@@ -50,11 +53,36 @@ struct dpsock_mc_kernel {
 	bool warned_src;
 };
 
-static int
-msfilter(int fd, unsigned int ifindex, uint32_t group, const struct dpsock_mc_ifstate *st,
-	 bool *all)
+/* a (group or source) address as the socket API takes it */
+static void
+mc_sockaddr(struct sockaddr_storage *ss, struct dpsock_mc_addr a)
 {
-	struct sockaddr_in *sin;
+	memset(ss, 0, sizeof(*ss));
+	if (dpsock_mc_addr_is4(a)) {
+		struct sockaddr_in *sin = (struct sockaddr_in *)ss;
+
+		sin->sin_family = AF_INET;
+		sin->sin_addr.s_addr = a.w[3];
+	} else {
+		struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)ss;
+
+		sin6->sin6_family = AF_INET6;
+		memcpy(&sin6->sin6_addr, a.w, 16);
+	}
+}
+
+static const char *
+gstr(struct dpsock_mc_addr a, char *buf)
+{
+	if (dpsock_mc_addr_is4(a))
+		return inet_ntop(AF_INET, &a.w[3], buf, INET6_ADDRSTRLEN);
+	return inet_ntop(AF_INET6, a.w, buf, INET6_ADDRSTRLEN);
+}
+
+static int
+msfilter(int fd, unsigned int ifindex, struct dpsock_mc_addr group,
+	 const struct dpsock_mc_ifstate *st, bool *all)
+{
 	struct group_filter *gf;
 	unsigned int n = st->nsrc;
 	int r = 0;
@@ -69,17 +97,13 @@ msfilter(int fd, unsigned int ifindex, uint32_t group, const struct dpsock_mc_if
 	if (gf == NULL)
 		return -ENOMEM;
 	gf->gf_interface = ifindex;
-	sin = (struct sockaddr_in *)&gf->gf_group;
-	sin->sin_family = AF_INET;
-	sin->sin_addr.s_addr = group;
+	mc_sockaddr(&gf->gf_group, group);
 	gf->gf_fmode = *all || st->mode == DPSOCK_MC_EXCLUDE ? MCAST_EXCLUDE : MCAST_INCLUDE;
 	gf->gf_numsrc = n;
-	for (unsigned int i = 0; i < n; i++) {
-		sin = (struct sockaddr_in *)&gf->gf_slist[i];
-		sin->sin_family = AF_INET;
-		sin->sin_addr.s_addr = st->src[i].w[3];
-	}
-	if (setsockopt(fd, IPPROTO_IP, MCAST_MSFILTER, gf, GROUP_FILTER_SIZE(n)) < 0)
+	for (unsigned int i = 0; i < n; i++)
+		mc_sockaddr(&gf->gf_slist[i], st->src[i]);
+	if (setsockopt(fd, dpsock_mc_addr_is4(group) ? IPPROTO_IP : IPPROTO_IPV6, MCAST_MSFILTER,
+		       gf, GROUP_FILTER_SIZE(n)) < 0)
 		r = -errno;
 	free(gf);
 	return r;
@@ -90,28 +114,26 @@ apply(struct dpsock_stack *d, struct mck_group *k, const struct dpsock_mc_ifstat
       struct dpsock_mc_kernel *mk)
 {
 	const struct dpsock_port *p = &d->ports[k->port];
-	bool all;
+	bool all, v4 = dpsock_mc_addr_is4(k->addr);
+	char g[INET6_ADDRSTRLEN];
 	int r;
 
 	if (k->fd < 0) {
 		struct group_req gr = { .gr_interface = p->caps.if_index };
-		struct sockaddr_in *sin = (struct sockaddr_in *)&gr.gr_group;
 
 		/* the filter first: a datagram after the join is dpsock's */
 		r = dpsock_filter_group(d, k->port, k->addr, true);
 		if (r != 0) {
-			DPSOCK_LOG(WARNING, pmd, "port %s: group %u.%u.%u.%u not steered to dpsock: %s",
-				   p->name, k->addr & 0xff, k->addr >> 8 & 0xff, k->addr >> 16 & 0xff,
-				   k->addr >> 24, strerror(-r));
+			DPSOCK_LOG(WARNING, pmd, "port %s: group %s not steered to dpsock: %s",
+				   p->name, gstr(k->addr, g), strerror(-r));
 			return;
 		}
-		k->fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-		sin->sin_family = AF_INET;
-		sin->sin_addr.s_addr = k->addr;
-		if (k->fd < 0 || setsockopt(k->fd, IPPROTO_IP, MCAST_JOIN_GROUP, &gr, sizeof(gr)) < 0) {
-			DPSOCK_LOG(WARNING, pmd, "port %s: the kernel does not join %u.%u.%u.%u: %s",
-				   p->name, k->addr & 0xff, k->addr >> 8 & 0xff, k->addr >> 16 & 0xff,
-				   k->addr >> 24, strerror(errno));
+		k->fd = socket(v4 ? AF_INET : AF_INET6, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+		mc_sockaddr(&gr.gr_group, k->addr);
+		if (k->fd < 0 || setsockopt(k->fd, v4 ? IPPROTO_IP : IPPROTO_IPV6, MCAST_JOIN_GROUP,
+					    &gr, sizeof(gr)) < 0) {
+			DPSOCK_LOG(WARNING, pmd, "port %s: the kernel does not join %s: %s", p->name,
+				   gstr(k->addr, g), strerror(errno));
 			if (k->fd >= 0)
 				close(k->fd);
 			k->fd = -1;
@@ -121,9 +143,8 @@ apply(struct dpsock_stack *d, struct mck_group *k, const struct dpsock_mc_ifstat
 	}
 	r = msfilter(k->fd, p->caps.if_index, k->addr, st, &all);
 	if (r != 0)
-		DPSOCK_LOG(WARNING, pmd, "port %s: the kernel's source filter of %u.%u.%u.%u: %s",
-			   p->name, k->addr & 0xff, k->addr >> 8 & 0xff, k->addr >> 16 & 0xff,
-			   k->addr >> 24, strerror(-r));
+		DPSOCK_LOG(WARNING, pmd, "port %s: the kernel's source filter of %s: %s", p->name,
+			   gstr(k->addr, g), strerror(-r));
 	if (all && !mk->warned_src) {
 		mk->warned_src = true;
 		DPSOCK_LOG(NOTICE, pmd, "port %s: a group's source filter has more than %u "
@@ -137,7 +158,7 @@ static void
 drop(struct dpsock_stack *d, struct mck_group *k)
 {
 	if (k->fd >= 0) {
-		close(k->fd);   /* the kernel leaves (its IGMP report goes out) */
+		close(k->fd);   /* the kernel leaves (its IGMP or MLD report goes out) */
 		dpsock_filter_group(d, k->port, k->addr, false);
 	}
 	k->fd = -1;
@@ -155,7 +176,11 @@ dpsock_mcast_kernel_sync(struct dpsock_stack *d)
 {
 	struct dpsock_mcast *mc = d->mc;
 	struct dpsock_mc_kernel *mk;
-	struct snap { uint32_t addr; uint16_t port; struct dpsock_mc_ifstate st; } *v = NULL;
+	struct snap {
+		struct dpsock_mc_addr addr;
+		uint16_t port;
+		struct dpsock_mc_ifstate st;
+	} *v = NULL;
 	const struct dpsock_mc_group *rg;
 	unsigned int n = 0, i, j;
 
@@ -169,11 +194,9 @@ dpsock_mcast_kernel_sync(struct dpsock_stack *d)
 		rte_spinlock_unlock(&mc->lock);
 		return;
 	}
-	/* IPv4's groups: a shared port's IPv6 is the kernel's alone */
 	for (rg = mc->groups; rg != NULL; rg = rg->next)
-		if (rg->port < d->n_ports && d->ports[rg->port].shared &&
-		    dpsock_mc_addr_is4(rg->addr)) {
-			v[n].addr = rg->addr.w[3];
+		if (rg->port < d->n_ports && d->ports[rg->port].shared) {
+			v[n].addr = rg->addr;
 			v[n].port = rg->port;
 			v[n++].st = rg->st;
 		}
@@ -186,7 +209,7 @@ dpsock_mcast_kernel_sync(struct dpsock_stack *d)
 		bool member = v[i].st.mode == DPSOCK_MC_EXCLUDE || v[i].st.nsrc > 0;
 
 		for (j = 0; j < mk->n; j++)
-			if (mk->g[j].addr == v[i].addr && mk->g[j].port == v[i].port)
+			if (dpsock_mc_addr_eq(mk->g[j].addr, v[i].addr) && mk->g[j].port == v[i].port)
 				k = &mk->g[j];
 		if (!member)
 			continue;  /* INCLUDE {}: not a member (RFC 3376) */

@@ -683,6 +683,22 @@ dpsock_lwip_route_gw(struct netif *netif, const ip4_addr_t *dest)
 	return (const ip4_addr_t *)(const void *)&r->gateway;
 }
 
+struct netif *
+dpsock_lwip_route6(const ip6_addr_t *src, const ip6_addr_t *dest)
+{
+	struct dpsock_worker *w = dpsock_self;
+	struct netif *nif;
+	int port;
+
+	(void)src;
+	if (w == NULL || w->nv == NULL ||
+	    (port = dpsock_netview_route6(w->nv, (const uint8_t *)dest->addr)) < 0 ||
+	    (unsigned int)port >= w->n_ports)
+		return NULL;
+	nif = &w->ports[port].netif;
+	return netif_is_up(nif) && netif_is_link_up(nif) ? nif : NULL;
+}
+
 /* ---- shared ports: the kernel's neighbours ---------------------------------- */
 
 /* ms a frame may wait for its neighbour; the kernel is asked again every
@@ -692,12 +708,72 @@ dpsock_lwip_route_gw(struct netif *netif, const ip4_addr_t *dest)
 #define NEIGH_WAIT_PER_HOP 16
 
 static void
-neigh_send(struct dpsock_worker_port *wp, struct pbuf *p, const uint8_t *mac)
+neigh_send(struct dpsock_worker_port *wp, struct pbuf *p, const uint8_t *mac, bool v6)
 {
 	struct eth_addr dst;
 
 	memcpy(dst.addr, mac, ETH_HWADDR_LEN);
-	ethernet_output(&wp->netif, p, (const struct eth_addr *)wp->netif.hwaddr, &dst, ETHTYPE_IP);
+	ethernet_output(&wp->netif, p, (const struct eth_addr *)wp->netif.hwaddr, &dst,
+			v6 ? ETHTYPE_IPV6 : ETHTYPE_IP);
+}
+
+static bool
+wait_is(const struct dpsock_neigh_wait *q, unsigned int port, bool v6, uint32_t nh4,
+	const uint8_t *nh6)
+{
+	return q->port == port && q->v6 == v6 &&
+	       (v6 ? memcmp(q->nexthop6, nh6, 16) == 0 : q->nexthop == nh4);
+}
+
+static void
+wait_ask(struct dpsock_worker *w, const struct dpsock_neigh_wait *q)
+{
+	if (q->v6)
+		dpsock_kfollow_resolve6(w->d, q->port, q->nexthop6);
+	else
+		dpsock_kfollow_resolve(w->d, q->port, q->nexthop);
+}
+
+/* A frame whose next hop (nh4, or nh6 for IPv6) the kernel has not
+ * resolved yet: it waits for the view that has it (a copy when lwIP may
+ * change the pbuf after this returns, as etharp_query does), and the
+ * kernel is asked to resolve it. */
+static err_t
+neigh_wait(struct dpsock_worker_port *wp, struct pbuf *p, bool v6, uint32_t nh4,
+	   const uint8_t *nh6)
+{
+	struct dpsock_worker *w = wp->w;
+	struct dpsock_neigh_wait *q;
+	unsigned int same = 0;
+
+	dpsock_stat_add(&w->stats->neigh_missing, 1);
+	for (unsigned int i = 0; i < w->n_neigh_wait; i++)
+		same += wait_is(&w->neigh_wait[i], wp->port_idx, v6, nh4, nh6);
+	if (w->n_neigh_wait == RTE_DIM(w->neigh_wait) || same >= NEIGH_WAIT_PER_HOP) {
+		dpsock_stat_add(&w->stats->neigh_dropped, 1);
+		return ERR_OK;   /* as a full ARP queue: TCP retransmits */
+	}
+	q = &w->neigh_wait[w->n_neigh_wait];
+	if (PBUF_NEEDS_COPY(p)) {
+		q->p = pbuf_clone(PBUF_LINK, PBUF_RAM, p);
+		if (q->p == NULL) {
+			dpsock_stat_add(&w->stats->neigh_dropped, 1);
+			return ERR_MEM;
+		}
+	} else {
+		pbuf_ref(p);
+		q->p = p;
+	}
+	w->n_neigh_wait++;
+	q->v6 = v6;
+	q->nexthop = nh4;
+	if (v6)
+		memcpy(q->nexthop6, nh6, 16);
+	q->port = (uint8_t)wp->port_idx;
+	q->since_tsc = q->asked_tsc = rte_rdtsc();
+	if (same == 0)
+		wait_ask(w, q);
+	return ERR_OK;
 }
 
 err_t
@@ -707,8 +783,7 @@ dpsock_netif_output_shared(struct netif *netif, struct pbuf *p, const ip4_addr_t
 	struct dpsock_worker *w = wp->w;
 	const struct dpsock_netview *v = w->nv;
 	uint32_t ip = ip4_addr_get_u32(ipaddr), nexthop = ip, gw;
-	unsigned int port, same = 0;
-	struct dpsock_neigh_wait *q;
+	unsigned int port;
 	const uint8_t *mac;
 	struct eth_addr dst;
 
@@ -739,33 +814,33 @@ dpsock_netif_output_shared(struct netif *netif, struct pbuf *p, const ip4_addr_t
 		return ethernet_output(netif, p, (const struct eth_addr *)netif->hwaddr, &dst,
 				       ETHTYPE_IP);
 	}
-	/* not known to the kernel yet: wait for it (a copy when lwIP may
-	 * change the pbuf after this returns, as etharp_query does) */
-	dpsock_stat_add(&w->stats->neigh_missing, 1);
-	for (unsigned int i = 0; i < w->n_neigh_wait; i++)
-		same += w->neigh_wait[i].nexthop == nexthop && w->neigh_wait[i].port == wp->port_idx;
-	if (w->n_neigh_wait == RTE_DIM(w->neigh_wait) || same >= NEIGH_WAIT_PER_HOP) {
-		dpsock_stat_add(&w->stats->neigh_dropped, 1);
-		return ERR_OK;   /* as a full ARP queue: TCP retransmits */
+	return neigh_wait(wp, p, false, nexthop, NULL);
+}
+
+err_t
+dpsock_netif_output6_shared(struct netif *netif, struct pbuf *p, const ip6_addr_t *ipaddr)
+{
+	struct dpsock_worker_port *wp = netif->state;
+	struct dpsock_worker *w = wp->w;
+	const uint8_t *a = (const uint8_t *)ipaddr->addr, *mac;
+	uint8_t nexthop[16];
+	struct eth_addr dst;
+
+	if (ip6_addr_ismulticast(ipaddr)) {
+		/* 33:33 and the group's low 32 bits (RFC 2464) */
+		dst = (struct eth_addr){ { 0x33, 0x33, a[12], a[13], a[14], a[15] } };
+		return ethernet_output(netif, p, (const struct eth_addr *)netif->hwaddr, &dst,
+				       ETHTYPE_IPV6);
 	}
-	q = &w->neigh_wait[w->n_neigh_wait];
-	if (PBUF_NEEDS_COPY(p)) {
-		q->p = pbuf_clone(PBUF_LINK, PBUF_RAM, p);
-		if (q->p == NULL) {
-			dpsock_stat_add(&w->stats->neigh_dropped, 1);
-			return ERR_MEM;
-		}
-	} else {
-		pbuf_ref(p);
-		q->p = p;
+	if (!dpsock_netview_nexthop6(w->nv, wp->port_idx, a, nexthop))
+		return ERR_RTE;
+	mac = dpsock_netview_neigh6(w->nv, wp->port_idx, nexthop);
+	if (mac != NULL) {
+		memcpy(dst.addr, mac, ETH_HWADDR_LEN);
+		return ethernet_output(netif, p, (const struct eth_addr *)netif->hwaddr, &dst,
+				       ETHTYPE_IPV6);
 	}
-	w->n_neigh_wait++;
-	q->nexthop = nexthop;
-	q->port = (uint8_t)wp->port_idx;
-	q->since_tsc = q->asked_tsc = rte_rdtsc();
-	if (same == 0)
-		dpsock_kfollow_resolve(w->d, wp->port_idx, nexthop);
-	return ERR_OK;
+	return neigh_wait(wp, p, true, 0, nexthop);
 }
 
 void
@@ -776,11 +851,12 @@ dpsock_netif_neigh_retry(struct dpsock_worker *w)
 
 	while (i < w->n_neigh_wait) {
 		struct dpsock_neigh_wait *q = &w->neigh_wait[i];
-		const uint8_t *mac = dpsock_netview_neigh(w->nv, q->port, q->nexthop);
+		const uint8_t *mac = q->v6 ? dpsock_netview_neigh6(w->nv, q->port, q->nexthop6) :
+				     dpsock_netview_neigh(w->nv, q->port, q->nexthop);
 
 		if (mac != NULL || now - q->since_tsc > hz / 1000 * NEIGH_WAIT_MS) {
 			if (mac != NULL)
-				neigh_send(&w->ports[q->port], q->p, mac);
+				neigh_send(&w->ports[q->port], q->p, mac, q->v6);
 			else
 				dpsock_stat_add(&w->stats->neigh_dropped, 1);
 			pbuf_free(q->p);
@@ -789,7 +865,7 @@ dpsock_netif_neigh_retry(struct dpsock_worker *w)
 		}
 		if (now - q->asked_tsc > hz / 1000 * NEIGH_ASK_MS) {
 			q->asked_tsc = now;
-			dpsock_kfollow_resolve(w->d, q->port, q->nexthop);
+			wait_ask(w, q);
 		}
 		i++;
 	}
@@ -926,9 +1002,9 @@ dpsock_netif_init(struct netif *netif)
 	netif->name[1] = 'p';
 	/* a shared port: the kernel's neighbours, no ARP of ours (netview.c) */
 	netif->output = port->shared ? dpsock_netif_output_shared : etharp_output;
-	/* IPv6 only where dpsock owns the port (address6): a shared port's
-	 * IPv6 is the kernel's */
-	netif->output_ip6 = port->shared ? NULL : ethip6_output;
+	/* IPv6: lwIP's neighbour discovery on a port dpsock owns (address6),
+	 * the kernel's neighbours on a shared one */
+	netif->output_ip6 = port->shared ? dpsock_netif_output6_shared : ethip6_output;
 	netif->linkoutput = netif_linkoutput;
 	netif->mtu = port->mtu;
 	netif->hwaddr_len = ETH_HWADDR_LEN;

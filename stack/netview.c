@@ -111,7 +111,135 @@ dpsock_netview_port_addr(const struct dpsock_netview *v, unsigned int port)
 	return 0;
 }
 
+/* ---- IPv6 lookups ---------------------------------------------------------------- */
+
+/* Do a and b share their first plen bits? */
+static bool
+prefix6_eq(const uint8_t *a, const uint8_t *b, unsigned int plen)
+{
+	unsigned int n = plen / 8, rest = plen % 8;
+
+	if (plen > 128)
+		return false;
+	if (memcmp(a, b, n) != 0)
+		return false;
+	return rest == 0 || ((a[n] ^ b[n]) & (0xff00 >> rest)) == 0;
+}
+
+static bool
+linklocal6(const uint8_t *a)
+{
+	return a[0] == 0xfe && (a[1] & 0xc0) == 0x80;
+}
+
+/* The longest route to dest (lowest priority among equals), or NULL. */
+static const struct dpsock_nv_route6 *
+route6_find(const struct dpsock_netview *v, const uint8_t *dest)
+{
+	const struct dpsock_nv_route6 *best = NULL;
+
+	for (unsigned int i = 0; i < v->n_routes6; i++) {
+		const struct dpsock_nv_route6 *r = &v->routes6[i];
+
+		if (!prefix6_eq(dest, r->dest, r->prefix_len))
+			continue;
+		if (best == NULL || r->prefix_len > best->prefix_len ||
+		    (r->prefix_len == best->prefix_len && r->priority < best->priority))
+			best = r;
+	}
+	return best;
+}
+
+/* The port of an address whose prefix holds dest, -1: none. */
+static int
+onlink6(const struct dpsock_netview *v, const uint8_t *dest)
+{
+	for (unsigned int i = 0; i < v->n_addrs6; i++)
+		if (prefix6_eq(dest, v->addrs6[i].addr, v->addrs6[i].prefix_len))
+			return v->addrs6[i].port;
+	return -1;
+}
+
+bool
+dpsock_netview_nexthop6(const struct dpsock_netview *v, unsigned int port, const uint8_t dest[16],
+			uint8_t nexthop[16])
+{
+	static const uint8_t any[16];
+	const struct dpsock_nv_route6 *r;
+
+	memcpy(nexthop, dest, 16);
+	/* a link-local destination is on the link of the port it leaves by */
+	if (linklocal6(dest) || onlink6(v, dest) == (int)port)
+		return true;
+	r = route6_find(v, dest);
+	if (r == NULL)
+		return false;
+	if (memcmp(r->gateway, any, 16) != 0)
+		memcpy(nexthop, r->gateway, 16);
+	return true;
+}
+
+int
+dpsock_netview_route6(const struct dpsock_netview *v, const uint8_t dest[16])
+{
+	const struct dpsock_nv_route6 *r;
+	int port = onlink6(v, dest);
+
+	if (port >= 0)
+		return port;
+	r = route6_find(v, dest);
+	return r != NULL ? r->port : -1;
+}
+
+static int
+neigh6_key_cmp(unsigned int port_a, const uint8_t *ip_a, unsigned int port_b, const uint8_t *ip_b)
+{
+	if (port_a != port_b)
+		return port_a < port_b ? -1 : 1;
+	return memcmp(ip_a, ip_b, 16);
+}
+
+const uint8_t *
+dpsock_netview_neigh6(const struct dpsock_netview *v, unsigned int port, const uint8_t ip[16])
+{
+	unsigned int lo = 0, hi = v->n_neigh6;
+
+	while (lo < hi) {
+		unsigned int mid = (lo + hi) / 2;
+		const struct dpsock_nv_neigh6 *n = &v->neigh6[mid];
+		int c = neigh6_key_cmp(n->port, n->ip, port, ip);
+
+		if (c == 0)
+			return n->mac;
+		if (c < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return NULL;
+}
+
+bool
+dpsock_netview_local6(const struct dpsock_netview *v, const uint8_t addr[16], unsigned int *port)
+{
+	for (unsigned int i = 0; i < v->n_addrs6; i++)
+		if (memcmp(v->addrs6[i].addr, addr, 16) == 0) {
+			if (port != NULL)
+				*port = v->addrs6[i].port;
+			return true;
+		}
+	return false;
+}
+
 /* ---- building and publishing ------------------------------------------------ */
+
+static int
+neigh6_cmp(const void *a, const void *b)
+{
+	const struct dpsock_nv_neigh6 *x = a, *y = b;
+
+	return neigh6_key_cmp(x->port, x->ip, y->port, y->ip);
+}
 
 static int
 neigh_cmp(const void *a, const void *b)
@@ -145,6 +273,11 @@ fill_owned(const struct dpsock_stack *d, struct dpsock_netview *v)
 		if (v->n_addrs < DPSOCK_NV_ADDRS)
 			v->addrs[v->n_addrs++] = (struct dpsock_nv_addr){
 				.addr = ic->addr, .prefix_len = ic->prefix_len, .port = (uint8_t)i };
+		if (ic->prefix6_len != 0 && v->n_addrs6 < DPSOCK_NV_ADDRS6) {
+			v->addrs6[v->n_addrs6] = (struct dpsock_nv_addr6){
+				.prefix_len = ic->prefix6_len, .port = (uint8_t)i };
+			memcpy(v->addrs6[v->n_addrs6++].addr, ic->addr6, 16);
+		}
 		/* what no route holds leaves by the first port with a gateway */
 		if (ic->gateway != 0 && v->n_routes < DPSOCK_NV_ROUTES)
 			v->routes[v->n_routes++] = (struct dpsock_nv_route){
@@ -167,6 +300,7 @@ dpsock_netview_build(struct dpsock_stack *d)
 	if (d->any_shared)
 		dpsock_kfollow_fill(d, v);
 	qsort(v->neigh, v->n_neigh, sizeof(v->neigh[0]), neigh_cmp);
+	qsort(v->neigh6, v->n_neigh6, sizeof(v->neigh6[0]), neigh6_cmp);
 	return v;
 }
 
@@ -315,6 +449,55 @@ port_netifs(struct dpsock_worker_port *wp, const struct dpsock_netview *v)
 	}
 }
 
+/* A shared port's IPv6 addresses sit on its first netif (lwIP keeps
+ * LWIP_IPV6_NUM_ADDRESSES per netif): slot 0 the link-local one, the
+ * others the rest; an address keeps its slot while it exists, so that its
+ * connections live on when another one comes or goes. */
+static void
+port_addrs6(struct dpsock_worker_port *wp, const struct dpsock_netview *v)
+{
+	struct netif *nif = &wp->netif;
+	const struct dpsock_nv_addr6 *want[DPSOCK_NV_ADDRS6_PORT];
+	bool placed[DPSOCK_NV_ADDRS6_PORT] = { false };
+	bool kept[LWIP_IPV6_NUM_ADDRESSES] = { false };
+	unsigned int n = 0, i;
+	int k;
+
+	for (i = 0; i < v->n_addrs6 && n < DPSOCK_NV_ADDRS6_PORT; i++)
+		if (v->addrs6[i].port == wp->port_idx)
+			want[n++] = &v->addrs6[i];
+	for (k = 0; k < LWIP_IPV6_NUM_ADDRESSES; k++) {
+		if (!ip6_addr_isvalid(netif_ip6_addr_state(nif, k)))
+			continue;
+		for (i = 0; i < n; i++)
+			if (!placed[i] && memcmp(netif_ip6_addr(nif, k)->addr, want[i]->addr, 16) == 0)
+				placed[i] = kept[k] = true;
+		if (!kept[k])
+			netif_ip6_addr_set_state(nif, k, IP6_ADDR_INVALID);
+	}
+	for (i = 0; i < n; i++) {
+		bool ll = linklocal6(want[i]->addr);
+		ip6_addr_t a;
+
+		if (placed[i])
+			continue;
+		/* the link-local address in slot 0 (lwIP's source selection
+		 * and MLD take it from there), the others after it */
+		for (k = ll ? 0 : 1; k < LWIP_IPV6_NUM_ADDRESSES && kept[k]; k++)
+			;
+		if (k == LWIP_IPV6_NUM_ADDRESSES || (ll && k != 0)) {
+			DPSOCK_LOG(WARNING, worker, "worker %u: port %s: no room for another IPv6 "
+				   "address (%u)", wp->w->idx, wp->port->name, LWIP_IPV6_NUM_ADDRESSES);
+			continue;
+		}
+		memcpy(a.addr, want[i]->addr, 16);
+		ip6_addr_clear_zone(&a);
+		netif_ip6_addr_set(nif, (s8_t)k, &a);
+		netif_ip6_addr_set_state(nif, (s8_t)k, IP6_ADDR_PREFERRED);
+		kept[k] = true;
+	}
+}
+
 void
 dpsock_netview_adopt(struct dpsock_worker *w)
 {
@@ -326,8 +509,10 @@ dpsock_netview_adopt(struct dpsock_worker *w)
 	if (v == w->nv)
 		return;
 	for (i = 0; i < w->n_ports; i++)
-		if (v->ports[i].shared)
+		if (v->ports[i].shared) {
 			port_netifs(&w->ports[i], v);
+			port_addrs6(&w->ports[i], v);
+		}
 	w->nv = v;
 	w->nv_gen = v->gen;
 	dpsock_netif_neigh_retry(w);

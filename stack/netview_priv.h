@@ -32,6 +32,13 @@
 #define DPSOCK_NV_ADDRS_PORT 8  /* addresses of one port */
 #define DPSOCK_NV_ROUTES 64
 #define DPSOCK_NV_NEIGH 1024
+/* IPv6: addresses of all ports, of one port (its link-local one and
+ * globals: the slots of lwIP's netif, LWIP_IPV6_NUM_ADDRESSES), routes,
+ * neighbours */
+#define DPSOCK_NV_ADDRS6 16
+#define DPSOCK_NV_ADDRS6_PORT 4
+#define DPSOCK_NV_ROUTES6 64
+#define DPSOCK_NV_NEIGH6 512
 
 struct dpsock_stack;
 struct dpsock_worker;
@@ -58,6 +65,28 @@ struct dpsock_nv_neigh {
 	uint8_t mac[6];
 };
 
+/* IPv6's: an address of a port (a link-local one too: fe80::/10), a
+ * route (gateway :: is on-link; ::/0 the default), a neighbour. */
+struct dpsock_nv_addr6 {
+	uint8_t addr[16];
+	uint8_t prefix_len;
+	uint8_t port;
+};
+
+struct dpsock_nv_route6 {
+	uint8_t dest[16];         /* host bits zero */
+	uint8_t gateway[16];
+	uint32_t priority;
+	uint8_t prefix_len;
+	uint8_t port;
+};
+
+struct dpsock_nv_neigh6 {
+	uint8_t ip[16];
+	uint8_t port;
+	uint8_t mac[6];
+};
+
 struct dpsock_nv_port {
 	bool shared;              /* follows the kernel netdev (no configured address) */
 	bool up;                  /* shared: the netdev's carrier (owned: always) */
@@ -76,6 +105,13 @@ struct dpsock_netview {
 	struct dpsock_nv_route routes[DPSOCK_NV_ROUTES];
 	unsigned int n_neigh;     /* shared ports' usable neighbours, sorted by (port, ip) */
 	struct dpsock_nv_neigh neigh[DPSOCK_NV_NEIGH];
+	/* IPv6: an owned port's address6, a shared port's kernel addresses */
+	unsigned int n_addrs6;    /* grouped by port */
+	struct dpsock_nv_addr6 addrs6[DPSOCK_NV_ADDRS6];
+	unsigned int n_routes6;   /* shared ports' (the kernel's main table) */
+	struct dpsock_nv_route6 routes6[DPSOCK_NV_ROUTES6];
+	unsigned int n_neigh6;    /* shared ports', sorted by (port, ip) */
+	struct dpsock_nv_neigh6 neigh6[DPSOCK_NV_NEIGH6];
 	struct dpsock_netview *older; /* kfollow.c: views not freed yet */
 };
 
@@ -107,6 +143,18 @@ const uint8_t *dpsock_netview_neigh(const struct dpsock_netview *v, unsigned int
 bool dpsock_netview_local(const struct dpsock_netview *v, uint32_t addr, unsigned int *port);
 /* The primary address of a port (0: none yet). */
 uint32_t dpsock_netview_port_addr(const struct dpsock_netview *v, unsigned int port);
+/* IPv6's: the next hop to dest from port (dest itself when on-link: a
+ * link-local address, a prefix of the port's addresses, a route without a
+ * gateway); false when no route leads there. */
+bool dpsock_netview_nexthop6(const struct dpsock_netview *v, unsigned int port,
+			     const uint8_t dest[16], uint8_t nexthop[16]);
+/* The port whose prefixes or routes lead to dest (IPv6), -1: none. */
+int dpsock_netview_route6(const struct dpsock_netview *v, const uint8_t dest[16]);
+const uint8_t *dpsock_netview_neigh6(const struct dpsock_netview *v, unsigned int port,
+				     const uint8_t ip[16]);
+/* Is addr one of the view's IPv6 addresses? Its port in *port. */
+bool dpsock_netview_local6(const struct dpsock_netview *v, const uint8_t addr[16],
+			   unsigned int *port);
 
 /* ---- kfollow.c: the kernel follower (shared ports) ---------------------------- */
 
@@ -124,5 +172,7 @@ void dpsock_kfollow_fill(struct dpsock_stack *d, struct dpsock_netview *v);
  * to (it sends the ARP request: dpsock sends none on a shared port). Any
  * thread; no system call (a ring and a wake-up of the follower). */
 void dpsock_kfollow_resolve(struct dpsock_stack *d, unsigned int port, uint32_t ip);
+/* The same for an IPv6 neighbour (the kernel's neighbour solicitation). */
+void dpsock_kfollow_resolve6(struct dpsock_stack *d, unsigned int port, const uint8_t ip[16]);
 
 #endif /* DPSOCK_NETVIEW_PRIV_H */

@@ -67,15 +67,21 @@ dpsock_port_lookup(const char *name, uint16_t *port_id, char *err, size_t errlen
 }
 
 void
-dpsock_flow_tcp_pattern(struct dpsock_flow_tcp *f, const struct dpsock_port *p, uint32_t raddr,
-			uint32_t laddr, uint16_t rport, uint16_t lport)
+dpsock_flow_tcp_pattern(struct dpsock_flow_tcp *f, const struct dpsock_port *p,
+			const struct dpsock_mc_addr *raddr, const struct dpsock_mc_addr *laddr,
+			uint16_t rport, uint16_t lport)
 {
+	bool v4 = dpsock_mc_addr_is4(*raddr);
 	unsigned int n = 0;
 
 	memset(f, 0, sizeof(*f));
-	f->ip_spec.hdr.src_addr = raddr;
-	f->ip_spec.hdr.dst_addr = laddr;
+	f->ip_spec.hdr.src_addr = raddr->w[3];
+	f->ip_spec.hdr.dst_addr = laddr->w[3];
 	f->ip_mask.hdr.src_addr = f->ip_mask.hdr.dst_addr = RTE_BE32(0xffffffff);
+	memcpy(f->ip6_spec.hdr.src_addr, raddr->w, 16);
+	memcpy(f->ip6_spec.hdr.dst_addr, laddr->w, 16);
+	memset(f->ip6_mask.hdr.src_addr, 0xff, 16);
+	memset(f->ip6_mask.hdr.dst_addr, 0xff, 16);
 	f->tcp_spec.hdr.src_port = rport;
 	f->tcp_spec.hdr.dst_port = lport;
 	f->tcp_mask.hdr.src_port = f->tcp_mask.hdr.dst_port = RTE_BE16(0xffff);
@@ -88,8 +94,12 @@ dpsock_flow_tcp_pattern(struct dpsock_flow_tcp *f, const struct dpsock_port *p, 
 							  .spec = &f->vlan_spec,
 							  .mask = &f->vlan_mask };
 	}
-	f->pattern[n++] = (struct rte_flow_item){ .type = RTE_FLOW_ITEM_TYPE_IPV4,
-						  .spec = &f->ip_spec, .mask = &f->ip_mask };
+	if (v4)
+		f->pattern[n++] = (struct rte_flow_item){ .type = RTE_FLOW_ITEM_TYPE_IPV4,
+							  .spec = &f->ip_spec, .mask = &f->ip_mask };
+	else
+		f->pattern[n++] = (struct rte_flow_item){ .type = RTE_FLOW_ITEM_TYPE_IPV6,
+							  .spec = &f->ip6_spec, .mask = &f->ip6_mask };
 	f->pattern[n++] = (struct rte_flow_item){ .type = RTE_FLOW_ITEM_TYPE_TCP,
 						  .spec = &f->tcp_spec, .mask = &f->tcp_mask };
 	f->pattern[n].type = RTE_FLOW_ITEM_TYPE_END;
@@ -110,9 +120,10 @@ probe_flow_5tuple(const struct dpsock_port *p)
 		{ .type = RTE_FLOW_ACTION_TYPE_END },
 	};
 	struct rte_flow_error ferr;
+	struct dpsock_mc_addr ra = dpsock_mc_addr4(RTE_BE32(0xc6120002));
+	struct dpsock_mc_addr la = dpsock_mc_addr4(RTE_BE32(0xc6120001));
 
-	dpsock_flow_tcp_pattern(&f, p, RTE_BE32(0xc6120002), RTE_BE32(0xc6120001), RTE_BE16(80),
-				RTE_BE16(40000));
+	dpsock_flow_tcp_pattern(&f, p, &ra, &la, RTE_BE16(80), RTE_BE16(40000));
 	memset(&ferr, 0, sizeof(ferr));
 	if (rte_flow_validate(port_id, &attr, pattern, actions, &ferr) == 0)
 		return true;

@@ -27,6 +27,8 @@
 #include <rte_flow.h>
 #include <rte_mempool.h>
 
+#include "mcast_filter.h"
+
 #define DPSOCK_RSS_KEY_MAX 64
 #define DPSOCK_RETA_MAX 512
 #define DPSOCK_PORT_QUEUES_MAX 64  /* = DPSOCK_MAX_WORKERS (checked in port.c) */
@@ -142,11 +144,14 @@ struct dpsock_port {
 struct dpsock_flow_tcp {
 	struct rte_flow_item_vlan vlan_spec, vlan_mask;
 	struct rte_flow_item_ipv4 ip_spec, ip_mask;
+	struct rte_flow_item_ipv6 ip6_spec, ip6_mask;
 	struct rte_flow_item_tcp tcp_spec, tcp_mask;
 	struct rte_flow_item pattern[5];
 };
-void dpsock_flow_tcp_pattern(struct dpsock_flow_tcp *f, const struct dpsock_port *p, uint32_t raddr,
-			     uint32_t laddr, uint16_t rport, uint16_t lport);
+/* raddr, laddr: 16 bytes (IPv4's mapped: an IPV4 item, else IPV6). */
+void dpsock_flow_tcp_pattern(struct dpsock_flow_tcp *f, const struct dpsock_port *p,
+			     const struct dpsock_mc_addr *raddr, const struct dpsock_mc_addr *laddr,
+			     uint16_t rport, uint16_t lport);
 
 /*
  * Find the port called name (PCI address "0000:03:00.0" or vdev name

@@ -82,8 +82,10 @@ struct dpsock_sock {
 	/* a listener's or bound UDP socket's entry in the shared ports' filter
 	 * (filter.c), released with the socket; proto 0: none */
 	uint8_t served_proto;
+	uint8_t n_served;
 	uint16_t served_port;
-	uint32_t served_addr;
+	struct dpsock_mc_addr served[2]; /* an address, or a family's any; a
+					  * dual-stack socket has both anys */
 	struct txm *txm_head, *txm_tail;
 	struct dpsock_sock_stats *st; /* entry in the stats socket table, or NULL */
 	struct dpsock_udp_state udp; /* UDP: memberships, multicast options (mcast.c) */
@@ -265,8 +267,8 @@ sock_free(struct dpsock_sock *s)
 {
 	if (s->dead)
 		return;
-	if (s->served_proto != 0)
-		dpsock_filter_unserve(s->w->d, s->served_proto, s->served_addr, s->served_port);
+	for (unsigned int i = 0; s->served_proto != 0 && i < s->n_served; i++)
+		dpsock_filter_unserve(s->w->d, s->served_proto, s->served[i], s->served_port);
 	s->served_proto = 0;
 	txm_free_all(s);
 	if (s->type == SOCK_TCP)
@@ -744,17 +746,62 @@ dpsock_tcp_listen(struct dpsock_worker *w, uint16_t port, int backlog,
 	return dpsock_tcp_listen_addr(w, 0, port, backlog, DPSOCK_LISTEN_IPV6, ops, user);
 }
 
-/* A listener on ip:port. served: the IPv4 address a port shared with
- * the kernel hands to dpsock (its filter), or none (127.0.0.1, IPv6: no
- * shared port carries them). */
+/* What a socket on proto/port takes on the ports shared with the kernel
+ * (their filter, filter.c), before its first SYN or datagram: each of the
+ * n addresses of sv (a local address, or a family's any); none for
+ * 127.0.0.1, which the wire never brings. Recorded in s, which releases
+ * them when freed; 0 or -errno with nothing taken. */
+static int
+sock_serve(struct dpsock_sock *s, uint8_t proto, const struct dpsock_mc_addr *sv,
+	   unsigned int n, uint16_t port, bool hold)
+{
+	unsigned int i;
+	int r = 0;
+
+	for (i = 0; i < n && r == 0; i++)
+		r = dpsock_filter_serve(s->w->d, proto, sv[i], port, hold);
+	if (r != 0) {
+		for (i--; i-- > 0;)
+			dpsock_filter_unserve(s->w->d, proto, sv[i], port);
+		return r;
+	}
+	s->served_proto = n != 0 ? proto : 0;
+	s->n_served = (uint8_t)n;
+	s->served_port = port;
+	memcpy(s->served, sv, n * sizeof(*sv));
+	return 0;
+}
+
+/* The served addresses of an IPv4 bind of addr (0: any; with ipv6, both
+ * families' anys), or of an IPv6 one (a6 NULL: any). */
+static unsigned int
+served4(uint32_t addr, bool ipv6, struct dpsock_mc_addr sv[2])
+{
+	if (addr == RTE_BE32(0x7f000001))
+		return 0;
+	sv[0] = dpsock_mc_addr4(addr);
+	sv[1] = dpsock_filter_any6();
+	return addr == 0 && ipv6 ? 2 : 1;
+}
+
+static unsigned int
+served6(const struct in6_addr *a6, struct dpsock_mc_addr sv[2])
+{
+	sv[0] = a6 != NULL && !IN6_IS_ADDR_UNSPECIFIED(a6) ? dpsock_mc_addr6(a6) :
+							     dpsock_filter_any6();
+	return 1;
+}
+
+/* A listener on ip:port, served on the addresses of sv (sock_serve). */
 static struct dpsock_sock *
-tcp_listen_ip(struct dpsock_worker *w, const ip_addr_t *ip, bool served, uint32_t addr,
-	      uint16_t port, unsigned int flags, const struct dpsock_sock_ops *ops, void *user)
+tcp_listen_ip(struct dpsock_worker *w, const ip_addr_t *ip, const struct dpsock_mc_addr *sv,
+	      unsigned int n_sv, uint16_t port, unsigned int flags,
+	      const struct dpsock_sock_ops *ops, void *user)
 {
 	struct tcp_pcb *pcb, *lpcb;
 	struct dpsock_sock *s;
 	err_t e;
-	int r = 0;
+	int r;
 
 	pcb = tcp_new_ip_type(IP_GET_TYPE(ip));
 	if (pcb == NULL) {
@@ -774,25 +821,20 @@ tcp_listen_ip(struct dpsock_worker *w, const ip_addr_t *ip, bool served, uint32_
 		errno = -err_to_errno(e);
 		return NULL;
 	}
-	/* a port shared with the kernel: dpsock's before the first SYN */
-	if (served)
-		r = dpsock_filter_serve(w->d, IPPROTO_TCP, addr, port, !(flags & DPSOCK_LISTEN_HELD));
-	if (r != 0) {
-		tcp_close(lpcb);
-		errno = -r;
-		return NULL;
-	}
 	s = sock_new(w, SOCK_TCP_LISTEN, ops, user);
 	if (s == NULL) {
-		if (served)
-			dpsock_filter_unserve(w->d, IPPROTO_TCP, addr, port);
 		tcp_close(lpcb);
 		errno = ENOMEM;
 		return NULL;
 	}
-	s->served_proto = served ? IPPROTO_TCP : 0;
-	s->served_addr = addr;
-	s->served_port = port;
+	/* a port shared with the kernel: dpsock's before the first SYN */
+	r = sock_serve(s, IPPROTO_TCP, sv, n_sv, port, !(flags & DPSOCK_LISTEN_HELD));
+	if (r != 0) {
+		sock_free(s);
+		tcp_close(lpcb);
+		errno = -r;
+		return NULL;
+	}
 	s->pcb.tcp = lpcb;
 	sock_stats_open(s);
 	tcp_arg(lpcb, s);
@@ -817,6 +859,7 @@ dpsock_tcp_listen_addr(struct dpsock_worker *w, uint32_t addr, uint16_t port, in
 {
 	ip_addr_t loop = IPADDR4_INIT(addr);
 	bool lo = addr == RTE_BE32(0x7f000001); /* 127.0.0.1 */
+	struct dpsock_mc_addr sv[2];
 
 	if (!listen_args_ok(w, flags, DPSOCK_LISTEN_HELD | DPSOCK_LISTEN_IPV6))
 		return NULL;
@@ -830,13 +873,15 @@ dpsock_tcp_listen_addr(struct dpsock_worker *w, uint32_t addr, uint16_t port, in
 	 * nothing to another address reaches it; the wire never brings
 	 * 127/8 (worker.c) */
 	return tcp_listen_ip(w, lo ? &loop : (flags & DPSOCK_LISTEN_IPV6) ? IP_ANY_TYPE :
-			     IP4_ADDR_ANY, !lo, addr, port, flags, ops, user);
+			     IP4_ADDR_ANY, sv, served4(addr, flags & DPSOCK_LISTEN_IPV6, sv), port,
+			     flags, ops, user);
 }
 
 struct dpsock_sock *
 dpsock_tcp_listen6(struct dpsock_worker *w, const struct in6_addr *addr, uint16_t port,
 		   int backlog, unsigned int flags, const struct dpsock_sock_ops *ops, void *user)
 {
+	struct dpsock_mc_addr sv[2];
 	ip_addr_t ip;
 
 	if (!listen_args_ok(w, flags, DPSOCK_LISTEN_HELD))
@@ -850,7 +895,7 @@ dpsock_tcp_listen6(struct dpsock_worker *w, const struct in6_addr *addr, uint16_
 		memcpy(ip_2_ip6(&ip)->addr, addr, 16);
 		ip6_addr_clear_zone(ip_2_ip6(&ip));
 	}
-	return tcp_listen_ip(w, &ip, false, 0, port, flags, ops, user);
+	return tcp_listen_ip(w, &ip, sv, served6(addr, sv), port, flags, ops, user);
 }
 
 /* dst as an lwIP IPv6 address from the 16 bytes at addr, and the netif
@@ -926,6 +971,7 @@ dpsock_tcp_connect(struct dpsock_worker *w, uint32_t addr, uint16_t port,
 	struct netif *nif;
 	ip_addr_t dst = IPADDR4_INIT(addr);
 	bool lo = ip4_addr_isloopback(ip_2_ip4(&dst));
+	struct dpsock_mc_addr la, ra;
 	uint16_t lport;
 
 	if (w == NULL || w != dpsock_self) {
@@ -942,9 +988,11 @@ dpsock_tcp_connect(struct dpsock_worker *w, uint32_t addr, uint16_t port,
 		errno = ENOBUFS;
 		return NULL;
 	}
+	la = dpsock_mc_addr4(lo ? addr : ip4_addr_get_u32(netif_ip4_addr(nif)));
+	ra = dpsock_mc_addr4(addr);
 	/* acquire: pairs with the release when the backend falls back */
-	lport = __atomic_load_n(&d->steer, __ATOMIC_ACQUIRE)->claim_port(w,
-		lo ? addr : ip4_addr_get_u32(netif_ip4_addr(nif)), addr, rte_cpu_to_be_16(port));
+	lport = __atomic_load_n(&d->steer, __ATOMIC_ACQUIRE)->claim_port(w, &la, &ra,
+									 rte_cpu_to_be_16(port));
 	if (lport == 0) {
 		dpsock_stat_add(&w->stats->port_claim_failed, 1);
 		errno = EADDRNOTAVAIL;
@@ -958,6 +1006,7 @@ struct dpsock_sock *
 dpsock_tcp_connect6(struct dpsock_worker *w, const struct in6_addr *addr, uint16_t port,
 		    const struct dpsock_sock_ops *ops, void *user)
 {
+	struct dpsock_mc_addr la, ra;
 	struct netif *nif;
 	const ip_addr_t *src;
 	ip_addr_t dst;
@@ -982,9 +1031,11 @@ dpsock_tcp_connect6(struct dpsock_worker *w, const struct in6_addr *addr, uint16
 		errno = ENOBUFS;
 		return NULL;
 	}
-	/* Any free port: the backends search ports by the IPv4 tuple; the
-	 * software redirect (steer.c) sends the flow's segments here. */
-	lport = dpsock_steer_claim_any(w);
+	la = dpsock_mc_addr6(ip_2_ip6(src)->addr);
+	ra = dpsock_mc_addr6(ip_2_ip6(&dst)->addr);
+	/* acquire: pairs with the release when the backend falls back */
+	lport = __atomic_load_n(&w->d->steer, __ATOMIC_ACQUIRE)->claim_port(w, &la, &ra,
+									    rte_cpu_to_be_16(port));
 	if (lport == 0) {
 		dpsock_stat_add(&w->stats->port_claim_failed, 1);
 		errno = EADDRNOTAVAIL;
@@ -1500,11 +1551,13 @@ udp_bind_args_ok(struct dpsock_worker *w, uint16_t port, unsigned int flags, uns
 	return true;
 }
 
-/* A UDP socket bound to la:port (addr: la's IPv4 address, 0 for IPv6 and
- * "any", which a port shared with the kernel hands to dpsock). */
+/* A UDP socket bound to la:port, served on the addresses of sv
+ * (sock_serve; none for a group: its datagrams come through the group,
+ * filter.c). */
 static struct dpsock_sock *
-udp_bind_ip(struct dpsock_worker *w, const ip_addr_t *la, uint32_t addr, uint16_t port,
-	    unsigned int flags, const struct dpsock_sock_ops *ops, void *user)
+udp_bind_ip(struct dpsock_worker *w, const ip_addr_t *la, const struct dpsock_mc_addr *sv,
+	    unsigned int n_sv, uint16_t port, unsigned int flags,
+	    const struct dpsock_sock_ops *ops, void *user)
 {
 	struct dpsock_sock *s;
 	struct udp_pcb *pcb;
@@ -1553,12 +1606,10 @@ udp_bind_ip(struct dpsock_worker *w, const ip_addr_t *la, uint32_t addr, uint16_
 		errno = -err_to_errno(e);
 		return NULL;
 	}
-	/* a port shared with the kernel: dpsock's before the first datagram
-	 * (a group's datagrams come through the group, filter.c); IPv6 alone
-	 * never reaches a shared port */
-	if (!IP_IS_V6(la) && !ip4_addr_ismulticast(ip_2_ip4(la))) {
-		int r = dpsock_filter_serve(w->d, IPPROTO_UDP, addr, pcb->local_port,
-					    !(flags & DPSOCK_UDP_HELD));
+	/* a port shared with the kernel: dpsock's before the first datagram */
+	{
+		int r = sock_serve(s, IPPROTO_UDP, sv, n_sv, pcb->local_port,
+				   !(flags & DPSOCK_UDP_HELD));
 
 		if (r != 0) {
 			udp_remove(pcb);
@@ -1568,9 +1619,6 @@ udp_bind_ip(struct dpsock_worker *w, const ip_addr_t *la, uint32_t addr, uint16_
 			errno = -r;
 			return NULL;
 		}
-		s->served_proto = IPPROTO_UDP;
-		s->served_addr = addr;
-		s->served_port = pcb->local_port;
 	}
 	s->pcb.udp = pcb;
 	s->owned_port = lport;
@@ -1587,6 +1635,8 @@ dpsock_udp_bind_addr(struct dpsock_worker *w, uint32_t addr, uint16_t port, unsi
 		     const struct dpsock_sock_ops *ops, void *user)
 {
 	ip_addr_t la = IPADDR4_INIT(addr);
+	struct dpsock_mc_addr sv[2];
+	unsigned int n_sv;
 
 	if (!udp_bind_args_ok(w, port, flags, DPSOCK_UDP_IPV6))
 		return NULL;
@@ -1597,13 +1647,16 @@ dpsock_udp_bind_addr(struct dpsock_worker *w, uint32_t addr, uint16_t port, unsi
 	/* both families: lwIP's "any type" pcb, bound to its any address */
 	if (flags & DPSOCK_UDP_IPV6)
 		ip_addr_copy(la, *IP_ANY_TYPE);
-	return udp_bind_ip(w, &la, addr, port, flags, ops, user);
+	n_sv = ip4_addr_ismulticast(ip_2_ip4(&la)) ? 0 :
+	       served4(addr, flags & DPSOCK_UDP_IPV6, sv);
+	return udp_bind_ip(w, &la, sv, n_sv, port, flags, ops, user);
 }
 
 struct dpsock_sock *
 dpsock_udp_bind6(struct dpsock_worker *w, const struct in6_addr *addr, uint16_t port,
 		 unsigned int flags, const struct dpsock_sock_ops *ops, void *user)
 {
+	struct dpsock_mc_addr sv[2];
 	ip_addr_t la;
 
 	if (!udp_bind_args_ok(w, port, flags, 0))
@@ -1617,7 +1670,7 @@ dpsock_udp_bind6(struct dpsock_worker *w, const struct in6_addr *addr, uint16_t 
 		memcpy(ip_2_ip6(&la)->addr, addr, 16);
 		ip6_addr_clear_zone(ip_2_ip6(&la));
 	}
-	return udp_bind_ip(w, &la, 0, port, flags, ops, user);
+	return udp_bind_ip(w, &la, sv, served6(addr, sv), port, flags, ops, user);
 }
 
 

@@ -136,7 +136,9 @@ struct dpsock_worker {
 	unsigned int n_neigh_wait;
 	struct dpsock_neigh_wait {
 		struct pbuf *p;
-		uint32_t nexthop;
+		uint32_t nexthop;         /* IPv4's */
+		uint8_t nexthop6[16];     /* IPv6's (v6) */
+		bool v6;
 		uint8_t port;
 		uint64_t since_tsc;
 		uint64_t asked_tsc;
@@ -190,10 +192,11 @@ struct dpsock_worker {
  * back to the worker that opened it. Chosen once at start. */
 struct dpsock_steer_ops {
 	const char *name;
-	/* Claim a local port for a connection from worker w to raddr:rport
-	 * (network order). Returns the port (host order) or 0 (none left). */
-	uint16_t (*claim_port)(struct dpsock_worker *w, uint32_t laddr, uint32_t raddr,
-			       uint16_t rport);
+	/* Claim a local port for a connection from worker w, laddr to
+	 * raddr:rport (rport network order; the addresses 16 bytes, IPv4's
+	 * mapped). Returns the port (host order) or 0 (none left). */
+	uint16_t (*claim_port)(struct dpsock_worker *w, const struct dpsock_mc_addr *laddr,
+			       const struct dpsock_mc_addr *raddr, uint16_t rport);
 	/* The connection's pcb is gone (after TIME_WAIT): release the port and
 	 * whatever steers it. */
 	void (*release_port)(struct dpsock_worker *w, uint16_t lport);
@@ -304,6 +307,9 @@ void dpsock_steer_teardown(struct dpsock_stack *d);
  * 4-tuple (all network order) under an RSS key (40 bytes or more). */
 uint32_t dpsock_rss_hash_ipv4_l4(const uint8_t *key, uint32_t saddr, uint32_t daddr,
 				 uint16_t sport, uint16_t dport);
+/* ... and for an IPv6 one (addresses 16 bytes, ports network order). */
+uint32_t dpsock_rss_hash_ipv6_l4(const uint8_t *key, const uint8_t *saddr, const uint8_t *daddr,
+				 uint16_t sport, uint16_t dport);
 
 /* Claim a free ephemeral port for worker w with no peer in view (the
  * software redirect of every backend steers it). Returns the port (host
@@ -349,6 +355,9 @@ void dpsock_gro_flush(struct dpsock_worker *w);
 /* A shared port's netifs send through this (netif->output): the next hop's
  * MAC from the net view, or the frame waits while the kernel resolves it. */
 err_t dpsock_netif_output_shared(struct netif *netif, struct pbuf *p, const ip4_addr_t *ipaddr);
+/* IPv6's (netif->output_ip6): the next hop from the view's IPv6 prefixes
+ * and routes, its MAC from the kernel's neighbours. */
+err_t dpsock_netif_output6_shared(struct netif *netif, struct pbuf *p, const ip6_addr_t *ipaddr);
 /* Frames waiting for a neighbour: send what the view now resolves, ask
  * again or drop what waited too long. On the worker. */
 void dpsock_netif_neigh_retry(struct dpsock_worker *w);

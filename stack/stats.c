@@ -193,6 +193,13 @@ port_info_update(struct dpsock_stack *d, unsigned int i, const struct dpsock_net
 			pi->prefix_len[n++] = v->addrs[j].prefix_len;
 		}
 	pi->n_addrs = n;
+	n = 0;
+	for (unsigned int j = 0; j < v->n_addrs6 && n < DPSOCK_STATS_PORT_ADDRS6; j++)
+		if (v->addrs6[j].port == i) {
+			memcpy(pi->addrs6[n], v->addrs6[j].addr, 16);
+			pi->prefix6_len[n++] = v->addrs6[j].prefix_len;
+		}
+	pi->n_addrs6 = n;
 	__atomic_store_n(&pi->gen, gen + 2, __ATOMIC_RELEASE);
 }
 

@@ -152,7 +152,8 @@ dpsock_steer_claim_any(struct dpsock_worker *w)
 /* ---- software ------------------------------------------------------------ */
 
 static uint16_t
-sw_claim(struct dpsock_worker *w, uint32_t laddr, uint32_t raddr, uint16_t rport)
+sw_claim(struct dpsock_worker *w, const struct dpsock_mc_addr *laddr,
+	 const struct dpsock_mc_addr *raddr, uint16_t rport)
 {
 	return port_search(w, NULL, NULL);
 }
@@ -197,8 +198,24 @@ dpsock_rss_hash_ipv4_l4(const uint8_t *key, uint32_t saddr, uint32_t daddr, uint
 	return rte_softrss((uint32_t *)&t, RTE_THASH_V4_L4_LEN, key);
 }
 
+uint32_t
+dpsock_rss_hash_ipv6_l4(const uint8_t *key, const uint8_t *saddr, const uint8_t *daddr,
+			uint16_t sport, uint16_t dport)
+{
+	struct rte_ipv6_hdr h;
+	union rte_thash_tuple t;
+
+	/* the addresses as the hash reads them: host-order words */
+	memcpy(h.src_addr, saddr, 16);
+	memcpy(h.dst_addr, daddr, 16);
+	rte_thash_load_v6_addrs(&h, &t);
+	t.v6.sport = rte_be_to_cpu_16(sport);
+	t.v6.dport = rte_be_to_cpu_16(dport);
+	return rte_softrss((uint32_t *)&t, RTE_THASH_V6_L4_LEN, key);
+}
+
 struct thash_ctx {
-	uint32_t laddr, raddr; /* network order */
+	const struct dpsock_mc_addr *laddr, *raddr; /* IPv4's mapped */
 	uint16_t rport;        /* network order */
 	const struct dpsock_port *port;
 };
@@ -209,14 +226,19 @@ static bool
 thash_accept(struct dpsock_worker *w, uint16_t p, const void *arg)
 {
 	const struct thash_ctx *c = arg;
-	uint32_t h = dpsock_rss_hash_ipv4_l4(c->port->rss_key, c->raddr, c->laddr, c->rport,
+	uint32_t h = dpsock_mc_addr_is4(*c->raddr) ?
+		     dpsock_rss_hash_ipv4_l4(c->port->rss_key, c->raddr->w[3], c->laddr->w[3],
+					     c->rport, rte_cpu_to_be_16(p)) :
+		     dpsock_rss_hash_ipv6_l4(c->port->rss_key, (const uint8_t *)c->raddr->w,
+					     (const uint8_t *)c->laddr->w, c->rport,
 					     rte_cpu_to_be_16(p));
 
 	return c->port->reta[h % c->port->caps.reta_size] == w->queue;
 }
 
 static uint16_t
-thash_claim(struct dpsock_worker *w, uint32_t laddr, uint32_t raddr, uint16_t rport)
+thash_claim(struct dpsock_worker *w, const struct dpsock_mc_addr *laddr,
+	    const struct dpsock_mc_addr *raddr, uint16_t rport)
 {
 	struct thash_ctx c = {
 		.laddr = laddr, .raddr = raddr, .rport = rport, .port = &w->d->ports[0],
@@ -237,7 +259,8 @@ static const struct dpsock_steer_ops steer_toeplitz = {
 #define FLOW_FAILURES_MAX 8
 
 static uint16_t
-flow_claim(struct dpsock_worker *w, uint32_t laddr, uint32_t raddr, uint16_t rport)
+flow_claim(struct dpsock_worker *w, const struct dpsock_mc_addr *laddr,
+	   const struct dpsock_mc_addr *raddr, uint16_t rport)
 {
 	struct dpsock_stack *d = w->d;
 	uint16_t p = port_search(w, NULL, NULL);

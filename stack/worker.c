@@ -330,8 +330,8 @@ rx_frame(struct dpsock_worker *w, struct dpsock_worker_port *wp, struct rte_mbuf
 		const struct rte_ipv6_hdr *ip6;
 		int icmp6;
 
-		/* IPv6 only on a port with address6 (on a shared port the
-		 * kernel's: an af_packet port sees every frame) */
+		/* IPv6 only on a port with address6, or a shared port whose
+		 * netdev has IPv6 (its link-local address in slot 0) */
 		if (!ip6_addr_isvalid(netif_ip6_addr_state(&wp->netif, 0))) {
 			drop(m, wp->port->shared ? &st->rx_kernel_frames : &st->rx_drop_ethertype);
 			return;
@@ -345,11 +345,22 @@ rx_frame(struct dpsock_worker *w, struct dpsock_worker_port *wp, struct rte_mbuf
 		/* the fixed header is there now: an ICMPv6 message's type, or -1 */
 		ip6 = rte_pktmbuf_mtod_offset(m, const struct rte_ipv6_hdr *, RTE_ETHER_HDR_LEN);
 		if (unlikely(ip6->proto == IPPROTO_HOPOPTS) && dpsock_mld_offset(m) != 0) {
-			dpsock_mld_rx(w, wp, m); /* one MLD host per port (mchost.c) */
+			/* one MLD host per port (mchost.c); the kernel is the
+			 * host of a shared port */
+			if (wp->port->shared)
+				drop(m, &st->rx_kernel_frames);
+			else
+				dpsock_mld_rx(w, wp, m);
 			return;
 		}
 		icmp6 = ip6->proto == IPPROTO_ICMPV6 && m->data_len > RTE_ETHER_HDR_LEN + sizeof(*ip6) ?
 			*(const uint8_t *)(ip6 + 1) : -1;
+		/* a shared port's neighbour discovery and echo are the kernel's
+		 * (its filter never sends ICMPv6 here) */
+		if (unlikely(icmp6 >= 0) && wp->port->shared) {
+			drop(m, &st->rx_kernel_frames);
+			return;
+		}
 		if (from_nic) {
 			int owner;
 

@@ -59,8 +59,9 @@
 
 #include "bpf/dpsock_xdp.h"
 
-_Static_assert(sizeof(struct dpsock_xdp_port_key) == 8 && sizeof(struct dpsock_xdp_frag_key) == 12,
+_Static_assert(sizeof(struct dpsock_xdp_port_key) == 20 && sizeof(struct dpsock_xdp_frag_key) == 40,
 	       "keys laid out as the BPF object has them");
+_Static_assert(sizeof(struct dpsock_mc_addr) == 16, "a 16-byte address is a map's key");
 
 /* bpf/embed.py's output (dpsock_xdp_obj.c) */
 extern const unsigned char dpsock_xdp_obj[];
@@ -417,23 +418,32 @@ set_entry(int fd, const void *key, bool add)
 	return rc == -ENOENT ? 0 : rc;
 }
 
-int
-dpsock_xdpf_addr(struct dpsock_xdpf *x, uint32_t addr, bool add)
+/* Either family's any address (::ffff:0.0.0.0, ::). */
+static bool
+addr_any(struct dpsock_mc_addr a)
 {
-	if (addr == 0)
-		return -EINVAL;
-	return set_entry(x->addrs_fd, &addr, add);
+	return dpsock_mc_addr_eq(a, dpsock_filter_any4()) || dpsock_mc_addr_eq(a, dpsock_filter_any6());
 }
 
 int
-dpsock_xdpf_port(struct dpsock_xdpf *x, uint8_t proto, uint32_t addr, uint16_t port, bool add)
+dpsock_xdpf_addr(struct dpsock_xdpf *x, struct dpsock_mc_addr addr, bool add)
+{
+	if (addr_any(addr) || dpsock_mc_is_group(addr))
+		return -EINVAL;
+	return set_entry(x->addrs_fd, addr.w, add);
+}
+
+int
+dpsock_xdpf_port(struct dpsock_xdpf *x, uint8_t proto, struct dpsock_mc_addr addr, uint16_t port,
+		 bool add)
 {
 	struct dpsock_xdp_port_key k;
 
-	if ((proto != IPPROTO_TCP && proto != IPPROTO_UDP) || port == 0)
+	if ((proto != IPPROTO_TCP && proto != IPPROTO_UDP) || port == 0 ||
+	    dpsock_mc_is_group(addr))
 		return -EINVAL;
 	memset(&k, 0, sizeof(k));
-	k.addr = addr;
+	memcpy(k.addr, addr.w, sizeof(k.addr));
 	k.port = port;
 	k.proto = proto;
 	return set_entry(x->ports_fd, &k, add);
@@ -451,12 +461,12 @@ dpsock_xdpf_ephemeral(struct dpsock_xdpf *x, uint16_t lo, uint16_t hi)
 }
 
 int
-dpsock_xdpf_group(struct dpsock_xdpf *x, uint32_t group, bool add)
+dpsock_xdpf_group(struct dpsock_xdpf *x, struct dpsock_mc_addr group, bool add)
 {
-	/* 224.0.0.0/4, network order */
-	if ((rte_be_to_cpu_32(group) >> 28) != 0xe)
+	/* 224.0.0.0/4 mapped, or ff00::/8 */
+	if (!dpsock_mc_is_group(group))
 		return -EINVAL;
-	return set_entry(x->groups_fd, &group, add);
+	return set_entry(x->groups_fd, group.w, add);
 }
 
 void
@@ -510,13 +520,14 @@ dpsock_xdpf_close(struct dpsock_xdpf *x)
 }
 
 int
-dpsock_xdpf_addr(struct dpsock_xdpf *x, uint32_t addr, bool add)
+dpsock_xdpf_addr(struct dpsock_xdpf *x, struct dpsock_mc_addr addr, bool add)
 {
 	return -ENOTSUP;
 }
 
 int
-dpsock_xdpf_port(struct dpsock_xdpf *x, uint8_t proto, uint32_t addr, uint16_t port, bool add)
+dpsock_xdpf_port(struct dpsock_xdpf *x, uint8_t proto, struct dpsock_mc_addr addr,
+		 uint16_t port, bool add)
 {
 	return -ENOTSUP;
 }
@@ -528,7 +539,7 @@ dpsock_xdpf_ephemeral(struct dpsock_xdpf *x, uint16_t lo, uint16_t hi)
 }
 
 int
-dpsock_xdpf_group(struct dpsock_xdpf *x, uint32_t group, bool add)
+dpsock_xdpf_group(struct dpsock_xdpf *x, struct dpsock_mc_addr group, bool add)
 {
 	return -ENOTSUP;
 }

@@ -978,20 +978,25 @@ port_lines(void)
 {
 	for (unsigned int i = 0; i < geo.n_ports && i < DPSOCK_STATS_MAX_PORTS; i++) {
 		struct dpsock_port_info pi;
-		char addrs[DPSOCK_STATS_PORT_ADDRS * 20] = "", a[INET_ADDRSTRLEN];
+		char addrs[DPSOCK_STATS_PORT_ADDRS * 20 + DPSOCK_STATS_PORT_ADDRS6 * 48] = "";
+		char a[INET6_ADDRSTRLEN];
 		size_t o = 0;
 
 		if (!port_info_copy(i, &pi))
 			continue;
 		for (unsigned int k = 0; k < pi.n_addrs && k < DPSOCK_STATS_PORT_ADDRS; k++)
-			o += (size_t)snprintf(addrs + o, sizeof(addrs) - o, "%s%s/%u", k ? ", " : "",
+			o += (size_t)snprintf(addrs + o, sizeof(addrs) - o, "%s%s/%u", o ? ", " : "",
 					      inet_ntop(AF_INET, &pi.addrs[k], a, sizeof(a)),
 					      pi.prefix_len[k]);
+		for (unsigned int k = 0; k < pi.n_addrs6 && k < DPSOCK_STATS_PORT_ADDRS6; k++)
+			o += (size_t)snprintf(addrs + o, sizeof(addrs) - o, "%s%s/%u", o ? ", " : "",
+					      inet_ntop(AF_INET6, pi.addrs6[k], a, sizeof(a)),
+					      pi.prefix6_len[k]);
 		if (pi.shared)
 			printf("port %u %s: shared with the kernel's %s (ifindex %u, link %s, MTU %u); "
 			       "addresses from the kernel: %s\n", i, geo.port_names[i],
 			       pi.ifname[0] ? pi.ifname : "?", pi.ifindex, pi.up ? "up" : "down",
-			       pi.mtu, pi.n_addrs ? addrs : "none yet");
+			       pi.mtu, o ? addrs : "none yet");
 		else
 			printf("port %u %s: owned by dpsock; address from dpsock.conf: %s\n", i,
 			       geo.port_names[i], addrs);
@@ -1002,7 +1007,7 @@ static void
 json_port_info(unsigned int i)
 {
 	struct dpsock_port_info pi;
-	char a[INET_ADDRSTRLEN];
+	char a[INET6_ADDRSTRLEN];
 
 	if (!port_info_copy(i, &pi))
 		return;
@@ -1014,6 +1019,9 @@ json_port_info(unsigned int i)
 	for (unsigned int k = 0; k < pi.n_addrs && k < DPSOCK_STATS_PORT_ADDRS; k++)
 		printf("%s\"%s/%u\"", k ? ", " : "", inet_ntop(AF_INET, &pi.addrs[k], a, sizeof(a)),
 		       pi.prefix_len[k]);
+	for (unsigned int k = 0; k < pi.n_addrs6 && k < DPSOCK_STATS_PORT_ADDRS6; k++)
+		printf("%s\"%s/%u\"", k || pi.n_addrs ? ", " : "",
+		       inet_ntop(AF_INET6, pi.addrs6[k], a, sizeof(a)), pi.prefix6_len[k]);
 	printf("]");
 }
 

@@ -73,5 +73,8 @@ s32_t dpsock_lwip_vlan_set(struct netif *netif);
  * NULL (the netif's own gateway). */
 struct netif *dpsock_lwip_route(const ip4_addr_t *dest);
 const ip4_addr_t *dpsock_lwip_route_gw(struct netif *netif, const ip4_addr_t *dest);
+/* IPv6's (stack/netif.c): the netif of the port whose address prefix or
+ * route (the net view) holds dest, or NULL (lwIP's own rules then). */
+struct netif *dpsock_lwip_route6(const ip6_addr_t *src, const ip6_addr_t *dest);
 
 #endif /* DPSOCK_LWIP_HOOKS_H */

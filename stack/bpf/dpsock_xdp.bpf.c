@@ -13,24 +13,30 @@
  *      says 0 (tagged frames pass). Stacked tags (QinQ) pass. The tag must
  *      be in the frame: an interface that strips tags on receive (rxvlan
  *      offload) hides them from XDP;
- *   2. IPv4 (ARP, IPv6, LLDP, ... pass) with a sane header: version 4,
- *      IHL >= 5, the whole header in the frame;
- *   3. TCP or UDP (ICMP, IGMP and the rest pass);
+ *   2. IPv4 with a sane header (version 4, IHL >= 5, the whole header in
+ *      the frame), or IPv6 (version 6, the fixed header in the frame, and
+ *      up to IP6_EXT_MAX extension headers, hop-by-hop, routing,
+ *      destination options and fragment, walked to the upper-layer header:
+ *      a frame with more passes); ARP, LLDP, ... pass;
+ *   3. TCP or UDP (ICMP, IGMP, ICMPv6 with neighbour discovery and MLD,
+ *      and the rest pass);
  *   4. to a local address (addrs_map), or, UDP only, to a multicast group
- *      (224.0.0.0/4) in groups_map;
+ *      (224.0.0.0/4, ff00::/8) in groups_map;
  *   5. to a destination port in ports_map, looked up as {proto, dst, port}
- *      then {proto, 0 (any local address), port}, or in dpsock's ephemeral
- *      range (ephemeral_map: the replies to its active opens). The TCP (20
- *      bytes) or UDP (8 bytes) header must be in the frame, or the frame
- *      passes: the kernel drops such a runt without an answer.
+ *      then {proto, the family's any local address, port}, or in dpsock's
+ *      ephemeral range (ephemeral_map: the replies to its active opens).
+ *      The TCP (20 bytes) or UDP (8 bytes) header must be in the frame, or
+ *      the frame passes: the kernel drops such a runt without an answer.
+ * Addresses are 16 bytes in every map, an IPv4 one mapped (dpsock_xdp.h).
  * Ours goes to the AF_XDP socket of the frame's queue (xsks_map, keyed by
  * the interface's queue index). A queue without a socket drops it and
  * counts no_socket: the kernel would answer a TCP segment of a connection
  * it does not know with a RST.
  *
- * IP fragments: only the first one (offset 0, MF set) carries the ports. It
- * decides as above for its whole datagram; when ours, its {source,
- * destination, IP id, protocol} goes into frags_map, and the later
+ * IP fragments: only the first one (offset 0, MF set; IPv6: a fragment
+ * header with offset 0 and the M flag) carries the ports. It decides as
+ * above for its whole datagram; when ours, its {source, destination, IP id
+ * (IPv6: the identification), protocol} goes into frags_map, and the later
  * fragments (offset != 0) of a datagram found there are ours too, any
  * other later fragment passes. So fragments that arrive BEFORE their first
  * fragment (reordered on the way) go to the kernel, which drops them after
@@ -51,6 +57,7 @@
 #include <linux/if_ether.h>
 #include <linux/in.h>
 #include <linux/ip.h>
+#include <linux/ipv6.h>
 #include <linux/types.h>
 
 #include <bpf/bpf_endian.h>
@@ -58,9 +65,22 @@
 
 #include "dpsock_xdp.h"
 
-/* the kernel's net/ip.h, which is not uapi */
+/* the kernel's net/ip.h and net/ipv6.h, which are not uapi */
 #define FRAG_MF 0x2000
 #define FRAG_OFFSET 0x1fff
+#define IP6_MF 0x0001
+#define IP6_OFFSET 0xfff8
+
+struct frag6_hdr {
+	__u8 nexthdr;
+	__u8 reserved;
+	__be16 frag_off;
+	__be32 identification;
+};
+
+/* IPv6 extension headers walked before the upper-layer header: a frame
+ * with more passes to the kernel */
+#define IP6_EXT_MAX 4
 
 struct vlan_tag {
 	__be16 tci;
@@ -75,12 +95,12 @@ struct {
 	__uint(value_size, sizeof(__u32));
 } xsks_map SEC(".maps");
 
-/* The interface's local addresses (network order) -> 1. */
+/* The interface's local addresses (16 bytes, dpsock_xdp.h) -> 1. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, DPSOCK_XDP_ADDRS_MAX);
 	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__type(key, __u32);
+	__type(key, __u32[4]);
 	__type(value, __u8);
 } addrs_map SEC(".maps");
 
@@ -99,12 +119,12 @@ struct {
 	__type(value, struct dpsock_xdp_range);
 } ephemeral_map SEC(".maps");
 
-/* Joined multicast groups (network order) -> 1. */
+/* Joined multicast groups (16 bytes) -> 1. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, DPSOCK_XDP_GROUPS_MAX);
 	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__type(key, __u32);
+	__type(key, __u32[4]);
 	__type(value, __u8);
 } groups_map SEC(".maps");
 
@@ -170,12 +190,23 @@ ours(struct xdp_md *ctx, int frag)
 	return XDP_REDIRECT;
 }
 
-/* Is TCP/UDP to (daddr, dport) served? dport in host order. */
+/* The any address of a frame's family, as ports_map keys it. */
+static __always_inline void
+any_of(__u32 a[4], int v6)
+{
+	a[0] = 0;
+	a[1] = 0;
+	a[2] = v6 ? 0 : bpf_htonl(0x0000ffff);
+	a[3] = 0;
+}
+
+/* Is TCP/UDP to (daddr, dport) served? daddr 16 bytes (IPv4's mapped),
+ * dport in host order. */
 static __always_inline int
-port_served(__u8 proto, __u32 daddr, __u16 dport)
+port_served(__u8 proto, const __u32 daddr[4], __u16 dport, int v6)
 {
 	struct dpsock_xdp_port_key k = {
-		.addr = daddr,
+		.addr = { daddr[0], daddr[1], daddr[2], daddr[3] },
 		.port = dport,
 		.proto = proto,
 	};
@@ -184,11 +215,108 @@ port_served(__u8 proto, __u32 daddr, __u16 dport)
 
 	if (bpf_map_lookup_elem(&ports_map, &k) != NULL)
 		return 1;
-	k.addr = 0;
+	any_of(k.addr, v6);
 	if (bpf_map_lookup_elem(&ports_map, &k) != NULL)
 		return 1;
 	r = bpf_map_lookup_elem(&ephemeral_map, &zero);
 	return r != NULL && r->hi != 0 && dport >= r->lo && dport <= r->hi;
+}
+
+/* What the network header says, for the decision common to both families. */
+struct l3_info {
+	struct dpsock_xdp_frag_key fk; /* addresses, id, protocol */
+	void *l4;                 /* the upper-layer header (a first fragment's,
+				   * or an unfragmented datagram's) */
+	int frag;                 /* a fragment at all */
+	int later;                /* a fragment after the first (no ports) */
+	int group;                /* the destination is a multicast group */
+	int v6;
+};
+
+/* IPv4: version 4, IHL >= 5, the whole header in the frame. 0: pass. */
+static __always_inline int
+parse4(struct iphdr *ip, void *end, struct l3_info *i)
+{
+	__u16 frag;
+
+	if ((void *)(ip + 1) > end)
+		return 0;
+	if (ip->version != 4 || ip->ihl < 5)
+		return 0;
+	i->l4 = (void *)ip + ip->ihl * 4;
+	if (i->l4 > end)
+		return 0;
+	i->fk.proto = ip->protocol;
+	i->fk.saddr[2] = i->fk.daddr[2] = bpf_htonl(0x0000ffff);
+	i->fk.saddr[3] = ip->saddr;
+	i->fk.daddr[3] = ip->daddr;
+	i->fk.id = ip->id;
+	i->group = (ip->daddr & bpf_htonl(0xf0000000)) == bpf_htonl(0xe0000000);
+	frag = bpf_ntohs(ip->frag_off) & (FRAG_MF | FRAG_OFFSET);
+	i->frag = frag != 0;
+	i->later = (frag & FRAG_OFFSET) != 0;
+	return 1;
+}
+
+/* IPv6: version 6, the fixed header in the frame; up to IP6_EXT_MAX
+ * extension headers (hop-by-hop, routing, destination options, fragment)
+ * walked to the upper-layer header. 0: pass (a runt, more headers). */
+static __always_inline int
+parse6(struct ipv6hdr *ip6, void *end, struct l3_info *i)
+{
+	__u8 nexthdr;
+	void *h;
+	int n;
+
+	if ((void *)(ip6 + 1) > end)
+		return 0;
+	if (ip6->version != 6)
+		return 0;
+	__builtin_memcpy(i->fk.saddr, &ip6->saddr, 16);
+	__builtin_memcpy(i->fk.daddr, &ip6->daddr, 16);
+	i->v6 = 1;
+	i->group = ip6->daddr.in6_u.u6_addr8[0] == 0xff;
+	nexthdr = ip6->nexthdr;
+	h = ip6 + 1;
+#pragma unroll
+	for (n = 0; n < IP6_EXT_MAX; n++) {
+		if (nexthdr == IPPROTO_HOPOPTS || nexthdr == IPPROTO_ROUTING ||
+		    nexthdr == IPPROTO_DSTOPTS) {
+			struct ipv6_opt_hdr *o = h;
+
+			if ((void *)(o + 1) > end)
+				return 0;
+			nexthdr = o->nexthdr;
+			h += (o->hdrlen + 1) * 8;
+			continue;
+		}
+		if (nexthdr == IPPROTO_FRAGMENT) {
+			struct frag6_hdr *f = h;
+			__u16 off;
+
+			if ((void *)(f + 1) > end)
+				return 0;
+			off = bpf_ntohs(f->frag_off);
+			nexthdr = f->nexthdr;
+			i->fk.id = f->identification;
+			/* an atomic fragment (offset 0, no M flag) is whole */
+			i->frag = (off & (IP6_MF | IP6_OFFSET)) != 0;
+			i->later = (off & IP6_OFFSET) != 0;
+			h = f + 1;
+			if (i->later)
+				break; /* the rest is payload */
+			continue;
+		}
+		break;
+	}
+	if (nexthdr == IPPROTO_HOPOPTS || nexthdr == IPPROTO_ROUTING ||
+	    nexthdr == IPPROTO_DSTOPTS || nexthdr == IPPROTO_FRAGMENT)
+		return 0;
+	if (h > end)
+		return 0;
+	i->fk.proto = nexthdr;
+	i->l4 = h;
+	return 1;
 }
 
 SEC("xdp")
@@ -199,19 +327,17 @@ dpsock_xdp(struct xdp_md *ctx)
 	void *end = (void *)(long)ctx->data_end;
 	struct ethhdr *eth = data;
 	const struct dpsock_xdp_config *cfg;
-	struct dpsock_xdp_frag_key fk;
-	struct iphdr *ip;
-	__u16 ethertype, vlan, frag, dport;
-	__u32 zero = 0, daddr;
-	__u8 proto;
-	void *l4;
+	struct l3_info i = { 0 };
+	__u16 ethertype, vlan, dport;
+	__u32 zero = 0;
+	void *l3, *l4;
 
 	if ((void *)(eth + 1) > end)
 		return pass();
 	cfg = bpf_map_lookup_elem(&config_map, &zero);
 	vlan = cfg != NULL ? cfg->vlan : 0;
 	ethertype = eth->h_proto;
-	ip = (void *)(eth + 1);
+	l3 = eth + 1;
 	if (ethertype == bpf_htons(ETH_P_8021Q)) {
 		struct vlan_tag *t = (void *)(eth + 1);
 
@@ -220,64 +346,57 @@ dpsock_xdp(struct xdp_md *ctx)
 		if (vlan == 0 || (bpf_ntohs(t->tci) & 0x0fff) != vlan)
 			return pass();
 		ethertype = t->proto;
-		ip = (void *)(t + 1);
+		l3 = t + 1;
 	} else if (vlan != 0) {
 		return pass();
 	}
-	if (ethertype != bpf_htons(ETH_P_IP))
+	if (ethertype == bpf_htons(ETH_P_IP)) {
+		if (!parse4(l3, end, &i))
+			return pass();
+	} else if (ethertype == bpf_htons(ETH_P_IPV6)) {
+		if (!parse6(l3, end, &i))
+			return pass();
+	} else {
 		return pass();
-	if ((void *)(ip + 1) > end)
-		return pass();
-	if (ip->version != 4 || ip->ihl < 5)
-		return pass();
-	l4 = (void *)ip + ip->ihl * 4;
-	if (l4 > end)
-		return pass();
-	proto = ip->protocol;
-	if (proto != IPPROTO_TCP && proto != IPPROTO_UDP)
+	}
+	if (i.fk.proto != IPPROTO_TCP && i.fk.proto != IPPROTO_UDP)
 		return pass();
 
-	daddr = ip->daddr;
-	if ((daddr & bpf_htonl(0xf0000000)) == bpf_htonl(0xe0000000)) {
-		if (proto != IPPROTO_UDP || bpf_map_lookup_elem(&groups_map, &daddr) == NULL)
+	if (i.group) {
+		if (i.fk.proto != IPPROTO_UDP || bpf_map_lookup_elem(&groups_map, i.fk.daddr) == NULL)
 			return pass();
-	} else if (bpf_map_lookup_elem(&addrs_map, &daddr) == NULL) {
+	} else if (bpf_map_lookup_elem(&addrs_map, i.fk.daddr) == NULL) {
 		return pass();
 	}
 
-	frag = bpf_ntohs(ip->frag_off) & (FRAG_MF | FRAG_OFFSET);
-	fk.saddr = ip->saddr;
-	fk.daddr = daddr;
-	fk.id = ip->id;
-	fk.proto = proto;
-	fk.pad = 0;
-	if (frag & FRAG_OFFSET) {
+	if (i.later) {
 		/* a later fragment: its first one decided */
-		if (bpf_map_lookup_elem(&frags_map, &fk) == NULL)
+		if (bpf_map_lookup_elem(&frags_map, &i.fk) == NULL)
 			return pass();
 		return ours(ctx, 1);
 	}
 
 	/* Unfragmented, or a first fragment: the destination port decides.
 	 * The ports are the first 4 bytes of both headers. */
-	if (proto == IPPROTO_TCP) {
+	l4 = i.l4;
+	if (i.fk.proto == IPPROTO_TCP) {
 		if (l4 + 20 > end)
 			return pass();
 	} else if (l4 + 8 > end) {
 		return pass();
 	}
 	dport = bpf_ntohs(*(__be16 *)(l4 + 2));
-	if (!port_served(proto, daddr, dport)) {
-		if (frag)
-			bpf_map_delete_elem(&frags_map, &fk);
+	if (!port_served(i.fk.proto, i.fk.daddr, dport, i.v6)) {
+		if (i.frag)
+			bpf_map_delete_elem(&frags_map, &i.fk);
 		return pass();
 	}
-	if (frag) {
+	if (i.frag) {
 		__u8 one = 1;
 
-		bpf_map_update_elem(&frags_map, &fk, &one, BPF_ANY);
+		bpf_map_update_elem(&frags_map, &i.fk, &one, BPF_ANY);
 	}
-	return ours(ctx, frag != 0);
+	return ours(ctx, i.frag);
 }
 
 char _license[] SEC("license") = "Dual BSD/GPL";

@@ -24,9 +24,14 @@
  * interface queue + 1 before loading. */
 #define DPSOCK_XDP_QUEUES_DEFAULT 64
 
-/* ports_map: {proto, dst addr, dport}, then {proto, 0, dport}. */
+/* Addresses of both families are 16 bytes, network order: an IPv6 one as
+ * it is, an IPv4 one mapped (::ffff:a.b.c.d), so that one map of each kind
+ * serves both. addrs_map and groups_map are keyed by them. */
+
+/* ports_map: {proto, dst addr, dport}, then {proto, the family's any,
+ * dport}: ::ffff:0.0.0.0 for an IPv4 frame, :: for an IPv6 one. */
 struct dpsock_xdp_port_key {
-	__u32 addr;               /* network order; 0: any local address */
+	__u32 addr[4];            /* a local address, or the family's any */
 	__u16 port;               /* host order */
 	__u8 proto;               /* IPPROTO_TCP, IPPROTO_UDP */
 	__u8 pad;                 /* 0 */
@@ -46,11 +51,12 @@ struct dpsock_xdp_config {
 
 /* frags_map: one fragmented datagram whose first fragment was ours. */
 struct dpsock_xdp_frag_key {
-	__u32 saddr;              /* network order */
-	__u32 daddr;              /* network order */
-	__u16 id;                 /* IP id, network order */
-	__u8 proto;
-	__u8 pad;                 /* 0 */
+	__u32 saddr[4];           /* 16 bytes, as above */
+	__u32 daddr[4];
+	__u32 id;                 /* IPv4's 16-bit id or IPv6's 32-bit
+				   * identification, network order */
+	__u8 proto;               /* the upper-layer protocol */
+	__u8 pad[3];              /* 0 */
 };
 
 /* stats_map (per CPU, __u64 each). */

@@ -69,45 +69,13 @@ grep -qi "$a_mac" <<<"$b_neigh" || fail "B's neighbour entry for A is not the ve
 ok "the port follows $TOPO_IF_A ($line); the kernel answers ARP and ping"
 
 # ---- 2. a kernel service -----------------------------------------------------------
-cat >"$TEST_TMP/kecho.py" <<'PY'
-import socket, sys, threading
-l = socket.socket()
-l.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-l.bind(("0.0.0.0", int(sys.argv[1])))
-l.listen(64)
-print("listening", flush=True)
-def serve(c):
-    while True:
-        d = c.recv(4096)
-        if not d:
-            break
-        c.sendall(d)
-    c.close()
-while True:
-    threading.Thread(target=serve, args=(l.accept()[0],), daemon=True).start()
-PY
-in_a python3 "$TEST_TMP/kecho.py" 2222 >"$TEST_TMP/kecho.log" 2>&1 &
+# the kernel's TCP (2222) and UDP (5454) echo, SSH's stand-in
+in_a python3 "$DPSOCK_SRC/test/tools/echo6.py" 2222 5454 >"$TEST_TMP/kecho.log" 2>&1 &
 kecho=$!
 on_exit "kill $kecho 2>/dev/null; true"
 wait_until 10 grep -q listening "$TEST_TMP/kecho.log"
-# kping N: N round trips to the kernel server, each on a new connection
-cat >"$TEST_TMP/kping.py" <<'PY'
-import socket, sys, time
-n, ok = int(sys.argv[3]), 0
-for i in range(n):
-    try:
-        s = socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=2)
-        s.sendall(b"ssh-%d" % i)
-        if s.recv(100) == b"ssh-%d" % i:
-            ok += 1
-        s.close()
-    except OSError as e:
-        print("error", e, flush=True)
-    time.sleep(float(sys.argv[4]) if len(sys.argv) > 4 else 0)
-print("ok %d of %d" % (ok, n), flush=True)
-sys.exit(0 if ok == n else 1)
-PY
-in_b python3 "$TEST_TMP/kping.py" "$TOPO_ADDR_A" 2222 3 >/dev/null || fail "the kernel TCP server does not answer"
+ROUNDS=$DPSOCK_SRC/test/tools/tcp_rounds.py
+in_b python3 "$ROUNDS" "$TOPO_ADDR_A" 2222 3 >/dev/null || fail "the kernel TCP server does not answer"
 ok "a kernel TCP server answers beside dpsockd"
 
 # ---- 3. preloaded nginx on port 80, offloaded, under load -------------------------------
@@ -125,7 +93,7 @@ body=$(in_b curl -s --max-time 5 "http://$TOPO_ADDR_A/index.html") || fail "curl
 [ "$body" = "dpsock shares the NIC with the kernel" ] || fail "nginx answered '$body'"
 in_b "$PINGN" -c 20 -i 0.1 -W 2 "$TOPO_ADDR_A" >"$TEST_TMP/ping.log" 2>&1 &
 pingp=$!
-in_b python3 "$TEST_TMP/kping.py" "$TOPO_ADDR_A" 2222 20 0.1 >"$TEST_TMP/kping.log" 2>&1 &
+in_b python3 "$ROUNDS" "$TOPO_ADDR_A" 2222 20 0.1 >"$TEST_TMP/kping.log" 2>&1 &
 kpingp=$!
 wrk_check nginx -t 1 -c 16 -d 3s "http://$TOPO_ADDR_A/index.html"
 wait "$pingp" || fail "ping lost replies while nginx was loaded: $(tail -n 2 "$TEST_TMP/ping.log")"
@@ -184,29 +152,11 @@ while True:
     d, a = s.recvfrom(2048)
     s.sendto(d, a)
 PY
-cat >"$TEST_TMP/uping.py" <<'PY'
-import socket, sys
-s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-s.settimeout(2)
-ok = 0
-for i in range(10):
-    s.sendto(b"u%d" % i, (sys.argv[1], int(sys.argv[2])))
-    try:
-        if s.recvfrom(100)[0] == b"u%d" % i:
-            ok += 1
-    except OSError:
-        pass
-sys.exit(0 if ok == 10 else 1)
-PY
 preload_start uecho python3 "$TEST_TMP/uecho.py" 5353
-in_a python3 "$TEST_TMP/uecho.py" 5454 >"$TEST_TMP/kuecho.log" 2>&1 &
-kuecho=$!
-on_exit "kill $kuecho 2>/dev/null; true"
 wait_until 10 grep -q bound "$TEST_TMP/uecho.log"
-wait_until 10 grep -q bound "$TEST_TMP/kuecho.log"
 udp0=$(stat_sum "$name" udp_rx)
-in_b python3 "$TEST_TMP/uping.py" "$TOPO_ADDR_A" 5353 || fail "the preloaded UDP echo did not answer 10 of 10"
-in_b python3 "$TEST_TMP/uping.py" "$TOPO_ADDR_A" 5454 || fail "the kernel UDP echo did not answer 10 of 10"
+in_b python3 "$DPSOCK_SRC/test/tools/udp_rounds.py" "$TOPO_ADDR_A" 5353 10 >/dev/null || fail "the preloaded UDP echo did not answer 10 of 10"
+in_b python3 "$DPSOCK_SRC/test/tools/udp_rounds.py" "$TOPO_ADDR_A" 5454 10 >/dev/null || fail "the kernel UDP echo did not answer 10 of 10"
 [ $(($(stat_sum "$name" udp_rx) - udp0)) -ge 10 ] || fail "the preloaded UDP echo's datagrams were not dpsockd's"
 ok "UDP: the preloaded echo (dpsock) and a kernel echo both answer"
 
@@ -229,18 +179,7 @@ t0=$(date +%s%N)
 in_a ip addr add "$addr2/$TOPO_PLEN" dev "$TOPO_IF_A"
 wait_until 2 bash -c "\"$DPSOCK_STAT\" -n $name -v basic 2>/dev/null | grep '^port 0 ' | grep -q '$addr2/'" ||
 	fail "dpsockd did not take $addr2 within 2 s: $(stat_line)"
-cat >"$TEST_TMP/srv2.py" <<'PY'
-import socket, sys
-l = socket.socket()
-l.bind((sys.argv[1], int(sys.argv[2])))
-l.listen(8)
-print("listening", flush=True)
-while True:
-    c = l.accept()[0]
-    c.sendall(b"second address\n")
-    c.close()
-PY
-preload_start srv2 python3 "$TEST_TMP/srv2.py" "$addr2" 7070
+preload_start srv2 python3 "$DPSOCK_SRC/test/tools/banner_server.py" "$addr2" 7070 "second address"
 got=$(in_b timeout 3 bash -c "until exec 3<>/dev/tcp/$addr2/7070; do sleep 0.05; done; cat <&3" 2>/dev/null) || true
 t1=$(date +%s%N)
 [ "$got" = "second address" ] || fail "the server on $addr2 did not answer: '$got'"
@@ -255,9 +194,9 @@ t0=$(date +%s%N)
 dpsockd_stop "$name" KILL || true
 wait_until 1 bash -c "! ip -n $TOPO_NS_A link show $TOPO_IF_A | grep -q xdp" ||
 	fail "1 s after kill -9, $TOPO_IF_A still has an XDP program: $(in_a ip link show "$TOPO_IF_A")"
-in_b python3 "$TEST_TMP/kping.py" "$TOPO_ADDR_A" 2222 1 >/dev/null || fail "the kernel server does not answer after kill -9"
+in_b python3 "$ROUNDS" "$TOPO_ADDR_A" 2222 1 >/dev/null || fail "the kernel server does not answer after kill -9"
 # a new kernel socket on the port dpsock served for the killed server
-in_a python3 "$TEST_TMP/srv2.py" "$addr2" 7070 >"$TEST_TMP/ksrv2.log" 2>&1 &
+in_a python3 "$DPSOCK_SRC/test/tools/banner_server.py" "$addr2" 7070 "second address" >"$TEST_TMP/ksrv2.log" 2>&1 &
 ksrv2=$!
 on_exit "kill $ksrv2 2>/dev/null; true"
 got=$(in_b timeout 2 bash -c "until exec 3<>/dev/tcp/$addr2/7070; do sleep 0.05; done; cat <&3" 2>/dev/null) || true

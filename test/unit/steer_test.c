@@ -3,12 +3,13 @@
  * Steering backends without a NIC.
  *
  * 1. The Toeplitz hash against the published RSS verification vectors
- *    (Microsoft's key and IPv4/TCP tuples), so the tuple layout and byte
- *    order the toeplitz backend uses are those of real NICs.
+ *    (Microsoft's key and IPv4/TCP and IPv6/TCP tuples), so the tuple
+ *    layout and byte order the toeplitz backend uses are those of real NICs.
  * 2. The toeplitz backend on a fake port (the default key, a 128-entry RETA
- *    spreading over two queues): every port it claims for worker k hashes,
- *    for the answering packet, to a RETA entry holding queue k; ports are
- *    exclusive between workers and come back when released.
+ *    spreading over two queues), for an IPv4 and an IPv6 connection: every
+ *    port it claims for worker k hashes, for the answering packet, to a
+ *    RETA entry holding queue k; ports are exclusive between workers and
+ *    come back when released.
  * 3. The software backend and the RX owner lookup: a segment for a port
  *    worker 1 claimed, received by worker 0, is handed to worker 1;
  *    fragments of one datagram all go to one worker.
@@ -18,6 +19,7 @@
  * backend is checked.
  */
 
+#include <arpa/inet.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -75,6 +77,36 @@ test_vectors(void)
 	}
 }
 
+/* The same verification suite's IPv6/TCP tuples. */
+static void
+test_vectors6(void)
+{
+	static const struct {
+		const char *dst;
+		uint16_t dport;
+		const char *src;
+		uint16_t sport;
+		uint32_t hash;
+	} v[] = {
+		{ "3ffe:2501:200:3::1", 1766, "3ffe:2501:200:1fff::7", 2794, 0x40207d3d },
+		{ "ff02::1", 4739, "3ffe:501:8::260:97ff:fe40:efab", 14230, 0xdde51bbf },
+		{ "fe80::200:f8ff:fe21:67cf", 38024, "3ffe:1900:4545:3:200:f8ff:fe21:67cf", 44251,
+		  0x02d1feef },
+	};
+	unsigned int i;
+
+	for (i = 0; i < RTE_DIM(v); i++) {
+		uint8_t src[16], dst[16];
+		uint32_t h;
+
+		CHECK(inet_pton(AF_INET6, v[i].src, src) == 1 && inet_pton(AF_INET6, v[i].dst, dst) == 1,
+		      "vector6 %u: addresses", i);
+		h = dpsock_rss_hash_ipv6_l4(ms_key, src, dst, rte_cpu_to_be_16(v[i].sport),
+					    rte_cpu_to_be_16(v[i].dport));
+		CHECK(h == v[i].hash, "vector6 %u: hash 0x%08x, want 0x%08x", i, h, v[i].hash);
+	}
+}
+
 /* A daemon with one fake port and two workers, enough for steer.c. */
 static struct dpsock_stack *
 fake_stack(const char *steering, bool rss)
@@ -114,28 +146,51 @@ free_stack(struct dpsock_stack *d)
 	free(d);
 }
 
+/* The hash of the answer to a connection laddr:lp -> raddr:rport. */
+static uint32_t
+answer_hash(const struct dpsock_mc_addr *laddr, const struct dpsock_mc_addr *raddr,
+	    uint16_t rport, uint16_t lp)
+{
+	if (dpsock_mc_addr_is4(*raddr))
+		return dpsock_rss_hash_ipv4_l4(ms_key, raddr->w[3], laddr->w[3], rport,
+					       rte_cpu_to_be_16(lp));
+	return dpsock_rss_hash_ipv6_l4(ms_key, (const uint8_t *)raddr->w,
+				       (const uint8_t *)laddr->w, rport, rte_cpu_to_be_16(lp));
+}
+
+/* The toeplitz backend for a connection of either family (v6: IPv6). */
 static void
-test_toeplitz(void)
+test_toeplitz(bool v6)
 {
 	struct dpsock_stack *d = fake_stack("toeplitz", true);
-	uint32_t laddr = ip(198, 18, 0, 1), raddr = ip(198, 18, 0, 2);
+	struct dpsock_mc_addr laddr = dpsock_mc_addr4(ip(198, 18, 0, 1));
+	struct dpsock_mc_addr raddr = dpsock_mc_addr4(ip(198, 18, 0, 2));
 	uint16_t rport = rte_cpu_to_be_16(80), got[2][200];
 	unsigned int k, i, j;
+
+	if (v6) {
+		uint8_t a[16];
+
+		inet_pton(AF_INET6, "fd00:198:18::1", a);
+		laddr = dpsock_mc_addr6(a);
+		inet_pton(AF_INET6, "fd00:198:18::2", a);
+		raddr = dpsock_mc_addr6(a);
+	}
 
 	CHECK(dpsock_steer_setup(d) == 0, "setup");
 	CHECK(d->steer != NULL && strcmp(d->steer->name, "toeplitz") == 0, "backend %s",
 	      d->steer ? d->steer->name : "none");
 	for (k = 0; k < 2; k++)
 		for (i = 0; i < 200; i++) {
-			uint16_t lp = d->steer->claim_port(&d->workers[k], laddr, raddr, rport);
+			uint16_t lp = d->steer->claim_port(&d->workers[k], &laddr, &raddr, rport);
 			uint32_t h;
 
 			got[k][i] = lp;
 			CHECK(lp >= d->eph_min && lp <= d->eph_max, "port %u outside range", lp);
-			h = dpsock_rss_hash_ipv4_l4(ms_key, raddr, laddr, rport, rte_cpu_to_be_16(lp));
+			h = answer_hash(&laddr, &raddr, rport, lp);
 			CHECK(d->ports[0].reta[h % 128] == k,
-			      "worker %u got port %u whose answer hashes to queue %u", k, lp,
-			      d->ports[0].reta[h % 128]);
+			      "%s: worker %u got port %u whose answer hashes to queue %u",
+			      v6 ? "IPv6" : "IPv4", k, lp, d->ports[0].reta[h % 128]);
 			CHECK(d->port_owner[lp] == k + 1, "port %u owner %u", lp, d->port_owner[lp]);
 		}
 	for (i = 0; i < 200; i++)
@@ -173,6 +228,7 @@ test_software_and_owner(void)
 {
 	struct dpsock_stack *d = fake_stack("auto", false);
 	struct rte_mempool *mp = rte_pktmbuf_pool_create("steer_test", 63, 0, 0, 256, SOCKET_ID_ANY);
+	struct dpsock_mc_addr la, ra;
 	struct rte_mbuf *m;
 	uint16_t lp;
 	int o0, o1;
@@ -181,8 +237,9 @@ test_software_and_owner(void)
 	CHECK(mp != NULL, "pool");
 	CHECK(dpsock_steer_setup(d) == 0, "setup");
 	CHECK(strcmp(d->steer->name, "software") == 0, "auto without RSS chose %s", d->steer->name);
-	lp = d->steer->claim_port(&d->workers[1], ip(198, 18, 0, 1), ip(198, 18, 0, 2),
-				  rte_cpu_to_be_16(80));
+	la = dpsock_mc_addr4(ip(198, 18, 0, 1));
+	ra = dpsock_mc_addr4(ip(198, 18, 0, 2));
+	lp = d->steer->claim_port(&d->workers[1], &la, &ra, rte_cpu_to_be_16(80));
 	CHECK(lp != 0, "claim");
 	m = frame(mp, IPPROTO_TCP, lp, 0, 1);
 	CHECK(dpsock_steer_owner(&d->workers[0], m) == 1, "worker 0 keeps a segment for worker 1's port");
@@ -265,7 +322,9 @@ main(int argc, char **argv)
 	}
 	dpsock_log_init(RTE_LOG_WARNING);
 	test_vectors();
-	test_toeplitz();
+	test_vectors6();
+	test_toeplitz(false);
+	test_toeplitz(true);
 	test_software_and_owner();
 	test_claim_any();
 	rte_eal_cleanup();

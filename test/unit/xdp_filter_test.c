@@ -8,12 +8,18 @@
  * 1. Verdicts: the filter opened on the veth (loaded, attached through its
  *    BPF link), entries added through the backend's API, then the program
  *    run on crafted frames (BPF_PROG_TEST_RUN, on the veth's queues):
- *    ARP, IPv6, ICMP pass; TCP/UDP to a served port on a local address, to
+ *    ARP, ICMP pass; TCP/UDP to a served port on a local address, to
  *    the ephemeral range, to a joined group are dpsock's (XDP_DROP and
  *    no_socket: no AF_XDP socket in xsks_map); the same to another address,
  *    port or group pass; fragments (first decides, later follow, unknown
  *    later pass); truncated and malformed frames pass; a deleted port
  *    passes again. The counters add up to the frames run.
+ * 1b. The same over IPv6 (16-byte keys): ICMPv6 (neighbour discovery,
+ *    echo, MLD) passes; a port on IPv6's any is not IPv4's and the other
+ *    way round; destination options headers are walked (up to four: five
+ *    pass); fragment headers (32-bit identification); ff00::/8 groups;
+ *    truncated frames pass; the API refuses the any addresses and groups
+ *    as local addresses.
  * 2. VLAN 100 configured, and an AF_XDP socket of the test's in xsks_map
  *    for queue 0: tagged 100 is redirected (XDP_REDIRECT), on queue 1 (no
  *    socket) dropped; untagged and tagged 200 pass.
@@ -98,6 +104,21 @@ ip4(uint8_t a, uint8_t b, uint8_t c, uint8_t d)
 	return htonl((uint32_t)a << 24 | b << 16 | c << 8 | d);
 }
 
+/* the backend's 16-byte addresses */
+#define A4(a) dpsock_mc_addr4(a)
+#define ANY4 dpsock_filter_any4()
+#define ANY6 dpsock_filter_any6()
+
+static struct dpsock_mc_addr
+a6(const char *s)
+{
+	uint8_t b[16];
+
+	if (inet_pton(AF_INET6, s, b) != 1)
+		abort();
+	return dpsock_mc_addr6(b);
+}
+
 /* ---- frames ------------------------------------------------------------------ */
 
 struct frame {
@@ -156,6 +177,84 @@ build(uint8_t *buf, size_t cap, const struct frame *f)
 			buf[off + 12] = 5 << 4;
 	}
 	len = ipstart + tot;
+	return len < cap ? len : cap;
+}
+
+/* An IPv6 frame: the fixed header, n_opts destination options headers (8
+ * bytes each), a fragment header when frag, then the TCP/UDP header (none
+ * in a later fragment) and payload bytes. */
+struct frame6 {
+	uint16_t vlan;            /* 0: untagged */
+	uint8_t version;          /* 0: 6 */
+	uint8_t proto;            /* the upper layer's */
+	const char *src, *dst;
+	unsigned int n_opts;
+	bool frag;
+	uint16_t frag_off;        /* host order: offset in bytes | M (1) */
+	uint32_t id;
+	uint16_t sport, dport;    /* host order */
+	unsigned int payload;
+};
+
+static size_t
+build6(uint8_t *buf, size_t cap, const struct frame6 *f)
+{
+	size_t off = 12, ipstart, l4len, len;
+	uint8_t *next;            /* the next-header byte to fill */
+	uint16_t plen;
+
+	memset(buf, 0, cap);
+	memcpy(buf, "\x02\x00\x00\x00\x00\x01\x02\x00\x00\x00\x00\x02", 12);
+	if (f->vlan) {
+		buf[off++] = 0x81;
+		buf[off++] = 0x00;
+		buf[off++] = f->vlan >> 8;
+		buf[off++] = f->vlan & 0xff;
+	}
+	buf[off++] = 0x86;
+	buf[off++] = 0xdd;
+	ipstart = off;
+	buf[off] = (uint8_t)((f->version ? f->version : 6) << 4);
+	buf[off + 7] = 64;
+	inet_pton(AF_INET6, f->src, buf + off + 8);
+	inet_pton(AF_INET6, f->dst, buf + off + 24);
+	next = &buf[off + 6];
+	off += 40;
+	for (unsigned int i = 0; i < f->n_opts; i++) {
+		*next = IPPROTO_DSTOPTS;
+		next = &buf[off];
+		buf[off + 2] = 1;         /* PadN, 4 bytes */
+		buf[off + 3] = 4;
+		off += 8;
+	}
+	if (f->frag) {
+		*next = IPPROTO_FRAGMENT;
+		next = &buf[off];
+		buf[off + 2] = f->frag_off >> 8;
+		buf[off + 3] = f->frag_off & 0xff;
+		buf[off + 4] = f->id >> 24;
+		buf[off + 5] = f->id >> 16 & 0xff;
+		buf[off + 6] = f->id >> 8 & 0xff;
+		buf[off + 7] = f->id & 0xff;
+		off += 8;
+	}
+	*next = f->proto;
+	l4len = f->proto == IPPROTO_TCP ? 20 : 8;
+	if (f->frag && (f->frag_off & 0xfff8))
+		l4len = 0;
+	if (l4len) {
+		buf[off] = f->sport >> 8;
+		buf[off + 1] = f->sport & 0xff;
+		buf[off + 2] = f->dport >> 8;
+		buf[off + 3] = f->dport & 0xff;
+		if (f->proto == IPPROTO_TCP)
+			buf[off + 12] = 5 << 4;
+	}
+	off += l4len + f->payload;
+	plen = (uint16_t)(off - ipstart - 40);
+	buf[ipstart + 4] = plen >> 8;
+	buf[ipstart + 5] = plen & 0xff;
+	len = off;
 	return len < cap ? len : cap;
 }
 
@@ -220,6 +319,14 @@ verdict(int v)
 		uint8_t b_[256];                                                \
 		size_t l_ = build(b_, sizeof(b_), &f_);                         \
 		EXPECT(name, prog_fd, b_, l_, queue, exp, (f_.frag & 0x3fff) != 0); \
+	} while (0)
+
+#define FRAME6(name, prog_fd, queue, exp, ...)                                  \
+	do {                                                                    \
+		struct frame6 f_ = { __VA_ARGS__ };                             \
+		uint8_t b_[256];                                                \
+		size_t l_ = build6(b_, sizeof(b_), &f_);                        \
+		EXPECT(name, prog_fd, b_, l_, queue, exp, f_.frag);             \
 	} while (0)
 
 static void
@@ -335,20 +442,20 @@ test_verdicts(void)
 	      "after open the interface runs '%s'", name);
 	p = dpsock_xdpf_prog_fd(x);
 
-	CHECK(dpsock_xdpf_addr(x, local, true) == 0, "addr");
-	CHECK(dpsock_xdpf_addr(x, local, true) == 0, "addr again");
-	CHECK(dpsock_xdpf_addr(x, local2, true) == 0, "addr 2");
-	CHECK(dpsock_xdpf_port(x, IPPROTO_TCP, 0, 80, true) == 0, "tcp 80 on any");
-	CHECK(dpsock_xdpf_port(x, IPPROTO_UDP, local, 5000, true) == 0, "udp 5000 on local");
-	CHECK(dpsock_xdpf_port(x, IPPROTO_UDP, 0, 7000, true) == 0, "udp 7000 on any");
+	CHECK(dpsock_xdpf_addr(x, A4(local), true) == 0, "addr");
+	CHECK(dpsock_xdpf_addr(x, A4(local), true) == 0, "addr again");
+	CHECK(dpsock_xdpf_addr(x, A4(local2), true) == 0, "addr 2");
+	CHECK(dpsock_xdpf_port(x, IPPROTO_TCP, ANY4, 80, true) == 0, "tcp 80 on any");
+	CHECK(dpsock_xdpf_port(x, IPPROTO_UDP, A4(local), 5000, true) == 0, "udp 5000 on local");
+	CHECK(dpsock_xdpf_port(x, IPPROTO_UDP, ANY4, 7000, true) == 0, "udp 7000 on any");
 	CHECK(dpsock_xdpf_ephemeral(x, 40000, 40999) == 0, "ephemeral");
-	CHECK(dpsock_xdpf_group(x, group, true) == 0, "group");
-	CHECK(dpsock_xdpf_port(x, 1, 0, 80, true) == -EINVAL, "ICMP port");
-	CHECK(dpsock_xdpf_port(x, IPPROTO_TCP, 0, 0, true) == -EINVAL, "port 0");
-	CHECK(dpsock_xdpf_group(x, local, true) == -EINVAL, "unicast group");
+	CHECK(dpsock_xdpf_group(x, A4(group), true) == 0, "group");
+	CHECK(dpsock_xdpf_port(x, 1, ANY4, 80, true) == -EINVAL, "ICMP port");
+	CHECK(dpsock_xdpf_port(x, IPPROTO_TCP, ANY4, 0, true) == -EINVAL, "port 0");
+	CHECK(dpsock_xdpf_group(x, A4(local), true) == -EINVAL, "unicast group");
 	CHECK(dpsock_xdpf_ephemeral(x, 2000, 1000) == -EINVAL, "ephemeral lo > hi");
-	CHECK(dpsock_xdpf_port(x, IPPROTO_TCP, 0, 81, false) == 0, "del of a missing port");
-	CHECK(dpsock_xdpf_group(x, group2, false) == 0, "del of a missing group");
+	CHECK(dpsock_xdpf_port(x, IPPROTO_TCP, ANY4, 81, false) == 0, "del of a missing port");
+	CHECK(dpsock_xdpf_group(x, A4(group2), false) == 0, "del of a missing group");
 
 	/* not IPv4, not TCP/UDP */
 	memset(buf, 0, sizeof(buf));
@@ -488,14 +595,14 @@ test_verdicts(void)
 	}
 
 	/* a deleted port, address, group, range */
-	CHECK(dpsock_xdpf_port(x, IPPROTO_TCP, 0, 80, false) == 0, "del tcp 80");
+	CHECK(dpsock_xdpf_port(x, IPPROTO_TCP, ANY4, 80, false) == 0, "del tcp 80");
 	FRAME("TCP to the port deleted", p, 0, XDP_PASS, .proto = IPPROTO_TCP, .src = peer,
 	      .dst = local, .dport = 80);
-	CHECK(dpsock_xdpf_port(x, IPPROTO_TCP, 0, 80, false) == 0, "del tcp 80 again");
-	CHECK(dpsock_xdpf_addr(x, local2, false) == 0, "del addr 2");
+	CHECK(dpsock_xdpf_port(x, IPPROTO_TCP, ANY4, 80, false) == 0, "del tcp 80 again");
+	CHECK(dpsock_xdpf_addr(x, A4(local2), false) == 0, "del addr 2");
 	FRAME("UDP to a port on any, address deleted", p, 0, XDP_PASS, .proto = IPPROTO_UDP,
 	      .src = peer, .dst = local2, .dport = 7000);
-	CHECK(dpsock_xdpf_group(x, group, false) == 0, "leave group");
+	CHECK(dpsock_xdpf_group(x, A4(group), false) == 0, "leave group");
 	FRAME("UDP to the group left", p, 0, XDP_PASS, .proto = IPPROTO_UDP, .src = peer,
 	      .dst = group, .dport = 7000);
 	CHECK(dpsock_xdpf_ephemeral(x, 0, 0) == 0, "no ephemeral range");
@@ -508,6 +615,150 @@ test_verdicts(void)
 	dpsock_xdpf_close(x);
 	CHECK(attached(&mode, name, sizeof(name)) == 0,
 	      "after close the interface still runs '%s'", name);
+}
+
+/* ---- 1b. IPv6 verdicts, untagged, no socket ---------------------------------------- */
+
+static void
+test_verdicts6(void)
+{
+	const char *local = "fd00::1", *local2 = "fe80::1", *other = "fd00::2";
+	const char *peer = "fd00::9", *group = "ff0e::1:1", *group2 = "ff0e::2:2";
+	char err[512];
+	struct dpsock_xdpf *x;
+	uint8_t buf[256];
+	int rc, p;
+
+	x = dpsock_xdpf_open(ifindex, NULL, QNONE, 0, 0, &rc, err, sizeof(err));
+	CHECK(x != NULL, "open: %s (%s)", err, strerror(-rc));
+	if (x == NULL)
+		return;
+	p = dpsock_xdpf_prog_fd(x);
+
+	CHECK(dpsock_xdpf_addr(x, a6(local), true) == 0, "addr6");
+	CHECK(dpsock_xdpf_addr(x, a6(local2), true) == 0, "link-local addr6");
+	CHECK(dpsock_xdpf_addr(x, A4(ip4(10, 0, 0, 1)), true) == 0, "addr4");
+	CHECK(dpsock_xdpf_port(x, IPPROTO_TCP, ANY6, 80, true) == 0, "tcp 80 on IPv6's any");
+	CHECK(dpsock_xdpf_port(x, IPPROTO_TCP, ANY4, 443, true) == 0, "tcp 443 on IPv4's any");
+	CHECK(dpsock_xdpf_port(x, IPPROTO_UDP, a6(local), 5000, true) == 0, "udp 5000 on local6");
+	CHECK(dpsock_xdpf_ephemeral(x, 40000, 40999) == 0, "ephemeral");
+	CHECK(dpsock_xdpf_group(x, a6(group), true) == 0, "group6");
+	CHECK(dpsock_xdpf_port(x, IPPROTO_UDP, ANY6, 7000, true) == 0, "udp 7000 on IPv6's any");
+	CHECK(dpsock_xdpf_addr(x, ANY6, true) == -EINVAL, ":: as an address");
+	CHECK(dpsock_xdpf_addr(x, ANY4, true) == -EINVAL, "0.0.0.0 as an address");
+	CHECK(dpsock_xdpf_addr(x, a6(group), true) == -EINVAL, "a group as an address");
+	CHECK(dpsock_xdpf_group(x, a6(local), true) == -EINVAL, "unicast group6");
+	CHECK(dpsock_xdpf_port(x, IPPROTO_UDP, a6(group), 7000, true) == -EINVAL,
+	      "a port on a group");
+
+	/* what the kernel keeps */
+	FRAME6("neighbour solicitation", p, 0, XDP_PASS, .proto = IPPROTO_ICMPV6, .src = peer,
+	       .dst = "ff02::1:ff00:1", .payload = 24);
+	FRAME6("echo request to a local address", p, 0, XDP_PASS, .proto = IPPROTO_ICMPV6,
+	       .src = peer, .dst = local, .payload = 56);
+	FRAME6("MLD report (ICMPv6 to ff02::16)", p, 0, XDP_PASS, .proto = IPPROTO_ICMPV6,
+	       .src = "fe80::9", .dst = "ff02::16", .payload = 28);
+
+	/* ports on addresses */
+	FRAME6("TCP to IPv6's any port", p, 0, XDP_DROP, .proto = IPPROTO_TCP, .src = peer,
+	       .dst = local, .sport = 33000, .dport = 80);
+	FRAME6("TCP to it, link-local address", p, 0, XDP_DROP, .proto = IPPROTO_TCP,
+	       .src = "fe80::9", .dst = local2, .sport = 33000, .dport = 80);
+	FRAME6("TCP to IPv4's any port over IPv6", p, 0, XDP_PASS, .proto = IPPROTO_TCP,
+	       .src = peer, .dst = local, .sport = 33000, .dport = 443);
+	FRAME("TCP to IPv6's any port over IPv4", p, 0, XDP_PASS, .proto = IPPROTO_TCP,
+	      .src = ip4(10, 0, 0, 9), .dst = ip4(10, 0, 0, 1), .sport = 33000, .dport = 80);
+	FRAME("TCP to IPv4's any port over IPv4", p, 0, XDP_DROP, .proto = IPPROTO_TCP,
+	      .src = ip4(10, 0, 0, 9), .dst = ip4(10, 0, 0, 1), .sport = 33000, .dport = 443);
+	FRAME6("TCP to another port", p, 0, XDP_PASS, .proto = IPPROTO_TCP, .src = peer,
+	       .dst = local, .sport = 33000, .dport = 22);
+	FRAME6("TCP to a non-local address", p, 0, XDP_PASS, .proto = IPPROTO_TCP, .src = peer,
+	       .dst = other, .sport = 33000, .dport = 80);
+	FRAME6("UDP to a port bound on the address", p, 0, XDP_DROP, .proto = IPPROTO_UDP,
+	       .src = peer, .dst = local, .dport = 5000, .payload = 10);
+	FRAME6("UDP to that port on the link-local address", p, 0, XDP_PASS,
+	       .proto = IPPROTO_UDP, .src = peer, .dst = local2, .dport = 5000);
+	FRAME6("TCP behind two destination options headers", p, 0, XDP_DROP,
+	       .proto = IPPROTO_TCP, .n_opts = 2, .src = peer, .dst = local, .dport = 80);
+	FRAME6("TCP behind five extension headers", p, 0, XDP_PASS, .proto = IPPROTO_TCP,
+	       .n_opts = 5, .src = peer, .dst = local, .dport = 80);
+	FRAME6("TCP to the ephemeral range", p, 0, XDP_DROP, .proto = IPPROTO_TCP, .src = peer,
+	       .dst = local, .sport = 80, .dport = 40500);
+	FRAME6("UDP above the range", p, 0, XDP_PASS, .proto = IPPROTO_UDP, .src = peer,
+	       .dst = local, .sport = 53, .dport = 41000);
+
+	/* multicast */
+	FRAME6("UDP to a joined group", p, 0, XDP_DROP, .proto = IPPROTO_UDP, .src = peer,
+	       .dst = group, .dport = 7000, .payload = 100);
+	FRAME6("UDP to another group", p, 0, XDP_PASS, .proto = IPPROTO_UDP, .src = peer,
+	       .dst = group2, .dport = 7000, .payload = 100);
+	FRAME6("TCP to a joined group", p, 0, XDP_PASS, .proto = IPPROTO_TCP, .src = peer,
+	       .dst = group, .dport = 80);
+
+	/* fragments: offset in bytes, M = 1 */
+	FRAME6("first fragment of an ours datagram", p, 0, XDP_DROP, .proto = IPPROTO_UDP,
+	       .src = peer, .dst = local, .frag = true, .frag_off = 1, .id = 0xabcd0001,
+	       .dport = 5000, .payload = 64);
+	FRAME6("middle fragment of it", p, 0, XDP_DROP, .proto = IPPROTO_UDP, .src = peer,
+	       .dst = local, .frag = true, .frag_off = 72 | 1, .id = 0xabcd0001, .payload = 72);
+	FRAME6("last fragment of it", p, 0, XDP_DROP, .proto = IPPROTO_UDP, .src = peer,
+	       .dst = local, .frag = true, .frag_off = 144, .id = 0xabcd0001, .payload = 20);
+	FRAME6("later fragment, other id", p, 0, XDP_PASS, .proto = IPPROTO_UDP, .src = peer,
+	       .dst = local, .frag = true, .frag_off = 144, .id = 0xabcd0002, .payload = 20);
+	FRAME6("later fragment, id's low half the same", p, 0, XDP_PASS, .proto = IPPROTO_UDP,
+	       .src = peer, .dst = local, .frag = true, .frag_off = 144, .id = 0xabce0001,
+	       .payload = 20);
+	FRAME6("later fragment, other source", p, 0, XDP_PASS, .proto = IPPROTO_UDP,
+	       .src = other, .dst = local, .frag = true, .frag_off = 144, .id = 0xabcd0001,
+	       .payload = 20);
+	FRAME6("first fragment not ours, same id", p, 0, XDP_PASS, .proto = IPPROTO_UDP,
+	       .src = peer, .dst = local, .frag = true, .frag_off = 1, .id = 0xabcd0001,
+	       .dport = 5001, .payload = 64);
+	FRAME6("later fragment of the id reused", p, 0, XDP_PASS, .proto = IPPROTO_UDP,
+	       .src = peer, .dst = local, .frag = true, .frag_off = 144, .id = 0xabcd0001,
+	       .payload = 20);
+	FRAME6("atomic fragment (offset 0, no M) to a served port", p, 0, XDP_DROP,
+	       .proto = IPPROTO_UDP, .src = peer, .dst = local, .frag = true, .frag_off = 0,
+	       .id = 5, .dport = 5000, .payload = 8);
+	FRAME6("fragments of a group's datagram", p, 0, XDP_DROP, .proto = IPPROTO_UDP,
+	       .src = peer, .dst = group, .frag = true, .frag_off = 1, .id = 9, .dport = 7000,
+	       .payload = 64);
+	FRAME6("later fragment to the group", p, 0, XDP_DROP, .proto = IPPROTO_UDP, .src = peer,
+	       .dst = group, .frag = true, .frag_off = 72, .id = 9, .payload = 8);
+
+	/* truncated and malformed */
+	{
+		struct frame6 f = { .proto = IPPROTO_TCP, .src = peer, .dst = local, .dport = 80 };
+		size_t full = build6(buf, sizeof(buf), &f), cut;
+
+		for (cut = 14; cut < full; cut++)
+			EXPECT("truncated IPv6 TCP frame", p, buf, cut, 0, XDP_PASS, 0);
+		EXPECT("the whole IPv6 TCP frame", p, buf, full, 0, XDP_DROP, 0);
+		f = (struct frame6){ .proto = IPPROTO_UDP, .src = peer, .dst = local, .n_opts = 1,
+				     .frag = true, .frag_off = 1, .id = 77, .dport = 5000 };
+		full = build6(buf, sizeof(buf), &f);
+		for (cut = 14; cut < full; cut++)
+			EXPECT("truncated IPv6 UDP first fragment", p, buf, cut, 0, XDP_PASS, 0);
+		EXPECT("the whole IPv6 UDP first fragment", p, buf, full, 0, XDP_DROP, 1);
+	}
+	FRAME6("version 4 in an IPv6 frame", p, 0, XDP_PASS, .version = 4, .proto = IPPROTO_TCP,
+	       .src = peer, .dst = local, .dport = 80);
+	FRAME6("tagged IPv6, untagged configured", p, 0, XDP_PASS, .vlan = 100,
+	       .proto = IPPROTO_TCP, .src = peer, .dst = local, .dport = 80);
+
+	/* deleted entries */
+	CHECK(dpsock_xdpf_port(x, IPPROTO_TCP, ANY6, 80, false) == 0, "del tcp 80 on IPv6's any");
+	FRAME6("TCP to the port deleted", p, 0, XDP_PASS, .proto = IPPROTO_TCP, .src = peer,
+	       .dst = local, .dport = 80);
+	CHECK(dpsock_xdpf_addr(x, a6(local), false) == 0, "del addr6");
+	FRAME6("TCP to the range, address deleted", p, 0, XDP_PASS, .proto = IPPROTO_TCP,
+	       .src = peer, .dst = local, .sport = 80, .dport = 40500);
+	CHECK(dpsock_xdpf_group(x, a6(group), false) == 0, "leave group6");
+	FRAME6("UDP to the group left", p, 0, XDP_PASS, .proto = IPPROTO_UDP, .src = peer,
+	       .dst = group, .dport = 7000);
+
+	check_stats(x, "verdicts6");
+	dpsock_xdpf_close(x);
 }
 
 /* ---- 2. VLAN and a socket ------------------------------------------------------- */
@@ -531,9 +782,18 @@ test_vlan_socket(void)
 	if (x == NULL)
 		return;
 	p = dpsock_xdpf_prog_fd(x);
-	CHECK(dpsock_xdpf_addr(x, local, true) == 0, "addr");
-	CHECK(dpsock_xdpf_port(x, IPPROTO_TCP, local, 8080, true) == 0, "port");
+	CHECK(dpsock_xdpf_addr(x, A4(local), true) == 0, "addr");
+	CHECK(dpsock_xdpf_port(x, IPPROTO_TCP, A4(local), 8080, true) == 0, "port");
+	CHECK(dpsock_xdpf_addr(x, a6("fd00::1"), true) == 0, "addr6");
+	CHECK(dpsock_xdpf_port(x, IPPROTO_TCP, a6("fd00::1"), 8080, true) == 0, "port6");
 
+	FRAME6("IPv6, VLAN 100, queue 0 (socket)", p, 0, xsk >= 0 ? XDP_REDIRECT : XDP_DROP,
+	       .vlan = 100, .proto = IPPROTO_TCP, .src = "fd00::9", .dst = "fd00::1",
+	       .dport = 8080);
+	FRAME6("IPv6, VLAN 200", p, 0, XDP_PASS, .vlan = 200, .proto = IPPROTO_TCP,
+	       .src = "fd00::9", .dst = "fd00::1", .dport = 8080);
+	FRAME6("IPv6 untagged", p, 0, XDP_PASS, .proto = IPPROTO_TCP, .src = "fd00::9",
+	       .dst = "fd00::1", .dport = 8080);
 	FRAME("VLAN 100, queue 0 (socket)", p, 0, xsk >= 0 ? XDP_REDIRECT : XDP_DROP,
 	      .vlan = 100, .proto = IPPROTO_TCP, .src = peer, .dst = local, .dport = 8080);
 	FRAME("VLAN 100 with priority bits", p, 0, xsk >= 0 ? XDP_REDIRECT : XDP_DROP,
@@ -736,8 +996,8 @@ test_live(void)
 		return;
 	CHECK(attached(&mode, name, sizeof(name)) != 0 && mode == XDP_ATTACHED_DRV,
 	      "on veth the filter runs in native mode: mode %u", mode);
-	CHECK(dpsock_xdpf_addr(x, local, true) == 0, "addr");
-	CHECK(dpsock_xdpf_port(x, IPPROTO_TCP, local, 9001, true) == 0, "port");
+	CHECK(dpsock_xdpf_addr(x, A4(local), true) == 0, "addr");
+	CHECK(dpsock_xdpf_port(x, IPPROTO_TCP, A4(local), 9001, true) == 0, "port");
 
 	if (pipe(to_child) != 0 || pipe(to_parent) != 0) {
 		CHECK(0, "pipe: %s", strerror(errno));
@@ -867,17 +1127,17 @@ bench(void)
 		printf("the PMD-like program does not load: %s\n", strerror(-pmd));
 		return 1;
 	}
-	rc = dpsock_xdpf_addr(x, local, true);
+	rc = dpsock_xdpf_addr(x, A4(local), true);
 	for (uint16_t port = 11100; port < 11164 && rc == 0; port++)
-		rc = dpsock_xdpf_port(x, port & 1 ? IPPROTO_UDP : IPPROTO_TCP, local, port, true);
+		rc = dpsock_xdpf_port(x, port & 1 ? IPPROTO_UDP : IPPROTO_TCP, A4(local), port, true);
 	if (rc == 0)
-		rc = dpsock_xdpf_port(x, IPPROTO_TCP, 0, 80, true);
+		rc = dpsock_xdpf_port(x, IPPROTO_TCP, ANY4, 80, true);
 	if (rc == 0)
-		rc = dpsock_xdpf_port(x, IPPROTO_UDP, 0, 5000, true);
+		rc = dpsock_xdpf_port(x, IPPROTO_UDP, ANY4, 5000, true);
 	if (rc == 0)
 		rc = dpsock_xdpf_ephemeral(x, 49152, 60999);
 	if (rc == 0)
-		rc = dpsock_xdpf_group(x, group, true);
+		rc = dpsock_xdpf_group(x, A4(group), true);
 	if (rc != 0) {
 		printf("filling the filter: %s\n", strerror(-rc));
 		return 1;
@@ -942,6 +1202,7 @@ main(int argc, char **argv)
 	      rc == -EINVAL, "VLAN 4095: %d %s", rc, err);
 
 	test_verdicts();
+	test_verdicts6();
 	test_vlan_socket();
 	test_link();
 	test_live();
