@@ -257,7 +257,7 @@ EDITS = [
      '              if (tcp_split_unsent_seg(pcb, (u16_t)pcb->snd_wnd) == ERR_OK) {\n',
      '              /* dpsock: tcp_split_unsent_seg takes one MSS at most (lwip/tso.c) */\n'
      '              if (dpsock_tcp_unsent_fit_persist(pcb) == ERR_OK &&\n'
-     '                  tcp_split_unsent_seg(pcb, (u16_t)pcb->snd_wnd) == ERR_OK) {\n'),
+     '                  tcp_split_unsent_seg(pcb, dpsock_tcp_persist_split(pcb)) == ERR_OK) {\n'),
     ('core/ipv4/ip4.c', 'tso: a super-segment for a segmenting netif is not fragmented',
      '  /* don\'t fragment if interface has mtu set to 0 [loopif] */\n'
      '  if (netif->mtu && (p->tot_len > netif->mtu)) {\n'

@@ -433,6 +433,16 @@ dpsock_tcp_output_prepare(struct tcp_pcb *pcb, const struct netif *netif, uint32
     return dpsock_tcp_unsent_fit(pcb, wnd);
 }
 
+u16_t
+dpsock_tcp_persist_split(const struct tcp_pcb *pcb)
+{
+    u32_t most = pcb->mss;
+
+    if (pcb->unsent != NULL && seg_optlen(pcb, pcb->unsent) < most)
+        most -= seg_optlen(pcb, pcb->unsent);
+    return (u16_t)LWIP_MIN(pcb->snd_wnd, most);
+}
+
 int
 dpsock_tcp_unsent_fit_persist(struct tcp_pcb *pcb)
 {

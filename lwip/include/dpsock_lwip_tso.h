@@ -61,6 +61,11 @@ struct tcp_seg *dpsock_tcp_unsent_fit(struct tcp_pcb *pcb, uint32_t wnd);
  * tcp_split_unsent_seg(), which takes segments of at most one MSS: cut a
  * super-segment down first. Returns 0 (ERR_OK) or ERR_MEM. */
 int dpsock_tcp_unsent_fit_persist(struct tcp_pcb *pcb);
+/* ... and the size to cut it to: the window, one MSS (less the head's
+ * options) at most. The head may still be longer than an MSS after the
+ * cut above (its first pbuf alone can be), and tcp_split_unsent_seg
+ * asserts split <= mss. */
+u16_t dpsock_tcp_persist_split(const struct tcp_pcb *pcb);
 
 /* tcp_rec.c: only part of seg, a sent segment (of the unacked queue), was
  * lost (a SACK block or an ACK ends inside it): cut it off data bytes in
