@@ -194,3 +194,11 @@ dpsock_lwip_route6(const ip6_addr_t *src, const ip6_addr_t *dest)
 	(void)dest;
 	return NULL;
 }
+
+__attribute__((weak)) const ip6_addr_t *
+dpsock_lwip_nd6_gw(struct netif *netif, const ip6_addr_t *dest)
+{
+	(void)netif;
+	(void)dest;
+	return NULL;
+}

@@ -53,7 +53,8 @@ enum conf_type {
 	CONF_LCORE_LIST,  /* [ lcore, ... ] (struct dpsock_config only) */
 	CONF_IPV4_ADDR,   /* "a.b.c.d", uint32_t network order; 0 = none */
 	CONF_IPV4_PREFIX, /* "a.b.c.d/len": uint32_t at off, uint8_t at off2 */
-	CONF_IPV6_PREFIX, /* "v6addr/64": uint8_t[16] at off, uint8_t at off2; all 0 = none */
+	CONF_IPV6_PREFIX, /* "v6addr/len" (len <= 64): uint8_t[16] at off, uint8_t at off2; all 0 = none */
+	CONF_IPV6_ADDR,   /* "v6addr" (link-local too): uint8_t[16]; all 0 = none */
 	CONF_IFACE_LIST,  /* ( { iface }, ... ) (struct dpsock_config only) */
 	CONF_UID_LIST,    /* [ uid, ... ] (struct dpsock_config only) */
 	CONF_RULE_LIST,   /* [ "rule line", ... ] (struct dpsock_config only) */
@@ -198,9 +199,13 @@ static const struct conf_key conf_iface_keys[] = {
 	{ .key = "address6", .type = CONF_IPV6_PREFIX,
 	  .off = offsetof(DI, addr6), .size = FIELD_SIZE(DI, addr6),
 	  .off2 = offsetof(DI, prefix6_len), .flags = CONF_F_QUIET,
-	  .help = "IPv6 address and prefix length, v6addr/64, beside address (an owned port): "
-		  "NDP, ICMPv6, TCP and UDP over IPv6; the link-local address comes from the MAC; "
-		  "absent = IPv4 only" },
+	  .help = "IPv6 address and prefix length, v6addr/len (len 64 or shorter), beside address "
+		  "(an owned port): NDP, ICMPv6, TCP and UDP over IPv6; the link-local address "
+		  "comes from the MAC; absent = IPv4 only" },
+	{ .key = "gateway6", .type = CONF_IPV6_ADDR,
+	  .off = offsetof(DI, gateway6), .size = FIELD_SIZE(DI, gateway6), .flags = CONF_F_QUIET,
+	  .help = "IPv6 default gateway (with address6): link-local, or inside address6's prefix; "
+		  "absent = the routers the link advertises" },
 	{ .key = "gateway", .type = CONF_IPV4_ADDR,
 	  .off = offsetof(DI, gateway), .size = FIELD_SIZE(DI, gateway),
 	  .help = "default gateway, inside the interface subnet; absent = none (with address only)" },
@@ -888,14 +893,28 @@ parse_value(struct parse_ctx *p, const struct scope *sc, const struct conf_key *
 			return fail(p, s, path, "'%s' is not an IPv6 address (v6addr/64)", str);
 		errno = 0;
 		len = strtoul(slash + 1, &end, 10);
-		if (!isdigit((unsigned char)slash[1]) || *end != '\0' || errno != 0 || len != 64)
-			/* lwIP 2.1.3 keeps no prefix length: its on-link test is the /64 */
-			return fail(p, s, path, "'%s': the prefix length must be 64 (lwIP's on-link "
-				    "prefixes are /64)", str);
+		if (!isdigit((unsigned char)slash[1]) || *end != '\0' || errno != 0 || len == 0 ||
+		    len > 64)
+			/* lwIP 2.1.3 takes a static address's /64 as on-link: a
+			 * longer prefix would put others' addresses on the link */
+			return fail(p, s, path, "'%s': the prefix length must be 1 to 64 (lwIP takes "
+				    "the /64 of an address as on-link)", str);
 		if ((why = ipv6_unicast_why(&a6)) != NULL)
 			return fail(p, s, path, "%s %s", buf, why);
 		memcpy(field, &a6, 16);
 		*((uint8_t *)sc->base + k->off2) = (uint8_t)len;
+		return 0;
+	}
+	case CONF_IPV6_ADDR: {
+		struct in6_addr a6;
+
+		if (get_string(p, s, path, &str) < 0)
+			return -EINVAL;
+		if (inet_pton(AF_INET6, str, &a6) != 1)
+			return fail(p, s, path, "'%s' is not an IPv6 address", str);
+		if (!IN6_IS_ADDR_LINKLOCAL(&a6) && (why = ipv6_unicast_why(&a6)) != NULL)
+			return fail(p, s, path, "%s %s", str, why);
+		memcpy(field, &a6, 16);
 		return 0;
 	}
 	case CONF_IPV4_PREFIX: {
@@ -1087,6 +1106,9 @@ apply_defaults(const struct conf_key *keys, size_t n, void *base)
 			memset(field, 0, 16);
 			*((uint8_t *)base + k->off2) = 0;
 			break;
+		case CONF_IPV6_ADDR:
+			memset(field, 0, 16);
+			break;
 		case CONF_LOG_MODULES:
 			((struct dpsock_config *)base)->n_log_modules = 0;
 			break;
@@ -1133,7 +1155,7 @@ iface_validate(struct parse_ctx *p, struct dpsock_config *c,
 	 * addresses, MTU and routes (stack/netview.c follows them) */
 	f->shared = seen_key(sc, "address") == NULL;
 	if (f->shared) {
-		static const char *const owned_only[] = { "gateway", "mtu", "address6" };
+		static const char *const owned_only[] = { "gateway", "mtu", "address6", "gateway6" };
 
 		for (j = 0; j < ARRAY_SIZE(owned_only); j++) {
 			if ((s = seen_key(sc, owned_only[j])) == NULL)
@@ -1142,7 +1164,7 @@ iface_validate(struct parse_ctx *p, struct dpsock_config *c,
 			return fail(p, s, path, "an interface without address is shared with the "
 				    "kernel and takes its %s from the kernel's netdev: remove %s, or "
 				    "give the interface an address to own the port alone",
-				    j == 0 ? "routes" : j == 1 ? "MTU" : "IPv6 addresses",
+				    j == 0 || j == 3 ? "routes" : j == 1 ? "MTU" : "IPv6 addresses",
 				    owned_only[j]);
 		}
 	}
@@ -1159,6 +1181,23 @@ iface_validate(struct parse_ctx *p, struct dpsock_config *c,
 		if (f->prefix_len < 31 && ((gw & ~mask) == 0 || (gw & ~mask) == ~mask))
 			return fail(p, s, path, "gateway %s is the network or broadcast address of %s/%u",
 				    gws, net, f->prefix_len);
+	}
+	if ((s = seen_key(sc, "gateway6")) != NULL) {
+		char g6[INET6_ADDRSTRLEN];
+		const uint8_t *g = f->gateway6;
+		unsigned int n = f->prefix6_len / 8, rest = f->prefix6_len % 8;
+		bool ll = g[0] == 0xfe && (g[1] & 0xc0) == 0x80;
+
+		pathf(path, sizeof(path), "%sgateway6", sc->prefix);
+		inet_ntop(AF_INET6, g, g6, sizeof(g6));
+		if (f->prefix6_len == 0)
+			return fail(p, s, path, "gateway6 %s needs an address6 on the interface", g6);
+		if (!ll && (memcmp(g, f->addr6, n) != 0 ||
+			    (rest != 0 && ((g[n] ^ f->addr6[n]) & (0xff00 >> rest)) != 0)))
+			return fail(p, s, path, "gateway6 %s is neither link-local nor inside address6's "
+				    "prefix /%u", g6, f->prefix6_len);
+		if (memcmp(g, f->addr6, 16) == 0)
+			return fail(p, s, path, "gateway6 %s is the interface's own address", g6);
 	}
 	if (f->vlan_priority != 0 && f->vlan == 0) {
 		pathf(path, sizeof(path), "%svlan_priority", sc->prefix);
@@ -1498,6 +1537,14 @@ format_value(const struct conf_key *k, const void *base, char *buf, size_t len)
 		snprintf(buf, len, "%s/%u", ip,
 			 *((const uint8_t *)base + k->off2));
 		break;
+	case CONF_IPV6_ADDR: {
+		static const uint8_t any[16];
+		char ip6[INET6_ADDRSTRLEN];
+
+		snprintf(buf, len, "%s", memcmp(field, any, 16) == 0 ? "none" :
+			 inet_ntop(AF_INET6, field, ip6, sizeof(ip6)));
+		break;
+	}
 	case CONF_IPV6_PREFIX: {
 		char ip6[INET6_ADDRSTRLEN];
 
@@ -1637,6 +1684,7 @@ describe_type(const struct conf_key *k, char *buf, size_t len)
 	case CONF_IPV4_ADDR: snprintf(buf, len, "ipv4 address"); break;
 	case CONF_IPV4_PREFIX: snprintf(buf, len, "ipv4 prefix"); break;
 	case CONF_IPV6_PREFIX: snprintf(buf, len, "ipv6 prefix"); break;
+	case CONF_IPV6_ADDR: snprintf(buf, len, "ipv6 address"); break;
 	case CONF_IFACE_LIST: snprintf(buf, len, "list of groups"); break;
 	case CONF_UID_LIST: snprintf(buf, len, "uid list"); break;
 	case CONF_RULE_LIST: snprintf(buf, len, "list of strings"); break;

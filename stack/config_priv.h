@@ -42,7 +42,8 @@ struct dpsock_iface_conf {
 	uint32_t addr;                   /* IPv4, network byte order */
 	uint8_t prefix_len;              /* 0..32 */
 	uint8_t addr6[16];               /* IPv6 (address6), network byte order */
-	uint8_t prefix6_len;             /* 64; 0 = no IPv6 address */
+	uint8_t prefix6_len;             /* 1..64; 0 = no IPv6 address */
+	uint8_t gateway6[16];            /* IPv6 default gateway; all 0 = none */
 	uint32_t gateway;                /* network byte order; 0 = none */
 	uint16_t mtu;                    /* 68..9000 */
 	uint16_t vlan;                   /* 802.1Q VLAN id 1..4094; 0 = untagged */

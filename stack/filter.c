@@ -285,11 +285,13 @@ entry_ref(struct dpsock_stack *d, uint8_t proto, struct dpsock_mc_addr addr, uin
 	if (hold && proto != 0 && !in_range(d, port)) {
 		int fd = holder_open(proto, addr, port);
 
-		if (fd < 0) {
+		/* a kernel without IPv6 (ipv6.disable=1) has nobody to take
+		 * an IPv6 port from dpsock */
+		if (fd < 0 && !(fd == -EAFNOSUPPORT && !dpsock_mc_addr_is4(addr))) {
 			r = fd;
 			goto out;
 		}
-		e->holder = fd;
+		e->holder = fd < 0 ? -1 : fd;
 	}
 	/* the entry is in place before the socket can be reached: the first
 	 * SYN or datagram comes after the caller returns */

@@ -683,6 +683,24 @@ dpsock_lwip_route_gw(struct netif *netif, const ip4_addr_t *dest)
 	return (const ip4_addr_t *)(const void *)&r->gateway;
 }
 
+const ip6_addr_t *
+dpsock_lwip_nd6_gw(struct netif *netif, const ip6_addr_t *dest)
+{
+	struct dpsock_worker_port *wp = netif->state;
+	struct dpsock_worker *w = wp->w;
+	uint8_t nh[16];
+
+	if (w->nv == NULL ||
+	    !dpsock_netview_nexthop6(w->nv, wp->port_idx, (const uint8_t *)dest->addr, nh))
+		return NULL;
+	/* lwIP copies it into its destination cache at once */
+	memcpy(w->nd6_gw.addr, nh, 16);
+	ip6_addr_clear_zone(&w->nd6_gw);
+	if (ip6_addr_has_scope(&w->nd6_gw, IP6_UNICAST))
+		ip6_addr_assign_zone(&w->nd6_gw, IP6_UNICAST, netif);
+	return &w->nd6_gw;
+}
+
 struct netif *
 dpsock_lwip_route6(const ip6_addr_t *src, const ip6_addr_t *dest)
 {

@@ -255,6 +255,7 @@ neigh_cmp(const void *a, const void *b)
 static void
 fill_owned(const struct dpsock_stack *d, struct dpsock_netview *v)
 {
+	static const uint8_t any6[16];
 	const struct dpsock_config *c = &d->conf;
 	unsigned int i;
 
@@ -277,6 +278,13 @@ fill_owned(const struct dpsock_stack *d, struct dpsock_netview *v)
 			v->addrs6[v->n_addrs6] = (struct dpsock_nv_addr6){
 				.prefix_len = ic->prefix6_len, .port = (uint8_t)i };
 			memcpy(v->addrs6[v->n_addrs6++].addr, ic->addr6, 16);
+		}
+		/* gateway6: ::/0 through it, as gateway's default route */
+		if (ic->prefix6_len != 0 && memcmp(ic->gateway6, any6, 16) != 0 &&
+		    v->n_routes6 < DPSOCK_NV_ROUTES6) {
+			v->routes6[v->n_routes6] = (struct dpsock_nv_route6){
+				.priority = 1000 + i, .port = (uint8_t)i };
+			memcpy(v->routes6[v->n_routes6++].gateway, ic->gateway6, 16);
 		}
 		/* what no route holds leaves by the first port with a gateway */
 		if (ic->gateway != 0 && v->n_routes < DPSOCK_NV_ROUTES)

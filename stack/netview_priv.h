@@ -36,7 +36,7 @@
  * globals: the slots of lwIP's netif, LWIP_IPV6_NUM_ADDRESSES), routes,
  * neighbours */
 #define DPSOCK_NV_ADDRS6 16
-#define DPSOCK_NV_ADDRS6_PORT 4
+#define DPSOCK_NV_ADDRS6_PORT 3
 #define DPSOCK_NV_ROUTES6 64
 #define DPSOCK_NV_NEIGH6 512
 

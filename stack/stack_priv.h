@@ -131,18 +131,6 @@ struct dpsock_worker {
 	const struct dpsock_netview *nv; /* the net view this worker holds (netview.c) */
 	uint64_t nv_gen;          /* its generation */
 	uint64_t nv_held;         /* shared: the same, for the control side's reclaim */
-	/* shared ports: frames waiting for a neighbour the kernel is asked
-	 * to resolve (netif.c) */
-	unsigned int n_neigh_wait;
-	struct dpsock_neigh_wait {
-		struct pbuf *p;
-		uint32_t nexthop;         /* IPv4's */
-		uint8_t nexthop6[16];     /* IPv6's (v6) */
-		bool v6;
-		uint8_t port;
-		uint64_t since_tsc;
-		uint64_t asked_tsc;
-	} neigh_wait[64];
 	uint64_t next_mirror_tsc; /* next copy of lwIP's counters into stats */
 	uint64_t timer_due_tsc;   /* when to ask lwIP for due timers again (worker.c) */
 
@@ -186,6 +174,20 @@ struct dpsock_worker {
 	uint32_t *sock_free_slots; /* free entries of this worker's socket table (a stack) */
 	uint32_t n_sock_free;
 	uint64_t sock_serial;
+
+	/* cold, at the end: shared ports' frames waiting for a neighbour the
+	 * kernel is asked to resolve (netif.c) */
+	unsigned int n_neigh_wait;
+	struct dpsock_neigh_wait {
+		struct pbuf *p;
+		uint32_t nexthop;         /* IPv4's */
+		uint8_t nexthop6[16];     /* IPv6's (v6) */
+		bool v6;
+		uint8_t port;
+		uint64_t since_tsc;
+		uint64_t asked_tsc;
+	} neigh_wait[64];
+	ip6_addr_t nd6_gw;        /* the answer of dpsock_lwip_nd6_gw (netif.c) */
 } __rte_cache_aligned;
 
 /* Active-open steering backend (steer.c): how a connection's packets come

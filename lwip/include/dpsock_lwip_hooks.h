@@ -76,5 +76,8 @@ const ip4_addr_t *dpsock_lwip_route_gw(struct netif *netif, const ip4_addr_t *de
 /* IPv6's (stack/netif.c): the netif of the port whose address prefix or
  * route (the net view) holds dest, or NULL (lwIP's own rules then). */
 struct netif *dpsock_lwip_route6(const ip6_addr_t *src, const ip6_addr_t *dest);
+/* The next hop to dest from netif by the net view (dest itself within an
+ * address's prefix, a route's gateway), or NULL (lwIP's routers then). */
+const ip6_addr_t *dpsock_lwip_nd6_gw(struct netif *netif, const ip6_addr_t *dest);
 
 #endif /* DPSOCK_LWIP_HOOKS_H */

@@ -63,9 +63,8 @@ void dpsock_lwip_timeouts_fini(void);
  * groups of its own addresses, and the groups the port joined through the
  * hook dpsock_lwip_ip6_mcast_joined (lwip/transform.py). */
 #define LWIP_IPV6_AUTOCONFIG            0
-/* a port's link-local address and up to three others (a shared port takes
- * its kernel netdev's: stack/netview.c) */
-#define LWIP_IPV6_NUM_ADDRESSES         4
+/* LWIP_IPV6_NUM_ADDRESSES stays lwIP's 3: a port's link-local address and
+ * two others (a shared port takes its kernel netdev's: stack/netview.c) */
 #define LWIP_IPV6_SEND_ROUTER_SOLICIT   0
 #define LWIP_IPV6_DUP_DETECT_ATTEMPTS   0
 #define LWIP_IPV6_MLD                   0
@@ -182,6 +181,9 @@ void dpsock_lwip_timeouts_fini(void);
 /* IPv6 (a shared port's kernel routes, a configured prefix other than /64):
  * after lwIP's zone and scope rules, before its /64 on-link test */
 #define LWIP_HOOK_IP6_ROUTE(src, dest)            dpsock_lwip_route6((src), (dest))
+/* ... and the next hop of a destination outside the /64 lwIP takes as
+ * on-link: on-link still within a shorter prefix, else gateway6 */
+#define LWIP_HOOK_ND6_GET_GW(netif, dest)         dpsock_lwip_nd6_gw((netif), (dest))
 #define LWIP_NETIF_STATUS_CALLBACK      1
 #define LWIP_NETIF_LINK_CALLBACK        1
 #define LWIP_NETIF_HWADDRHINT           1   /* per-pcb ARP cache hint */

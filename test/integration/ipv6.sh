@@ -12,7 +12,9 @@
 # bytes, fragmented both ways) echoed; dpsock-stat lists the IPv6 connection
 # with its addresses; each kind of malformed IPv6 frame is counted under its
 # own drop counter and the stack keeps answering; SIGTERM stops it with
-# every mbuf back.
+# every mbuf back. dpsock-echo --join ff0e::7:7 answers requests to that
+# group to the group. dpsock-loadgen's active opens over IPv6 reach B on
+# the link, and an address of B's outside the /64 through gateway6.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
@@ -221,19 +223,34 @@ echo_pid=$!
 on_exit "kill $echo_pid 2>/dev/null || true"
 # (B cannot probe its own IPv6 address: its lo has IPv6 off, topo.sh)
 poll_until 10 test -e "$ready" || fail "Linux echo server on [::]:7000 did not start"
-conf2=$(dpsock_conf "$name" 'workers = [ 0, 1 ];')
-# shellcheck disable=SC2046
-app_start "$name" "$conf2" dpsock-loadgen $(DPSOCK_TEST_LCORES=0-1 DPSOCK_TEST_QPAIRS=2 dpsockd_eal_args "$name") -- \
-	-d "$TOPO_ADDR6_B" -p 7000 -m rr -c 8 -s 256 -t 3 --verify
-lg_log=$APP_LOG lg_pid=$APP_PID
-wait_until 60 _lib_dead "$lg_pid"
-rc=0
-app_stop || rc=$?
-[ "$rc" -eq 0 ] || { tail -n 20 "$lg_log" >&2; fail "dpsock-loadgen over IPv6 exited with status $rc"; }
-tot=$(grep '^loadgen: total' "$lg_log") || fail "no total line from dpsock-loadgen"
 kv() { sed -n "s/.* $1=\([0-9.]*\).*/\1/p" <<<"$2"; }
-[ "$(kv errors "$tot")" -eq 0 ] || fail "dpsock-loadgen over IPv6: $tot"
-[ "$(kv connected "$tot")" -eq 8 ] || fail "dpsock-loadgen over IPv6: connected=$(kv connected "$tot"), expected 8"
-[ "$(kv transactions "$tot")" -gt 0 ] || fail "dpsock-loadgen over IPv6: no transaction: $tot"
+# loadgen DEST CONNS: dpsock-loadgen (the configuration of TEST_IFACE_KEYS)
+# to DEST:7000, every reply verified; sets tot to its total line
+loadgen() {
+	local conf rc=0 lg_log lg_pid
+	conf=$(dpsock_conf "$name" 'workers = [ 0, 1 ];')
+	# shellcheck disable=SC2046
+	app_start "$name" "$conf" dpsock-loadgen $(DPSOCK_TEST_LCORES=0-1 DPSOCK_TEST_QPAIRS=2 dpsockd_eal_args "$name") -- \
+		-d "$1" -p 7000 -m rr -c "$2" -s 256 -t 3 --verify
+	lg_log=$APP_LOG lg_pid=$APP_PID
+	wait_until 60 _lib_dead "$lg_pid"
+	app_stop || rc=$?
+	[ "$rc" -eq 0 ] || { tail -n 20 "$lg_log" >&2; fail "dpsock-loadgen to [$1] exited with status $rc"; }
+	tot=$(grep '^loadgen: total' "$lg_log") || fail "no total line from dpsock-loadgen"
+	[ "$(kv errors "$tot")" -eq 0 ] || fail "dpsock-loadgen to [$1]: $tot"
+	[ "$(kv connected "$tot")" -eq "$2" ] ||
+		fail "dpsock-loadgen to [$1]: connected=$(kv connected "$tot"), expected $2"
+	[ "$(kv transactions "$tot")" -gt 0 ] || fail "dpsock-loadgen to [$1]: no transaction: $tot"
+}
+loadgen "$TOPO_ADDR6_B" 8
 ok "dpsock-loadgen to [$TOPO_ADDR6_B]:7000: 8 connections, $(kv transactions "$tot") transactions verified, no error"
-pass "IPv6: NDP, ping6, TCP over IPv6 both ways beside IPv4, malformed frames counted; clean stops"
+
+# 9. gateway6: B's address outside the /64 (fd00:beef:IDX::1) is reached
+# through B as the IPv6 default gateway (lwIP's neighbour discovery asks
+# the net view for the next hop); without gateway6 nothing routes there.
+far=fd00:beef:$TOPO_IDX::1
+ip -n "$TOPO_NS_B" addr add "$far/128" dev "$TOPO_IF_B" nodad
+TEST_IFACE_KEYS="address6 = \"$TOPO_ADDR6_A/64\"; gateway6 = \"$TOPO_ADDR6_B\";"
+loadgen "$far" 4
+ok "gateway6 $TOPO_ADDR6_B: dpsock-loadgen to [$far]:7000 through it, $(kv transactions "$tot") transactions verified"
+pass "IPv6: NDP, ping6, TCP over IPv6 both ways beside IPv4, malformed frames counted, gateway6; clean stops"

@@ -309,8 +309,25 @@ static const struct bad_case bad_cases[] = {
 	{ "interfaces = ( { port = \"net_af_packet0,iface=veth0\"; address = \"198.18.0.1/24\"; } );\n", 1,
 	  "interfaces[0].port: 'net_af_packet0,iface=veth0' must be a PCI address or vdev name", NULL },
 	/* bad addresses and prefixes */
-	{ "interfaces = ( { port = \"p0\"; address = \"198.18.0.1/24\";\n\taddress6 = \"fd00::1/48\"; } );\n", 2,
-	  "interfaces[0].address6: 'fd00::1/48': the prefix length must be 64", NULL },
+	{ "interfaces = ( { port = \"p0\"; address = \"198.18.0.1/24\";\n\taddress6 = \"fd00::1/72\"; } );\n", 2,
+	  "interfaces[0].address6: 'fd00::1/72': the prefix length must be 1 to 64", NULL },
+	{ "interfaces = ( { port = \"p0\"; address = \"198.18.0.1/24\";\n\taddress6 = \"fd00::1/0\"; } );\n", 2,
+	  "interfaces[0].address6: 'fd00::1/0': the prefix length must be 1 to 64", NULL },
+	{ "interfaces = ( { port = \"p0\"; address = \"198.18.0.1/24\";\n\tgateway6 = \"fd00::fe\"; } );\n", 2,
+	  "interfaces[0].gateway6: gateway6 fd00::fe needs an address6 on the interface", NULL },
+	{ "interfaces = ( { port = \"p0\"; address = \"198.18.0.1/24\"; address6 = \"fd00::1/64\";\n"
+	  "\tgateway6 = \"fd01::fe\"; } );\n", 2,
+	  "interfaces[0].gateway6: gateway6 fd01::fe is neither link-local nor inside address6's prefix /64",
+	  NULL },
+	{ "interfaces = ( { port = \"p0\"; address = \"198.18.0.1/24\"; address6 = \"fd00::1/64\";\n"
+	  "\tgateway6 = \"fd00::1\"; } );\n", 2,
+	  "interfaces[0].gateway6: gateway6 fd00::1 is the interface's own address", NULL },
+	{ "interfaces = ( { port = \"p0\"; address = \"198.18.0.1/24\"; address6 = \"fd00::1/64\";\n"
+	  "\tgateway6 = \"ff02::2\"; } );\n", 2,
+	  "interfaces[0].gateway6: ff02::2 is a multicast address", NULL },
+	{ "interfaces = ( { port = \"p0\";\n\tgateway6 = \"fe80::1\"; } );\n", 2,
+	  "interfaces[0].gateway6: an interface without address is shared with the kernel and takes its routes",
+	  NULL },
 	{ "interfaces = ( { port = \"p0\"; address = \"198.18.0.1/24\";\n\taddress6 = \"fe80::1/64\"; } );\n", 2,
 	  "interfaces[0].address6: fe80::1 is link-local (fe80::/10)", NULL },
 	{ "interfaces = ( { port = \"p0\"; address = \"198.18.0.1/24\";\n\taddress6 = \"fd00::g/64\"; } );\n", 2,
@@ -494,6 +511,10 @@ test_good_cases(void)
 		"interfaces = ( { port = \"p0\"; address = \"198.18.0.0/32\"; } );\n",
 		"interfaces = ( { port = \"p0\"; address = \"198.18.0.1/1\"; } );\n",
 		"interfaces = ( { port = \"p0\"; address = \"198.18.0.1/24\"; gateway = \"198.18.0.254\"; mtu = 68; } );\n",
+		"interfaces = ( { port = \"p0\"; address = \"198.18.0.1/24\"; address6 = \"fd00:1:2::1/48\";\n"
+		"\tgateway6 = \"fd00:1:2:3::fe\"; } );\n",
+		"interfaces = ( { port = \"p0\"; address = \"198.18.0.1/24\"; address6 = \"fd00::1/64\";\n"
+		"\tgateway6 = \"fe80::1\"; } );\n",
 	};
 	struct dpsock_config c;
 	char err[512];
@@ -683,7 +704,8 @@ test_help(void)
 		"tcp.ephemeral_max", "tcp.max_connections", "tcp.steering", "tcp.segmentation",
 		"tcp.gro", "tcp.congestion", "tcp.pacing", "stats.socket_slots",
 		"routes", "interfaces", "interfaces[].port",
-		"interfaces[].address", "interfaces[].address6", "interfaces[].gateway",
+		"interfaces[].address", "interfaces[].address6", "interfaces[].gateway6",
+		"interfaces[].gateway",
 		"interfaces[].mtu",
 		"interfaces[].vlan", "interfaces[].vlan_priority",
 		"preload.allowed_uids", "preload.max_groups", "preload.max_threads",
