@@ -24,7 +24,14 @@
  *
  * The maps then change entry by entry (add: update, del: delete). The
  * registry counts the sockets behind an entry; here an entry is present or
- * not: adding a present entry and deleting a missing one succeed. Close
+ * not: adding a present entry and deleting a missing one succeed. Both
+ * families share each map: an address is the 16 bytes of a struct
+ * dpsock_mc_addr, an IPv4 one mapped (::ffff:a.b.c.d), which is how the
+ * program keys IPv4 and IPv6 frames alike (bpf/dpsock_xdp.h); a port on
+ * every local address is keyed by its family's any address (::ffff:0.0.0.0
+ * or ::), which the program tries for frames of that family only. A local
+ * address that is a family's any address or a multicast group, and a group
+ * that is not one (224.0.0.0/4 mapped, ff00::/8), are -EINVAL. Close
  * destroys the link (the kernel gets every frame; the PMD's program is not
  * put back: its sockets are going away too) and frees the object.
  *
@@ -42,7 +49,6 @@
 #include <net/if.h>
 #include <netinet/in.h>
 
-#include <rte_byteorder.h>
 #include <rte_common.h>
 
 #include "dpsock_build_config.h"
@@ -59,9 +65,10 @@
 
 #include "bpf/dpsock_xdp.h"
 
-_Static_assert(sizeof(struct dpsock_xdp_port_key) == 20 && sizeof(struct dpsock_xdp_frag_key) == 40,
-	       "keys laid out as the BPF object has them");
-_Static_assert(sizeof(struct dpsock_mc_addr) == 16, "a 16-byte address is a map's key");
+_Static_assert(sizeof(struct dpsock_xdp_port_key) == 20 &&
+	       sizeof(struct dpsock_xdp_frag_key) == 40, "keys laid out as the BPF object has them");
+_Static_assert(sizeof(struct dpsock_mc_addr) == DPSOCK_XDP_ADDR_WORDS * sizeof(__u32),
+	       "an address is the maps' 16-byte key");
 
 /* bpf/embed.py's output (dpsock_xdp_obj.c) */
 extern const unsigned char dpsock_xdp_obj[];
@@ -418,32 +425,37 @@ set_entry(int fd, const void *key, bool add)
 	return rc == -ENOENT ? 0 : rc;
 }
 
-/* Either family's any address (::ffff:0.0.0.0, ::). */
+/* A family's any address: ::ffff:0.0.0.0 (IPv4), :: (IPv6). */
 static bool
-addr_any(struct dpsock_mc_addr a)
+addr_is_any(struct dpsock_mc_addr a)
 {
-	return dpsock_mc_addr_eq(a, dpsock_filter_any4()) || dpsock_mc_addr_eq(a, dpsock_filter_any6());
+	return a.w[3] == 0 && a.w[0] == 0 && a.w[1] == 0 &&
+	       (a.w[2] == 0 || a.w[2] == DPSOCK_MC_V4MAPPED);
 }
 
 int
-dpsock_xdpf_addr(struct dpsock_xdpf *x, struct dpsock_mc_addr addr, bool add)
+dpsock_xdpf_addr(struct dpsock_xdpf *x, struct dpsock_mc_addr a, bool add)
 {
-	if (addr_any(addr) || dpsock_mc_is_group(addr))
+	/* never a frame's destination here: the program looks groups up in
+	 * groups_map, and nothing is sent to the any address */
+	if (addr_is_any(a) || dpsock_mc_is_group(a))
 		return -EINVAL;
-	return set_entry(x->addrs_fd, addr.w, add);
+	return set_entry(x->addrs_fd, a.w, add);
 }
 
 int
-dpsock_xdpf_port(struct dpsock_xdpf *x, uint8_t proto, struct dpsock_mc_addr addr, uint16_t port,
+dpsock_xdpf_port(struct dpsock_xdpf *x, uint8_t proto, struct dpsock_mc_addr a, uint16_t port,
 		 bool add)
 {
 	struct dpsock_xdp_port_key k;
 
-	if ((proto != IPPROTO_TCP && proto != IPPROTO_UDP) || port == 0 ||
-	    dpsock_mc_is_group(addr))
+	if ((proto != IPPROTO_TCP && proto != IPPROTO_UDP) || port == 0)
 		return -EINVAL;
+	/* a as it is: a local address, a family's any, or a group a UDP
+	 * socket is bound to (a group's frames are looked up by their
+	 * destination too) */
 	memset(&k, 0, sizeof(k));
-	memcpy(k.addr, addr.w, sizeof(k.addr));
+	memcpy(k.addr, a.w, sizeof(k.addr));
 	k.port = port;
 	k.proto = proto;
 	return set_entry(x->ports_fd, &k, add);
@@ -461,12 +473,12 @@ dpsock_xdpf_ephemeral(struct dpsock_xdpf *x, uint16_t lo, uint16_t hi)
 }
 
 int
-dpsock_xdpf_group(struct dpsock_xdpf *x, struct dpsock_mc_addr group, bool add)
+dpsock_xdpf_group(struct dpsock_xdpf *x, struct dpsock_mc_addr g, bool add)
 {
-	/* 224.0.0.0/4 mapped, or ff00::/8 */
-	if (!dpsock_mc_is_group(group))
+	/* 224.0.0.0/4 mapped, ff00::/8 */
+	if (!dpsock_mc_is_group(g))
 		return -EINVAL;
-	return set_entry(x->groups_fd, group.w, add);
+	return set_entry(x->groups_fd, g.w, add);
 }
 
 void

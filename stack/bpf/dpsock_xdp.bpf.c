@@ -5,7 +5,8 @@
  * ../xdp_filter.c loads this program in place of the AF_XDP PMD's own).
  * The PMD's default program gives the sockets every frame of their queues;
  * this one gives them only dpsock's flows and passes the rest to the
- * kernel, which keeps ARP, ICMP, its own sockets and the interface.
+ * kernel, which keeps ARP, ICMP, IPv6's neighbour discovery, its own
+ * sockets and the interface.
  *
  * A frame is dpsock's ("ours") when, in this order:
  *   1. Ethernet, with one 802.1Q tag of the configured VLAN when config_map
@@ -13,38 +14,58 @@
  *      says 0 (tagged frames pass). Stacked tags (QinQ) pass. The tag must
  *      be in the frame: an interface that strips tags on receive (rxvlan
  *      offload) hides them from XDP;
- *   2. IPv4 with a sane header (version 4, IHL >= 5, the whole header in
- *      the frame), or IPv6 (version 6, the fixed header in the frame, and
- *      up to IP6_EXT_MAX extension headers, hop-by-hop, routing,
- *      destination options and fragment, walked to the upper-layer header:
- *      a frame with more passes); ARP, LLDP, ... pass;
+ *   2. IPv4 or IPv6 (ARP, LLDP, ... pass) with a sane header:
+ *      IPv4: version 4, IHL >= 5, the whole header in the frame;
+ *      IPv6: version 6, the 40-byte fixed header in the frame, and a
+ *      destination that is not IPv4-mapped (::ffff:0:0/96 never appears
+ *      on the wire, RFC 4291 2.5.5.2, and dpsock's worker drops it; its
+ *      key would be an IPv4 address's);
  *   3. TCP or UDP (ICMP, IGMP, ICMPv6 with neighbour discovery and MLD,
- *      and the rest pass);
+ *      and the rest pass). IPv6's TCP/UDP header may follow up to
+ *      IPV6_EXT_MAX extension headers in all, each in the frame (below);
  *   4. to a local address (addrs_map), or, UDP only, to a multicast group
  *      (224.0.0.0/4, ff00::/8) in groups_map;
  *   5. to a destination port in ports_map, looked up as {proto, dst, port}
- *      then {proto, the family's any local address, port}, or in dpsock's
- *      ephemeral range (ephemeral_map: the replies to its active opens).
+ *      then {proto, the frame's family's any address, port} (::ffff:0.0.0.0
+ *      for IPv4, :: for IPv6: a port served on every address of one family
+ *      is not served on the other's), or in dpsock's ephemeral range
+ *      (ephemeral_map, both families: the replies to its active opens).
  *      The TCP (20 bytes) or UDP (8 bytes) header must be in the frame, or
  *      the frame passes: the kernel drops such a runt without an answer.
- * Addresses are 16 bytes in every map, an IPv4 one mapped (dpsock_xdp.h).
+ * Addresses are keyed as 16 bytes for both families, an IPv4 one in its
+ * mapped form ::ffff:a.b.c.d (dpsock_xdp.h).
  * Ours goes to the AF_XDP socket of the frame's queue (xsks_map, keyed by
  * the interface's queue index). A queue without a socket drops it and
  * counts no_socket: the kernel would answer a TCP segment of a connection
  * it does not know with a RST.
  *
- * IP fragments: only the first one (offset 0, MF set; IPv6: a fragment
- * header with offset 0 and the M flag) carries the ports. It decides as
- * above for its whole datagram; when ours, its {source, destination, IP id
- * (IPv6: the identification), protocol} goes into frags_map, and the later
- * fragments (offset != 0) of a datagram found there are ours too, any
- * other later fragment passes. So fragments that arrive BEFORE their first
- * fragment (reordered on the way) go to the kernel, which drops them after
- * its reassembly timeout: a datagram split that way is lost for dpsock. A
- * first fragment that is not ours removes its key, so that a reused IP id
- * does not inherit an old decision. Keys are not removed on the last
- * fragment (the fragments may arrive in any order after the first): the
- * map is an LRU and the oldest datagrams make room.
+ * IPv6 extension headers, walked in order, at most IPV6_EXT_MAX (4) of
+ * them in all (a bounded, unrolled loop; the verifier takes it as plain
+ * code): hop-by-hop options (0) as the first one only, routing (43) with
+ * segments left 0 (this host is the final destination), destination
+ * options (60), and one Fragment header (44). Anything else passes to the
+ * kernel, which answers what is wrong with it: a hop-by-hop header further
+ * in (an ICMPv6 parameter problem), a routing header with segments left
+ * (the kernel forwards or refuses it), a fifth extension header, a second
+ * Fragment header, AH and ESP (dpsock has no IPsec), an extension header
+ * cut by the end of the frame. A Fragment header with offset 0 and M 0 (an
+ * atomic fragment, RFC 6946) is a whole datagram.
+ *
+ * IP fragments: only the first one (offset 0, more fragments set) carries
+ * the ports (IPv6: after the Fragment header and any destination options).
+ * It decides as above for its whole datagram; when ours, its {source,
+ * destination, identification, protocol} goes into frags_map (IPv6: the
+ * 32-bit identification and no protocol, RFC 8200 lets the fragments'
+ * next headers differ), and the later fragments (offset != 0) of a
+ * datagram found there are ours too, any other later fragment passes. So
+ * fragments that arrive BEFORE their first fragment (reordered on the
+ * way) go to the kernel, which drops them after its reassembly timeout: a
+ * datagram split that way is lost for dpsock. A first fragment that is not
+ * ours (IPv6: not TCP/UDP either, its key has no protocol) removes its key,
+ * so that a reused identification does not inherit an old decision. Keys
+ * are not removed on the last fragment (the fragments may arrive in any
+ * order after the first): the map is an LRU and the oldest datagrams make
+ * room.
  *
  * Counters, per CPU (stats_map): redirected, passed, frags (fragments
  * redirected, first ones included, a subset of redirected), no_socket.
@@ -56,6 +77,7 @@
 #include <linux/bpf.h>
 #include <linux/if_ether.h>
 #include <linux/in.h>
+#include <linux/in6.h>
 #include <linux/ip.h>
 #include <linux/ipv6.h>
 #include <linux/types.h>
@@ -68,23 +90,28 @@
 /* the kernel's net/ip.h and net/ipv6.h, which are not uapi */
 #define FRAG_MF 0x2000
 #define FRAG_OFFSET 0x1fff
-#define IP6_MF 0x0001
-#define IP6_OFFSET 0xfff8
+#define FRAG6_MF 0x0001
+#define FRAG6_OFFSET 0xfff8
 
+/* IPv6 extension headers walked before TCP/UDP, the Fragment header
+ * included. TCP/UDP peers send a Fragment header, now and then a
+ * hop-by-hop or destination options header, rarely a routing header: 4
+ * covers them together; a longer chain passes to the kernel. Each header
+ * walked is a few instructions more, unrolled, and more states for the
+ * verifier. */
+#define IPV6_EXT_MAX 4
+
+struct vlan_tag {
+	__be16 tci;
+	__be16 proto;
+};
+
+/* net/ipv6.h's struct frag_hdr */
 struct frag6_hdr {
 	__u8 nexthdr;
 	__u8 reserved;
 	__be16 frag_off;
 	__be32 identification;
-};
-
-/* IPv6 extension headers walked before the upper-layer header: a frame
- * with more passes to the kernel */
-#define IP6_EXT_MAX 4
-
-struct vlan_tag {
-	__be16 tci;
-	__be16 proto;
 };
 
 /* Queue index -> AF_XDP socket (the PMD's, one per queue it drives). */
@@ -95,12 +122,13 @@ struct {
 	__uint(value_size, sizeof(__u32));
 } xsks_map SEC(".maps");
 
-/* The interface's local addresses (16 bytes, dpsock_xdp.h) -> 1. */
+/* The interface's local addresses of both families (16 bytes, network
+ * order, IPv4 mapped) -> 1. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, DPSOCK_XDP_ADDRS_MAX);
 	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__type(key, __u32[4]);
+	__type(key, __u32[DPSOCK_XDP_ADDR_WORDS]);
 	__type(value, __u8);
 } addrs_map SEC(".maps");
 
@@ -119,12 +147,13 @@ struct {
 	__type(value, struct dpsock_xdp_range);
 } ephemeral_map SEC(".maps");
 
-/* Joined multicast groups (16 bytes) -> 1. */
+/* Joined multicast groups, as addrs_map's keys (224.0.0.0/4 mapped,
+ * ff00::/8) -> 1. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, DPSOCK_XDP_GROUPS_MAX);
 	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__type(key, __u32[4]);
+	__type(key, __u32[DPSOCK_XDP_ADDR_WORDS]);
 	__type(value, __u8);
 } groups_map SEC(".maps");
 
@@ -148,6 +177,23 @@ struct {
 	__type(key, __u32);
 	__type(value, __u64);
 } stats_map SEC(".maps");
+
+/* Where a datagram's frame stands. */
+enum {
+	WHOLE,                    /* not fragmented (an atomic fragment too) */
+	FIRST,                    /* first fragment: carries the ports */
+	LATER,                    /* any other fragment: no L4 header */
+};
+
+/* A frame's network layer, as parse4() and parse6() read it. */
+struct l3 {
+	struct dpsock_xdp_frag_key fk; /* addresses (IPv4 mapped), fragment id */
+	void *l4;                 /* the TCP/UDP header, unless LATER */
+	__u8 proto;               /* IPPROTO_*: the L4 protocol (LATER: IPv4's,
+				   * or the Fragment header's next header) */
+	__u8 frag;                /* WHOLE, FIRST, LATER */
+	__u8 v6;
+};
 
 static __always_inline void
 count(__u32 which)
@@ -190,133 +236,118 @@ ours(struct xdp_md *ctx, int frag)
 	return XDP_REDIRECT;
 }
 
-/* The any address of a frame's family, as ports_map keys it. */
-static __always_inline void
-any_of(__u32 a[4], int v6)
-{
-	a[0] = 0;
-	a[1] = 0;
-	a[2] = v6 ? 0 : bpf_htonl(0x0000ffff);
-	a[3] = 0;
-}
-
-/* Is TCP/UDP to (daddr, dport) served? daddr 16 bytes (IPv4's mapped),
- * dport in host order. */
+/* Is TCP/UDP to (daddr, dport) served? dport in host order. */
 static __always_inline int
-port_served(__u8 proto, const __u32 daddr[4], __u16 dport, int v6)
+port_served(const struct l3 *l, __u16 dport)
 {
 	struct dpsock_xdp_port_key k = {
-		.addr = { daddr[0], daddr[1], daddr[2], daddr[3] },
+		.addr = { l->fk.daddr[0], l->fk.daddr[1], l->fk.daddr[2], l->fk.daddr[3] },
 		.port = dport,
-		.proto = proto,
+		.proto = l->proto,
 	};
 	const struct dpsock_xdp_range *r;
 	__u32 zero = 0;
 
 	if (bpf_map_lookup_elem(&ports_map, &k) != NULL)
 		return 1;
-	any_of(k.addr, v6);
+	/* the family's any: ::ffff:0.0.0.0 keeps its mapped prefix, :: not */
+	if (l->v6) {
+		k.addr[0] = 0;
+		k.addr[1] = 0;
+		k.addr[2] = 0;
+	}
+	k.addr[3] = 0;
 	if (bpf_map_lookup_elem(&ports_map, &k) != NULL)
 		return 1;
 	r = bpf_map_lookup_elem(&ephemeral_map, &zero);
 	return r != NULL && r->hi != 0 && dport >= r->lo && dport <= r->hi;
 }
 
-/* What the network header says, for the decision common to both families. */
-struct l3_info {
-	struct dpsock_xdp_frag_key fk; /* addresses, id, protocol */
-	void *l4;                 /* the upper-layer header (a first fragment's,
-				   * or an unfragmented datagram's) */
-	int frag;                 /* a fragment at all */
-	int later;                /* a fragment after the first (no ports) */
-	int group;                /* the destination is a multicast group */
-	int v6;
-};
-
-/* IPv4: version 4, IHL >= 5, the whole header in the frame. 0: pass. */
+/* IPv4: a sane header. 0, or -1: the frame passes. */
 static __always_inline int
-parse4(struct iphdr *ip, void *end, struct l3_info *i)
+parse4(struct iphdr *ip, void *end, struct l3 *l)
 {
 	__u16 frag;
 
 	if ((void *)(ip + 1) > end)
-		return 0;
+		return -1;
 	if (ip->version != 4 || ip->ihl < 5)
-		return 0;
-	i->l4 = (void *)ip + ip->ihl * 4;
-	if (i->l4 > end)
-		return 0;
-	i->fk.proto = ip->protocol;
-	i->fk.saddr[2] = i->fk.daddr[2] = bpf_htonl(0x0000ffff);
-	i->fk.saddr[3] = ip->saddr;
-	i->fk.daddr[3] = ip->daddr;
-	i->fk.id = ip->id;
-	i->group = (ip->daddr & bpf_htonl(0xf0000000)) == bpf_htonl(0xe0000000);
-	frag = bpf_ntohs(ip->frag_off) & (FRAG_MF | FRAG_OFFSET);
-	i->frag = frag != 0;
-	i->later = (frag & FRAG_OFFSET) != 0;
-	return 1;
+		return -1;
+	l->l4 = (void *)ip + ip->ihl * 4;
+	if (l->l4 > end)
+		return -1;
+	l->fk.saddr[2] = bpf_htonl(0x0000ffff);
+	l->fk.saddr[3] = ip->saddr;
+	l->fk.daddr[2] = bpf_htonl(0x0000ffff);
+	l->fk.daddr[3] = ip->daddr;
+	l->fk.id = ip->id;
+	l->fk.proto = ip->protocol;
+	l->proto = ip->protocol;
+	frag = bpf_ntohs(ip->frag_off);
+	l->frag = frag & FRAG_OFFSET ? LATER : frag & FRAG_MF ? FIRST : WHOLE;
+	return 0;
 }
 
-/* IPv6: version 6, the fixed header in the frame; up to IP6_EXT_MAX
- * extension headers (hop-by-hop, routing, destination options, fragment)
- * walked to the upper-layer header. 0: pass (a runt, more headers). */
+/* IPv6: a sane fixed header, then the extension headers up to TCP/UDP or
+ * a later fragment's payload (the file's header says which). 0, or -1:
+ * the frame passes. */
 static __always_inline int
-parse6(struct ipv6hdr *ip6, void *end, struct l3_info *i)
+parse6(struct ipv6hdr *ip6, void *end, struct l3 *l)
 {
-	__u8 nexthdr;
-	void *h;
-	int n;
+	void *p = (void *)(ip6 + 1);
+	int i, fragment = 0;
+	__u8 nh;
 
-	if ((void *)(ip6 + 1) > end)
-		return 0;
-	if (ip6->version != 6)
-		return 0;
-	__builtin_memcpy(i->fk.saddr, &ip6->saddr, 16);
-	__builtin_memcpy(i->fk.daddr, &ip6->daddr, 16);
-	i->v6 = 1;
-	i->group = ip6->daddr.in6_u.u6_addr8[0] == 0xff;
-	nexthdr = ip6->nexthdr;
-	h = ip6 + 1;
+	if (p > end || ip6->version != 6)
+		return -1;
+	if (ip6->daddr.in6_u.u6_addr32[0] == 0 && ip6->daddr.in6_u.u6_addr32[1] == 0 &&
+	    ip6->daddr.in6_u.u6_addr32[2] == bpf_htonl(0x0000ffff))
+		return -1;
+	__builtin_memcpy(l->fk.saddr, &ip6->saddr, 16);
+	__builtin_memcpy(l->fk.daddr, &ip6->daddr, 16);
+	l->v6 = 1;
+	nh = ip6->nexthdr;
 #pragma unroll
-	for (n = 0; n < IP6_EXT_MAX; n++) {
-		if (nexthdr == IPPROTO_HOPOPTS || nexthdr == IPPROTO_ROUTING ||
-		    nexthdr == IPPROTO_DSTOPTS) {
-			struct ipv6_opt_hdr *o = h;
-
-			if ((void *)(o + 1) > end)
-				return 0;
-			nexthdr = o->nexthdr;
-			h += (o->hdrlen + 1) * 8;
-			continue;
-		}
-		if (nexthdr == IPPROTO_FRAGMENT) {
-			struct frag6_hdr *f = h;
+	for (i = 0; i < IPV6_EXT_MAX; i++) {
+		if (nh == IPPROTO_FRAGMENT) {
+			struct frag6_hdr *fh = p;
 			__u16 off;
 
-			if ((void *)(f + 1) > end)
-				return 0;
-			off = bpf_ntohs(f->frag_off);
-			nexthdr = f->nexthdr;
-			i->fk.id = f->identification;
-			/* an atomic fragment (offset 0, no M flag) is whole */
-			i->frag = (off & (IP6_MF | IP6_OFFSET)) != 0;
-			i->later = (off & IP6_OFFSET) != 0;
-			h = f + 1;
-			if (i->later)
-				break; /* the rest is payload */
+			/* a second one: no datagram has two */
+			if ((void *)(fh + 1) > end || fragment)
+				return -1;
+			fragment = 1;
+			off = bpf_ntohs(fh->frag_off);
+			nh = fh->nexthdr;
+			p = (void *)(fh + 1);
+			l->fk.id = fh->identification;
+			if (off & FRAG6_OFFSET) {
+				/* the rest is payload: frags_map decides */
+				l->frag = LATER;
+				break;
+			}
+			if (off & FRAG6_MF)
+				l->frag = FIRST;
+			continue;
+		}
+		if ((nh == IPPROTO_HOPOPTS && i == 0) || nh == IPPROTO_ROUTING ||
+		    nh == IPPROTO_DSTOPTS) {
+			/* hdrlen: 8-byte units after the first 8 */
+			struct ipv6_rt_hdr *h = p;
+
+			if (p + 8 > end)
+				return -1;
+			if (nh == IPPROTO_ROUTING && h->segments_left != 0)
+				return -1;
+			nh = h->nexthdr;
+			p += (h->hdrlen + 1) * 8;
 			continue;
 		}
 		break;
 	}
-	if (nexthdr == IPPROTO_HOPOPTS || nexthdr == IPPROTO_ROUTING ||
-	    nexthdr == IPPROTO_DSTOPTS || nexthdr == IPPROTO_FRAGMENT)
-		return 0;
-	if (h > end)
-		return 0;
-	i->fk.proto = nexthdr;
-	i->l4 = h;
-	return 1;
+	l->proto = nh;
+	l->l4 = p;
+	return 0;
 }
 
 SEC("xdp")
@@ -327,17 +358,18 @@ dpsock_xdp(struct xdp_md *ctx)
 	void *end = (void *)(long)ctx->data_end;
 	struct ethhdr *eth = data;
 	const struct dpsock_xdp_config *cfg;
-	struct l3_info i = { 0 };
 	__u16 ethertype, vlan, dport;
 	__u32 zero = 0;
-	void *l3, *l4;
+	struct l3 l;
+	void *ip;
+	int mc;
 
 	if ((void *)(eth + 1) > end)
 		return pass();
 	cfg = bpf_map_lookup_elem(&config_map, &zero);
 	vlan = cfg != NULL ? cfg->vlan : 0;
 	ethertype = eth->h_proto;
-	l3 = eth + 1;
+	ip = (void *)(eth + 1);
 	if (ethertype == bpf_htons(ETH_P_8021Q)) {
 		struct vlan_tag *t = (void *)(eth + 1);
 
@@ -346,57 +378,68 @@ dpsock_xdp(struct xdp_md *ctx)
 		if (vlan == 0 || (bpf_ntohs(t->tci) & 0x0fff) != vlan)
 			return pass();
 		ethertype = t->proto;
-		l3 = t + 1;
+		ip = (void *)(t + 1);
 	} else if (vlan != 0) {
 		return pass();
 	}
+
+	/* the keys' padding and IPv4's mapped prefix: zeros */
+	__builtin_memset(&l, 0, sizeof(l));
 	if (ethertype == bpf_htons(ETH_P_IP)) {
-		if (!parse4(l3, end, &i))
+		if (parse4(ip, end, &l) < 0)
 			return pass();
 	} else if (ethertype == bpf_htons(ETH_P_IPV6)) {
-		if (!parse6(l3, end, &i))
+		if (parse6(ip, end, &l) < 0)
 			return pass();
 	} else {
 		return pass();
 	}
-	if (i.fk.proto != IPPROTO_TCP && i.fk.proto != IPPROTO_UDP)
-		return pass();
-
-	if (i.group) {
-		if (i.fk.proto != IPPROTO_UDP || bpf_map_lookup_elem(&groups_map, i.fk.daddr) == NULL)
-			return pass();
-	} else if (bpf_map_lookup_elem(&addrs_map, i.fk.daddr) == NULL) {
+	if (l.frag != LATER && l.proto != IPPROTO_TCP && l.proto != IPPROTO_UDP) {
+		/* IPv6's key has no protocol: its id may be an old datagram's
+		 * of ours */
+		if (l.v6 && l.frag == FIRST)
+			bpf_map_delete_elem(&frags_map, &l.fk);
 		return pass();
 	}
 
-	if (i.later) {
-		/* a later fragment: its first one decided */
-		if (bpf_map_lookup_elem(&frags_map, &i.fk) == NULL)
+	mc = l.v6 ? (l.fk.daddr[0] & bpf_htonl(0xff000000)) == bpf_htonl(0xff000000) :
+		    (l.fk.daddr[3] & bpf_htonl(0xf0000000)) == bpf_htonl(0xe0000000);
+	if (mc) {
+		/* a later fragment's protocol is its first fragment's concern */
+		if ((l.frag != LATER && l.proto != IPPROTO_UDP) ||
+		    bpf_map_lookup_elem(&groups_map, l.fk.daddr) == NULL)
+			return pass();
+	} else if (bpf_map_lookup_elem(&addrs_map, l.fk.daddr) == NULL) {
+		return pass();
+	}
+
+	if (l.frag == LATER) {
+		/* its first fragment decided */
+		if (bpf_map_lookup_elem(&frags_map, &l.fk) == NULL)
 			return pass();
 		return ours(ctx, 1);
 	}
 
-	/* Unfragmented, or a first fragment: the destination port decides.
-	 * The ports are the first 4 bytes of both headers. */
-	l4 = i.l4;
-	if (i.fk.proto == IPPROTO_TCP) {
-		if (l4 + 20 > end)
+	/* Whole, or a first fragment: the destination port decides. The
+	 * ports are the first 4 bytes of both headers. */
+	if (l.proto == IPPROTO_TCP) {
+		if (l.l4 + 20 > end)
 			return pass();
-	} else if (l4 + 8 > end) {
+	} else if (l.l4 + 8 > end) {
 		return pass();
 	}
-	dport = bpf_ntohs(*(__be16 *)(l4 + 2));
-	if (!port_served(i.fk.proto, i.fk.daddr, dport, i.v6)) {
-		if (i.frag)
-			bpf_map_delete_elem(&frags_map, &i.fk);
+	dport = bpf_ntohs(*(__be16 *)(l.l4 + 2));
+	if (!port_served(&l, dport)) {
+		if (l.frag == FIRST)
+			bpf_map_delete_elem(&frags_map, &l.fk);
 		return pass();
 	}
-	if (i.frag) {
+	if (l.frag == FIRST) {
 		__u8 one = 1;
 
-		bpf_map_update_elem(&frags_map, &i.fk, &one, BPF_ANY);
+		bpf_map_update_elem(&frags_map, &l.fk, &one, BPF_ANY);
 	}
-	return ours(ctx, i.frag);
+	return ours(ctx, l.frag != WHOLE);
 }
 
 char _license[] SEC("license") = "Dual BSD/GPL";

@@ -24,14 +24,20 @@
  * interface queue + 1 before loading. */
 #define DPSOCK_XDP_QUEUES_DEFAULT 64
 
-/* Addresses of both families are 16 bytes, network order: an IPv6 one as
- * it is, an IPv4 one mapped (::ffff:a.b.c.d), so that one map of each kind
- * serves both. addrs_map and groups_map are keyed by them. */
+/*
+ * Addresses, both families in one key: 16 bytes in network order, an IPv4
+ * address in its IPv4-mapped form ::ffff:a.b.c.d (as struct dpsock_mc_addr
+ * has it, abi/mcast_filter.h). addrs_map and groups_map are keyed by the
+ * address alone (__u32[4]); the keys below embed one.
+ */
+#define DPSOCK_XDP_ADDR_WORDS 4
 
-/* ports_map: {proto, dst addr, dport}, then {proto, the family's any,
- * dport}: ::ffff:0.0.0.0 for an IPv4 frame, :: for an IPv6 one. */
+/* ports_map: {proto, dst addr, dport}, then {proto, the frame's family's
+ * any address, dport}: ::ffff:0.0.0.0 for an IPv4 frame, :: for IPv6, so
+ * that a port served on every IPv4 address is not served on IPv6's, and
+ * the other way round (a dual-stack socket has an entry of each). */
 struct dpsock_xdp_port_key {
-	__u32 addr[4];            /* a local address, or the family's any */
+	__u32 addr[DPSOCK_XDP_ADDR_WORDS]; /* network order, IPv4 mapped */
 	__u16 port;               /* host order */
 	__u8 proto;               /* IPPROTO_TCP, IPPROTO_UDP */
 	__u8 pad;                 /* 0 */
@@ -49,13 +55,16 @@ struct dpsock_xdp_config {
 	__u16 pad;
 };
 
-/* frags_map: one fragmented datagram whose first fragment was ours. */
+/* frags_map: one fragmented datagram whose first fragment was ours. Only
+ * the program writes and reads these keys. */
 struct dpsock_xdp_frag_key {
-	__u32 saddr[4];           /* 16 bytes, as above */
-	__u32 daddr[4];
-	__u32 id;                 /* IPv4's 16-bit id or IPv6's 32-bit
-				   * identification, network order */
-	__u8 proto;               /* the upper-layer protocol */
+	__u32 saddr[DPSOCK_XDP_ADDR_WORDS]; /* network order, IPv4 mapped */
+	__u32 daddr[DPSOCK_XDP_ADDR_WORDS];
+	__u32 id;                 /* IPv4: the 16-bit IP id as read (__be16,
+				   * widened); IPv6: the Fragment header's
+				   * 32-bit identification, network order */
+	__u8 proto;               /* IPv4: the IP protocol; IPv6: 0 (RFC 8200
+				   * lets the fragments' next headers differ) */
 	__u8 pad[3];              /* 0 */
 };
 
