@@ -22,8 +22,9 @@
  * The random numbers come from xorshift64* seeded with --seed (default 1),
  * one stream per direction: a run is reproducible given the same frames.
  *
- * --drop-new N,... (direction a>b) drops exactly the TCP segments number N
- * (counted from 0) among those carrying new data: payload ending beyond
+ * --drop-new N,... (direction a>b) drops exactly the TCP segments (IPv4, or
+ * IPv6 without extension headers) number N (counted from 0) among those
+ * carrying new data: payload ending beyond
  * every sequence number seen before in that direction, so retransmissions
  * never count, however the sender spaces its segments. One TCP flow per
  * run. Each drop is printed: "impair: a>b dropped new segment N seq S len L"
@@ -294,23 +295,30 @@ frame_new(struct dir *d, const uint8_t *data, uint32_t len)
 
 enum { NEW_PASS, NEW_DROP, NEW_LATE };
 
-/* The fields of an IPv4 TCP frame the relay looks at. */
+/* The fields of a TCP frame (either family) the relay looks at. */
 struct tcp_view {
 	uint32_t seq, plen, ack;
 	uint8_t flags;
 };
 
-/* false: not an IPv4 TCP frame (or a malformed one) */
+/* false: not a TCP frame (IPv4, or IPv6 with TCP right behind its fixed
+ * header), or a malformed one */
 static bool
 tcp_view(const uint8_t *f, uint32_t len, struct tcp_view *v)
 {
 	const uint8_t *ip = f + 14, *tcp;
 	uint32_t ihl, tot, doff;
 
-	if (len < 14 + 20 || f[12] != 0x08 || f[13] != 0x00 || (ip[0] >> 4) != 4 || ip[9] != 6)
+	if (len >= 14 + 40 && f[12] == 0x86 && f[13] == 0xdd && (ip[0] >> 4) == 6 && ip[6] == 6) {
+		ihl = 40;
+		tot = 40 + ((uint32_t)ip[4] << 8 | ip[5]);
+	} else if (len >= 14 + 20 && f[12] == 0x08 && f[13] == 0x00 && (ip[0] >> 4) == 4 &&
+		   ip[9] == 6) {
+		ihl = (ip[0] & 0xf) * 4u;
+		tot = (uint32_t)ip[2] << 8 | ip[3];
+	} else {
 		return false;
-	ihl = (ip[0] & 0xf) * 4u;
-	tot = (uint32_t)ip[2] << 8 | ip[3];
+	}
 	if (ihl < 20 || 14 + tot > len || tot < ihl + 20)
 		return false;
 	tcp = ip + ihl;
