@@ -305,9 +305,10 @@ for m, label, lower, fmt in rows:
         ratio(k6, k4), ratio(d4, k4), ratio(d6, k6), ratio(p4, k4), ratio(p6, k6)))
 print("\ndpsock cuts no TCP super-segments over IPv6 (DPDK's GSO library cuts TCP over IPv4 only;")
 print("on this AF_XDP port, without multi-segment mbufs, IPv4 sends one MSS per frame too), and")
-print("its GRO merges IPv4 and IPv6 segments alike (docs/running.md); an IPv6 header") is 20 bytes longer, a 1500-byte frame carries 1440 bytes")
-print("of TCP payload against 1460. B's end of the veth has tx checksumming, TSO, GSO and GRO off")
-print("(scripts/topo.sh: af_packet must see finished checksums) for both sides alike.")
+print("its GRO merges IPv4 and IPv6 segments alike (docs/running.md); an IPv6 header is 20")
+print("bytes longer, a 1500-byte frame carries 1440 bytes of TCP payload against 1460. B's end")
+print("of the veth has tx checksumming, TSO, GSO and GRO off (scripts/topo.sh: af_packet must")
+print("see finished checksums) for both sides alike.")
 if os.path.exists(fails) and os.path.getsize(fails):
     print("\nFailed: " + "; ".join(x.strip() for x in open(fails)))
 print("\nEach round's figures: " + "; ".join(
