@@ -206,14 +206,19 @@ struct dpsock_pl_iface {
 				   * ip_mreqn), 0: none (a NIC bound to vfio) */
 };
 
-/* An IPv6 address the daemon serves: a port's address6 (its /64). The
- * port's link-local address is not offered to the preload. */
+/* An IPv6 address the daemon serves: an owned port's address6, a shared
+ * port's kernel addresses. The link-local ones are not offered to the
+ * preload. */
 struct dpsock_pl_iface6 {
 	uint8_t addr[16];
 	uint8_t prefix_len;
 	uint8_t port;             /* dpsockd's interface (port) index */
-	uint8_t pad[2];
+	uint8_t flags;            /* DPSOCK_PL_IF6_* (0 from daemons before them) */
+	uint8_t pad;
 };
+/* its port has an IPv6 default route (gateway6, or the kernel's on a shared
+ * port): a client's destination beyond every prefix leaves by it */
+#define DPSOCK_PL_IF6_DEFAULT 1
 
 /* A route of the daemon's (its static routes = [ ... ], the kernel's on a
  * shared port): what no address's subnet holds and dest/prefix_len does

@@ -1148,7 +1148,7 @@ pl_netview_write(struct dpsock_stack *d, const struct dpsock_netview *v)
 {
 	struct pl_ctl *c = &dpsock_pl_ctl;
 	struct dpsock_pl_netview *nv;
-	uint32_t seq, i, n = 0;
+	uint32_t seq, i, k, n = 0;
 
 	if (c->wake == NULL || v == NULL)
 		return;
@@ -1161,7 +1161,6 @@ pl_netview_write(struct dpsock_stack *d, const struct dpsock_netview *v)
 	for (i = 0; i < v->n_addrs && n < DPSOCK_PL_MAX_ADDRS; i++) {
 		const struct dpsock_nv_addr *a = &v->addrs[i];
 		const struct dpsock_nv_route *def = NULL;
-		uint32_t k;
 
 		if (a->addr == 0)
 			continue;
@@ -1196,6 +1195,9 @@ pl_netview_write(struct dpsock_stack *d, const struct dpsock_netview *v)
 			continue;
 		nv->ifaces6[n] = (struct dpsock_pl_iface6){ .prefix_len = a->prefix_len,
 							    .port = a->port };
+		for (k = 0; k < v->n_routes6; k++)
+			if (v->routes6[k].port == a->port && v->routes6[k].prefix_len == 0)
+				nv->ifaces6[n].flags |= DPSOCK_PL_IF6_DEFAULT;
 		memcpy(nv->ifaces6[n++].addr, a->addr, 16);
 	}
 	nv->n_ifaces6 = n;

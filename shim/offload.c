@@ -273,6 +273,16 @@ shim_serves_ip6(void)
 	return nv.n_ifaces6 > 0;
 }
 
+/* The first served IPv6 address whose port has a default route, or NULL. */
+static const struct dpsock_pl_iface6 *
+default6(const struct dpsock_pl_netview *nv)
+{
+	for (uint32_t i = 0; i < nv->n_ifaces6 && i < DPSOCK_PL_MAX_ADDRS; i++)
+		if (nv->ifaces6[i].flags & DPSOCK_PL_IF6_DEFAULT)
+			return &nv->ifaces6[i];
+	return NULL;
+}
+
 /* a and b share their first plen bits */
 static bool
 prefix6_eq(const uint8_t *a, const uint8_t *b, unsigned int plen)
@@ -298,7 +308,10 @@ served6(const struct dpsock_pl_netview *nv, int role, const struct in6_addr *add
 		    prefix6_eq(f->addr, addr->s6_addr, f->prefix_len))
 			return true;
 	}
-	return false;
+	/* a client's destination beyond every prefix: through a default route
+	 * (not link-local ones, which need the program's scope id) */
+	return !server && default6(nv) != NULL && !IN6_IS_ADDR_LINKLOCAL(addr) &&
+	       !IN6_IS_ADDR_LOOPBACK(addr) && !IN6_IS_ADDR_V4MAPPED(addr);
 }
 
 int
@@ -318,11 +331,15 @@ shim_offload_decide6(int role, const struct in6_addr *addr, uint16_t port)
 	shim_netview(&nv);
 	if (nv.n_ifaces6 == 0)
 		return 0;   /* no IPv6 on dpsockd: the kernel's, rules or not */
-	/* a client's local address: the address of the prefix it goes to */
+	/* a client's local address: the address of the prefix it goes to,
+	 * else the one of the port with a default route */
 	for (uint32_t i = 0; role != DPSOCK_PL_TCP_SERVER && role != DPSOCK_PL_UDP_RECEIVER &&
 			     i < nv.n_ifaces6 && i < DPSOCK_PL_MAX_ADDRS; i++)
 		if (prefix6_eq(nv.ifaces6[i].addr, addr->s6_addr, nv.ifaces6[i].prefix_len))
 			sub.laddr6 = nv.ifaces6[i].addr;
+	if (sub.laddr6 == NULL && role != DPSOCK_PL_TCP_SERVER &&
+	    role != DPSOCK_PL_UDP_RECEIVER && default6(&nv) != NULL)
+		sub.laddr6 = default6(&nv)->addr;
 	d = rules_both(&sub, shim_seg());
 	if (d >= 0)
 		return d;

@@ -17,7 +17,8 @@
 #   5. an active open over IPv6: preloaded curl fetches a file from a Linux
 #      HTTP server in B, A's kernel having forgotten B's IPv6 neighbour
 #      first (dpsockd asks the kernel to resolve it: no neighbour
-#      solicitation of dpsock's own);
+#      solicitation of dpsock's own); then from B's address beyond the /64
+#      through the kernel's IPv6 default route, which dpsockd follows;
 #   6. UDP over IPv6: a preloaded echo on [::] answers datagrams of 64 and
 #      8000 bytes (fragments both ways), a kernel echo on another port too;
 #   7. multicast over IPv6: a preloaded subscriber joins ff0e::/16 group on
@@ -120,7 +121,7 @@ ok "8 MiB each way over IPv6 through the preloaded echo, byte for byte; 20 kerne
 mkdir -p "$TEST_TMP/bweb"
 head -c 300000 /dev/urandom >"$TEST_TMP/bweb/file.bin"
 fsum=$(sha256sum <"$TEST_TMP/bweb/file.bin" | cut -d' ' -f1)
-peer_start bweb python3 -m http.server 8000 --bind "$B6" --directory "$TEST_TMP/bweb"
+peer_start bweb python3 -m http.server 8000 --bind :: --directory "$TEST_TMP/bweb"
 wait_until 10 grep -q Serving "$TEST_TMP/bweb.log"
 in_a ip -6 neigh flush dev "$TOPO_IF_A"
 con0=$(stat_sum "$name" tcp_connected)
@@ -134,6 +135,20 @@ miss1=$(stat_sum "$name" neigh_missing)
 in_a ip -6 neigh show "$B6" dev "$TOPO_IF_A" | grep -q lladdr ||
 	fail "A's kernel did not resolve $B6: $(in_a ip -6 neigh show dev "$TOPO_IF_A")"
 ok "preloaded curl's active open over IPv6 went through dpsock; the kernel resolved B's neighbour for it"
+# beyond the /64: B's address fd00:beef:IDX::1 through the kernel's IPv6
+# default route, which dpsockd follows (and tells the preload: a client's
+# destination beyond every prefix is offloaded where a default route is)
+far=fd00:beef:$TOPO_IDX::1
+ip -n "$TOPO_NS_B" addr add "$far/128" dev "$TOPO_IF_B" nodad
+in_a ip -6 route add default via "$B6" dev "$TOPO_IF_A"
+wait_until 3 grep -q "route ::/0 via $B6 (kernel)" "$DPSOCKD_LOG" ||
+	fail "dpsockd did not follow the kernel's IPv6 default route"
+con0=$(stat_sum "$name" tcp_connected)
+got=$(preload_run curl -s --max-time 10 "http://[$far]:8000/file.bin" | sha256sum | cut -d' ' -f1)
+[ "$got" = "$fsum" ] || fail "preloaded curl's download from [$far] (through the default route) is wrong or missing"
+[ $(($(stat_sum "$name" tcp_connected) - con0)) -ge 1 ] ||
+	fail "the preloaded curl's connection to [$far] was not dpsockd's"
+ok "an active open beyond the /64, to [$far] through the kernel's IPv6 default route, went through dpsock"
 
 # ---- 6. UDP over IPv6, offloaded and kernel ---------------------------------------------------
 udp0=$(stat_sum "$name" udp_rx)
