@@ -41,22 +41,22 @@
 bool
 shim_mc_optname(int level, int name)
 {
-	if (level == IPPROTO_IPV6)
-		switch (name) {
-		case IPV6_ADD_MEMBERSHIP:
-		case IPV6_DROP_MEMBERSHIP:
-		case MCAST_JOIN_GROUP:
-		case MCAST_LEAVE_GROUP:
-		case MCAST_JOIN_SOURCE_GROUP:
-		case MCAST_LEAVE_SOURCE_GROUP:
-		case MCAST_BLOCK_SOURCE:
-		case MCAST_UNBLOCK_SOURCE:
-			return true;
-		default:
-			return false;
-		}
-	if (level != IPPROTO_IP)
+	if (level != IPPROTO_IP && level != IPPROTO_IPV6)
 		return false;
+	switch (name) {
+	/* RFC 3678's protocol-independent options: both levels */
+	case MCAST_JOIN_GROUP:
+	case MCAST_LEAVE_GROUP:
+	case MCAST_JOIN_SOURCE_GROUP:
+	case MCAST_LEAVE_SOURCE_GROUP:
+	case MCAST_BLOCK_SOURCE:
+	case MCAST_UNBLOCK_SOURCE:
+		return true;
+	default:
+		break;
+	}
+	if (level == IPPROTO_IPV6)
+		return name == IPV6_ADD_MEMBERSHIP || name == IPV6_DROP_MEMBERSHIP;
 	switch (name) {
 	case IP_ADD_MEMBERSHIP:
 	case IP_DROP_MEMBERSHIP:
@@ -64,12 +64,6 @@ shim_mc_optname(int level, int name)
 	case IP_DROP_SOURCE_MEMBERSHIP:
 	case IP_BLOCK_SOURCE:
 	case IP_UNBLOCK_SOURCE:
-	case MCAST_JOIN_GROUP:
-	case MCAST_LEAVE_GROUP:
-	case MCAST_JOIN_SOURCE_GROUP:
-	case MCAST_LEAVE_SOURCE_GROUP:
-	case MCAST_BLOCK_SOURCE:
-	case MCAST_UNBLOCK_SOURCE:
 	case IP_MULTICAST_IF:
 		return true;
 	default:
