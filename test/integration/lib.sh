@@ -355,6 +355,22 @@ test_topo_up() {
 	topo_up "$name" "$idx" || fail "could not build topology $name"
 }
 
+# share_dpsockd_start NAME: dpsockd NAME, two workers on two queue pairs of
+# the test port, whose interface has no address: the port is shared with
+# A's kernel (docs/running.md). Its configuration is in SHARE_CONF (the
+# same dpsockd can be started again from it); preloads attach to NAME.
+share_dpsockd_start() {
+	local name=$1
+	SHARE_CONF=$TEST_TMP/$name.conf
+	on_exit "rm -f /dev/shm/dpsock.$name.ports"
+	printf 'name = "%s";\nruntime_dir = "%s";\nworkers = [ 0, 1 ];\ninterfaces = ( { port = "%s"; } );\n' \
+		"$name" "$TEST_TMP" "$TEST_PORT" >"$SHARE_CONF"
+	# shellcheck disable=SC2046
+	dpsockd_start "$name" "$SHARE_CONF" $(DPSOCK_TEST_LCORES=0-1 DPSOCK_TEST_QPAIRS=2 dpsockd_eal_args "$name")
+	wait_until 10 test -S "$TEST_TMP/$name.sock"
+	PRELOAD_NAME=$name
+}
+
 # test_topo_ipv6: IPv6 on B's end of the veth, TOPO_ADDR6_B/64 (no DAD),
 # for a dpsockd given address6 = "$TOPO_ADDR6_A/64" (dpsock_conf with
 # TEST_IFACE_KEYS); A's kernel keeps IPv6 off (topo.sh).

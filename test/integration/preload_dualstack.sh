@@ -49,14 +49,7 @@ if [ "$TEST_PMD" = af_xdp ]; then
 	# the kernel owns the IPv4 address too; dpsockd follows it
 	sharing=1
 	in_a ip addr add "$TOPO_ADDR_A/$TOPO_PLEN" dev "$TOPO_IF_A"
-	on_exit "rm -f /dev/shm/dpsock.$name.ports"
-	conf=$TEST_TMP/$name.conf
-	printf 'name = "%s";\nruntime_dir = "%s";\nworkers = [ 0, 1 ];\ninterfaces = ( { port = "%s"; } );\n' \
-		"$name" "$TEST_TMP" "$TEST_PORT" >"$conf"
-	# shellcheck disable=SC2046
-	dpsockd_start "$name" "$conf" $(DPSOCK_TEST_LCORES=0-1 DPSOCK_TEST_QPAIRS=2 dpsockd_eal_args "$name")
-	wait_until 10 test -S "$TEST_TMP/$name.sock"
-	PRELOAD_NAME=$name
+	share_dpsockd_start "$name"
 else
 	preload_daemon_start "$name"
 fi

@@ -45,15 +45,8 @@ MCTOOL=$(dpsock_tool mctool)
 name=$TEST_NAME
 test_topo_up 122
 in_a ip addr add "$TOPO_ADDR_A/$TOPO_PLEN" dev "$TOPO_IF_A"
-conf=$TEST_TMP/$name.conf
 res0=$(in_a cat /proc/sys/net/ipv4/ip_local_reserved_ports)
-on_exit "rm -f /dev/shm/dpsock.$name.ports"
-printf 'name = "%s";\nruntime_dir = "%s";\nworkers = [ 0, 1 ];\ninterfaces = ( { port = "%s"; } );\n' \
-	"$name" "$TEST_TMP" "$TEST_PORT" >"$conf"
-# shellcheck disable=SC2046
-dpsockd_start "$name" "$conf" $(DPSOCK_TEST_LCORES=0-1 DPSOCK_TEST_QPAIRS=2 dpsockd_eal_args "$name")
-wait_until 10 test -S "$TEST_TMP/$name.sock"
-PRELOAD_NAME=$name
+share_dpsockd_start "$name"
 chmod 755 "$TEST_TMP" # nginx's workers (nobody) reach the control socket
 stat_line() { "$DPSOCK_STAT" -n "$name" -v basic 2>/dev/null | grep '^port 0 '; }
 socks() { "$DPSOCK_STAT" -n "$name" -v sockets 2>/dev/null; }
@@ -213,7 +206,7 @@ res=$(in_a cat /proc/sys/net/ipv4/ip_local_reserved_ports)
 grep -q '49152-60999' <<<"$res" || fail "the kill -9 took dpsock's range out of the kernel's reserved ports: '$res'"
 [ -s "/dev/shm/dpsock.$name.ports" ] || [ -z "$res0" ] || fail "the host's reserved ports before dpsockd ('$res0') were not kept"
 # shellcheck disable=SC2046
-dpsockd_start "$name" "$conf" $(DPSOCK_TEST_LCORES=0-1 DPSOCK_TEST_QPAIRS=2 dpsockd_eal_args "$name")
+dpsockd_start "$name" "$SHARE_CONF" $(DPSOCK_TEST_LCORES=0-1 DPSOCK_TEST_QPAIRS=2 dpsockd_eal_args "$name")
 wait_until 10 test -S "$TEST_TMP/$name.sock"
 grep -q 'did not stop cleanly' "$DPSOCKD_LOG" || fail "the restarted dpsockd did not take the kept value: $(grep -i reserved "$DPSOCKD_LOG")"
 dpsockd_stop_clean

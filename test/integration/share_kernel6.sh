@@ -46,14 +46,7 @@ in_a sysctl -qw "net.ipv6.conf.$TOPO_IF_A.disable_ipv6=0"
 in_a ip addr add "$A6/64" dev "$TOPO_IF_A" nodad
 wait_until 5 bash -c "ip -n $TOPO_NS_A -6 addr show dev $TOPO_IF_A scope link | grep -q fe80" ||
 	fail "A's kernel has no link-local address: $(in_a ip -6 addr show dev "$TOPO_IF_A")"
-conf=$TEST_TMP/$name.conf
-on_exit "rm -f /dev/shm/dpsock.$name.ports"
-printf 'name = "%s";\nruntime_dir = "%s";\nworkers = [ 0, 1 ];\ninterfaces = ( { port = "%s"; } );\n' \
-	"$name" "$TEST_TMP" "$TEST_PORT" >"$conf"
-# shellcheck disable=SC2046
-dpsockd_start "$name" "$conf" $(DPSOCK_TEST_LCORES=0-1 DPSOCK_TEST_QPAIRS=2 dpsockd_eal_args "$name")
-wait_until 10 test -S "$TEST_TMP/$name.sock"
-PRELOAD_NAME=$name
+share_dpsockd_start "$name"
 stat_line() { "$DPSOCK_STAT" -n "$name" -v basic 2>/dev/null | grep '^port 0 '; }
 socks() { "$DPSOCK_STAT" -n "$name" -v sockets 2>/dev/null; }
 tcp_rsts() { in_a awk '/^Tcp:/ && ++n == 2 { print $15 }' /proc/net/snmp; }
