@@ -447,8 +447,23 @@ teardown(struct dpsock_stack *d)
 
 	for (i = 0; i < d->n_ports; i++)
 		dpsock_port_stop(&d->ports[i]);
-	for (i = 0; i < d->n_workers; i++)
-		rte_ring_free(d->workers[i].steer);
+	for (i = 0; i < d->n_workers; i++) {
+		struct rte_ring *steer = d->workers[i].steer;
+		unsigned int late = 0;
+		struct rte_mbuf *m;
+
+		/* A worker drains its own ring as it stops, but a worker still
+		 * polling may hand it a frame after that: every worker has
+		 * stopped now, so what is left goes back here. */
+		while (steer != NULL && rte_ring_sc_dequeue(steer, (void **)&m) == 0) {
+			rte_pktmbuf_free(m);
+			late++;
+		}
+		if (late != 0)
+			DPSOCK_LOG(INFO, main, "worker %u: %u frame(s) handed over after it "
+				   "stopped, dropped", i, late);
+		rte_ring_free(steer);
+	}
 	for (i = 0; i < d->n_ports; i++) {
 		struct rte_mempool *pool = d->ports[i].pool;
 		unsigned int avail;
