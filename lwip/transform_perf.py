@@ -266,4 +266,13 @@ EDITS = [
      '     a TCP super-segment for a netif that segments (lwip/tso.c) */\n'
      '  if (netif->mtu && (p->tot_len > netif->mtu) && !dpsock_tcp_tso_passes(netif, proto)) {\n'
      '    return ip4_frag(p, netif, dest);\n'),
+    ('core/ipv6/ip6.c', 'tso: an IPv6 super-segment for a segmenting netif is not fragmented',
+     '  /* don\'t fragment if interface has mtu set to 0 [loopif] */\n'
+     '  if (netif_mtu6(netif) && (p->tot_len > nd6_get_destination_mtu(dest, netif))) {\n'
+     '    return ip6_frag(p, netif, dest);\n',
+     '  /* don\'t fragment if interface has mtu set to 0 [loopif]; dpsock: nor\n'
+     '     a TCP super-segment for a netif that segments (lwip/tso.c) */\n'
+     '  if (netif_mtu6(netif) && (p->tot_len > nd6_get_destination_mtu(dest, netif)) &&\n'
+     '      !dpsock_tcp_tso_passes(netif, nexth)) {\n'
+     '    return ip6_frag(p, netif, dest);\n'),
 ]

@@ -414,9 +414,7 @@ dpsock_tcp_output_prepare(struct tcp_pcb *pcb, const struct netif *netif, uint32
     struct tcp_seg *a;
 
     unsent_drop_acked(pcb);
-    /* IPv4 only: DPDK's GSO library cuts TCP over IPv4 alone (an IPv6
-     * connection sends MSS segments) */
-    if (t->max_bytes != 0 && IP_IS_V4(&pcb->remote_ip) && pcb->state >= ESTABLISHED &&
+    if (t->max_bytes != 0 && pcb->state >= ESTABLISHED &&
         pcb->unsent != NULL) {
         u8_t optlen = seg_optlen(pcb, pcb->unsent);
         u32_t limit = t->max_bytes - TCP_HLEN - optlen;

@@ -148,7 +148,7 @@ static const struct conf_key conf_main_keys[] = {
 	      "active-open steering: auto (probe), toeplitz, rte_flow or software"),
 	K_STR(DC, "tcp.segmentation", segmentation, "auto", 1, 7, check_segmentation, 0,
 	      "who cuts TCP data into MSS-sized frames: auto (the port's TSO, else lwIP), "
-	      "tso (the port's TSO, else lwIP), gso (the port's TSO, else DPDK's software GSO), "
+	      "tso (the port's TSO, else lwIP), gso (the port's TSO, else the netif's software GSO), "
 	      "lwip (lwIP, one segment per MSS)"),
 	K_SPECIAL(DC, "tcp.gro", CONF_BOOL, gro, 1, 0,
 		  "merge the in-order TCP segments of a flow within a receive burst before lwIP "

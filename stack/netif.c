@@ -18,13 +18,14 @@
  * batched per worker; the TX checksum offloads the port offers replace
  * lwIP's software checksums (per-netif checksum control).
  *
- * Segmentation (tcp.segmentation): on a port with TSO, or with DPDK's GSO
- * library in the netif, lwIP hands over TCP super-segments of up to 64 KiB
- * (lwip/tso.c) and this file has them cut into frames of the connection's
- * MSS: the port does it (tso_segsz, l2/l3/l4 lengths, RTE_MBUF_F_TX_TCP_SEG),
- * or rte_gso_segment does (a header copy and indirect mbufs into the data
- * per frame). lwIP then computes no TCP checksum; the port does, or this
- * file in software when the port cannot.
+ * Segmentation (tcp.segmentation): on a port with TSO, or with the netif's
+ * software segmentation (gso), lwIP hands over TCP super-segments of up to
+ * 64 KiB (lwip/tso.c) for either family and this file has them cut into
+ * frames of the connection's MSS: the port does it (tso_segsz, l2/l3/l4
+ * lengths, RTE_MBUF_F_TX_TCP_SEG), or tcp_cut does (a header copy and
+ * indirect mbufs into the data per frame), for IPv6 also on a port whose
+ * TSO cuts IPv4 alone. lwIP then computes no TCP checksum; the port does, or
+ * this file in software when the port cannot.
  */
 
 #include <string.h>
@@ -431,80 +432,181 @@ tx_cksum6(const struct dpsock_worker_port *wp, struct rte_mbuf *m, struct rte_ip
 
 /* Payload bytes per wire segment of a TCP super-segment: the connection's
  * MSS less its options (the pcb, found by the 4-tuple; gone, e.g. a frame
- * ARP held back past its connection: what the MTU allows). */
+ * a neighbour held back past its connection: what the MTU allows). by_port:
+ * the port cuts it (net_tap's counts the Ethernet header against the MTU). */
 static uint16_t
-tso_segsz(const struct dpsock_worker_port *wp, const struct rte_ipv4_hdr *ip,
-	  const struct rte_tcp_hdr *tcp, uint16_t l2_len, uint16_t l4_len)
+tso_segsz(const struct dpsock_worker_port *wp, const struct rte_mbuf *m, const void *l3, bool v6,
+	  bool by_port)
 {
+	const struct rte_tcp_hdr *tcp = (const struct rte_tcp_hdr *)((const char *)l3 + m->l3_len);
+	uint16_t opt = m->l4_len - sizeof(*tcp);
+	uint16_t mtu_room = wp->netif.mtu - m->l3_len - m->l4_len, sz = mtu_room;
 	const struct tcp_pcb *pcb;
-	uint16_t mtu_room = wp->netif.mtu - sizeof(*ip) - l4_len, sz = mtu_room;
 
-	pcb = dpsock_tcp_lookup4(ip->src_addr, rte_be_to_cpu_16(tcp->src_port), ip->dst_addr,
-				rte_be_to_cpu_16(tcp->dst_port));
-	if (pcb != NULL && pcb->mss > l4_len - sizeof(*tcp))
-		sz = RTE_MIN(mtu_room, (uint16_t)(pcb->mss - (l4_len - sizeof(*tcp))));
-	if (wp->port->caps.tso_l2_in_mtu)
-		sz = RTE_MIN(sz, (uint16_t)(mtu_room - l2_len));
+	if (!v6) {
+		const struct rte_ipv4_hdr *ip = l3;
+
+		pcb = dpsock_tcp_lookup4(ip->src_addr, rte_be_to_cpu_16(tcp->src_port),
+					 ip->dst_addr, rte_be_to_cpu_16(tcp->dst_port));
+	} else {
+		const struct rte_ipv6_hdr *ip6 = l3;
+		ip_addr_t l, r;
+
+		IP_SET_TYPE_VAL(l, IPADDR_TYPE_V6);
+		IP_SET_TYPE_VAL(r, IPADDR_TYPE_V6);
+		memcpy(ip_2_ip6(&l)->addr, ip6->src_addr, 16);
+		memcpy(ip_2_ip6(&r)->addr, ip6->dst_addr, 16);
+		ip6_addr_clear_zone(ip_2_ip6(&l));
+		ip6_addr_clear_zone(ip_2_ip6(&r));
+		pcb = dpsock_tcp_lookup(&l, rte_be_to_cpu_16(tcp->src_port), &r,
+					rte_be_to_cpu_16(tcp->dst_port));
+	}
+	if (pcb != NULL && pcb->mss > opt)
+		sz = RTE_MIN(mtu_room, (uint16_t)(pcb->mss - opt));
+	if (by_port && wp->port->caps.tso_l2_in_mtu)
+		sz = RTE_MIN(sz, (uint16_t)(mtu_room - m->l2_len));
 	return sz;
 }
 
 /*
- * A TCP segment larger than the MTU (lwIP's super-segment, lwip/tso.c):
- * the port cuts it (TSO), or the netif does with DPDK's GSO library: MSS
- * frames of a header copy and an indirect mbuf into the original data, no
- * payload copy; their checksums then come from the port or from software.
+ * Cut a TCP super-segment into frames of segsz payload bytes in software,
+ * for either family: each frame is a copy of the headers (all in m's first
+ * mbuf, lwIP's header pbuf) chained to indirect mbufs into m's data, so no
+ * payload byte is copied; the indirect mbufs keep a lent frame's pbufs
+ * referenced as m's own mbufs did. Each frame's headers get its lengths,
+ * IPv4 id, sequence number and flags (FIN and PSH on the last frame only,
+ * CWR on the first only); its checksums are then the port's or software's,
+ * as for any frame (tx_cksum, tx_cksum6). A frame an mbuf is missing for
+ * is not sent, nor are the ones after it (tx_nombuf): TCP resends them.
  */
-static int
-tx_tcp_segment(struct dpsock_worker_port *wp, struct rte_mbuf *m, struct rte_ipv4_hdr *ip)
+static void
+tcp_cut(struct dpsock_worker_port *wp, struct rte_mbuf *m, bool v6, uint16_t segsz)
 {
 	struct dpsock_worker_stats *st = wp->w->stats;
-	struct rte_tcp_hdr *tcp = (struct rte_tcp_hdr *)((char *)ip + m->l3_len);
-	uint16_t l4_len = (tcp->data_off >> 4) * 4;
-	uint32_t payload = m->pkt_len - m->l2_len - m->l3_len - l4_len;
-	uint16_t segsz = tso_segsz(wp, ip, tcp, m->l2_len, l4_len);
-	uint32_t nseg = (payload + segsz - 1) / segsz;
-	struct rte_mbuf *out[DPSOCK_TSO_PBUFS_MAX + 1];
-	int i, n;
+	struct rte_mempool *pool = wp->port->pool;
+	uint16_t hdr = m->l2_len + m->l3_len + m->l4_len;
+	uint32_t left = m->pkt_len - hdr, nseg = (left + segsz - 1) / segsz, k, off = hdr;
+	const struct rte_tcp_hdr *tcp0 =
+		rte_pktmbuf_mtod_offset(m, const struct rte_tcp_hdr *, m->l2_len + m->l3_len);
+	const struct rte_ipv4_hdr *ip0 =
+		rte_pktmbuf_mtod_offset(m, const struct rte_ipv4_hdr *, m->l2_len);
+	uint32_t seq = rte_be_to_cpu_32(tcp0->sent_seq);
+	uint16_t id = v6 ? 0 : rte_be_to_cpu_16(ip0->packet_id);
+	struct rte_mbuf *src = m;
 
-	m->l4_len = l4_len;
-	if (wp->seg_mode == DPSOCK_SEG_TSO) {
-		m->tso_segsz = segsz;
-		m->ol_flags |= RTE_MBUF_F_TX_IPV4 | RTE_MBUF_F_TX_TCP_SEG | RTE_MBUF_F_TX_TCP_CKSUM;
+	for (k = 0; k < nseg; k++) {
+		uint32_t len = RTE_MIN(left, (uint32_t)segsz), need = len;
+		struct rte_mbuf *h = rte_pktmbuf_alloc(pool), *tail = h;
+		struct rte_tcp_hdr *tcp;
+		char *l3;
+
+		if (h == NULL)
+			break;
+		memcpy(rte_pktmbuf_mtod(h, void *), rte_pktmbuf_mtod(m, void *), hdr);
+		h->data_len = h->pkt_len = hdr;
+		while (need > 0) {
+			struct rte_mbuf *mi;
+			uint32_t take;
+
+			while (off >= src->data_len) {
+				src = src->next;
+				off = 0;
+			}
+			take = RTE_MIN(need, (uint32_t)src->data_len - off);
+			mi = rte_pktmbuf_alloc(pool);
+			if (mi == NULL)
+				break;
+			rte_pktmbuf_attach(mi, src);
+			mi->data_off += off;
+			mi->data_len = mi->pkt_len = take;
+			tail->next = mi;
+			tail = mi;
+			h->nb_segs++;
+			h->pkt_len += take;
+			off += take;
+			need -= take;
+		}
+		if (need > 0) {
+			rte_pktmbuf_free(h);
+			break;
+		}
+		h->l2_len = m->l2_len;
+		h->l3_len = m->l3_len;
+		h->l4_len = m->l4_len;
+		l3 = rte_pktmbuf_mtod_offset(h, char *, h->l2_len);
+		tcp = (struct rte_tcp_hdr *)(l3 + h->l3_len);
+		tcp->sent_seq = rte_cpu_to_be_32(seq + k * segsz);
+		if (k + 1 < nseg)
+			tcp->tcp_flags &= ~(RTE_TCP_FIN_FLAG | RTE_TCP_PSH_FLAG);
+		if (k > 0)
+			tcp->tcp_flags &= ~RTE_TCP_CWR_FLAG;
+		if (v6) {
+			struct rte_ipv6_hdr *ip6 = (struct rte_ipv6_hdr *)l3;
+
+			ip6->payload_len = rte_cpu_to_be_16(h->l3_len - sizeof(*ip6) + h->l4_len + len);
+			tx_cksum6(wp, h, ip6, h->l2_len);
+		} else {
+			struct rte_ipv4_hdr *ip = (struct rte_ipv4_hdr *)l3;
+
+			ip->total_length = rte_cpu_to_be_16(h->l3_len + h->l4_len + len);
+			ip->packet_id = rte_cpu_to_be_16((uint16_t)(id + k));
+			if (!wp->port->caps.tx_ip_cksum) {
+				ip->hdr_checksum = 0;
+				ip->hdr_checksum = rte_ipv4_cksum(ip);
+			}
+			tx_cksum(wp, h, ip);
+		}
+		tx_queue(wp, h);
+		left -= len;
+	}
+	/* the frames hold their own references on m's data */
+	rte_pktmbuf_free(m);
+	if (k < nseg)
+		dpsock_stat_add(&st->tx_nombuf, nseg - k);
+	if (k > 0) {
+		dpsock_stat_add(&st->tx_gso_frames, 1);
+		dpsock_stat_add(&st->tx_gso_segs, k);
+	}
+}
+
+/*
+ * A TCP segment larger than the MTU (lwIP's super-segment, lwip/tso.c):
+ * the port cuts it (TSO: IPv4 always, IPv6 where its TSO takes IPv6), or
+ * the netif does in software (tcp_cut).
+ */
+static void
+tx_tcp_segment(struct dpsock_worker_port *wp, struct rte_mbuf *m, void *l3, bool v6)
+{
+	struct dpsock_worker_stats *st = wp->w->stats;
+	struct rte_tcp_hdr *tcp = (struct rte_tcp_hdr *)((char *)l3 + m->l3_len);
+	bool by_port = wp->seg_mode == DPSOCK_SEG_TSO && (!v6 || wp->port->caps.tso6);
+	uint16_t segsz;
+
+	m->l4_len = (tcp->data_off >> 4) * 4;
+	segsz = tso_segsz(wp, m, l3, v6, by_port);
+	if (!by_port) {
+		tcp_cut(wp, m, v6, segsz);
+		return;
+	}
+	m->tso_segsz = segsz;
+	m->ol_flags |= RTE_MBUF_F_TX_TCP_SEG | RTE_MBUF_F_TX_TCP_CKSUM;
+	if (v6) {
+		m->ol_flags |= RTE_MBUF_F_TX_IPV6;
+		tcp->cksum = rte_ipv6_phdr_cksum(l3, m->ol_flags);
+	} else {
+		struct rte_ipv4_hdr *ip = l3;
+
+		m->ol_flags |= RTE_MBUF_F_TX_IPV4;
 		if (wp->port->caps.tx_ip_cksum) {
 			m->ol_flags |= RTE_MBUF_F_TX_IP_CKSUM;
 			ip->hdr_checksum = 0;
 		}
 		tcp->cksum = rte_ipv4_phdr_cksum(ip, m->ol_flags);
-		tx_queue(wp, m);
-		dpsock_stat_add(&st->tx_tso_frames, 1);
-		dpsock_stat_add(&st->tx_tso_segs, nseg);
-		return 0;
 	}
-	m->ol_flags |= RTE_MBUF_F_TX_IPV4 | RTE_MBUF_F_TX_TCP_SEG;
-	wp->gso.gso_size = m->l2_len + m->l3_len + l4_len + segsz;
-	n = rte_gso_segment(m, &wp->gso, out, RTE_DIM(out));
-	/* the segments hold their own references on m's data */
-	rte_pktmbuf_free(m);
-	if (n <= 0) {
-		dpsock_stat_add(n == 0 ? &st->tx_drops : &st->tx_nombuf, 1);
-		return n == 0 ? -EINVAL : n;
-	}
-	for (i = 0; i < n; i++) {
-		struct rte_mbuf *o = out[i];
-		struct rte_ipv4_hdr *oip = rte_pktmbuf_mtod_offset(o, struct rte_ipv4_hdr *, o->l2_len);
-
-		o->ol_flags &= ~(RTE_MBUF_F_TX_TCP_SEG | RTE_MBUF_F_TX_TCP_CKSUM |
-				 RTE_MBUF_F_TX_IP_CKSUM);
-		if (!wp->port->caps.tx_ip_cksum) {
-			oip->hdr_checksum = 0;
-			oip->hdr_checksum = rte_ipv4_cksum(oip);
-		}
-		tx_cksum(wp, o, oip);
-		tx_queue(wp, o);
-	}
-	dpsock_stat_add(&st->tx_gso_frames, 1);
-	dpsock_stat_add(&st->tx_gso_segs, n);
-	return 0;
+	dpsock_stat_add(&st->tx_tso_frames, 1);
+	dpsock_stat_add(&st->tx_tso_segs, (m->pkt_len - m->l2_len - m->l3_len - m->l4_len +
+					   segsz - 1) / segsz);
+	tx_queue(wp, m);
 }
 
 /* Copy a pbuf chain into one mbuf, or a chain of them when the frame is
@@ -583,11 +685,11 @@ pbuf_lend(struct dpsock_worker_port *wp, struct pbuf *p)
 	}
 	if (nseg > 1 && !wp->port->caps.tx_multi_segs)
 		return NULL;
-	/* A super-segment is cut by DPDK's GSO library (the netif's, or
-	 * net_tap's TSO), which gives every frame it makes the flags of the
-	 * packet's first mbuf: an external-buffer first mbuf would mark their
-	 * (direct) header mbufs external. Its first pbuf (the headers and one
-	 * MSS at most) is copied instead. */
+	/* A super-segment that net_tap's TSO cuts (DPDK's GSO library) gives
+	 * every frame the flags of the packet's first mbuf: an external-buffer
+	 * first mbuf would mark their (direct) header mbufs external. Its first
+	 * pbuf (the headers and one MSS at most) is copied instead; tcp_cut
+	 * copies the headers anyway. */
 	copy_head = nseg > 1 && p->tot_len > (uint32_t)wp->netif.mtu + RTE_ETHER_HDR_LEN +
 					      (wp->port->vlan_tci != 0 ? RTE_VLAN_HLEN : 0);
 	nlent = nseg - copy_head;
@@ -911,6 +1013,31 @@ dpsock_netif_send_raw(struct dpsock_worker_port *wp, struct rte_mbuf *m)
 	tx_queue(wp, m);
 }
 
+/* A frame larger than the MTU: only a TCP super-segment is (lwIP
+ * fragments the rest), and only on a netif that segments. l2_len is set;
+ * l3_len too for IPv4. */
+static err_t
+tx_oversize(struct dpsock_worker_port *wp, struct rte_mbuf *m, void *l3, bool v6)
+{
+	uint8_t proto = v6 ? ((struct rte_ipv6_hdr *)l3)->proto :
+			     ((struct rte_ipv4_hdr *)l3)->next_proto_id;
+
+	if (v6)
+		m->l3_len = sizeof(struct rte_ipv6_hdr); /* lwIP puts none before TCP */
+	if (proto == IPPROTO_TCP && wp->seg_mode != DPSOCK_SEG_LWIP &&
+	    m->data_len >= m->l2_len + m->l3_len + sizeof(struct rte_tcp_hdr)) {
+		const struct rte_tcp_hdr *tcp = (const struct rte_tcp_hdr *)((char *)l3 + m->l3_len);
+
+		if (m->data_len >= m->l2_len + m->l3_len + (tcp->data_off >> 4) * 4u) {
+			tx_tcp_segment(wp, m, l3, v6);
+			return ERR_OK;
+		}
+	}
+	rte_pktmbuf_free(m);
+	dpsock_stat_add(&wp->w->stats->tx_drops, 1);
+	return ERR_OK;
+}
+
 static err_t
 netif_linkoutput(struct netif *netif, struct pbuf *p)
 {
@@ -937,7 +1064,13 @@ netif_linkoutput(struct netif *netif, struct pbuf *p)
 		l2 += RTE_VLAN_HLEN;
 	}
 	if (type == RTE_BE16(RTE_ETHER_TYPE_IPV6) && m->data_len >= l2 + sizeof(struct rte_ipv6_hdr)) {
-		tx_cksum6(wp, m, (struct rte_ipv6_hdr *)((char *)eth + l2), l2);
+		struct rte_ipv6_hdr *ip6 = (struct rte_ipv6_hdr *)((char *)eth + l2);
+
+		if (unlikely(m->pkt_len > (uint32_t)l2 + wp->netif.mtu)) {
+			m->l2_len = l2;
+			return tx_oversize(wp, m, ip6, true);
+		}
+		tx_cksum6(wp, m, ip6, l2);
 		tx_queue(wp, m);
 		return ERR_OK;
 	}
@@ -948,16 +1081,8 @@ netif_linkoutput(struct netif *netif, struct pbuf *p)
 	ip = (struct rte_ipv4_hdr *)((char *)eth + l2);
 	m->l2_len = l2;
 	m->l3_len = rte_ipv4_hdr_len(ip);
-	if (unlikely(m->pkt_len > (uint32_t)m->l2_len + wp->netif.mtu)) {
-		/* only a TCP super-segment is larger (ip4_output fragments
-		 * the rest), and only for a netif that segments */
-		if (ip->next_proto_id == IPPROTO_TCP && wp->seg_mode != DPSOCK_SEG_LWIP &&
-		    m->data_len >= m->l2_len + m->l3_len + sizeof(struct rte_tcp_hdr))
-			return tx_tcp_segment(wp, m, ip) == 0 ? ERR_OK : ERR_MEM;
-		rte_pktmbuf_free(m);
-		dpsock_stat_add(&st->tx_drops, 1);
-		return ERR_OK;
-	}
+	if (unlikely(m->pkt_len > (uint32_t)m->l2_len + wp->netif.mtu))
+		return tx_oversize(wp, m, ip, false);
 	tx_cksum(wp, m, ip);
 	tx_queue(wp, m);
 	return ERR_OK;
@@ -966,7 +1091,7 @@ netif_linkoutput(struct netif *netif, struct pbuf *p)
 static const char *const seg_mode_names[] = {
 	[DPSOCK_SEG_LWIP] = "lwIP (one segment per MSS)",
 	[DPSOCK_SEG_TSO] = "the port's TSO",
-	[DPSOCK_SEG_GSO] = "DPDK's GSO library",
+	[DPSOCK_SEG_GSO] = "the netif (software GSO)",
 };
 
 void
@@ -990,10 +1115,6 @@ dpsock_netif_offload_setup(struct dpsock_worker_port *wp)
 		wp->cksum_l4_ok &= ~NETIF_CHECKSUM_GEN_TCP;
 		NETIF_SET_CHECKSUM_CTRL(&wp->netif, wp->cksum_default);
 		wp->tcp_cksum_sw = !port->caps.tx_tcp_cksum;
-		memset(&wp->gso, 0, sizeof(wp->gso));
-		wp->gso.direct_pool = port->pool;
-		wp->gso.indirect_pool = port->pool;
-		wp->gso.gso_types = RTE_ETH_TX_OFFLOAD_TCP_TSO;
 	}
 	if (wp->w->idx == 0)
 		DPSOCK_LOG(INFO, pmd, "port %s: TCP segmentation by %s (tcp.segmentation = %s)",

@@ -714,6 +714,11 @@ dpsock_port_probe(struct dpsock_port *p, char *err, size_t errlen)
 	/* per-PMD quirks */
 	c->fixed_rx_queues = strcmp(info.driver_name, "net_af_packet") == 0;
 	c->tso_l2_in_mtu = strcmp(info.driver_name, "net_tap") == 0;
+	/* DPDK reports TSO without a family. A NIC's TSO cuts IPv6 too
+	 * (mlx5, ice, i40e, ixgbe, virtio); net_tap's is DPDK's GSO library,
+	 * which cuts TCP over IPv4 alone (22.11) and sends an IPv6
+	 * super-segment whole: the netif cuts those in software. */
+	c->tso6 = c->tso && strcmp(info.driver_name, "net_tap") != 0;
 	if (c->fixed_rx_queues)
 		c->rx_frame_size = af_packet_frame_size(&info);
 	c->tx_extbuf = !is_xdp_driver(info.driver_name);

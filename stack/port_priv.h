@@ -58,6 +58,7 @@ struct dpsock_port_caps {
 	/* net_tap's TSO counts the Ethernet header against the MTU: the
 	 * segments it cuts carry MTU - l2 - l3 - l4 bytes, not MTU - l3 - l4 */
 	bool tso_l2_in_mtu;
+	bool tso6;               /* its TSO cuts TCP over IPv6 too */
 	/* The PMD spreads received packets over every queue it was created
 	 * with, whatever rte_eth_dev_configure asks for (af_packet's fanout
 	 * over its qpairs sockets): the port must be given exactly that many

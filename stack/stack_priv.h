@@ -20,7 +20,6 @@
 #include <sys/queue.h>
 
 #include <rte_common.h>
-#include <rte_gso.h>
 #include <rte_mbuf.h>
 #include <rte_ring.h>
 #include <rte_spinlock.h>
@@ -49,7 +48,7 @@ struct rte_flow;
 enum dpsock_seg_mode {
 	DPSOCK_SEG_LWIP,  /* lwIP: one segment per MSS */
 	DPSOCK_SEG_TSO,   /* lwIP builds super-segments, the port cuts them */
-	DPSOCK_SEG_GSO,   /* lwIP builds super-segments, DPDK's GSO library cuts them */
+	DPSOCK_SEG_GSO,   /* lwIP builds super-segments, the netif cuts them (tcp_cut) */
 };
 
 /* pbufs (so mbuf segments, and MSS segments) in one super-segment */
@@ -77,7 +76,6 @@ struct dpsock_worker_port {
 	enum dpsock_seg_mode seg_mode;
 	bool tcp_cksum_sw;        /* lwIP leaves TCP checksums to the netif, which computes
 				   * them (segmenting netif, port without the offload) */
-	struct rte_gso_ctx gso;   /* DPSOCK_SEG_GSO */
 	struct rte_mbuf *tx[DPSOCK_TX_BURST];
 };
 

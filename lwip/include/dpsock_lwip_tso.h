@@ -33,8 +33,10 @@ struct tcp_pcb;
 struct tcp_seg;
 
 /* Largest TCP segment (header included) lwIP builds for a segmenting
- * netif: an IPv4 packet's 64 KiB, less its header. */
-#define DPSOCK_TCP_TSO_MAX (0xffffu - 20u)
+ * netif: what a pbuf chain's 16-bit length holds once the largest IP
+ * header (IPv6's 40 bytes) and link header (Ethernet with a VLAN tag, 18)
+ * are added, for either family. */
+#define DPSOCK_TCP_TSO_MAX (0xffffu - 40u - 18u)
 
 /*
  * Declare that netif segments TCP: lwIP may give it TCP segments of up to

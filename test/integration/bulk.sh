@@ -140,7 +140,7 @@ run_bulk impaired "$n2" 1 "${BULK_IMPAIRED_LIMIT:-240}"
 stop_echo "$n2"
 
 # Part 3: the same relay, dpsock sending TCP super-segments (tcp.segmentation
-# = gso: lwIP joins segments of up to 64 KiB, DPDK's GSO library cuts them):
+# = gso: lwIP joins segments of up to 64 KiB, the netif cuts them in software):
 # a lost frame is part of a super-segment; tcp_rec.c resends in place only
 # what was lost (it cuts the super-segment where the peer's SACK blocks and
 # ACKs end inside it), the peer SACKs and acknowledges parts of them; the
@@ -151,7 +151,7 @@ n3=${n2}g
 conf3=$(TEST_PORT=net_af_packet0 dpsock_conf "$n3" 'workers = [ 0 ];' 'tcp = { segmentation = "gso"; };')
 # shellcheck disable=SC2046
 app_start "$n3" "$conf3" dpsock-echo $(TEST_PMD=af_packet one_worker_eal "$n3") -- --raw --tcp-only -p 7
-grep -q "TCP segmentation by DPDK's GSO library" "$APP_LOG" ||
+grep -q 'TCP segmentation by the netif (software GSO)' "$APP_LOG" ||
 	fail "gso-impaired: the port does not segment by GSO: $(grep -m1 'TCP segmentation by' "$APP_LOG")"
 make_stream "$gso_mb"
 j0=$(stat_sum "$n3" tcp_tso_joined)

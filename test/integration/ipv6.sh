@@ -8,7 +8,8 @@
 # IPv6 address carries the port's MAC (NDP), pings from many sources spread
 # over both workers; dpsock-echo's listener (dpsock_tcp_listen: both
 # families) takes TCP over IPv6 and IPv4 at once: 8 MiB each way over IPv6
-# byte for byte (received segments merged by GRO), IPv4 beside it; UDP over IPv6 (datagrams of 64 and 8000
+# byte for byte (received segments merged by GRO; on af_packet, sent ones
+# joined by lwIP and cut by the netif, tcp.segmentation = gso), IPv4 beside it; UDP over IPv6 (datagrams of 64 and 8000
 # bytes, fragmented both ways) echoed; dpsock-stat lists the IPv6 connection
 # with its addresses; each kind of malformed IPv6 frame is counted under its
 # own drop counter and the stack keeps answering; SIGTERM stops it with
@@ -25,7 +26,9 @@ name=$TEST_NAME
 test_topo_up 46
 test_topo_ipv6
 TEST_IFACE_KEYS="address6 = \"$TOPO_ADDR6_A/64\";"
-conf=$(dpsock_conf "$name" 'workers = [ 0, 1 ];')
+# tcp.segmentation = gso: where the port takes mbuf chains (af_packet, not
+# AF_XDP), lwIP's IPv6 super-segments are cut by the netif (step 4)
+conf=$(dpsock_conf "$name" 'workers = [ 0, 1 ];' 'tcp = { segmentation = "gso"; };')
 # shellcheck disable=SC2046
 app_start "$name" "$conf" dpsock-echo $(DPSOCK_TEST_LCORES=0-1 DPSOCK_TEST_QPAIRS=2 dpsockd_eal_args "$name") -- --raw -p 7 \
 	--join ff0e::7:7
@@ -70,6 +73,7 @@ ok "$sent pings from 16 sources; worker 0 saw $w0, worker 1 saw $w1 echo request
 head -c $((8 << 20)) /dev/urandom >"$TEST_TMP/up"
 want=$(sha256sum <"$TEST_TMP/up" | cut -d' ' -f1)
 gro0=$(stat_sum "$name" rx_gro_merged)
+gso0=$(stat_sum "$name" tx_gso_frames)
 # one connection: send 8 MiB and read the echo back at once
 in_b timeout 60 python3 - "$TOPO_ADDR6_A" "$TEST_TMP/up" "$TEST_TMP/down" <<'EOP' || fail "IPv6 echo transfer failed"
 import socket, sys, threading
@@ -97,7 +101,13 @@ echoed=$(sha256sum <"$TEST_TMP/down" | cut -d' ' -f1)
 # segments of a burst were merged before lwIP
 gro1=$(stat_sum "$name" rx_gro_merged)
 [ "$gro1" -gt "$gro0" ] || fail "IPv6: no received segment was merged (rx_gro_merged $gro0 -> $gro1)"
-ok "TCP over IPv6: 8 MiB each way echoed byte for byte; $((gro1 - gro0)) segments merged on receive"
+gso=""
+if grep -q 'TCP segmentation by the netif (software GSO)' "$APP_LOG"; then
+	gso1=$(stat_sum "$name" tx_gso_frames)
+	[ "$gso1" -gt "$gso0" ] || fail "IPv6: the netif cut no super-segment (tx_gso_frames $gso0 -> $gso1)"
+	gso="; $((gso1 - gso0)) super-segments cut into $(stat_sum "$name" tx_gso_segs) frames by the netif"
+fi
+ok "TCP over IPv6: 8 MiB each way echoed byte for byte; $((gro1 - gro0)) segments merged on receive$gso"
 out=$(in_b timeout 20 python3 -c 'import socket, sys
 s = socket.create_connection((sys.argv[1], 7), timeout=10)
 s.sendall(b"four"); print(s.recv(16).decode())' "$TOPO_ADDR_A") || fail "IPv4 beside IPv6: $out"

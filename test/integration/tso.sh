@@ -20,7 +20,11 @@
 # directions), the data dpsock sent again that the peer's SACK blocks
 # already held stays under 16 MSS (0 measured; 550 KB when the cuts were
 # made at pbuf boundaries only, which the tap's 1434-byte frames do not
-# match). Clean stop, every mbuf back.
+# match). Then both TSO rounds over IPv6 (fd00:198:18:53::/64): net_tap's
+# TSO is DPDK's GSO library, which cuts IPv4 alone, so the netif cuts the
+# IPv6 super-segments in software (tx_gso_frames, no tx_tso_frames), with
+# the same checks on the wire (payload at most 1428 = 1500 - 40 - 20 - 12).
+# Clean stop, every mbuf back.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
@@ -35,6 +39,9 @@ tap=dpo$$
 tap=${tap:0:15}
 addr_a=198.18.53.1
 addr_b=198.18.53.2
+addr6_a=fd00:198:18:53::1
+addr6_b=fd00:198:18:53::2
+mss6=1428 # 1500 - 40 (IPv6) - 20 (TCP) - 12 (timestamps)
 mss=1448 # 1500 - 20 (IPv4) - 20 (TCP) - 12 (timestamps)
 mb=${TSO_MB:-64}
 ip netns add "$ns" || fail "cannot create namespace $ns"
@@ -75,7 +82,8 @@ EOF
 cat >"$TEST_TMP/wire.py" <<'EOF'
 import socket, struct, sys
 f = open(sys.argv[1], "rb")
-me = socket.inet_aton(sys.argv[2])
+v6 = ":" in sys.argv[2]
+me = socket.inet_pton(socket.AF_INET6 if v6 else socket.AF_INET, sys.argv[2])
 if len(f.read(24)) < 24:
     sys.exit("no capture header")
 frames = max_frame = max_payload = resent = resent_sacked = 0
@@ -92,11 +100,13 @@ while True:
     _, _, incl, orig = struct.unpack("<IIII", h)
     d = f.read(incl)
     ip = d[14:]
-    tot = struct.unpack(">H", ip[2:4])[0]
-    ihl = (ip[0] & 15) * 4
+    if v6:  # lwIP puts no extension header before TCP
+        tot, ihl, src = 40 + struct.unpack(">H", ip[4:6])[0], 40, ip[8:24]
+    else:
+        tot, ihl, src = struct.unpack(">H", ip[2:4])[0], (ip[0] & 15) * 4, ip[12:16]
     tcp = ip[ihl:]
     doff = (tcp[12] >> 4) * 4
-    if ip[12:16] != me:
+    if src != me:
         # the peer's ACK: its cumulative ACK and SACK blocks
         if base is None or not tcp[13] & 0x10:
             continue
@@ -145,33 +155,40 @@ print(f"frames={frames} max_frame={max_frame} max_payload={max_payload} "
       f"resent={resent} resent_sacked={resent_sacked}")
 EOF
 
-# round SEGMENTATION [LOSS_PCT]: one echo of the file, LOSS_PCT % of
-# dpsock's TCP frames dropped on the peer's input; sets TOT (the stats) and
-# WIRE.
+# round SEGMENTATION [LOSS_PCT [FAMILY]]: one echo of the file over IPv4
+# (FAMILY 4, the default) or IPv6 (6), LOSS_PCT % of dpsock's TCP frames
+# dropped on the peer's input; sets TOT (the stats) and WIRE.
 round() {
-	local seg=$1 loss=${2:-0} conf out cap tcpd
+	local seg=$1 loss=${2:-0} fam=${3:-4} conf out cap tcpd dst=$addr_a nfam=ip
+	[ "$fam" = 4 ] || { dst=$addr6_a; nfam=ip6; }
 	conf=$TEST_TMP/$name-$seg.conf
-	printf 'name = "%s";\ntcp = { segmentation = "%s"; };\ninterfaces = ( { port = "net_tap0"; address = "%s/24"; } );\n' \
-		"$name" "$seg" "$addr_a" >"$conf"
+	printf 'name = "%s";\ntcp = { segmentation = "%s"; };\ninterfaces = ( { port = "net_tap0"; address = "%s/24"; address6 = "%s/64"; } );\n' \
+		"$name" "$seg" "$addr_a" "$addr6_a" >"$conf"
 	# shellcheck disable=SC2046
 	app_start "$name" "$conf" dpsock-echo -l 0 --no-pci --file-prefix "$name" \
 		"--vdev=net_tap0,iface=$tap" $(eal_mem_args) -- --raw --tcp-only -p 7
 	ip -n "$ns" link set "$tap" up
 	ip -n "$ns" addr replace "$addr_b/24" dev "$tap"
+	if [ "$fam" = 6 ]; then
+		ip -n "$ns" addr replace "$addr6_b/64" dev "$tap" nodad
+		# dpsock's address is usable once its duplicate address detection passed
+		poll_until 10 ip netns exec "$ns" ping -6 -c 1 -W 1 "$addr6_a" >/dev/null ||
+			fail "$seg: [$addr6_a] does not answer ping6"
+	fi
 	ip netns exec "$ns" nft delete table inet dpsloss 2>/dev/null || true
 	if [ "$loss" != 0 ]; then
 		ip netns exec "$ns" nft -f - <<-NFT || fail "nft could not load the drop rule"
 			table inet dpsloss {
-				chain in { type filter hook input priority 0; ip saddr $addr_a meta l4proto tcp numgen random mod 100 < $loss counter drop; }
+				chain in { type filter hook input priority 0; $nfam saddr $dst meta l4proto tcp numgen random mod 100 < $loss counter drop; }
 			}
 		NFT
 	fi
-	cap=$TEST_TMP/$seg-$loss.pcap
-	ip netns exec "$ns" tcpdump -i "$tap" -s 96 -U -w "$cap" -nn "tcp and host $addr_a" \
+	cap=$TEST_TMP/$seg-$loss-$fam.pcap
+	ip netns exec "$ns" tcpdump -i "$tap" -s 128 -U -w "$cap" -nn "tcp and host $dst" \
 		>"$TEST_TMP/tcpdump-$seg.log" 2>&1 &
 	tcpd=$!
 	poll_until 10 grep -q 'listening on' "$TEST_TMP/tcpdump-$seg.log" || fail "tcpdump did not start"
-	out=$(timeout 240 ip netns exec "$ns" python3 "$TEST_TMP/client.py" "$addr_a" "$TEST_TMP/data.bin" 2>&1) ||
+	out=$(timeout 240 ip netns exec "$ns" python3 "$TEST_TMP/client.py" "$dst" "$TEST_TMP/data.bin" 2>&1) ||
 		fail "$seg: client failed: $out"
 	[ "$(sed -n 's/.*rx_bytes=\([0-9]*\).*/\1/p' <<<"$out")" = $((mb << 20)) ] ||
 		fail "$seg: $out (expected $((mb << 20)) bytes)"
@@ -181,14 +198,14 @@ round() {
 	TOT=$("$DPSOCK_STAT" -n "$name")
 	kill -INT "$tcpd"
 	wait "$tcpd" || true
-	WIRE=$(python3 "$TEST_TMP/wire.py" "$cap" "$addr_a") || fail "$seg: cannot read the capture: $WIRE"
+	WIRE=$(python3 "$TEST_TMP/wire.py" "$cap" "$dst") || fail "$seg: cannot read the capture: $WIRE"
 	DROPS=$(ip netns exec "$ns" nft list table inet dpsloss 2>/dev/null | sed -n 's/.*packets \([0-9]*\).*/\1/p') || true
 	ip netns exec "$ns" nft delete table inet dpsloss 2>/dev/null || true
 	local rc=0
 	app_stop "$name" || rc=$?
 	[ "$rc" -eq 0 ] || fail "$seg: dpsock-echo exited with status $rc (3 = mbuf leak)"
 	grep -q 'all [0-9]* mbufs back in the pool' "$APP_LOG" || fail "$seg: no 'mbufs back' line"
-	note "$seg, $loss % loss: $out; wire: $WIRE${DROPS:+; dropped $DROPS}"
+	note "$seg, $loss % loss, IPv$fam: $out; wire: $WIRE${DROPS:+; dropped $DROPS}"
 }
 ctr() { awk -v k="worker.0.$1" '$1 == k { print $2 }' <<<"$TOT"; }
 wire() { sed -n "s/.*$1=\([0-9]*\).*/\1/p" <<<"$WIRE"; }
@@ -223,4 +240,28 @@ cuts=$(ctr tcp_sack_cuts) rexmit=$(ctr tcp_rexmit_sack)
 	fail "loss: dpsock resent $(wire resent_sacked) bytes the peer had SACKed ($(wire resent) resent, $DROPS frames dropped)"
 [ "$(wire max_payload)" -le "$mss" ] || fail "loss: a TCP payload of $(wire max_payload) bytes on the wire"
 ok "TSO through 1 % loss: $mb MiB echoed exactly; $DROPS frames dropped, $rexmit holes resent, $cuts super-segment cuts; $(wire resent) bytes resent, $(wire resent_sacked) of them SACKed before"
-pass "net_tap TSO: super-segments cut by the port, frames on the wire within the MSS, data exact; through loss only what was lost is resent"
+# IPv6: net_tap's TSO (DPDK's GSO library) cuts TCP over IPv4 alone, so
+# the netif cuts IPv6 super-segments itself (tcp_cut): lwIP still joins
+# segments, the port gets MSS frames (tx_gso_*), none as a TSO frame.
+round auto 0 6
+frames=$(ctr tx_gso_frames) segs=$(ctr tx_gso_segs) joined=$(ctr tcp_tso_joined)
+grep -q "TCP segmentation by the port's TSO" "$APP_LOG" || fail "IPv6: the port's TSO not chosen"
+[ "$joined" -gt 0 ] || fail "IPv6: lwIP joined no segment (tcp_tso_joined=$joined)"
+[ "$frames" -gt 0 ] || fail "IPv6: no super-segment was cut in software (tx_gso_frames=$frames)"
+[ "$(ctr tx_tso_frames)" = 0 ] || fail "IPv6: $(ctr tx_tso_frames) super-segments went to net_tap's IPv4-only TSO"
+[ "$segs" -gt $((2 * frames)) ] ||
+	fail "IPv6: $segs frames cut from $frames super-segments: not larger than two MSS on average"
+[ "$(wire max_frame)" -le 1514 ] || fail "IPv6: a frame of $(wire max_frame) bytes on the wire (MTU 1500)"
+[ "$(wire max_payload)" -le "$mss6" ] || fail "IPv6: a TCP payload of $(wire max_payload) bytes on the wire (MSS $mss6)"
+ok "IPv6: $mb MiB echoed exactly; $joined lwIP segments joined, $frames super-segments cut into $segs frames in software; on the wire $(wire frames) frames, at most $(wire max_frame) bytes, payload at most $(wire max_payload)"
+
+round auto 1 6
+cuts=$(ctr tcp_sack_cuts) rexmit=$(ctr tcp_rexmit_sack)
+[ "${DROPS:-0}" -gt 0 ] || fail "IPv6 loss: nftables dropped nothing"
+[ "$(ctr tx_gso_frames)" -gt 0 ] || fail "IPv6 loss: no super-segment was cut"
+[ "$rexmit" -gt 0 ] || fail "IPv6 loss: no hole resent from the scoreboard (tcp_rexmit_sack=0)"
+[ "$(wire resent_sacked)" -le $((16 * mss6)) ] ||
+	fail "IPv6 loss: dpsock resent $(wire resent_sacked) bytes the peer had SACKed ($(wire resent) resent, $DROPS frames dropped)"
+[ "$(wire max_payload)" -le "$mss6" ] || fail "IPv6 loss: a TCP payload of $(wire max_payload) bytes on the wire"
+ok "IPv6 through 1 % loss: $mb MiB echoed exactly; $DROPS frames dropped, $rexmit holes resent, $cuts super-segment cuts; $(wire resent) bytes resent, $(wire resent_sacked) of them SACKed before"
+pass "net_tap TSO: super-segments cut by the port (IPv4) or the netif (IPv6), frames on the wire within the MSS, data exact; through loss only what was lost is resent"

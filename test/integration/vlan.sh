@@ -15,8 +15,8 @@
 #      200, are dropped and counted (rx_drop_vlan, exactly), never answered;
 #   7. SIGTERM: clean stop;
 # and with dpsock-echo (native) on af_packet, tcp.segmentation = "gso":
-#   8. 16 MiB echoed exact both ways: lwIP's super-segments are cut by DPDK's
-#      GSO library with the tag inside every frame's 18-byte link header.
+#   8. 16 MiB echoed exact both ways: lwIP's super-segments are cut by the netif
+#      (software GSO) with the tag inside every frame's 18-byte link header.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/mcast_lib.sh"
@@ -234,7 +234,7 @@ conf=$(TEST_PORT=net_af_packet0 TEST_IFACE_KEYS="vlan = $VID;" dpsock_conf "$n2"
 # shellcheck disable=SC2046
 TEST_PMD=af_packet app_start "$n2" "$conf" dpsock-echo $(TEST_PMD=af_packet DPSOCK_TEST_LCORES=0 DPSOCK_TEST_QPAIRS=1 \
 	dpsockd_eal_args "$n2") -- --raw --tcp-only -p 7
-grep -q 'TCP segmentation by DPDK' "$APP_LOG" ||
+grep -q 'TCP segmentation by the netif (software GSO)' "$APP_LOG" ||
 	fail "the port does not segment by GSO: $(grep -m1 'TCP segmentation by' "$APP_LOG")"
 head -c $((16 << 20)) /dev/urandom >"$TEST_TMP/data.bin"
 want=$(sha256sum <"$TEST_TMP/data.bin" | cut -d' ' -f1)

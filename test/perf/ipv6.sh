@@ -303,8 +303,8 @@ for m, label, lower, fmt in rows:
     print("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
         label, ratio(d6, d4), within(d6, d4, lower), ratio(p6, p4), within(p6, p4, lower),
         ratio(k6, k4), ratio(d4, k4), ratio(d6, k6), ratio(p4, k4), ratio(p6, k6)))
-print("\ndpsock cuts no TCP super-segments over IPv6 (DPDK's GSO library cuts TCP over IPv4 only;")
-print("on this AF_XDP port, without multi-segment mbufs, IPv4 sends one MSS per frame too), and")
+print("\nOn this AF_XDP port, without TSO or multi-segment mbufs, dpsock sends one MSS per frame")
+print("for both families (tcp.segmentation = auto), and")
 print("its GRO merges IPv4 and IPv6 segments alike (docs/running.md); an IPv6 header is 20")
 print("bytes longer, a 1500-byte frame carries 1440 bytes of TCP payload against 1460. B's end")
 print("of the veth has tx checksumming, TSO, GSO and GRO off (scripts/topo.sh: af_packet must")
