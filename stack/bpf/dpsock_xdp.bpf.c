@@ -11,7 +11,8 @@
  * A frame is dpsock's ("ours") when, in this order:
  *   1. Ethernet, with one 802.1Q tag of the configured VLAN when config_map
  *      says one (untagged frames and other VLANs pass), or untagged when it
- *      says 0 (tagged frames pass). Stacked tags (QinQ) pass. The tag must
+ *      says 0 (tagged frames pass, but a priority tag, VLAN 0, counts as
+ *      untagged). Stacked tags (QinQ) pass. The tag must
  *      be in the frame: an interface that strips tags on receive (rxvlan
  *      offload) hides them from XDP;
  *   2. IPv4 or IPv6 (ARP, LLDP, ... pass) with a sane header:
@@ -375,7 +376,9 @@ dpsock_xdp(struct xdp_md *ctx)
 
 		if ((void *)(t + 1) > end)
 			return pass();
-		if (vlan == 0 || (bpf_ntohs(t->tci) & 0x0fff) != vlan)
+		/* an untagged port's is VLAN 0: a priority tag (802.1p, the
+		 * PCP bits alone) is untagged, as the worker and Linux take it */
+		if ((bpf_ntohs(t->tci) & 0x0fff) != vlan)
 			return pass();
 		ethertype = t->proto;
 		ip = (void *)(t + 1);

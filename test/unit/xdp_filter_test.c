@@ -577,6 +577,12 @@ test_verdicts(void)
 	/* tagged while configured untagged */
 	FRAME("tagged frame, untagged configured", p, 0, XDP_PASS, .vlan = 100,
 	      .proto = IPPROTO_TCP, .src = peer, .dst = local, .dport = 80);
+	/* a priority tag (802.1p: PCP 5, VLAN 0) is untagged, as the worker
+	 * (rx_vlan) and Linux take it */
+	FRAME("priority-tagged frame, untagged configured", p, 0, XDP_DROP, .vlan = 0xa000,
+	      .proto = IPPROTO_TCP, .src = peer, .dst = local, .dport = 80);
+	FRAME("priority-tagged frame not served, untagged configured", p, 0, XDP_PASS,
+	      .vlan = 0xa000, .proto = IPPROTO_TCP, .src = peer, .dst = local, .dport = 22);
 
 	/* truncated and malformed */
 	{
@@ -708,6 +714,8 @@ test_ipv6(void)
 	/* ports on addresses, and the families' any addresses */
 	FRAME6("TCP to a port on the address", p, 0, XDP_DROP, .proto = IPPROTO_TCP,
 	       .src = peer, .dst = local, .sport = 33000, .dport = 80);
+	FRAME6("the same, priority-tagged (VLAN 0)", p, 0, XDP_DROP, .vlan = 0xa000,
+	       .proto = IPPROTO_TCP, .src = peer, .dst = local, .sport = 33000, .dport = 80);
 	FRAME6("TCP to that port on the 2nd address", p, 0, XDP_PASS, .proto = IPPROTO_TCP,
 	       .src = peer, .dst = local2, .sport = 33000, .dport = 80);
 	FRAME6("UDP to a port on the address", p, 0, XDP_DROP, .proto = IPPROTO_UDP,
@@ -982,6 +990,8 @@ test_vlan_socket(void)
 	      .dport = 8080);
 	FRAME("VLAN 200", p, 0, XDP_PASS, .vlan = 200, .proto = IPPROTO_TCP, .src = peer,
 	      .dst = local, .dport = 8080);
+	FRAME("priority tag (VLAN 0), VLAN 100 configured", p, 0, XDP_PASS, .vlan = 0xa000,
+	      .proto = IPPROTO_TCP, .src = peer, .dst = local, .dport = 8080);
 	FRAME6("IPv6, VLAN 100, queue 0 (socket)", p, 0, xsk >= 0 ? XDP_REDIRECT : XDP_DROP,
 	       .vlan = 100, .proto = IPPROTO_TCP, .src = peer6, .dst = local6, .dport = 8080);
 	FRAME6("IPv6, VLAN 100, first fragment", p, 0, xsk >= 0 ? XDP_REDIRECT : XDP_DROP,
