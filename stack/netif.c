@@ -478,8 +478,9 @@ tso_segsz(const struct dpsock_worker_port *wp, const struct rte_mbuf *m, const v
  * CWR on the first only); its checksums are then the port's or software's,
  * as for any frame (tx_cksum, tx_cksum6). A frame an mbuf is missing for
  * is not sent, nor are the ones after it (tx_nombuf): TCP resends them.
+ * Returns the number of frames queued (0: none, lwIP keeps the segment).
  */
-static void
+static uint32_t
 tcp_cut(struct dpsock_worker_port *wp, struct rte_mbuf *m, bool v6, uint16_t segsz)
 {
 	struct dpsock_worker_stats *st = wp->w->stats;
@@ -562,19 +563,20 @@ tcp_cut(struct dpsock_worker_port *wp, struct rte_mbuf *m, bool v6, uint16_t seg
 	/* the frames hold their own references on m's data */
 	rte_pktmbuf_free(m);
 	if (k < nseg)
-		dpsock_stat_add(&st->tx_nombuf, nseg - k);
+		dpsock_stat_add(&st->tx_nombuf, k == 0 ? 1 : nseg - k);
 	if (k > 0) {
 		dpsock_stat_add(&st->tx_gso_frames, 1);
 		dpsock_stat_add(&st->tx_gso_segs, k);
 	}
+	return k;
 }
 
 /*
  * A TCP segment larger than the MTU (lwIP's super-segment, lwip/tso.c):
  * the port cuts it (TSO: IPv4 always, IPv6 where its TSO takes IPv6), or
- * the netif does in software (tcp_cut).
+ * the netif does in software (tcp_cut). ERR_MEM: nothing sent.
  */
-static void
+static err_t
 tx_tcp_segment(struct dpsock_worker_port *wp, struct rte_mbuf *m, void *l3, bool v6)
 {
 	struct dpsock_worker_stats *st = wp->w->stats;
@@ -584,10 +586,8 @@ tx_tcp_segment(struct dpsock_worker_port *wp, struct rte_mbuf *m, void *l3, bool
 
 	m->l4_len = (tcp->data_off >> 4) * 4;
 	segsz = tso_segsz(wp, m, l3, v6, by_port);
-	if (!by_port) {
-		tcp_cut(wp, m, v6, segsz);
-		return;
-	}
+	if (!by_port)
+		return tcp_cut(wp, m, v6, segsz) > 0 ? ERR_OK : ERR_MEM;
 	m->tso_segsz = segsz;
 	m->ol_flags |= RTE_MBUF_F_TX_TCP_SEG | RTE_MBUF_F_TX_TCP_CKSUM;
 	if (v6) {
@@ -607,6 +607,7 @@ tx_tcp_segment(struct dpsock_worker_port *wp, struct rte_mbuf *m, void *l3, bool
 	dpsock_stat_add(&st->tx_tso_segs, (m->pkt_len - m->l2_len - m->l3_len - m->l4_len +
 					   segsz - 1) / segsz);
 	tx_queue(wp, m);
+	return ERR_OK;
 }
 
 /* Copy a pbuf chain into one mbuf, or a chain of them when the frame is
@@ -1028,10 +1029,8 @@ tx_oversize(struct dpsock_worker_port *wp, struct rte_mbuf *m, void *l3, bool v6
 	    m->data_len >= m->l2_len + m->l3_len + sizeof(struct rte_tcp_hdr)) {
 		const struct rte_tcp_hdr *tcp = (const struct rte_tcp_hdr *)((char *)l3 + m->l3_len);
 
-		if (m->data_len >= m->l2_len + m->l3_len + (tcp->data_off >> 4) * 4u) {
-			tx_tcp_segment(wp, m, l3, v6);
-			return ERR_OK;
-		}
+		if (m->data_len >= m->l2_len + m->l3_len + (tcp->data_off >> 4) * 4u)
+			return tx_tcp_segment(wp, m, l3, v6);
 	}
 	rte_pktmbuf_free(m);
 	dpsock_stat_add(&wp->w->stats->tx_drops, 1);
