@@ -82,15 +82,17 @@ struct dpsock_sock {
 	/* a listener's or bound UDP socket's entry in the shared ports' filter
 	 * (filter.c), released with the socket; proto 0: none */
 	uint8_t served_proto;
-	uint8_t n_served;
 	uint16_t served_port;
-	struct dpsock_mc_addr served[2]; /* an address, or a family's any; a
-					  * dual-stack socket has both anys */
 	struct txm *txm_head, *txm_tail;
 	struct dpsock_sock_stats *st; /* entry in the stats socket table, or NULL */
 	struct dpsock_udp_state udp; /* UDP: memberships, multicast options (mcast.c) */
 	uint32_t st_retrans; /* the pcb's retransmission total when last sampled */
 	uint8_t cc;        /* listener: congestion control of accepted connections (1 + index; 0: default) */
+	/* cold, at the end (the fields above keep their cache lines): the
+	 * filter entries' addresses, an address or a family's any; a
+	 * dual-stack socket has both anys */
+	uint8_t n_served;
+	struct dpsock_mc_addr served[2];
 };
 
 /* Received data handed to the app: valid during the callback, or until
