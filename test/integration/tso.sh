@@ -230,16 +230,26 @@ grep -q "TCP segmentation by lwIP" "$APP_LOG" || fail "tcp.segmentation = lwip n
 [ "$(wire max_payload)" -le "$mss" ] || fail "lwip: a TCP payload of $(wire max_payload) bytes on the wire"
 ok "lwip: $mb MiB echoed exactly with no TSO frame"
 
+# loss_checks WHAT MSS COUNTER: a round through loss (round SEG 1) echoed
+# exactly, the port got super-segments (COUNTER: tx_tso_frames when the
+# port cuts them, tx_gso_frames when the netif does), the holes were resent
+# from the scoreboard cutting sent super-segments, and little the peer had
+# SACKed was sent again
+loss_checks() {
+	local what=$1 m=$2 counter=$3 cuts rexmit
+	cuts=$(ctr tcp_sack_cuts) rexmit=$(ctr tcp_rexmit_sack)
+	[ "${DROPS:-0}" -gt 0 ] || fail "$what: nftables dropped nothing"
+	[ "$(ctr "$counter")" -gt 0 ] || fail "$what: no super-segment went out ($counter=0)"
+	[ "$rexmit" -gt 0 ] || fail "$what: no hole resent from the scoreboard (tcp_rexmit_sack=0)"
+	[ "$cuts" -gt 0 ] || fail "$what: no sent super-segment was cut (tcp_sack_cuts=0)"
+	[ "$(wire resent_sacked)" -le $((16 * m)) ] ||
+		fail "$what: dpsock resent $(wire resent_sacked) bytes the peer had SACKed ($(wire resent) resent, $DROPS frames dropped)"
+	[ "$(wire max_payload)" -le "$m" ] || fail "$what: a TCP payload of $(wire max_payload) bytes on the wire"
+	ok "$what: $mb MiB echoed exactly; $DROPS frames dropped, $rexmit holes resent, $cuts super-segment cuts; $(wire resent) bytes resent, $(wire resent_sacked) of them SACKed before"
+}
 round auto 1
-cuts=$(ctr tcp_sack_cuts) rexmit=$(ctr tcp_rexmit_sack)
-[ "${DROPS:-0}" -gt 0 ] || fail "loss: nftables dropped nothing"
-[ "$(ctr tx_tso_frames)" -gt 0 ] || fail "loss: no TSO frame went to the port"
-[ "$rexmit" -gt 0 ] || fail "loss: no hole resent from the scoreboard (tcp_rexmit_sack=0)"
-[ "$cuts" -gt 0 ] || fail "loss: no sent super-segment was cut (tcp_sack_cuts=0)"
-[ "$(wire resent_sacked)" -le $((16 * mss)) ] ||
-	fail "loss: dpsock resent $(wire resent_sacked) bytes the peer had SACKed ($(wire resent) resent, $DROPS frames dropped)"
-[ "$(wire max_payload)" -le "$mss" ] || fail "loss: a TCP payload of $(wire max_payload) bytes on the wire"
-ok "TSO through 1 % loss: $mb MiB echoed exactly; $DROPS frames dropped, $rexmit holes resent, $cuts super-segment cuts; $(wire resent) bytes resent, $(wire resent_sacked) of them SACKed before"
+loss_checks "TSO through 1 % loss" "$mss" tx_tso_frames
+
 # IPv6: net_tap's TSO (DPDK's GSO library) cuts TCP over IPv4 alone, so
 # the netif cuts IPv6 super-segments itself (tcp_cut): lwIP still joins
 # segments, the port gets MSS frames (tx_gso_*), none as a TSO frame.
@@ -256,12 +266,5 @@ grep -q "TCP segmentation by the port's TSO" "$APP_LOG" || fail "IPv6: the port'
 ok "IPv6: $mb MiB echoed exactly; $joined lwIP segments joined, $frames super-segments cut into $segs frames in software; on the wire $(wire frames) frames, at most $(wire max_frame) bytes, payload at most $(wire max_payload)"
 
 round auto 1 6
-cuts=$(ctr tcp_sack_cuts) rexmit=$(ctr tcp_rexmit_sack)
-[ "${DROPS:-0}" -gt 0 ] || fail "IPv6 loss: nftables dropped nothing"
-[ "$(ctr tx_gso_frames)" -gt 0 ] || fail "IPv6 loss: no super-segment was cut"
-[ "$rexmit" -gt 0 ] || fail "IPv6 loss: no hole resent from the scoreboard (tcp_rexmit_sack=0)"
-[ "$(wire resent_sacked)" -le $((16 * mss6)) ] ||
-	fail "IPv6 loss: dpsock resent $(wire resent_sacked) bytes the peer had SACKed ($(wire resent) resent, $DROPS frames dropped)"
-[ "$(wire max_payload)" -le "$mss6" ] || fail "IPv6 loss: a TCP payload of $(wire max_payload) bytes on the wire"
-ok "IPv6 through 1 % loss: $mb MiB echoed exactly; $DROPS frames dropped, $rexmit holes resent, $cuts super-segment cuts; $(wire resent) bytes resent, $(wire resent_sacked) of them SACKed before"
+loss_checks "IPv6 through 1 % loss" "$mss6" tx_gso_frames
 pass "net_tap TSO: super-segments cut by the port (IPv4) or the netif (IPv6), frames on the wire within the MSS, data exact; through loss only what was lost is resent"
