@@ -511,6 +511,21 @@ EDITS = [
          '      return;\n'
          '    }\n'),
 
+    # ---- ip6_input reads an options or routing header's length byte
+    # before it checks that the header's first 8 bytes are there: a packet
+    # that ends inside (or right at) such a header was read past its end
+    # (frame fuzzer, frames/crash-ip6_ext_hlen_past_end). The length is
+    # read only once they are; the check that follows drops the packet.
+    Edit('core/ipv6/ip6.c', 'ip6_input: a hop-by-hop header\'s length within the packet',
+         '      hlen = (u16_t)(8 * (1 + hbh_hdr->_hlen));\n',
+         '      hlen = (u16_t)(p->len < 8 ? 8 : 8 * (1 + hbh_hdr->_hlen)); /* dpsock: in bounds */\n'),
+    Edit('core/ipv6/ip6.c', 'ip6_input: a destination options header\'s length within the packet',
+         '      hlen = 8 * (1 + dest_hdr->_hlen);\n',
+         '      hlen = (u16_t)(p->len < 8 ? 8 : 8 * (1 + dest_hdr->_hlen)); /* dpsock: in bounds */\n'),
+    Edit('core/ipv6/ip6.c', 'ip6_input: a routing header\'s length within the packet',
+         '      hlen = 8 * (1 + rout_hdr->_hlen);\n',
+         '      hlen = (u16_t)(p->len < 8 ? 8 : 8 * (1 + rout_hdr->_hlen)); /* dpsock: in bounds */\n'),
+
     # ---- IPv6 multicast (dpsock_lwip_hooks.h): a datagram to a group the
     # port joined is for this host; lwIP's MLD is off (stack/mchost.c is the
     # host), so without this only all-nodes and solicited-node would pass.
