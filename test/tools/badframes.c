@@ -808,6 +808,21 @@ b_icmp6_cksum(uint8_t *buf, const struct ctx *c)
 }
 
 static size_t
+b_ip6_hbh_short(uint8_t *buf, const struct ctx *c)
+{
+	uint8_t *ip6 = buf + ETH_HLEN_;
+
+	/* A 1-byte payload behind next header "hop-by-hop": the options
+	 * header's length byte is not in the packet (lwIP read it anyway
+	 * before its length check: frames/crash-ip6_ext_hlen_past_end). The
+	 * byte that is there says "no next header". */
+	eth_hdr(buf, c, ETYPE_IPV6);
+	ip6[IP6_HLEN] = NEXTH_NONE;
+	ip6_hdr(ip6, c, NEXTH_HBH, 1);
+	return ETH_HLEN_ + IP6_HLEN + 1;
+}
+
+static size_t
 b_ip6_hbh_trunc(uint8_t *buf, const struct ctx *c)
 {
 	uint8_t *ip6 = buf + ETH_HLEN_, *hbh = ip6 + IP6_HLEN;
@@ -906,6 +921,8 @@ static const struct bad_case cases[] = {
 	  .help = "valid IPv6, ICMPv6 echo request to DST6 with a bad ICMPv6 checksum", .ip6 = true },
 	{ .name = "ip6_hbh_trunc", .counter = "lwip_ip6_drop", .build = b_ip6_hbh_trunc,
 	  .help = "hop-by-hop options header claiming 72 bytes in a 16-byte payload", .ip6 = true },
+	{ .name = "ip6_hbh_short", .counter = "lwip_ip6_drop", .build = b_ip6_hbh_short,
+	  .help = "hop-by-hop options header cut before its length byte (1-byte payload)", .ip6 = true },
 	{ .name = "icmp6_echo_ok", .counter = "icmp6_echo", .build = icmp6_echo,
 	  .help = "control, NOT malformed: ICMPv6 echo request to DST6; must be answered", .ip6 = true },
 };
