@@ -280,6 +280,20 @@ dpsock_tcp_lookup(const ip_addr_t *laddr, uint16_t lport, const ip_addr_t *raddr
 }
 
 struct tcp_pcb *
+dpsock_tcp_lookup6(const void *laddr, uint16_t lport, const void *raddr, uint16_t rport)
+{
+    ip_addr_t l, r;
+
+    IP_SET_TYPE_VAL(l, IPADDR_TYPE_V6);
+    IP_SET_TYPE_VAL(r, IPADDR_TYPE_V6);
+    memcpy(ip_2_ip6(&l)->addr, laddr, 16);
+    memcpy(ip_2_ip6(&r)->addr, raddr, 16);
+    ip6_addr_clear_zone(ip_2_ip6(&l));
+    ip6_addr_clear_zone(ip_2_ip6(&r));
+    return dpsock_tcp_lookup(&l, lport, &r, rport);
+}
+
+struct tcp_pcb *
 dpsock_tcp_lookup4(uint32_t laddr, uint16_t lport, uint32_t raddr, uint16_t rport)
 {
 #define TUPLE_IS(pcb)                                                           \

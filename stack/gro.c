@@ -62,18 +62,10 @@ static inline struct tcp_pcb *
 gro_pcb(unsigned int l3_len, const uint32_t *laddr, uint16_t lport, const uint32_t *raddr,
 	uint16_t rport)
 {
-	ip_addr_t l, r;
-
 	if (l3_len != sizeof(struct rte_ipv6_hdr))
 		return dpsock_tcp_lookup4(laddr[0], rte_be_to_cpu_16(lport), raddr[0],
 					  rte_be_to_cpu_16(rport));
-	IP_SET_TYPE_VAL(l, IPADDR_TYPE_V6);
-	IP_SET_TYPE_VAL(r, IPADDR_TYPE_V6);
-	memcpy(ip_2_ip6(&l)->addr, laddr, 16);
-	memcpy(ip_2_ip6(&r)->addr, raddr, 16);
-	ip6_addr_clear_zone(ip_2_ip6(&l));
-	ip6_addr_clear_zone(ip_2_ip6(&r));
-	return dpsock_tcp_lookup(&l, rte_be_to_cpu_16(lport), &r, rte_be_to_cpu_16(rport));
+	return dpsock_tcp_lookup6(laddr, rte_be_to_cpu_16(lport), raddr, rte_be_to_cpu_16(rport));
 }
 
 static inline void

@@ -450,16 +450,9 @@ tso_segsz(const struct dpsock_worker_port *wp, const struct rte_mbuf *m, const v
 					 ip->dst_addr, rte_be_to_cpu_16(tcp->dst_port));
 	} else {
 		const struct rte_ipv6_hdr *ip6 = l3;
-		ip_addr_t l, r;
 
-		IP_SET_TYPE_VAL(l, IPADDR_TYPE_V6);
-		IP_SET_TYPE_VAL(r, IPADDR_TYPE_V6);
-		memcpy(ip_2_ip6(&l)->addr, ip6->src_addr, 16);
-		memcpy(ip_2_ip6(&r)->addr, ip6->dst_addr, 16);
-		ip6_addr_clear_zone(ip_2_ip6(&l));
-		ip6_addr_clear_zone(ip_2_ip6(&r));
-		pcb = dpsock_tcp_lookup(&l, rte_be_to_cpu_16(tcp->src_port), &r,
-					rte_be_to_cpu_16(tcp->dst_port));
+		pcb = dpsock_tcp_lookup6(ip6->src_addr, rte_be_to_cpu_16(tcp->src_port),
+					 ip6->dst_addr, rte_be_to_cpu_16(tcp->dst_port));
 	}
 	if (pcb != NULL && pcb->mss > opt)
 		sz = RTE_MIN(mtu_room, (uint16_t)(pcb->mss - opt));

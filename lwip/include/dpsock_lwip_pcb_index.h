@@ -58,6 +58,10 @@ struct tcp_pcb *dpsock_tcp_lookup(const struct ip_addr *laddr, uint16_t lport,
                                   const struct ip_addr *raddr, uint16_t rport);
 struct tcp_pcb *dpsock_tcp_lookup4(uint32_t laddr, uint16_t lport, uint32_t raddr,
                                    uint16_t rport);
+/* The same for IPv6 addresses as a header carries them (16 bytes each,
+ * no zone). */
+struct tcp_pcb *dpsock_tcp_lookup6(const void *laddr, uint16_t lport, const void *raddr,
+                                   uint16_t rport);
 
 /* A FIN restarted pcb's 2 MSL wait (tcp_timewait_input). */
 void dpsock_tcp_tw_touch(struct tcp_pcb *pcb);
