@@ -860,7 +860,12 @@ pingpong() {
 	PP_RECV=$(sp_field '.*\[Total Run\].*ReceivedMessages=\([0-9]*\).*')
 	p50=$(sp_field '.*percentile 50.000 = *\([0-9.]*\).*')
 	p99=$(sp_field '.*percentile 99.000 = *\([0-9.]*\).*')
-	[ -n "$lat" ] || fail "sockperf $label: no 'Summary: Latency' line (output in $TEST_TMP/sockperf-$label.out)"
+	if [ -z "$lat" ]; then
+		echo "---- sockperf $label (no latency summary) ----" >&2
+		tail -n 8 <<<"$SP_OUT" >&2
+		! declare -F sp_on_fail >/dev/null || sp_on_fail
+		fail "sockperf $label: no 'Summary: Latency' line (output in $TEST_TMP/sockperf-$label.out)"
+	fi
 	[ -n "$PP_OBS" ] && [ "$PP_OBS" -gt 0 ] || fail "sockperf $label: no observations: $(grep -m1 -i 'observ\|no messages' <<<"$SP_OUT")"
 	[ -n "$PP_SENT" ] && [ -n "$PP_RECV" ] || fail "sockperf $label: no [Total Run] line"
 	note "$label: $PP_OBS observations ($PP_RECV of $PP_SENT replies in the whole run); latency avg $lat us, p50 ${p50:-?} us, p99 ${p99:-?} us"
