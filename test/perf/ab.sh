@@ -31,8 +31,11 @@
 # dpsockd's address; 0.0.0.0 gives the listener its kernel half).
 #
 # Each figure is the median of the rounds; the ratio is the working tree's
-# median over BASE's, with "better" saying which way is good. The table goes
-# to stdout and to --out (default BUILD/ab/<base>-vs-<head>.md).
+# median over BASE's, with "better" saying which way is good. Where a
+# metric's rounds (both sides pooled) fall in two modes, more than 15 %
+# apart (this VM has them), the table also counts each side's rounds in the
+# fast mode and gives the ratio within each mode. The table goes to stdout
+# and to --out (default BUILD/ab/<base>-vs-<head>.md).
 #
 # BASE's worktree is BUILD_AB/<sha> (default <source>/build-ab/<sha>: beside
 # the tree, ignored by git), built once with meson; the lwIP source comes
@@ -343,21 +346,52 @@ def fmt(x):
 def spread(m, s):
     v = vals.get(m, {}).get(s)
     return f' ({fmt(min(v))}–{fmt(max(v))})' if v and len(v) > 1 else ''
+# Modes. On a shared VM a run can land in one of two machine states (one
+# CPU steal pattern or the other) for base and head alike, and the median
+# of a few rounds then follows how many rounds each side drew in the fast
+# one. Pool both sides' values of a metric, cut at the widest gap between
+# neighbours when it exceeds MODE_GAP, and compare like with like: the
+# working tree's median over BASE's within the fast mode (and within the
+# slow one). When one side never reaches the other's mode, the split is the
+# change itself, not the machine: the plain ratio stands.
+MODE_GAP = 1.15
+def modes(m, hib):
+    b, h = vals.get(m, {}).get('base', []), vals.get(m, {}).get('head', [])
+    pool = sorted(v for v in b + h if v > 0)
+    if len(pool) < 4:
+        return None
+    gap, cut = max((pool[i + 1] / pool[i], (pool[i + 1] * pool[i]) ** 0.5) for i in range(len(pool) - 1))
+    if gap <= MODE_GAP:
+        return None
+    fast = (lambda v: v > cut) if hib else (lambda v: v < cut)
+    fb, fh = [v for v in b if fast(v)], [v for v in h if fast(v)]
+    sb, sh = [v for v in b if not fast(v)], [v for v in h if not fast(v)]
+    r = lambda x, y: f'{statistics.median(y) / statistics.median(x):.2f}×' if x and y else '—'
+    return f'{len(fb)}/{len(b)}, {len(fh)}/{len(h)}', r(fb, fh), r(sb, sh)
 L = []
 L.append(f'# ab.sh: {head} against {ref} ({sha})\n')
 L.append(f'{rounds} round(s) of {secs} s runs, interleaved; medians (min–max); load average at the end {load}. '
          'ratio = working tree / BASE; "better" says which way is good.' +
          (f' The handoff echo listens on {listen} (--listen).' if listen else '') + '\n')
-L.append('| metric | BASE | working tree | ratio | better | kernel (same run) |')
-L.append('|---|---|---|---|---|---|')
+L.append('| metric | BASE | working tree | ratio | better | fast-mode rounds (BASE, tree) | ratio in fast mode | in slow mode | kernel (same run) |')
+L.append('|---|---|---|---|---|---|---|---|---|')
+split = []
 for m, label, unit, hib in rows:
     b, h = med(m, 'base'), med(m, 'head')
     if b is None and h is None:
         continue
     ratio = f'{h / b:.2f}×' if b and h else '—'
     k = med(m, 'kernel')
+    md = modes(m, hib)
+    if md:
+        split.append(label)
     L.append(f'| {label} ({unit}) | {fmt(b)}{spread(m, "base")} | {fmt(h)}{spread(m, "head")} | {ratio} | '
-             f'{"higher" if hib else "lower"} | {fmt(k) + spread(m, "kernel") if k is not None else "—"} |')
+             f'{"higher" if hib else "lower"} | {" | ".join(md) if md else "one mode | — | —"} | '
+             f'{fmt(k) + spread(m, "kernel") if k is not None else "—"} |')
+if split:
+    L.append(f'\nTwo modes (a gap of more than {round((MODE_GAP - 1) * 100)} % between the pooled rounds) in: '
+             + '; '.join(split) + '. Where both sides reach a mode, read the ratio within it; '
+             'where one side never does, the modes are the change and the plain ratio stands.')
 for s in ('base', 'head'):
     for m in ('handoff1_rate', 'handoff16_rate'):
         n, x = med(m.replace('handoff', 'rr'), s), med(m, s)
