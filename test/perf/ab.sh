@@ -33,7 +33,7 @@
 # Each figure is the median of the rounds; the ratio is the working tree's
 # median over BASE's, with "better" saying which way is good. Where a
 # metric's rounds (both sides pooled) fall in two modes, more than 15 %
-# apart (this VM has them), the table also counts each side's rounds in the
+# apart (some hosts of this VM have them), the table also counts each side's rounds in the
 # fast mode and gives the ratio within each mode. The table goes to stdout
 # and to --out (default BUILD/ab/<base>-vs-<head>.md).
 #
