@@ -147,8 +147,10 @@ done
 preload_offload_ge "$name" tcp_connected 3 5
 
 # 2. the next hops on the wire, and the second port's traffic
-tx1=$(stat_get "$name" port.1.tx_packets)
-[ $((tx1 - tx1_0)) -ge 4 ] || fail "port 1 sent $((tx1 - tx1_0)) packets, expected the 198.19.7.1 exchange's"
+# the 198.19.7.1 exchange's frames (the port counters are published every
+# 100 ms: waited for, not read once)
+wait_counter_ge "$name" port.1.tx_packets $((tx1_0 + 4)) 5
+tx1=$STAT_VALUE
 kill "$cap1_pid" "$cap2_pid" 2>/dev/null || true
 wait "$cap1_pid" "$cap2_pid" 2>/dev/null || true
 asked() { tcpdump -nn -r "$1" "arp and src host $2" 2>/dev/null | grep -c "who-has $3 tell $2" || true; }
