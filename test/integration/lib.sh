@@ -336,6 +336,9 @@ _lib_counter_ge() {
 # wait_counter_ge NAME COUNTER VALUE [TIMEOUT_S=10]: wait until the counter
 # (summed over workers, or a full SCOPE.IDX.COUNTER key) is >= VALUE; fail
 # the test on timeout, with the last value. The value is left in STAT_VALUE.
+# Port counters (port.N.*) reach the stats segment every 100 ms (the main
+# lcore's control tasks): after traffic, wait for them with this, never
+# read them once.
 wait_counter_ge() {
 	local name=$1 counter=$2 value=$3 timeout=${4:-10}
 	if poll_until "$timeout" _lib_counter_ge "$name" "$counter" "$value"; then

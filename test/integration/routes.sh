@@ -147,8 +147,7 @@ done
 preload_offload_ge "$name" tcp_connected 3 5
 
 # 2. the next hops on the wire, and the second port's traffic
-# the 198.19.7.1 exchange's frames (the port counters are published every
-# 100 ms: waited for, not read once)
+# the 198.19.7.1 exchange's frames
 wait_counter_ge "$name" port.1.tx_packets $((tx1_0 + 4)) 5
 tx1=$STAT_VALUE
 kill "$cap1_pid" "$cap2_pid" 2>/dev/null || true

@@ -63,8 +63,6 @@ a_mac=$(in_a cat "/sys/class/net/$TOPO_IF_A/address")
 neigh=$(in_b ip -6 neigh show "$A6" dev "$TOPO_IF_B")
 grep -qi "lladdr $a_mac" <<<"$neigh" || fail "B's neighbour entry for $A6 is not the veth's MAC: $neigh"
 [ "$(stat_sum "$name" icmp6_echo)" = 0 ] || fail "dpsockd answered echo requests of the kernel's address"
-# the port counters are published every 100 ms: wait for the publication
-# that has the last echo request, rather than read one that may predate it
 wait_counter_ge "$name" port.0.filter_passed $((passed0 + 20)) 5
 ok "the port follows $TOPO_IF_A's IPv6 ($line); the kernel answers neighbour discovery and ping6 ($((STAT_VALUE - passed0)) frames passed to it)"
 
@@ -153,7 +151,6 @@ in_b python3 "$TOOLS/udp_rounds.py" "$A6" 5454 20 64 8000 >/dev/null ||
 	fail "the kernel's IPv6 UDP echo did not answer 20 of 20"
 [ $(($(stat_sum "$name" udp_rx) - udp0)) -ge 20 ] || fail "the preloaded UDP echo's datagrams were not dpsockd's"
 # 10 datagrams of 8000 bytes: at least 60 fragments through the XDP program
-# (waited for: the port counters are published every 100 ms)
 wait_counter_ge "$name" port.0.filter_frags $((frag0 + 60)) 5
 ok "UDP over IPv6: the preloaded echo (dpsock; 8000-byte datagrams as fragments) and a kernel echo both answer"
 
