@@ -202,14 +202,22 @@ slot_notify(struct pl_wslot *ws)
 			continue; /* a bogus or stale id: nobody to tell */
 		if (__atomic_load_n(&sh->queued[i], __ATOMIC_RELAXED))
 			continue;
+		/* marked before the enqueue: the shim clears it when it takes
+		 * the entry out, which may be at once */
 		__atomic_store_n(&sh->queued[i], 1, __ATOMIC_RELAXED);
 		if (dpsock_spsc_enqueue_burst(&wg->wait[id], &e, 1) == 0) {
 			if (dpsock_spsc_prod_corrupt(&wg->wait[id])) {
 				group_bad(wg);
 				return;
 			}
-			/* release: the shim that sees overflow re-examines every
+			/* Not queued: unmark it, so that the slot's next change
+			 * tries again (a slot marked queued that never reached
+			 * the ring would never be named again: the stall of
+			 * thousands of connections). The shim clears only what
+			 * it dequeued, so nobody else writes this entry now.
+			 * release: the shim that sees overflow re-examines every
 			 * slot it watches, after this change */
+			__atomic_store_n(&sh->queued[i], 0, __ATOMIC_RELAXED);
 			__atomic_store_n(&pl_waiter_hdr(g, id)->overflow, 1, __ATOMIC_RELEASE);
 		}
 		wake_mark(wg, id);
