@@ -16,9 +16,15 @@
  *
  *     offset   0  header block: magic, version, elem_size, count  (read-only
  *                 after init)
- *     offset 128  producer block: prod, the producer's index      (128 B)
+ *     offset 128  producer block: prod, the producer's index, and
+ *                 base                                            (128 B)
  *     offset 256  consumer block: cons, the consumer's index      (128 B)
  *     offset 384  count * elem_size bytes of slots (FIFO: size bytes of data)
+ *
+ * A FIFO's data may also live apart from its header (dpsock_fifo_init_hdr,
+ * dpsock_fifo_*_attach_at): the preload segment keeps every socket's FIFO
+ * headers together with its slot and the data in a sparse area of its own,
+ * so that an idle socket holds no data page (preload_wire.h).
  *
  * Indices are free-running uint32_t counters (never masked in memory); the
  * slot of index i is i & (count - 1). count is a power of two <= 2^31, so
@@ -42,6 +48,17 @@
  * (its per-lcore / per-thread context), not next to the other side's
  * handle.
  *
+ * The BASE: entry (FIFO: byte) i sits at slot (i - base) & (count - 1).
+ * The producer moves base, and only when the ring is empty (a fresh load
+ * of cons equals prod) and its next write would cross into another page:
+ * it sets base = prod, so the write starts at slot 0 again. A ring or FIFO
+ * that is drained between messages (request/response, a waiter's wake-up
+ * list) thus keeps writing its first pages instead of walking through all
+ * of its capacity, and the pages it touches follow what is in flight, not
+ * its size (the preload segment's rings and FIFOs are sized for the worst
+ * case and only touched pages cost memory); one that never drains wraps as
+ * before.
+ *
  * ---------------------------------------------------------------------------
  * Memory ordering (the whole argument)
  *
@@ -61,6 +78,12 @@
  * Nothing else is shared. Each side's own index is private (no atomics to
  * read it); the cached copy of the other index is only ever a value that
  * was loaded with acquire (P2/C1), so anything it allows was synchronised.
+ * The base is stored by the producer before P1 and loaded by the
+ * consumer after C1, with the prod it goes with. It only changes while the
+ * consumer has nothing to read (cons == prod, seen through P2), so the base
+ * a consumer holds is the one of every byte it may still read: the
+ * producer cannot move it until the consumer published, through C2, that
+ * it read them all.
  * On x86 all four are plain MOVs (TSO) and the cost is only the compiler
  * barrier; on Arm they are LDAR/STLR.
  *
@@ -126,7 +149,8 @@
 #define DPSOCK_SPSC_BLOCK       128u    /* one index per block: line + guard line */
 #define DPSOCK_SPSC_MAGIC       0x63737064u     /* "dpsc" little-endian */
 #define DPSOCK_FIFO_MAGIC       0x66737064u     /* "dpsf" */
-#define DPSOCK_SPSC_VERSION     1u
+/* 2: the base (producer block); a FIFO's data apart from its header */
+#define DPSOCK_SPSC_VERSION     2u
 #define DPSOCK_SPSC_ELEM_MAX    1024u           /* bigger things go in a FIFO */
 #define DPSOCK_SPSC_COUNT_MAX   (1u << 31)
 
@@ -148,7 +172,8 @@ struct dpsock_spsc_hdr {
 	uint8_t pad0[DPSOCK_SPSC_BLOCK - 4 * sizeof(uint32_t)];
 	/* producer block: written by the producer only */
 	uint32_t prod;
-	uint8_t pad1[DPSOCK_SPSC_BLOCK - sizeof(uint32_t)];
+	uint32_t base;          /* the index at slot (FIFO: data offset) 0 */
+	uint8_t pad1[DPSOCK_SPSC_BLOCK - 2 * sizeof(uint32_t)];
 	/* consumer block: written by the consumer only */
 	uint32_t cons;
 	uint8_t pad2[DPSOCK_SPSC_BLOCK - sizeof(uint32_t)];
@@ -180,12 +205,15 @@ struct dpsock_spsc_end {
 	unsigned char *data;    /* first slot, in this process's mapping */
 	uint32_t *own;          /* shared index this side publishes (never read) */
 	const uint32_t *other;  /* shared index of the other side (validated) */
+	uint32_t *base_shared;  /* the shared base */
 	uint32_t count;         /* private copies of the geometry */
 	uint32_t mask;
 	uint32_t elem_size;
 	uint32_t head;          /* own index: producer's prod / consumer's cons */
 	uint32_t cache;         /* other side's index as last loaded and validated */
 	uint32_t corrupt;       /* sticky: the other side's index was impossible */
+	uint32_t base;          /* index at slot 0 (producer: its own;
+				 * consumer: loaded with cache) */
 };
 
 /* Handles (process-private; one per side). Distinct types so that a
@@ -231,6 +259,7 @@ dpsock_spsc_region_init(void *mem, size_t bytes, uint32_t magic,
 	if (mem == NULL || need < 0 || bytes < (size_t)need ||
 	    ((uintptr_t)mem & (DPSOCK_SPSC_CACHE_LINE - 1)) != 0)
 		return -EINVAL;
+	/* the header only: the data may be mapped apart (and stay untouched) */
 	memset(h, 0, DPSOCK_SPSC_HDR_SIZE);
 	h->version = DPSOCK_SPSC_VERSION;
 	h->elem_size = elem_size;
@@ -247,7 +276,7 @@ dpsock_spsc_region_init(void *mem, size_t bytes, uint32_t magic,
  * caller's mapping size, and only the private copies are used afterwards. */
 static inline int
 dpsock_spsc_end_attach(struct dpsock_spsc_end *e, void *mem, size_t bytes,
-		       uint32_t magic, bool producer)
+		       uint32_t magic, bool producer, unsigned char *data, size_t data_bytes)
 {
 	struct dpsock_spsc_hdr *h = mem;
 	uint32_t m, ver, esize, count, prod, cons;
@@ -260,7 +289,8 @@ dpsock_spsc_end_attach(struct dpsock_spsc_end *e, void *mem, size_t bytes,
 	memset(e, 0, sizeof(*e));
 	e->corrupt = 1;
 	if (mem == NULL || bytes < DPSOCK_SPSC_HDR_SIZE ||
-	    ((uintptr_t)mem & (DPSOCK_SPSC_CACHE_LINE - 1)) != 0)
+	    ((uintptr_t)mem & (DPSOCK_SPSC_CACHE_LINE - 1)) != 0 ||
+	    (data != NULL && magic != DPSOCK_FIFO_MAGIC))
 		return -EINVAL;
 	/* acquire: pairs with the release store of magic in
 	 * dpsock_spsc_region_init; the geometry below is the one it wrote. */
@@ -276,7 +306,7 @@ dpsock_spsc_end_attach(struct dpsock_spsc_end *e, void *mem, size_t bytes,
 	    (esize < 8 || esize > DPSOCK_SPSC_ELEM_MAX || esize % 8 != 0))
 		return -EINVAL;
 	need = dpsock_spsc_region_size(esize, count);
-	if (need < 0 || (size_t)need > bytes)
+	if (need < 0 || (data == NULL ? (size_t)need > bytes : (size_t)count > data_bytes))
 		return -EINVAL;
 	/* acquire (both): pairs with the other side's release stores (P1/C2),
 	 * so a side re-attaching after the peer has moved (fork, restart)
@@ -285,9 +315,13 @@ dpsock_spsc_end_attach(struct dpsock_spsc_end *e, void *mem, size_t bytes,
 	cons = __atomic_load_n(&h->cons, __ATOMIC_ACQUIRE);
 	if ((uint32_t)(prod - cons) > count)
 		return -EIO;
-	e->data = (unsigned char *)mem + DPSOCK_SPSC_HDR_SIZE;
+	e->data = data != NULL ? data : (unsigned char *)mem + DPSOCK_SPSC_HDR_SIZE;
 	e->own = producer ? &h->prod : &h->cons;
 	e->other = producer ? &h->cons : &h->prod;
+	e->base_shared = &h->base;
+	/* relaxed, after the acquire loads above: the base of the entries
+	 * below prod (the consumer's argument: see "Memory ordering") */
+	e->base = __atomic_load_n(&h->base, __ATOMIC_RELAXED);
 	e->count = count;
 	e->mask = count - 1;
 	e->elem_size = esize;
@@ -339,6 +373,28 @@ dpsock_spsc_prod_room(struct dpsock_spsc_end *e, uint32_t want)
 	return dpsock_spsc_prod_refresh(e);
 }
 
+/* Bytes of a page: the producer rebases (see "The BASE") when a write
+ * would cross into another page of this size. */
+#define DPSOCK_SPSC_PAGE 4096u
+
+/* Producer, before writing n entries: an empty ring whose write would
+ * cross into another page starts again at slot 0. One fresh load of cons
+ * per page crossed, none within a page. */
+static inline void
+dpsock_spsc_prod_rebase(struct dpsock_spsc_end *e, uint32_t n)
+{
+	size_t off = (size_t)((e->head - e->base) & e->mask) * e->elem_size;
+
+	if (off == 0 || e->corrupt ||
+	    off / DPSOCK_SPSC_PAGE == (off + (size_t)n * e->elem_size - 1) / DPSOCK_SPSC_PAGE ||
+	    dpsock_spsc_prod_refresh(e) != e->count)
+		return;
+	e->base = e->head;
+	/* relaxed: published by the release store of prod (P1) that follows
+	 * the write; until then the consumer has nothing to read with it */
+	__atomic_store_n(e->base_shared, e->base, __ATOMIC_RELAXED);
+}
+
 static inline void
 dpsock_spsc_prod_publish(struct dpsock_spsc_end *e, uint32_t n)
 {
@@ -365,6 +421,8 @@ dpsock_spsc_cons_refresh(struct dpsock_spsc_end *e)
 	if ((uint32_t)(p - e->cache) > e->count - (uint32_t)(e->cache - e->head))
 		return dpsock_spsc_end_set_corrupt(e, false);
 	e->cache = p;
+	/* relaxed, after C1: stored before the P1 that published p */
+	e->base = __atomic_load_n(e->base_shared, __ATOMIC_RELAXED);
 	return p - e->head;
 }
 
@@ -396,7 +454,7 @@ dpsock_spsc_put(struct dpsock_spsc_end *e, uint32_t at, const void *src, uint32_
 		bool small)
 {
 	size_t es = e->elem_size;
-	uint32_t idx = at & e->mask;
+	uint32_t idx = (at - e->base) & e->mask;
 	uint32_t n1 = e->count - idx < n ? e->count - idx : n;
 
 	if (small && n1 * es == 8) {
@@ -416,7 +474,7 @@ dpsock_spsc_get(struct dpsock_spsc_end *e, uint32_t at, void *dst, uint32_t n,
 		bool small)
 {
 	size_t es = e->elem_size;
-	uint32_t idx = at & e->mask;
+	uint32_t idx = (at - e->base) & e->mask;
 	uint32_t n1 = e->count - idx < n ? e->count - idx : n;
 
 	if (small && n1 * es == 8) {
@@ -436,7 +494,7 @@ static inline void
 dpsock_spsc_window(struct dpsock_spsc_end *e, uint32_t at, uint32_t n,
 		   void **p1, uint32_t *n1, void **p2)
 {
-	uint32_t idx = n ? at & e->mask : 0;   /* n == 0: no arithmetic on a dead handle's NULL */
+	uint32_t idx = n ? (at - e->base) & e->mask : 0; /* n == 0: no arithmetic on a dead handle's NULL */
 
 	*p1 = idx ? e->data + (size_t)idx * e->elem_size : e->data;
 	*n1 = e->count - idx < n ? e->count - idx : n;
@@ -479,13 +537,13 @@ dpsock_spsc_init(void *mem, size_t bytes, uint32_t elem_size, uint32_t count)
 static inline int
 dpsock_spsc_prod_attach(struct dpsock_spsc_prod *p, void *mem, size_t bytes)
 {
-	return dpsock_spsc_end_attach(p ? &p->e : NULL, mem, bytes, DPSOCK_SPSC_MAGIC, true);
+	return dpsock_spsc_end_attach(p ? &p->e : NULL, mem, bytes, DPSOCK_SPSC_MAGIC, true, NULL, 0);
 }
 
 static inline int
 dpsock_spsc_cons_attach(struct dpsock_spsc_cons *c, void *mem, size_t bytes)
 {
-	return dpsock_spsc_end_attach(c ? &c->e : NULL, mem, bytes, DPSOCK_SPSC_MAGIC, false);
+	return dpsock_spsc_end_attach(c ? &c->e : NULL, mem, bytes, DPSOCK_SPSC_MAGIC, false, NULL, 0);
 }
 
 /* Geometry, from the handle's private copy. */
@@ -539,6 +597,7 @@ dpsock_spsc_enqueue_burst(struct dpsock_spsc_prod *p, const void *obj, unsigned 
 
 	if (n == 0)
 		return 0;
+	dpsock_spsc_prod_rebase(e, n);
 	room = dpsock_spsc_prod_room(e, n);
 	if (n > room)
 		n = room;
@@ -555,7 +614,10 @@ dpsock_spsc_enqueue_bulk(struct dpsock_spsc_prod *p, const void *obj, unsigned i
 {
 	struct dpsock_spsc_end *e = &p->e;
 
-	if (n == 0 || dpsock_spsc_prod_room(e, n) < n)
+	if (n == 0)
+		return 0;
+	dpsock_spsc_prod_rebase(e, n);
+	if (dpsock_spsc_prod_room(e, n) < n)
 		return 0;
 	dpsock_spsc_put(e, e->head, obj, n, true);
 	dpsock_spsc_prod_publish(e, n);
@@ -604,8 +666,11 @@ dpsock_spsc_enqueue_zc_burst_start(struct dpsock_spsc_prod *p, unsigned int n,
 				   struct dpsock_spsc_zc *zc)
 {
 	struct dpsock_spsc_end *e = &p->e;
-	uint32_t room = n ? dpsock_spsc_prod_room(e, n) : 0;
+	uint32_t room;
 
+	if (n)
+		dpsock_spsc_prod_rebase(e, n);
+	room = n ? dpsock_spsc_prod_room(e, n) : 0;
 	if (n > room)
 		n = room;
 	dpsock_spsc_window(e, e->head, n, &zc->ptr1, &zc->n1, &zc->ptr2);
@@ -618,6 +683,8 @@ dpsock_spsc_enqueue_zc_bulk_start(struct dpsock_spsc_prod *p, unsigned int n,
 {
 	struct dpsock_spsc_end *e = &p->e;
 
+	if (n)
+		dpsock_spsc_prod_rebase(e, n);
 	if (n == 0 || dpsock_spsc_prod_room(e, n) < n)
 		n = 0;
 	dpsock_spsc_window(e, e->head, n, &zc->ptr1, &zc->n1, &zc->ptr2);
@@ -696,13 +763,43 @@ dpsock_fifo_init(void *mem, size_t bytes, uint32_t size)
 static inline int
 dpsock_fifo_prod_attach(struct dpsock_fifo_prod *p, void *mem, size_t bytes)
 {
-	return dpsock_spsc_end_attach(p ? &p->e : NULL, mem, bytes, DPSOCK_FIFO_MAGIC, true);
+	return dpsock_spsc_end_attach(p ? &p->e : NULL, mem, bytes, DPSOCK_FIFO_MAGIC, true, NULL, 0);
 }
 
 static inline int
 dpsock_fifo_cons_attach(struct dpsock_fifo_cons *c, void *mem, size_t bytes)
 {
-	return dpsock_spsc_end_attach(c ? &c->e : NULL, mem, bytes, DPSOCK_FIFO_MAGIC, false);
+	return dpsock_spsc_end_attach(c ? &c->e : NULL, mem, bytes, DPSOCK_FIFO_MAGIC, false, NULL, 0);
+}
+
+/* A FIFO whose data lives apart from its header: `hdr` holds the
+ * DPSOCK_SPSC_HDR_SIZE-byte header (cache-line aligned), `data` the `size`
+ * data bytes. dpsock_fifo_init_hdr formats the header alone (the data is
+ * not touched); the attach calls check that the size the header gives
+ * fits `data_bytes`. Errors as dpsock_fifo_init / dpsock_fifo_*_attach. */
+static inline int
+dpsock_fifo_init_hdr(void *hdr, uint32_t size)
+{
+	return dpsock_spsc_region_init(hdr, DPSOCK_SPSC_HDR_SIZE + (size_t)size,
+				       DPSOCK_FIFO_MAGIC, 1, size);
+}
+
+static inline int
+dpsock_fifo_prod_attach_at(struct dpsock_fifo_prod *p, void *hdr, void *data, size_t data_bytes)
+{
+	if (data == NULL)
+		return -EINVAL;
+	return dpsock_spsc_end_attach(p ? &p->e : NULL, hdr, DPSOCK_SPSC_HDR_SIZE, DPSOCK_FIFO_MAGIC,
+				      true, (unsigned char *)data, data_bytes);
+}
+
+static inline int
+dpsock_fifo_cons_attach_at(struct dpsock_fifo_cons *c, void *hdr, void *data, size_t data_bytes)
+{
+	if (data == NULL)
+		return -EINVAL;
+	return dpsock_spsc_end_attach(c ? &c->e : NULL, hdr, DPSOCK_SPSC_HDR_SIZE, DPSOCK_FIFO_MAGIC,
+				      false, (unsigned char *)data, data_bytes);
 }
 
 static inline uint32_t
@@ -726,6 +823,22 @@ dpsock_fifo_used(struct dpsock_fifo_cons *c) { return dpsock_spsc_cons_refresh(&
 static inline uint32_t
 dpsock_fifo_prod_unread(const struct dpsock_fifo_prod *p) { return p->e.head - p->e.cache; }
 
+#define DPSOCK_FIFO_PAGE DPSOCK_SPSC_PAGE
+
+/* The stream position at data offset 0, and a data offset, as a side sees
+ * them (the daemon's reclaim of a FIFO's pages). */
+static inline uint32_t
+dpsock_fifo_prod_offset(const struct dpsock_fifo_prod *p, uint32_t pos)
+{
+	return (pos - p->e.base) & p->e.mask;
+}
+
+static inline uint32_t
+dpsock_fifo_cons_offset(const struct dpsock_fifo_cons *c, uint32_t pos)
+{
+	return (pos - c->e.base) & c->e.mask;
+}
+
 /* Write up to len bytes. Returns the number written (0: full or corrupt). */
 static inline size_t
 dpsock_fifo_write(struct dpsock_fifo_prod *p, const void *buf, size_t len)
@@ -736,6 +849,7 @@ dpsock_fifo_write(struct dpsock_fifo_prod *p, const void *buf, size_t len)
 
 	if (n == 0)
 		return 0;
+	dpsock_spsc_prod_rebase(e, n);
 	room = dpsock_spsc_prod_room(e, n);
 	if (n > room)
 		n = room;
@@ -775,8 +889,11 @@ dpsock_fifo_write_reserve(struct dpsock_fifo_prod *p, size_t len, struct iovec i
 {
 	struct dpsock_spsc_end *e = &p->e;
 	uint32_t n = len > e->count ? e->count : (uint32_t)len;
-	uint32_t room = n ? dpsock_spsc_prod_room(e, n) : 0;
-	uint32_t n1;
+	uint32_t room, n1;
+
+	if (n)
+		dpsock_spsc_prod_rebase(e, n);
+	room = n ? dpsock_spsc_prod_room(e, n) : 0;
 
 	if (n > room)
 		n = room;

@@ -159,7 +159,7 @@ test_init_errors(void)
 	hdr(mem)->elem_size = 12;
 	CHECK_EQ(dpsock_spsc_cons_attach(&c, mem, (size_t)sz), -EINVAL);
 	hdr(mem)->elem_size = 16;
-	hdr(mem)->version = 2;
+	hdr(mem)->version = DPSOCK_SPSC_VERSION + 1;
 	CHECK_EQ(dpsock_spsc_cons_attach(&c, mem, (size_t)sz), -EINVAL);
 	hdr(mem)->version = DPSOCK_SPSC_VERSION;
 	/* inconsistent indices */
@@ -382,6 +382,80 @@ test_fifo_partial(void)
 	CHECK_EQ(dpsock_fifo_write(&p, in, (size_t)1 << 40), 64);
 	CHECK_EQ(dpsock_fifo_read(&c, out, (size_t)1 << 40), 64);
 	free(mem);
+}
+
+/* A FIFO with its data apart from its header, and the base: an empty FIFO
+ * whose next write crosses a page starts again at data offset 0; one that
+ * holds data does not move; a consumer holding its handle across the
+ * rebase reads every byte in order; a header that claims more data than
+ * the caller maps is refused. */
+static void
+test_fifo_rebase(void)
+{
+	const uint32_t size = 4 * DPSOCK_FIFO_PAGE;
+	void *hdrm = region_alloc(DPSOCK_SPSC_HDR_SIZE);
+	unsigned char *data = region_alloc(size);
+	static unsigned char in[3 * DPSOCK_FIFO_PAGE], out[3 * DPSOCK_FIFO_PAGE];
+	struct dpsock_fifo_prod p;
+	struct dpsock_fifo_cons c;
+	struct iovec iov[2];
+	uint64_t wpos = 0, rpos = 0;
+
+	CHECK_EQ(dpsock_fifo_init_hdr(hdrm, size), 0);
+	CHECK_EQ(dpsock_fifo_prod_attach_at(&p, hdrm, data, size - 1), -EINVAL);
+	CHECK_EQ(dpsock_fifo_prod_attach_at(&p, hdrm, NULL, size), -EINVAL);
+	CHECK_EQ(dpsock_fifo_prod_attach_at(&p, hdrm, data, size), 0);
+	CHECK_EQ(dpsock_fifo_cons_attach_at(&c, hdrm, data, size), 0);
+	/* 1000 bytes, read: the FIFO is empty at offset 1000 */
+	for (uint32_t k = 0; k < sizeof(in); k++)
+		in[k] = stream_byte(wpos + k);
+	CHECK_EQ(dpsock_fifo_write(&p, in, 1000), 1000);
+	wpos += 1000;
+	CHECK_EQ(dpsock_fifo_read(&c, out, sizeof(out)), 1000);
+	rpos += 1000;
+	/* a write within the first page stays where it is */
+	for (uint32_t k = 0; k < 100; k++)
+		in[k] = stream_byte(wpos + k);
+	CHECK_EQ(dpsock_fifo_write_reserve(&p, 100, iov), 100);
+	CHECK(iov[0].iov_base == data + 1000);
+	memcpy(iov[0].iov_base, in, 100);
+	dpsock_fifo_write_commit(&p, 100);
+	wpos += 100;
+	/* not empty: a write across the page does not move */
+	for (uint32_t k = 0; k < 4000; k++)
+		in[k] = stream_byte(wpos + k);
+	CHECK_EQ(dpsock_fifo_write_reserve(&p, 4000, iov), 4000);
+	CHECK(iov[0].iov_base == data + 1100);
+	memcpy(iov[0].iov_base, in, 4000);
+	dpsock_fifo_write_commit(&p, 4000);
+	wpos += 4000;
+	CHECK_EQ(dpsock_fifo_read(&c, out, sizeof(out)), 4100);
+	for (uint32_t k = 0; k < 4100; k++)
+		CHECK(out[k] == stream_byte(rpos + k));
+	rpos += 4100;
+	/* empty at offset 5100: a write that crosses a page starts at 0 */
+	for (uint32_t k = 0; k < sizeof(in); k++)
+		in[k] = stream_byte(wpos + k);
+	CHECK_EQ(dpsock_fifo_write_reserve(&p, 3 * DPSOCK_FIFO_PAGE, iov), 3 * DPSOCK_FIFO_PAGE);
+	CHECK(iov[0].iov_base == data && iov[1].iov_len == 0);
+	memcpy(iov[0].iov_base, in, 3 * DPSOCK_FIFO_PAGE);
+	dpsock_fifo_write_commit(&p, 3 * DPSOCK_FIFO_PAGE);
+	wpos += 3 * DPSOCK_FIFO_PAGE;
+	CHECK_EQ(dpsock_fifo_prod_offset(&p, (uint32_t)wpos), 3 * DPSOCK_FIFO_PAGE);
+	/* the consumer's handle, made before the rebase, reads it all */
+	CHECK_EQ(dpsock_fifo_read(&c, out, sizeof(out)), 3 * DPSOCK_FIFO_PAGE);
+	for (uint32_t k = 0; k < 3 * DPSOCK_FIFO_PAGE; k++)
+		CHECK(out[k] == stream_byte(rpos + k));
+	rpos += 3 * DPSOCK_FIFO_PAGE;
+	CHECK_EQ(dpsock_fifo_cons_offset(&c, (uint32_t)rpos), 3 * DPSOCK_FIFO_PAGE);
+	/* a fresh consumer handle (the shim attaches per call) agrees */
+	CHECK_EQ(dpsock_fifo_write(&p, in, 2 * DPSOCK_FIFO_PAGE), 2 * DPSOCK_FIFO_PAGE);
+	CHECK_EQ(dpsock_fifo_cons_attach_at(&c, hdrm, data, size), 0);
+	CHECK_EQ(dpsock_fifo_read_peek(&c, SIZE_MAX, iov), 2 * DPSOCK_FIFO_PAGE);
+	CHECK(iov[0].iov_base == data);
+	CHECK(memcmp(iov[0].iov_base, in, 2 * DPSOCK_FIFO_PAGE) == 0);
+	free(hdrm);
+	free(data);
 }
 
 /* Every start offset x every length: write/read, reserve/commit and
@@ -845,6 +919,7 @@ main(void)
 	test_zc_partial();
 	test_fifo_partial();
 	test_fifo_wrap_segments();
+	test_fifo_rebase();
 	test_fifo_splice();
 	test_fifo_reserve_partial();
 	test_two_mappings();
