@@ -42,6 +42,12 @@ struct pcb_index {
     uint64_t tw_count;
     uint64_t tw_reused;
     uint64_t tw_evicted;
+    /* the active list: [busy][parked]; parked pcbs from quiet on */
+    struct tcp_pcb *active_tail;
+    struct tcp_pcb *quiet;  /* first parked pcb, NULL: none */
+    struct tcp_pcb *sweep;  /* the parking sweep's next pcb */
+    uint64_t parked;
+    uint64_t park_rescued;
 };
 
 static _Thread_local struct pcb_index idx;
@@ -174,9 +180,28 @@ indexed_list(struct tcp_pcb **list)
     return list == &tcp_active_pcbs || list == &tcp_tw_pcbs;
 }
 
+/* Put pcb at the head of the active list (unlinked). */
+static void
+active_push(struct tcp_pcb *pcb)
+{
+    pcb->next = tcp_active_pcbs;
+    pcb->dp_prev = NULL;
+    if (tcp_active_pcbs != NULL)
+        tcp_active_pcbs->dp_prev = pcb;
+    else
+        idx.active_tail = pcb;
+    tcp_active_pcbs = pcb;
+}
+
 void
 dpsock_tcp_list_add(struct tcp_pcb **list, struct tcp_pcb *pcb)
 {
+    if (list == &tcp_active_pcbs) {
+        pcb->dp_parked = 0;
+        active_push(pcb);
+        hash_add(pcb);
+        return;
+    }
     pcb->next = *list;
     if (indexed_list(list)) {
         pcb->dp_prev = NULL;
@@ -196,6 +221,18 @@ dpsock_tcp_list_add(struct tcp_pcb **list, struct tcp_pcb *pcb)
 static void
 unlink_indexed(struct tcp_pcb **list, struct tcp_pcb *pcb)
 {
+    if (list == &tcp_active_pcbs) {
+        if (idx.active_tail == pcb)
+            idx.active_tail = pcb->dp_prev;
+        if (pcb->dp_parked) {
+            if (idx.quiet == pcb)
+                idx.quiet = pcb->next;
+            if (idx.sweep == pcb)
+                idx.sweep = pcb->next;
+            pcb->dp_parked = 0;
+            idx.parked--;
+        }
+    }
     if (pcb->dp_prev != NULL)
         pcb->dp_prev->next = pcb->next;
     else
@@ -208,6 +245,97 @@ unlink_indexed(struct tcp_pcb **list, struct tcp_pcb *pcb)
         idx.tw_count--;
     }
     pcb->dp_prev = NULL;
+}
+
+/* ---- timer parking (see the header) ---- */
+
+struct tcp_pcb *
+dpsock_tcp_tmr_quiet(void)
+{
+    return idx.quiet;
+}
+
+/* Nothing for the timers to do now (keepalive aside). */
+static bool
+tcp_idle(const struct tcp_pcb *pcb)
+{
+    return !((pcb->state != ESTABLISHED && pcb->state != CLOSE_WAIT) || pcb->unsent != NULL ||
+        pcb->unacked != NULL || pcb->rtime >= 0 || pcb->persist_backoff != 0 ||
+        pcb->refused_data != NULL || (pcb->flags & (TF_ACK_DELAY | TF_ACK_NOW | TF_CLOSEPEND)) ||
+        pcb->rec.timer_us != 0 || pcb->rec.pace_us != 0
+#if TCP_QUEUE_OOSEQ
+        || pcb->ooseq != NULL
+#endif
+        );
+}
+
+bool
+dpsock_tcp_quiet(const struct tcp_pcb *pcb)
+{
+    if (!tcp_idle(pcb))
+        return false;
+    /* a keepalive must be due later than the sweep comes round again */
+    if (ip_get_option(pcb, SOF_KEEPALIVE) &&
+        (u32_t)(tcp_ticks - pcb->tmr) + DPSOCK_TCP_PARK_SWEEP_MS / TCP_SLOW_INTERVAL >=
+            pcb->keep_idle / TCP_SLOW_INTERVAL)
+        return false;
+    return true;
+}
+
+void
+dpsock_tcp_tmr_park(struct tcp_pcb *pcb)
+{
+    if (pcb->dp_parked || !dpsock_tcp_quiet(pcb) || idx.active_tail == NULL)
+        return;
+    /* to the tail: a walk standing on pcb goes on with pcb->next, and
+     * stops at the first parked pcb as before */
+    if (idx.active_tail != pcb) {
+        unlink_indexed(&tcp_active_pcbs, pcb);
+        pcb->next = NULL;
+        pcb->dp_prev = idx.active_tail;
+        idx.active_tail->next = pcb;
+        idx.active_tail = pcb;
+    }
+    pcb->dp_parked = 1;
+    idx.parked++;
+    if (idx.quiet == NULL)
+        idx.quiet = pcb;
+}
+
+void
+dpsock_tcp_tmr_wake(struct tcp_pcb *pcb)
+{
+    /* a listening pcb is a smaller struct (tcp_pcb_listen): never parked */
+    if (pcb->state == LISTEN || !pcb->dp_parked)
+        return;
+    unlink_indexed(&tcp_active_pcbs, pcb);
+    active_push(pcb);
+    /* the timers' walks start again (they skip what they did already):
+     * the list changed under them */
+    tcp_active_pcbs_changed = 1;
+}
+
+void
+dpsock_tcp_tmr_sweep(void)
+{
+    /* the whole parked region every DPSOCK_TCP_PARK_SWEEP_MS at most */
+    uint64_t n = idx.parked * TCP_SLOW_INTERVAL / DPSOCK_TCP_PARK_SWEEP_MS + 16;
+
+    while (n-- > 0 && idx.parked > 0) {
+        struct tcp_pcb *pcb = idx.sweep;
+
+        if (pcb == NULL || !pcb->dp_parked) {
+            pcb = idx.quiet;
+            if (pcb == NULL)
+                return;
+        }
+        idx.sweep = pcb->next;
+        if (!dpsock_tcp_quiet(pcb)) {
+            if (!tcp_idle(pcb))
+                idx.park_rescued++; /* work a wake-up should have announced */
+            dpsock_tcp_tmr_wake(pcb);
+        }
+    }
 }
 
 void
@@ -372,4 +500,6 @@ dpsock_tcp_index_stats(struct dpsock_tcp_index_stats *out)
     out->tw_evicted = idx.tw_evicted;
     out->hashed_now = idx.hashed;
     out->buckets = idx.bucket != NULL ? idx.mask + 1 : 0;
+    out->parked_now = idx.parked;
+    out->park_rescued = idx.park_rescued;
 }

@@ -136,7 +136,9 @@ EDITS = [
      '  }\n',
      '  /* dpsock: TIME-WAIT pcbs are in arrival order; free the expired ones\n'
      '     from the oldest on (and the oldest beyond DPSOCK_TCP_TW_MAX) */\n'
-     '  dpsock_tcp_tw_expire();\n'),
+     '  dpsock_tcp_tw_expire();\n'
+     '  /* dpsock: a look at a few parked pcbs (keepalives coming due) */\n'
+     '  dpsock_tcp_tmr_sweep();\n'),
     ('core/tcp.c', 'pcb index: tcp_kill_timewait takes the oldest',
      '  /* Go through the list of TIME_WAIT pcbs and get the oldest pcb. */\n'
      '  for (pcb = tcp_tw_pcbs; pcb != NULL; pcb = pcb->next) {\n'
@@ -184,6 +186,9 @@ EDITS = [
      '      dpsock_tcp_lookup(ip_current_dest_addr(), tcphdr->dest, ip_current_src_addr(), tcphdr->src) :\n'
      '      dpsock_tcp_lookup4(ip4_addr_get_u32(ip4_current_dest_addr()), tcphdr->dest,\n'
      '                         ip4_addr_get_u32(ip4_current_src_addr()), tcphdr->src);\n'
+     '  if (dpsock_hit != NULL && dpsock_hit->state != TIME_WAIT) {\n'
+     '    dpsock_tcp_tmr_wake(dpsock_hit); /* dpsock: its timers may have work */\n'
+     '  }\n'
      '  for (pcb = (dpsock_hit != NULL && dpsock_hit->state != TIME_WAIT) ? dpsock_hit : NULL;\n'
      '       pcb != NULL; pcb = NULL) {\n'
      '    LWIP_ASSERT("tcp_input: active pcb->state != CLOSED", pcb->state != CLOSED);\n'),
@@ -199,6 +204,52 @@ EDITS = [
      '         Restart the 2 MSL time-wait timeout.*/\n'
      '    pcb->tmr = tcp_ticks;\n'
      '    dpsock_tcp_tw_touch(pcb); /* dpsock: TIME-WAIT stays in arrival order */\n'),
+
+    # ---- timer parking (pcb_index.c): the timers' walks stop at the first
+    # parked pcb; fasttmr parks what it finds quiet; whatever may give a pcb
+    # timer work wakes it.
+    ('core/tcp.c', 'parking: tcp_slowtmr stops at the parked pcbs',
+     '  while (pcb != NULL) {\n'
+     '    LWIP_DEBUGF(TCP_DEBUG, ("tcp_slowtmr: processing active pcb\\n"));\n',
+     '  while (pcb != NULL && pcb != dpsock_tcp_tmr_quiet()) { /* dpsock: parked from there on */\n'
+     '    LWIP_DEBUGF(TCP_DEBUG, ("tcp_slowtmr: processing active pcb\\n"));\n'),
+    ('core/tcp.c', 'parking: tcp_fasttmr stops at the parked pcbs',
+     'tcp_fasttmr_start:\n'
+     '  pcb = tcp_active_pcbs;\n'
+     '\n'
+     '  while (pcb != NULL) {\n',
+     'tcp_fasttmr_start:\n'
+     '  pcb = tcp_active_pcbs;\n'
+     '\n'
+     '  while (pcb != NULL && pcb != dpsock_tcp_tmr_quiet()) { /* dpsock: parked from there on */\n'),
+    ('core/tcp.c', 'parking: tcp_fasttmr parks a quiet pcb',
+     '          goto tcp_fasttmr_start;\n'
+     '        }\n'
+     '      }\n'
+     '      pcb = next;\n',
+     '          goto tcp_fasttmr_start;\n'
+     '        }\n'
+     '      }\n'
+     '      dpsock_tcp_tmr_park(pcb); /* dpsock: quiet: behind the walks */\n'
+     '      pcb = next;\n'),
+    ('core/tcp.c', 'parking: a close or shutdown wakes the pcb',
+     'tcp_close_shutdown(struct tcp_pcb *pcb, u8_t rst_on_unacked_data)\n'
+     '{\n'
+     '  LWIP_ASSERT("tcp_close_shutdown: invalid pcb", pcb != NULL);\n',
+     'tcp_close_shutdown(struct tcp_pcb *pcb, u8_t rst_on_unacked_data)\n'
+     '{\n'
+     '  LWIP_ASSERT("tcp_close_shutdown: invalid pcb", pcb != NULL);\n'
+     '  dpsock_tcp_tmr_wake(pcb); /* dpsock: timer parking */\n'),
+    ('core/tcp_out.c', 'parking: tcp_write wakes the pcb',
+     '  LWIP_ERROR("tcp_write: invalid pcb", pcb != NULL, return ERR_ARG);\n',
+     '  LWIP_ERROR("tcp_write: invalid pcb", pcb != NULL, return ERR_ARG);\n'
+     '  dpsock_tcp_tmr_wake(pcb); /* dpsock: timer parking */\n'),
+    ('core/tcp_out.c', 'parking: tcp_output wakes the pcb',
+     '  LWIP_ASSERT("don\'t call tcp_output for listen-pcbs",\n'
+     '              pcb->state != LISTEN);\n',
+     '  LWIP_ASSERT("don\'t call tcp_output for listen-pcbs",\n'
+     '              pcb->state != LISTEN);\n'
+     '  dpsock_tcp_tmr_wake(pcb); /* dpsock: timer parking */\n'),
 
     # ---- super-segments (tso.c)
     ('core/tcp_out.c', 'tso: tcp_output joins and fits before its window check',

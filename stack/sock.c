@@ -59,6 +59,7 @@ struct txm {
 
 struct dpsock_sock {
 	TAILQ_ENTRY(dpsock_sock) link;
+	TAILQ_ENTRY(dpsock_sock) st_link; /* on w->listed while it has a stats entry */
 	struct dpsock_worker *w;
 	const struct dpsock_sock_ops *ops;
 	void *user;
@@ -173,16 +174,23 @@ static void
 sock_stats_open(struct dpsock_sock *s)
 {
 	s->st = dpsock_sockstat_open(s->w, s->type == SOCK_UDP ? IPPROTO_UDP : IPPROTO_TCP);
+	if (s->st != NULL)
+		TAILQ_INSERT_TAIL(&s->w->listed, s, st_link);
 	sock_stats_refresh(s);
 }
 
 static void
 sock_stats_close(struct dpsock_sock *s)
 {
+	struct dpsock_worker *w = s->w;
+
 	if (s->st == NULL)
 		return;
 	sock_stats_refresh(s);
-	dpsock_sockstat_close(s->w, s->st);
+	if (w->listed_next == s)
+		w->listed_next = TAILQ_NEXT(s, st_link);
+	TAILQ_REMOVE(&w->listed, s, st_link);
+	dpsock_sockstat_close(w, s->st);
 	s->st = NULL;
 }
 
@@ -215,13 +223,26 @@ dpsock_sock_stats_owner(struct dpsock_sock *s, int32_t pid, int32_t fd, int32_t 
 	dpsock_sockstat_write_end(e);
 }
 
+/* The 100 ms tick: states and queues of the listed sockets that events do
+ * not refresh (a connection waiting for its peer's ACK, say). At most
+ * SOCKSTAT_REFRESH_MAX entries per tick, round-robin, so that a tick costs
+ * the same with ten sockets listed as with thousands (each entry is
+ * refreshed at its events too). */
+#define SOCKSTAT_REFRESH_MAX 256u
+
 void
 dpsock_sock_stats_refresh(struct dpsock_worker *w)
 {
-	struct dpsock_sock *s;
+	struct dpsock_sock *s = w->listed_next;
+	unsigned int n;
 
-	TAILQ_FOREACH(s, &w->socks, link)
+	for (n = 0; n < SOCKSTAT_REFRESH_MAX; n++) {
+		if (s == NULL && (n > 0 || (s = TAILQ_FIRST(&w->listed)) == NULL))
+			break;
 		sock_stats_refresh(s);
+		s = TAILQ_NEXT(s, st_link);
+	}
+	w->listed_next = s;
 }
 
 static void
@@ -1302,6 +1323,8 @@ dpsock_set_keepalive(struct dpsock_sock *s, bool on, unsigned int idle, unsigned
 		pcb->keep_intvl = interval * 1000u;
 	if (count)
 		pcb->keep_cnt = count;
+	/* a pcb parked behind the timers' walks has a keepalive to watch now */
+	dpsock_tcp_tmr_wake(pcb);
 	return 0;
 }
 
@@ -1939,6 +1962,8 @@ int
 dpsock_sock_worker_init(struct dpsock_worker *w)
 {
 	TAILQ_INIT(&w->socks);
+	TAILQ_INIT(&w->listed);
+	w->listed_next = NULL;
 	w->extarg_id = tcp_ext_arg_alloc_id();
 	w->sock_extarg_id = tcp_ext_arg_alloc_id();
 	dpsock_self = w;

@@ -156,6 +156,10 @@ struct dpsock_worker {
 
 	/* sockets (sock.c): every live socket of this worker, for teardown */
 	TAILQ_HEAD(, dpsock_sock) socks;
+	/* those with an entry in the stats socket table, and where the 100 ms
+	 * refresh goes on (sock.c) */
+	TAILQ_HEAD(, dpsock_sock) listed;
+	struct dpsock_sock *listed_next;
 	uint32_t n_conns;         /* TCP connections (accepted or connecting/connected) */
 	uint32_t n_half_open;     /* passive connections between SYN and accept */
 	uint32_t port_hint;       /* where the next ephemeral port search starts */

@@ -24,6 +24,23 @@
  *     TIME_WAIT pcb's local port (dpsock_tcp_tw_reclaim, as Linux's
  *     tcp_tw_reuse).
  *
+ *   - quiet pcbs parked behind the timers' walks: tcp_fasttmr (every 25 ms)
+ *     and tcp_slowtmr (every 50 ms) visited every active pcb, so a worker
+ *     holding tens of thousands of idle connections spent its time walking
+ *     them and a request that arrived during a walk waited for it. The
+ *     active list is kept as [busy pcbs][parked pcbs]: fasttmr moves a pcb
+ *     it finds quiet (dpsock_tcp_quiet: established or close-wait, nothing
+ *     unsent or unacknowledged, no timer of lwIP's or tcp_rec.c's running,
+ *     no delayed ACK, refused data or pending FIN, a keepalive not due
+ *     within the parking sweep's period) to the tail, and both walks stop
+ *     at the first parked pcb. Whatever can give a pcb timer work wakes it
+ *     (moved to the head): a segment for it (tcp_input), tcp_output,
+ *     tcp_write, a close or shutdown, a keepalive option set. The slow
+ *     timer also looks at a few parked pcbs each tick, round-robin, over
+ *     the whole parked region every DPSOCK_TCP_PARK_SWEEP_MS at most, and
+ *     wakes those no longer quiet: a keepalive coming due, and anything a
+ *     wake-up missed (counted: dpsock_tcp_index_stats' park_rescued).
+ *
  * All of it is per instance (thread-local), like the rest of lwIP's state.
  */
 #ifndef DPSOCK_LWIP_PCB_INDEX_H
@@ -63,6 +80,19 @@ struct tcp_pcb *dpsock_tcp_lookup4(uint32_t laddr, uint16_t lport, uint32_t radd
 struct tcp_pcb *dpsock_tcp_lookup6(const void *laddr, uint16_t lport, const void *raddr,
                                    uint16_t rport);
 
+/* Timer parking. dpsock_tcp_tmr_quiet: the first parked pcb of the active
+ * list (where the timers' walks stop), or NULL. dpsock_tcp_tmr_park: pcb
+ * is parked if it is quiet (tcp_fasttmr, after its work on it).
+ * dpsock_tcp_tmr_wake: pcb, if parked, goes back where the timers see it
+ * (anything that may give it timer work calls it). dpsock_tcp_tmr_sweep:
+ * the slow timer's look at a few parked pcbs. */
+#define DPSOCK_TCP_PARK_SWEEP_MS 10000u
+struct tcp_pcb *dpsock_tcp_tmr_quiet(void);
+void dpsock_tcp_tmr_park(struct tcp_pcb *pcb);
+void dpsock_tcp_tmr_wake(struct tcp_pcb *pcb);
+void dpsock_tcp_tmr_sweep(void);
+bool dpsock_tcp_quiet(const struct tcp_pcb *pcb);
+
 /* A FIN restarted pcb's 2 MSL wait (tcp_timewait_input). */
 void dpsock_tcp_tw_touch(struct tcp_pcb *pcb);
 
@@ -92,6 +122,8 @@ struct dpsock_tcp_index_stats {
     uint64_t tw_evicted;    /* freed beyond DPSOCK_TCP_TW_MAX */
     uint64_t hashed_now;    /* pcbs in the hash table */
     uint64_t buckets;       /* size of the hash table */
+    uint64_t parked_now;    /* active pcbs behind the timers' walks */
+    uint64_t park_rescued;  /* parked pcbs the sweep found with timer work */
 };
 void dpsock_tcp_index_stats(struct dpsock_tcp_index_stats *out);
 

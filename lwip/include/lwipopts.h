@@ -150,7 +150,8 @@ void dpsock_lwip_timeouts_fini(void);
 #define DPSOCK_TCP_PCB_FIELDS \
     struct tcp_pcb *dp_prev;    /* predecessor on the active / TIME_WAIT list */ \
     struct tcp_pcb *dp_hnext;   /* next in the hash bucket */ \
-    struct tcp_pcb **dp_hpprev; /* what points at this pcb in its bucket; NULL: not hashed */
+    struct tcp_pcb **dp_hpprev; /* what points at this pcb in its bucket; NULL: not hashed */ \
+    u8_t dp_parked;             /* quiet: behind the timers' walks (pcb_index.c) */
 /* TIME_WAIT pcbs per instance beyond which the oldest go first (Linux:
  * tcp_max_tw_buckets); about 16 MiB of pcbs */
 #define DPSOCK_TCP_TW_MAX               65536

@@ -26,6 +26,13 @@
  * its 4-tuple, the oldest must be the first one closed, and reclaiming its
  * port (the tcp_tw_reuse path) must free exactly that one.
  *
+ * A park phase checks the timer parking (lwip/pcb_index.c): PARK_N idle
+ * connections, both ends in this instance, end up behind the timers'
+ * walks; a write on one wakes it and its bytes arrive; a keepalive coming
+ * due wakes one through the slow timer's sweep; a close of a parked
+ * connection sends its FIN; the sweep never finds a parked pcb that a
+ * wake-up should have announced (park_rescued stays 0).
+ *
  * Shared state between instances (a global the transform missed, a race)
  * shows up as corrupted streams, lwIP assertions, per-thread statistics that
  * do not add up, an allocator owner mismatch (abort) or, in the
@@ -74,6 +81,8 @@
 #define TIMEOUT_S       120
 #define CHURN_PORT      5002
 #define CHURN_N         600         /* short connections in the churn phase */
+#define PARK_PORT       5003
+#define PARK_N          100         /* idle connections in the park phase */
 
 struct frame {
     struct pbuf *p;
@@ -112,6 +121,11 @@ struct worker {
     struct tcp_pcb *churn_listener;
     unsigned int churn_connected, churn_closed;
     u16_t churn_first_port;     /* local port of the first connection */
+    /* park phase */
+    struct tcp_pcb *park_listener;
+    struct tcp_pcb *park_client[PARK_N];
+    unsigned int park_accepted, park_connected, park_fins;
+    uint64_t park_rx;
     char failure[256];
 };
 
@@ -568,6 +582,177 @@ churn_connected(void *arg, struct tcp_pcb *pcb, err_t err)
 
 static double now_s(void);
 
+/* ---- park phase ---- */
+
+static err_t
+park_server_recv(void *arg, struct tcp_pcb *pcb, struct pbuf *p, err_t err)
+{
+    struct worker *w = arg;
+
+    (void)err;
+    if (p == NULL) {
+        w->park_fins++;
+        tcp_arg(pcb, NULL);
+        tcp_recv(pcb, NULL);
+        tcp_close(pcb);
+        return ERR_OK;
+    }
+    w->park_rx += p->tot_len;
+    tcp_recved(pcb, p->tot_len);
+    pbuf_free(p);
+    return ERR_OK;
+}
+
+static err_t
+park_accept(void *arg, struct tcp_pcb *pcb, err_t err)
+{
+    struct worker *w = arg;
+
+    if (err != ERR_OK || pcb == NULL)
+        return ERR_VAL;
+    tcp_arg(pcb, w);
+    tcp_recv(pcb, park_server_recv);
+    w->park_accepted++;
+    return ERR_OK;
+}
+
+static err_t
+park_connected(void *arg, struct tcp_pcb *pcb, err_t err)
+{
+    struct worker *w = arg;
+
+    (void)pcb;
+    if (err != ERR_OK)
+        return err;
+    w->park_connected++;
+    return ERR_OK;
+}
+
+/* Run the wire and the timers for s seconds, or until done(w) holds. */
+static bool
+park_run(struct worker *w, double s, bool (*done)(struct worker *))
+{
+    double end = now_s() + s;
+
+    while (w->failure[0] == '\0' && now_s() < end) {
+        if (done != NULL && done(w))
+            return true;
+        if (wire_deliver(w) == 0)
+            sys_check_timeouts();
+    }
+    return done == NULL || done(w);
+}
+
+static bool
+park_all_up(struct worker *w)
+{
+    return w->park_accepted == PARK_N && w->park_connected == PARK_N;
+}
+
+static uint64_t
+park_parked(void)
+{
+    struct dpsock_tcp_index_stats ix;
+
+    dpsock_tcp_index_stats(&ix);
+    return ix.parked_now;
+}
+
+static bool
+park_all_parked(struct worker *w)
+{
+    (void)w;
+    return park_parked() == 2 * PARK_N;
+}
+
+static void
+park(struct worker *w, const ip_addr_t *ipb)
+{
+    struct dpsock_tcp_index_stats ix;
+    struct tcp_pcb *l = tcp_new(), *c, *srv;
+    static const char msg[] = "parked, then woken";
+    uint64_t rx0;
+    unsigned int i;
+
+    tcp_bind_netif(l, &w->nb);
+    if (tcp_bind(l, ipb, PARK_PORT) != ERR_OK) {
+        failf("park: tcp_bind");
+        return;
+    }
+    w->park_listener = tcp_listen(l);
+    tcp_arg(w->park_listener, w);
+    tcp_accept(w->park_listener, park_accept);
+    for (i = 0; i < PARK_N; i++) {
+        c = tcp_new();
+        tcp_bind_netif(c, &w->na);
+        tcp_arg(c, w);
+        if (tcp_connect(c, ipb, PARK_PORT, park_connected) != ERR_OK) {
+            failf("park: tcp_connect %u", i);
+            return;
+        }
+        w->park_client[i] = c;
+    }
+    if (!park_run(w, 10, park_all_up)) {
+        failf("park: %u of %u connections up", w->park_connected, PARK_N);
+        return;
+    }
+    /* idle: every end parked within a few fast-timer ticks */
+    if (!park_run(w, 2, park_all_parked)) {
+        failf("park: %" PRIu64 " of %u idle pcbs parked", park_parked(), 2 * PARK_N);
+        return;
+    }
+    /* a write wakes its pcb; the bytes arrive; it parks again */
+    c = w->park_client[PARK_N / 2];
+    rx0 = w->park_rx;
+    if (tcp_write(c, msg, sizeof(msg), TCP_WRITE_FLAG_COPY) != ERR_OK || tcp_output(c) != ERR_OK) {
+        failf("park: write on a parked connection");
+        return;
+    }
+    if (c->dp_parked)
+        failf("park: a written pcb is still parked");
+    park_run(w, 2, NULL);
+    if (w->park_rx != rx0 + sizeof(msg))
+        failf("park: %" PRIu64 " bytes arrived of %zu written on a parked connection",
+              w->park_rx - rx0, sizeof(msg));
+    if (!park_run(w, 2, park_all_parked))
+        failf("park: %" PRIu64 " parked after the write, %u expected", park_parked(), 2 * PARK_N);
+    /* a keepalive coming due within the sweep's period: the slow timer's
+     * sweep wakes its (parked) pcb, which then stays where the timers see it */
+    srv = NULL;
+    for (struct tcp_pcb *p = tcp_active_pcbs; p != NULL; p = p->next)
+        if (p->local_port == PARK_PORT && p->dp_parked)
+            srv = p;
+    if (srv == NULL) {
+        failf("park: no parked server pcb");
+        return;
+    }
+    ip_set_option(srv, SOF_KEEPALIVE);
+    srv->keep_idle = DPSOCK_TCP_PARK_SWEEP_MS + 2000; /* due within the period after 2 s */
+    park_run(w, 4, NULL);
+    if (srv->dp_parked || park_parked() != 2 * PARK_N - 1)
+        failf("park: a keepalive coming due left its pcb parked (%" PRIu64 " parked)",
+              park_parked());
+    /* the close of a parked connection sends its FIN */
+    if (tcp_close(w->park_client[0]) != ERR_OK)
+        failf("park: tcp_close");
+    w->park_client[0] = NULL;
+    park_run(w, 2, NULL);
+    if (w->park_fins != 1)
+        failf("park: %u FINs reached the server after closing a parked connection", w->park_fins);
+    dpsock_tcp_index_stats(&ix);
+    if (ix.park_rescued != 0)
+        failf("park: the sweep found %" PRIu64 " parked pcbs with timer work", ix.park_rescued);
+    /* the rest: reset both ends */
+    for (i = 1; i < PARK_N; i++)
+        tcp_abort(w->park_client[i]);
+    for (struct tcp_pcb *p = tcp_active_pcbs, *n; p != NULL; p = n) {
+        n = p->next;
+        if (p->local_port == PARK_PORT)
+            tcp_abort(p);
+    }
+    park_run(w, 0.2, NULL);
+}
+
 /* Super-segments went out, frames inside them were lost, SACK blocks that
  * began or ended inside them cut them (exactly, inside pbufs), and the
  * client resent nothing it knew the server had (but for ACKs crossing a
@@ -773,6 +958,8 @@ run(struct worker *w)
         tso_check(w);
     }
     if (w->failure[0] == '\0')
+        park(w, &ipb);
+    if (w->failure[0] == '\0')
         churn(w, &ipb);
 
     /* teardown: TIME_WAIT pcbs, listener, netifs, frames still on the wire */
@@ -782,6 +969,8 @@ run(struct worker *w)
         tcp_close(w->listener);
     if (w->churn_listener != NULL)
         tcp_close(w->churn_listener);
+    if (w->park_listener != NULL)
+        tcp_close(w->park_listener);
     while (tcp_active_pcbs != NULL)
         tcp_abort(tcp_active_pcbs);
     netif_remove(&w->na);
