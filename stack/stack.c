@@ -56,8 +56,9 @@ dpsock_usage(FILE *f)
 		"  -f, --config FILE   configuration file (default " DEFAULT_CONFIG ")\n"
 		"      --help-config   every configuration key with its default\n"
 		"  -V, --version       print the version\n"
-		"EAL options come before the --, DPDK style (`--help` there lists them), e.g.\n"
-		"  -l 0-2 --no-pci --vdev=net_af_packet0,iface=eth1,qpairs=2\n");
+		"EAL options come before the --, DPDK style (`-h` among them lists them), e.g.\n"
+		"  -l 0-2 --no-pci --vdev=net_af_packet0,iface=eth1,qpairs=2\n"
+		"--help, --help-config and --version also work as the first argument, alone.\n");
 }
 
 static int
@@ -73,14 +74,21 @@ first_app_arg(int argc, char **argv)
 
 /*
  * --help-config and --version must work without hugepages or EAL, and so
- * must the program's own --help: look at what follows the "--" first.
- * Returns true when the program's --help is asked for.
+ * must the program's own --help: look at what follows the "--" first, and
+ * at the first argument (users type `dpsockd --help-config` without the
+ * "--": EAL's parser would refuse it; EAL's own help is `-h` or `--help`
+ * among other EAL options). Returns true when the program's --help is
+ * asked for.
  */
 static bool
 early_options(int argc, char **argv)
 {
 	int i, sep = first_app_arg(argc, argv);
 
+	if (argc > 1 &&
+	    (strcmp(argv[1], "--help-config") == 0 || strcmp(argv[1], "--version") == 0 ||
+	     strcmp(argv[1], "-V") == 0 || strcmp(argv[1], "--help") == 0))
+		sep = 1;
 	for (i = sep; i < argc; i++) {
 		if (strcmp(argv[i], "--help-config") == 0) {
 			dpsock_config_print_help(stdout);
@@ -541,6 +549,8 @@ dpsock_init(int argc, char **argv)
 	if (early_options(argc, argv)) {
 		/* the program prints its help; nothing is started */
 		idx = first_app_arg(argc, argv);
+		if (argc > 1 && strcmp(argv[1], "--help") == 0)
+			idx = 1; /* typed first, without the "--" */
 		if (idx > 0)
 			argv[idx - 1] = argv[0];
 		return idx;
@@ -558,7 +568,7 @@ dpsock_init(int argc, char **argv)
 		free(eal_argv); /* EAL keeps copies of the arguments, not the array */
 	if (n < 0) {
 		fprintf(stderr, "%s: EAL initialisation failed: %s (see the EAL messages above; "
-			"`%s --help` lists EAL options)\n", prog_name, rte_strerror(rte_errno), argv[0]);
+			"`%s -l 0 -h` lists EAL options)\n", prog_name, rte_strerror(rte_errno), argv[0]);
 		return -1;
 	}
 	/* EAL parsed eal_argv[1..n] (the "--" included, where it put the
