@@ -248,9 +248,18 @@ elif want syscalls; then
 	failed "strace is not installed: no system call counts"
 fi
 
+# the builds by commit, never by the path they sit at on this machine
+build_commit() {
+	local src
+	src=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["directories"]["source"])' \
+		"$1/meson-info/meson-info.json" 2>/dev/null) &&
+		git -C "$src" describe --always --dirty --abbrev=12 2>/dev/null || echo "a build of unknown commit"
+}
+base_desc=
+[ -z "$base_build" ] || base_desc="commit $(build_commit "$base_build"), now commit $(build_commit "$build")"
 mkdir -p "$(dirname "$out")"
 python3 - "$RES" "$out" "$rounds" "$secs" "$(cut -d' ' -f1-3 /proc/loadavg)" "$TEST_TMP/failures" \
-	"$SYS" "$SC_N" "$base_build" <<'PY'
+	"$SYS" "$SC_N" "$base_desc" <<'PY'
 import statistics, sys, os
 res, out, rounds, secs, load, fails, sysf, scn, base = sys.argv[1:10]
 rows = {}
@@ -304,7 +313,7 @@ if sysrows:
     L.append('The program on the worker\'s CPU, one connection: `strace -c -f` on the program and on '
              'dpsockd while dpsock-loadgen makes %s requests (strace slows both: the counts, not the '
              'rates, are what this measures).%s Calls under 0.01 per request are left out.\n' % (
-                 scn, ' **before**: the build in `%s`.' % base if base else ''))
+                 scn, ' **before**: %s.' % base if base else ''))
     labs = ['before', 'now'] if base else ['now']
     L.append('| program | process | ' + ' | '.join('%s: calls per request' % x for x in labs) +
              ' | ' + ' | '.join('%s: total' % x for x in labs) + ' |')
