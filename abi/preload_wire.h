@@ -68,8 +68,14 @@
  *    (line 7), the served IPv6 addresses in the net view (ifaces6), IPv6
  *    datagram records (DPSOCK_PL_DGRAM_IP6).
  * 10: IPv6 multicast: DPSOCK_PL_OP_MCAST carries 16-byte groups and sources
- *    (the command's mc layout); IPV6_MULTICAST_* in SETOPT. */
-#define DPSOCK_PL_VERSION 10
+ *    (the command's mc layout); IPV6_MULTICAST_* in SETOPT.
+ * 11: thousands of sockets: a slot's FIFO headers sit with the slot, their
+ *    data in an area of its own (off_data, data_stride) that the daemon
+ *    gives back page by page; the FIFOs have a base (spsc_ring.h version
+ *    2); the FIFO locks are in the slot's line 1 (the daemon takes tx_lock
+ *    to reclaim); slots_hi[] bounds the slots a walk has to look at; wait
+ *    rings hold a slot number for every slot of their worker. */
+#define DPSOCK_PL_VERSION 11
 
 /* ======================================================================== */
 /* Control socket (SOCK_SEQPACKET, one message = one struct)                */
@@ -189,6 +195,7 @@ struct dpsock_pl_rule {
 static_assert(sizeof(struct dpsock_pl_rule) == 128, "rule size");
 
 #define DPSOCK_PL_MAX_RULES 64
+#define DPSOCK_PL_MAX_WORKERS 64
 #define DPSOCK_PL_MAX_ROUTES 64
 
 #define DPSOCK_PL_MAX_ADDRS 16
@@ -261,16 +268,33 @@ struct dpsock_pl_netview {
  *                      (8-byte elements, the slot number in the low 32
  *                      bits: spsc_ring.h's smallest; wait_count each, wait_ring_size
  *                      bytes each), ring k at DPSOCK_PL_WAITER_HDR + k *
- *                      wait_ring_size
+ *                      wait_ring_size. wait_count is at least twice
+ *                      slots_per_worker: a slot is in a waiter's ring at
+ *                      most once per watch entry (queued[]), so a ring
+ *                      that overflows (overflow, the fallback) takes a
+ *                      waiter that re-watched its slots many times over
  *   off_slots        n_workers x slots_per_worker slots, slot_stride each:
  *                      struct dpsock_pl_slot (DPSOCK_PL_SLOT_HDR bytes),
- *                      rx FIFO region (rx_fifo_size data bytes),
- *                      tx FIFO region (tx_fifo_size data bytes)
+ *                      the rx FIFO's header (at rx_fifo_off, 384 bytes),
+ *                      the tx FIFO's header (at tx_fifo_off, 384 bytes)
  *                    slot number n = k * slots_per_worker + i belongs to
  *                    worker k = n / slots_per_worker.
+ *   off_data         the FIFOs' data, data_stride bytes per slot number:
+ *                      rx data (rx_fifo_size bytes at rx_data_off),
+ *                      tx data (tx_fifo_size bytes at tx_data_off)
  *
- * The rings and FIFOs are abi/spsc_ring.h regions (their own 384-byte
- * header included in the sizes above).
+ * The rings are abi/spsc_ring.h regions (their own 384-byte header
+ * included in the sizes above); the FIFOs are spsc_ring.h FIFOs whose data
+ * lives apart from their header (dpsock_fifo_*_attach_at).
+ *
+ * Memory. The segment is a reservation: a memfd of seg_size bytes of which
+ * only the pages a side touches exist. Slots are handed out lowest number
+ * first and slots_hi[k] says how many of worker k's were ever used, so
+ * nothing beyond it is read. A FIFO's data pages are touched as bytes go
+ * through it (from data offset 0 again whenever it drained: the base,
+ * spsc_ring.h), and the daemon gives them back (FALLOC_FL_PUNCH_HOLE) once
+ * the FIFO has been empty for a while: an idle socket holds its slot's
+ * lines only. A side that reads data the other did not write sees zeros.
  */
 struct dpsock_pl_seg {
 	uint32_t magic;           /* DPSOCK_PL_SEG_MAGIC */
@@ -299,10 +323,12 @@ struct dpsock_pl_seg {
 	uint64_t wait_ring_size;
 	uint64_t off_slots;
 	uint64_t slot_stride;
-	uint64_t rx_fifo_off;     /* within a slot */
-	uint64_t rx_fifo_bytes;   /* region bytes (header + data) */
-	uint64_t tx_fifo_off;
-	uint64_t tx_fifo_bytes;
+	uint64_t rx_fifo_off;     /* the rx FIFO's header, within a slot */
+	uint64_t tx_fifo_off;     /* the tx FIFO's header, within a slot */
+	uint64_t off_data;        /* the FIFOs' data */
+	uint64_t data_stride;     /* bytes of data per slot number */
+	uint64_t rx_data_off;     /* within a slot's data */
+	uint64_t tx_data_off;
 
 	/* the offload rules (the addresses and routes are in the wake page:
 	 * they change) */
@@ -312,6 +338,9 @@ struct dpsock_pl_seg {
 	/* congestion control of connections that set none (tcp.congestion):
 	 * getsockopt(TCP_CONGESTION) before a connection exists */
 	char tcp_congestion[16];
+	/* worker-written (relaxed; only grows): slots of worker k ever handed
+	 * out; a walk over a worker's slots (exec) stops there */
+	uint32_t slots_hi[DPSOCK_PL_MAX_WORKERS];
 };
 
 #define DPSOCK_PL_SEG_HDR 16384u
@@ -328,7 +357,7 @@ enum dpsock_pl_op {
 	 * listener instead (IPV6_V6ONLY): addr6 (the unspecified address or
 	 * a served one); with DPSOCK_PL_CMD_F_DUAL (addr INADDR_ANY), one of
 	 * both families (an AF_INET6 socket on "::").
-	 * Reply: result 0 / -EADDRINUSE / -ENOMEM / -EMFILE (no slot),
+	 * Reply: result 0 / -EADDRINUSE / -ENOMEM / -ENOBUFS (no slot),
 	 * slot + gen of the new listener slot. Accepted connections arrive as
 	 * struct dpsock_pl_accept records in that slot's rx FIFO. */
 	DPSOCK_PL_OP_LISTEN = 1,
@@ -343,7 +372,7 @@ enum dpsock_pl_op {
 	DPSOCK_PL_OP_UDP_BIND,
 	/* Connect TCP from this worker to addr:port. arg0 = local port wanted
 	 * (network order, 0 = any). Reply at once: result 0 (in progress) /
-	 * -EADDRNOTAVAIL / -ENETUNREACH / -ENOMEM / -EMFILE, slot, gen,
+	 * -EADDRNOTAVAIL / -ENETUNREACH / -ENOMEM / -ENOBUFS (no slot), slot, gen,
 	 * addr:port = the local address chosen. The outcome is published in
 	 * the slot (state ESTABLISHED, or CLOSED with err) and its watchers
 	 * notified. To 127.0.0.1 (DPSOCK_LOOPBACK): from 127.0.0.1, and
@@ -506,6 +535,9 @@ enum dpsock_pl_state {
 
 #define DPSOCK_PL_WATCH 4 /* waiters one slot can notify */
 
+#define DPSOCK_PL_LOCK_WAITERS 0x80000000u
+#define DPSOCK_PL_LOCK_DAEMON  0x7fffffffu /* no tid: Linux's pid_max <= 2^22 */
+
 /* A connection's TCP_INFO (DPSOCK_PL_OP_TCP_INFO), fields named and meant
  * as Linux's struct tcp_info without the tcpi_ prefix: times in us,
  * windows and counts in segments unless the name says bytes or rate
@@ -561,7 +593,16 @@ struct dpsock_pl_slot {
 	/* shim sets 1 when it found the tx FIFO full; the worker, after it
 	 * freed space, exchanges it with 0 and notifies the watchers if 1. */
 	uint32_t want_tx;
-	uint32_t pad1[13];
+	/* The process-shared locks of the FIFOs' shim ends (the threads and
+	 * processes of a group writing one tx FIFO or reading one rx FIFO):
+	 * the holder's tid, with DPSOCK_PL_LOCK_WAITERS when others sleep on
+	 * it (futex). The worker takes tx_lock too, with a compare-and-swap
+	 * from 0 to DPSOCK_PL_LOCK_DAEMON and never waiting, for the time it
+	 * gives the pages of an empty tx FIFO back and moves its base to
+	 * offset 0; it then releases it and, with the WAITERS bit, wakes. */
+	uint32_t rx_lock;
+	uint32_t tx_lock;
+	uint32_t pad1[11];
 
 	/* ---- shim-written (line 2) ---- */
 	/* waiter id + 1 of each waiter watching this slot (0 = empty entry);
@@ -600,6 +641,7 @@ struct dpsock_pl_slot {
 #define DPSOCK_PL_SLOT_HDR 512u
 static_assert(sizeof(struct dpsock_pl_slot) == DPSOCK_PL_SLOT_HDR, "slot header");
 static_assert(offsetof(struct dpsock_pl_slot, tx_doorbell) == 64, "line 1");
+static_assert(offsetof(struct dpsock_pl_slot, tx_lock) < 128, "line 1: the locks");
 static_assert(offsetof(struct dpsock_pl_slot, watch) == 128, "line 2");
 static_assert(offsetof(struct dpsock_pl_slot, shim) == 192, "line 3");
 static_assert(offsetof(struct dpsock_pl_slot, tcpi) == 256, "line 4");

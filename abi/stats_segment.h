@@ -71,7 +71,7 @@
 #include <stdint.h>
 
 #define DPSOCK_STATS_MAGIC 0x64707374617473ULL /* "dpstats" */
-#define DPSOCK_STATS_VERSION 15
+#define DPSOCK_STATS_VERSION 16
 #define DPSOCK_STATS_MAX_PORTS 4
 #define DPSOCK_STATS_MAX_WORKERS 64
 #define DPSOCK_STATS_MAX_CLIENTS 64
@@ -213,6 +213,9 @@
 	X(pl_replies_lost, "preload: replies dropped, the client's reply ring was full") \
 	X(pl_rx_dropped, "preload: UDP datagrams dropped, the socket's rx FIFO was full") \
 	X(pl_accept_refused, "preload: connections reset, no slot or the accept FIFO full") \
+	X(pl_wait_overflows, "preload: a waiter's wait ring was full: it looks at every socket it watches") \
+	X(pl_slots_exhausted, "preload: sockets refused, every slot of the group on this worker in use (preload.slots)") \
+	X(pl_fifo_reclaims, "preload: FIFOs whose pages went back after they drained and idled") \
 	X(mc_rx, "multicast datagrams for a group the port joined, from an allowed source") \
 	X(mc_rx_filtered, "multicast datagrams dropped: group not joined, or source filtered") \
 	X(mc_deliveries, "multicast and broadcast datagrams delivered to sockets (one per socket)") \

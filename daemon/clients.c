@@ -87,6 +87,34 @@ wake_workers(struct pl_ctl *c)
 		dpsock_worker_wake(&c->d->workers[k]);
 }
 
+/* The address space every group's segment reserves (max_groups of them
+ * may be mapped at once): a segment is sparse, but its reservation must fit
+ * the process's 128 TiB. Beyond PL_VA_BUDGET, preload.slots is halved
+ * until it fits, and a line says so. */
+#define PL_VA_BUDGET (32ull << 40)
+
+static void group_layout(const struct pl_ctl *c, struct dpsock_pl_seg *s);
+
+static void
+pl_fit_address_space(struct pl_ctl *c)
+{
+	struct dpsock_pl_seg geo;
+	uint32_t want = c->slots;
+
+	for (;;) {
+		group_layout(c, &geo);
+		if ((uint64_t)c->max_groups * geo.seg_size <= PL_VA_BUDGET || c->slots <= 1024)
+			break;
+		c->slots /= 2;
+	}
+	if (c->slots != want)
+		DPSOCK_LOG(NOTICE, preload,
+			   "preload.slots lowered from %u to %u per worker: %u groups x %u workers "
+			   "reserve %" PRIu64 " GiB of address space (at most %llu TiB)",
+			   want, c->slots, c->max_groups, c->n_workers,
+			   (uint64_t)c->max_groups * geo.seg_size >> 30, PL_VA_BUDGET >> 40);
+}
+
 /*
  * Wait until no worker can still use what was unpublished before this
  * call. Returns 0, or -ESHUTDOWN when the daemon stops meanwhile (the
@@ -165,23 +193,26 @@ group_layout(const struct pl_ctl *c, struct dpsock_pl_seg *s)
 	s->n_workers = c->n_workers;
 	s->max_channels = conf->pl_max_threads;
 	s->max_waiters = c->max_waiters;
-	s->slots_per_worker = conf->pl_slots;
+	s->slots_per_worker = c->slots;
 	s->cmd_count = PL_CMD_COUNT;
 	s->reply_count = PL_REPLY_COUNT;
-	s->wait_count = PL_WAIT_COUNT;
+	s->wait_count = pl_wait_count(s->slots_per_worker);
 	s->rx_fifo_size = conf->pl_rx_fifo_kb * 1024;
 	s->tx_fifo_size = conf->pl_tx_fifo_kb * 1024;
 	s->cmd_ring_size = (uint64_t)dpsock_spsc_memsize(DPSOCK_PL_CMD_SIZE, PL_CMD_COUNT);
 	s->reply_ring_size = (uint64_t)dpsock_spsc_memsize(DPSOCK_PL_REPLY_SIZE, PL_REPLY_COUNT);
 	s->chan_stride = align_up(s->cmd_ring_size + s->reply_ring_size, DPSOCK_SPSC_BLOCK);
-	s->wait_ring_size = (uint64_t)dpsock_spsc_memsize(PL_WAIT_ELEM, PL_WAIT_COUNT);
+	s->wait_ring_size = (uint64_t)dpsock_spsc_memsize(PL_WAIT_ELEM, s->wait_count);
 	s->waiter_stride = align_up(DPSOCK_PL_WAITER_HDR + s->n_workers * s->wait_ring_size,
 				    DPSOCK_SPSC_BLOCK);
+	/* a slot and its FIFOs' headers together (1280 bytes: what an idle
+	 * socket keeps), the FIFOs' data apart, page-aligned */
 	s->rx_fifo_off = DPSOCK_PL_SLOT_HDR;
-	s->rx_fifo_bytes = (uint64_t)dpsock_fifo_memsize(s->rx_fifo_size);
-	s->tx_fifo_off = s->rx_fifo_off + s->rx_fifo_bytes;
-	s->tx_fifo_bytes = (uint64_t)dpsock_fifo_memsize(s->tx_fifo_size);
-	s->slot_stride = align_up(s->tx_fifo_off + s->tx_fifo_bytes, DPSOCK_SPSC_BLOCK);
+	s->tx_fifo_off = s->rx_fifo_off + DPSOCK_SPSC_HDR_SIZE;
+	s->slot_stride = align_up(s->tx_fifo_off + DPSOCK_SPSC_HDR_SIZE, DPSOCK_SPSC_BLOCK);
+	s->rx_data_off = 0;
+	s->tx_data_off = s->rx_fifo_size;
+	s->data_stride = (uint64_t)s->rx_fifo_size + s->tx_fifo_size;
 
 	off = DPSOCK_PL_SEG_HDR;
 	s->off_channels = off;
@@ -192,6 +223,9 @@ group_layout(const struct pl_ctl *c, struct dpsock_pl_seg *s)
 	off = align_up(off, 4096);
 	s->off_slots = off;
 	off += (uint64_t)s->n_workers * s->slots_per_worker * s->slot_stride;
+	off = align_up(off, 4096);
+	s->off_data = off;
+	off += (uint64_t)s->n_workers * s->slots_per_worker * s->data_stride;
 	s->seg_size = align_up(off, 4096);
 }
 
@@ -229,13 +263,10 @@ group_alloc_private(struct pl_ctl *c, struct pl_group *g)
 		wg->wake_mask = calloc((s->max_waiters + 63) / 64, sizeof(*wg->wake_mask));
 		if (!wg->slots || !wg->free_stack || !wg->chans || !wg->wait || !wg->wake_mask)
 			return -ENOMEM;
-		/* lowest slot numbers first */
-		for (i = 0; i < s->slots_per_worker; i++) {
-			wg->free_stack[i] = s->slots_per_worker - 1 - i;
-			wg->slots[i].wg = wg;
-			wg->slots[i].num = k * s->slots_per_worker + i;
-		}
-		wg->n_free = s->slots_per_worker;
+		/* lowest slot numbers first (n_fresh), and nothing here touched
+		 * per slot: these arrays are reservations, used as sockets open */
+		wg->n_free = 0;
+		wg->n_fresh = 0;
 	}
 	return 0;
 }
@@ -291,6 +322,10 @@ group_create(struct pl_ctl *c, char *why, size_t whylen)
 		snprintf(why, whylen, "mmap of the segment: %s", strerror(errno));
 		goto fail;
 	}
+	/* A reservation (docs/preload.md "Thousands of sockets"): dpsockd's
+	 * core dump leaves out the wait rings and the FIFOs' data. */
+	madvise(g->seg + g->geo.off_waiters, g->geo.off_slots - g->geo.off_waiters, MADV_DONTDUMP);
+	madvise(g->seg + g->geo.off_data, g->seg_size - g->geo.off_data, MADV_DONTDUMP);
 	/* The size can no longer change: a client cannot shrink the file under
 	 * the daemon's mapping (SIGBUS). */
 	if (fcntl(g->memfd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) != 0) {
@@ -643,7 +678,7 @@ on_waiter_add(struct pl_ctl *c, struct pl_conn *cn, int fd)
 	for (k = 0; k < c->n_workers; k++) {
 		void *ring = pl_wait_ring(g, id, k);
 
-		ret = dpsock_spsc_init(ring, g->geo.wait_ring_size, PL_WAIT_ELEM, PL_WAIT_COUNT);
+		ret = dpsock_spsc_init(ring, g->geo.wait_ring_size, PL_WAIT_ELEM, g->geo.wait_count);
 		if (ret == 0)
 			ret = dpsock_spsc_prod_attach(&g->wg[k]->wait[id], ring, g->geo.wait_ring_size);
 		if (ret != 0)
@@ -1216,6 +1251,8 @@ dpsock_pl_main_init(void *arg)
 	c->n_workers = d->n_workers;
 	c->max_groups = d->conf.pl_max_groups;
 	c->max_waiters = d->conf.pl_max_threads * PL_WAITERS_PER_THREAD;
+	c->slots = d->conf.pl_slots;
+	pl_fit_address_space(c);
 	c->groups = calloc(c->max_groups, sizeof(*c->groups));
 	c->ack = calloc(c->n_workers, sizeof(*c->ack));
 	if (c->groups == NULL || c->ack == NULL) {
@@ -1283,7 +1320,7 @@ dpsock_pl_main_start(void *arg)
 	c->running = true;
 	DPSOCK_LOG(NOTICE, preload, "clients attach at %s (max %u groups, %u threads and "
 		   "%u sockets per worker each, FIFOs %u/%u KiB)", c->path, c->max_groups,
-		   c->d->conf.pl_max_threads, c->d->conf.pl_slots, c->d->conf.pl_rx_fifo_kb,
+		   c->d->conf.pl_max_threads, c->slots, c->d->conf.pl_rx_fifo_kb,
 		   c->d->conf.pl_tx_fifo_kb);
 	return 0;
 }

@@ -15,6 +15,8 @@
  * held data, pending close) lives in struct pl_wslot, in daemon memory.
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <linux/falloc.h>
 #include <netinet/in.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -48,6 +50,8 @@
 
 #define PL_BATCH_MAX 1024u
 #define PL_TX_CHUNK (256u * 1024)  /* bytes moved from one tx FIFO per pass */
+#define PL_RECLAIM_IDLE_MS 1000    /* a slot's FIFOs idle this long give their pages back */
+#define PL_RECLAIM_BATCH 64        /* slots looked at per group and poll */
 #define PL_KA_IDLE 7200
 #define PL_KA_INTVL 75
 #define PL_KA_CNT 9
@@ -57,6 +61,8 @@ struct pl_orphan;
 
 struct pl_worker {
 	uint32_t cpu1;            /* the CPU this worker runs on, plus one */
+	uint64_t now;             /* timer cycles, taken at each poll */
+	uint64_t rc_idle;         /* timer cycles a FIFO idles before its pages go back */
 	uint64_t owners_next;     /* timer cycles: next owners_publish pass */
 	struct pl_orphan *orphans; /* connections still sending after their group ended */
 	size_t orphan_bytes;      /* what they hold */
@@ -172,6 +178,139 @@ wake_flush(struct pl_wgroup *wg)
 	}
 }
 
+/* ---------------------------------------------------------------------- */
+/* giving FIFO pages back */
+
+/*
+ * A slot's FIFO data lives in the segment's sparse data area
+ * (preload_wire.h): pages exist where bytes went through. Every slot whose
+ * FIFOs moved bytes is on its group's reclaim list, in the order it was
+ * put there (rc_linked); activity only stamps rc_last, so a busy slot costs
+ * a store, not a relink. A slot at the head whose last activity is
+ * PL_RECLAIM_IDLE_MS old gives its pages back, each FIFO that is empty:
+ * the rx FIFO (the worker produces it: nobody reads an empty FIFO's data)
+ * at once, the tx FIFO (the program produces it) while the worker holds
+ * its lock (DPSOCK_PL_LOCK_DAEMON, taken only if free: the worker never
+ * waits for a program). A FIFO still holding bytes, or whose lock was
+ * busy, keeps its pages and the slot goes back to the tail. A freed slot
+ * gives all of its data back (nobody uses it; a slot taken again before
+ * that keeps its pages, warm). The cost is O(slots that moved bytes), one
+ * fallocate per slot that went idle, none per byte.
+ */
+static void
+slot_active(struct pl_wslot *ws)
+{
+	struct pl_wgroup *wg = ws->wg;
+	uint64_t now = pl_workers[wg->k].now;
+
+	ws->rc_last = now;
+	if (ws->rc_on)
+		return;
+	ws->rc_on = 1;
+	ws->rc_linked = now;
+	ws->rc_next = NULL;
+	ws->rc_prev = wg->rc_tail;
+	if (wg->rc_tail != NULL)
+		wg->rc_tail->rc_next = ws;
+	else
+		wg->rc_head = ws;
+	wg->rc_tail = ws;
+}
+
+static void
+rc_unlink(struct pl_wslot *ws)
+{
+	struct pl_wgroup *wg = ws->wg;
+
+	if (!ws->rc_on)
+		return;
+	if (ws->rc_prev != NULL)
+		ws->rc_prev->rc_next = ws->rc_next;
+	else
+		wg->rc_head = ws->rc_next;
+	if (ws->rc_next != NULL)
+		ws->rc_next->rc_prev = ws->rc_prev;
+	else
+		wg->rc_tail = ws->rc_prev;
+	ws->rc_on = 0;
+	ws->rc_next = ws->rc_prev = NULL;
+}
+
+/* Drop the pages of [off, off + len) of slot ws's data. */
+static void
+rc_punch(struct pl_wslot *ws, uint64_t off, uint64_t len)
+{
+	struct pl_group *g = ws->wg->g;
+
+	if (fallocate(g->memfd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+		      (off_t)(g->geo.off_data + (uint64_t)ws->num * g->geo.data_stride + off),
+		      (off_t)len) != 0) {
+		DPSOCK_LOG(WARNING, preload, "giving a FIFO's pages back: fallocate: %s",
+			   strerror(errno));
+		return;
+	}
+	dpsock_stat_add(&ws->wg->w->stats->pl_fifo_reclaims, 1);
+}
+
+/* Give back what ws's FIFOs hold no bytes of. Returns true when nothing is
+ * left to give back. */
+static bool
+rc_reclaim(struct pl_wslot *ws)
+{
+	const struct dpsock_pl_seg *geo = &ws->wg->g->geo;
+	struct dpsock_pl_slot *sh = sh_of(ws);
+	bool rx_done, tx_done = false;
+	uint32_t zero = 0;
+
+	if (!ws->in_use) {
+		rc_punch(ws, 0, geo->data_stride);
+		return true;
+	}
+	/* rx: fresh loads of the shim's cons (acquire: its reads of the
+	 * bytes below it are done) */
+	rx_done = ws->held == NULL && dpsock_fifo_free(&ws->rx) == dpsock_fifo_prod_size(&ws->rx);
+	/* tx: acquire pairs with the shim's release in shim_unlock; the
+	 * FIFO as the last writer left it */
+	if (__atomic_compare_exchange_n(&sh->tx_lock, &zero, DPSOCK_PL_LOCK_DAEMON, false,
+					__ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) {
+		uint32_t old;
+
+		tx_done = dpsock_fifo_used(&ws->tx) == 0 && !dpsock_fifo_cons_corrupt(&ws->tx);
+		if (tx_done && rx_done)
+			rc_punch(ws, 0, geo->data_stride);
+		else if (tx_done)
+			rc_punch(ws, geo->tx_data_off, geo->tx_fifo_size);
+		/* release: nothing of ours to publish but the pages' absence */
+		old = __atomic_exchange_n(&sh->tx_lock, 0, __ATOMIC_RELEASE);
+		if (old & DPSOCK_PL_LOCK_WAITERS)
+			syscall(SYS_futex, &sh->tx_lock, FUTEX_WAKE, 1, NULL, NULL, 0);
+	}
+	if (rx_done && !tx_done)
+		rc_punch(ws, geo->rx_data_off, geo->rx_fifo_size);
+	return rx_done && tx_done;
+}
+
+/* The group's slots that idled long enough give their pages back (at most
+ * PL_RECLAIM_BATCH per call). Returns the slots looked at. */
+static unsigned int
+rc_sweep(struct pl_wgroup *wg, struct pl_worker *pw)
+{
+	unsigned int n = 0;
+	struct pl_wslot *ws;
+
+	while ((ws = wg->rc_head) != NULL && n < PL_RECLAIM_BATCH &&
+	       pw->now - ws->rc_linked >= pw->rc_idle) {
+		n++;
+		rc_unlink(ws);
+		if (pw->now - ws->rc_last < pw->rc_idle || !rc_reclaim(ws)) {
+			/* busy since, or bytes still in it: look again later */
+			slot_active(ws);
+			ws->rc_linked = ws->rc_last;
+		}
+	}
+	return n;
+}
+
 /* The slot changed: publish `change`, queue it on every watcher's wait
  * ring (once, until the shim takes it out) and mark the waiters. */
 static void
@@ -182,6 +321,7 @@ slot_notify(struct pl_wslot *ws)
 	struct dpsock_pl_slot *sh = sh_of(ws);
 	unsigned int i;
 
+	slot_active(ws);
 	ws->change++;
 	/* release: the slot's fields and FIFO contents written before are
 	 * visible to a shim that acquires change */
@@ -219,6 +359,7 @@ slot_notify(struct pl_wslot *ws)
 			 * slot it watches, after this change */
 			__atomic_store_n(&sh->queued[i], 0, __ATOMIC_RELAXED);
 			__atomic_store_n(&pl_waiter_hdr(g, id)->overflow, 1, __ATOMIC_RELEASE);
+			dpsock_stat_add(&wg->w->stats->pl_wait_overflows, 1);
 		}
 		wake_mark(wg, id);
 	}
@@ -288,17 +429,39 @@ slot_alloc(struct pl_wgroup *wg, uint32_t kind)
 	const struct dpsock_pl_seg *geo = &wg->g->geo;
 	struct dpsock_pl_slot *sh;
 	struct pl_wslot *ws;
-	unsigned char *base;
+	unsigned char *base, *data;
+	struct pl_wslot *rc_next, *rc_prev;
+	uint64_t rc_linked;
 	uint32_t i, gen, change;
+	uint8_t rc_on;
 	unsigned int j;
 
-	if (wg->n_free == 0)
+	if (wg->n_free > 0) {
+		i = wg->free_stack[--wg->n_free];
+	} else if (wg->n_fresh < geo->slots_per_worker) {
+		i = wg->n_fresh++;
+		/* relaxed: a walk over the slots (the shim's exec) reads up to
+		 * it; the slots themselves are published by the reply or the
+		 * accept record */
+		__atomic_store_n(&((struct dpsock_pl_seg *)(void *)wg->g->seg)->slots_hi[wg->k],
+				 wg->n_fresh, __ATOMIC_RELAXED);
+	} else {
 		return NULL;
-	i = wg->free_stack[--wg->n_free];
+	}
+	wg->recent[wg->recent_at++ % PL_OWNERS_RECENT] = i;
 	ws = &wg->slots[i];
 	gen = ws->gen + 1 ? ws->gen + 1 : 1;
 	change = ws->change;
+	/* a slot freed with its pages still there stays on the reclaim list */
+	rc_on = ws->rc_on;
+	rc_next = ws->rc_next;
+	rc_prev = ws->rc_prev;
+	rc_linked = ws->rc_linked;
 	memset(ws, 0, sizeof(*ws));
+	ws->rc_on = rc_on;
+	ws->rc_next = rc_next;
+	ws->rc_prev = rc_prev;
+	ws->rc_linked = rc_linked;
 	ws->wg = wg;
 	ws->num = wg->k * geo->slots_per_worker + i;
 	ws->gen = gen;
@@ -314,11 +477,17 @@ slot_alloc(struct pl_wgroup *wg, uint32_t kind)
 	base = (unsigned char *)sh;
 	/* The FIFOs start empty for each new socket. Nobody else uses them:
 	 * the previous owner's CLOSE promised it, and the shim learns the new
-	 * slot only from the reply / accept record written after this. */
-	if (dpsock_fifo_init(base + geo->rx_fifo_off, geo->rx_fifo_bytes, geo->rx_fifo_size) != 0 ||
-	    dpsock_fifo_init(base + geo->tx_fifo_off, geo->tx_fifo_bytes, geo->tx_fifo_size) != 0 ||
-	    dpsock_fifo_prod_attach(&ws->rx, base + geo->rx_fifo_off, geo->rx_fifo_bytes) != 0 ||
-	    dpsock_fifo_cons_attach(&ws->tx, base + geo->tx_fifo_off, geo->tx_fifo_bytes) != 0) {
+	 * slot only from the reply / accept record written after this. Their
+	 * data pages went back when the previous socket's FIFOs drained
+	 * (reclaim), or are still what it left: either way nothing reads
+	 * them before they are written again. */
+	data = pl_slot_data(wg->g, ws->num);
+	if (dpsock_fifo_init_hdr(base + geo->rx_fifo_off, geo->rx_fifo_size) != 0 ||
+	    dpsock_fifo_init_hdr(base + geo->tx_fifo_off, geo->tx_fifo_size) != 0 ||
+	    dpsock_fifo_prod_attach_at(&ws->rx, base + geo->rx_fifo_off, data + geo->rx_data_off,
+				       geo->rx_fifo_size) != 0 ||
+	    dpsock_fifo_cons_attach_at(&ws->tx, base + geo->tx_fifo_off, data + geo->tx_data_off,
+				       geo->tx_fifo_size) != 0) {
 		ws->in_use = 0;
 		wg->free_stack[wg->n_free++] = i;
 		return NULL;
@@ -364,6 +533,23 @@ held_release_all(struct pl_wslot *ws)
 	ws->held_tail = NULL;
 }
 
+/* No slot left for a new socket of this group on this worker: the limit a
+ * user meets (preload.slots), said once per group and worker. Returns
+ * -ENOBUFS, the error a call that needed the slot gets (the kernel's when
+ * socket memory runs out). */
+static int
+slots_exhausted(struct pl_wgroup *wg, const char *what)
+{
+	dpsock_stat_add(&wg->w->stats->pl_slots_exhausted, 1);
+	if (!wg->warned_slots) {
+		wg->warned_slots = 1;
+		DPSOCK_LOG(WARNING, preload, "group %u, worker %u: all %u socket slots in use "
+			   "(preload.slots): %s (counter pl_slots_exhausted)",
+			   wg->g->idx, wg->k, wg->g->geo.slots_per_worker, what);
+	}
+	return -ENOBUFS;
+}
+
 /* Back to the free list; the socket must be gone (closed, aborted, or freed
  * by the stack). */
 static void
@@ -380,6 +566,7 @@ slot_free(struct pl_wslot *ws)
 		dpsock_sock_set_user(ws->s, NULL);
 	ws->s = NULL;
 	ws->in_use = 0;
+	slot_active(ws); /* its pages go back once it idled (or it is taken again) */
 	__atomic_store_n(&sh->kind, DPSOCK_PL_FREE, __ATOMIC_RELAXED);
 	__atomic_store_n(&sh->state, DPSOCK_PL_ST_NONE, __ATOMIC_RELAXED);
 	wg->free_stack[wg->n_free++] = ws->num % wg->g->geo.slots_per_worker;
@@ -397,7 +584,8 @@ listener_reset_backlog(struct pl_wslot *lws)
 	struct dpsock_pl_accept a;
 	unsigned char *rxr = (unsigned char *)sh_of(lws) + geo->rx_fifo_off;
 
-	if (dpsock_fifo_cons_attach(&cons, rxr, geo->rx_fifo_bytes) != 0)
+	if (dpsock_fifo_cons_attach_at(&cons, rxr, pl_slot_data(lws->wg->g, lws->num) + geo->rx_data_off,
+				       geo->rx_fifo_size) != 0)
 		return;
 	while (dpsock_fifo_read(&cons, &a, sizeof(a)) == sizeof(a)) {
 		struct pl_wslot *c;
@@ -881,6 +1069,7 @@ tx_pump(struct pl_wslot *ws)
 		__atomic_exchange_n(&sh->tx_doorbell, 0, __ATOMIC_RELAXED);
 	}
 	if (moved > 0) {
+		slot_active(ws);
 		slot_update_tx_space(ws);
 		if (__atomic_exchange_n(&sh->want_tx, 0, __ATOMIC_RELAXED))
 			slot_notify(ws);
@@ -918,9 +1107,24 @@ cb_accepted(struct dpsock_sock *listener, struct dpsock_sock *child)
 	if (lws == NULL || !lws->in_use)
 		return -ECONNREFUSED;
 	wg = lws->wg;
-	if (wg->bad || lws->closing || dpsock_fifo_free(&lws->rx) < sizeof(a) ||
-	    (cws = slot_alloc(wg, DPSOCK_PL_TCP_CONN)) == NULL) {
+	if (wg->bad || lws->closing)
+		return -ECONNREFUSED;
+	if (dpsock_fifo_free(&lws->rx) < sizeof(a)) {
+		/* the program does not accept as fast as connections come */
 		dpsock_stat_add(&wg->w->stats->pl_accept_refused, 1);
+		if (!wg->warned_backlog) {
+			wg->warned_backlog = 1;
+			DPSOCK_LOG(WARNING, preload, "group %u, worker %u: a listener's accept queue is "
+				   "full (%u connections not accepted yet, preload.rx_fifo_kb): new "
+				   "connections are reset (counter pl_accept_refused)", wg->g->idx,
+				   wg->k, dpsock_fifo_prod_size(&lws->rx) /
+				   (uint32_t)sizeof(struct dpsock_pl_accept));
+		}
+		return -ECONNREFUSED;
+	}
+	if ((cws = slot_alloc(wg, DPSOCK_PL_TCP_CONN)) == NULL) {
+		dpsock_stat_add(&wg->w->stats->pl_accept_refused, 1);
+		slots_exhausted(wg, "new connections are reset");
 		return -ECONNREFUSED;
 	}
 	cws->s = child;
@@ -1250,7 +1454,9 @@ op_open(struct pl_wgroup *wg, const struct dpsock_pl_cmd *c, struct dpsock_pl_re
 	}
 	ws = slot_alloc(wg, kind);
 	if (ws == NULL)
-		return -EMFILE;
+		return slots_exhausted(wg, c->op == DPSOCK_PL_OP_CONNECT ? "connects fail with ENOBUFS" :
+					   c->op == DPSOCK_PL_OP_LISTEN ? "listens fail with ENOBUFS" :
+					   "binds fail with ENOBUFS");
 	switch (c->op) {
 	case DPSOCK_PL_OP_LISTEN:
 		/* the program's kernel socket holds addr:port (shim: bind) */
@@ -1674,6 +1880,8 @@ dpsock_pl_worker_init(struct dpsock_worker *w, void *arg)
 			 __ATOMIC_RELAXED);
 	/* the wake page line clients read before waking this worker */
 	w->sleeping_pub = &dpsock_pl_ctl.wake[w->idx].sleeping;
+	pl_workers[w->idx].rc_idle = rte_get_timer_hz() / 1000 * PL_RECLAIM_IDLE_MS;
+	pl_workers[w->idx].now = rte_get_timer_cycles();
 	return 0;
 }
 
@@ -1693,34 +1901,51 @@ client_of(const struct dpsock_stats_segment *st, int32_t pid)
 /* Every 100 ms: what the shim wrote in its slots' line 2 (the process and
  * descriptor that opened the socket, poll hits and misses) into the socket
  * table, as plain numbers for dpsock-stat: nothing here is trusted. The
- * counters go in as increments, so that dpsock-stat -z zeroes them. */
+ * counters go in as increments, so that dpsock-stat -z zeroes them. The
+ * slots opened last (PL_OWNERS_RECENT) are looked at every time, the rest
+ * PL_OWNERS_SWEEP per pass, round-robin: a pass costs the same with ten
+ * sockets as with tens of thousands, and a new socket shows its owner at
+ * the next pass. */
+#define PL_OWNERS_SWEEP 512u
+
+static void
+owner_publish(const struct dpsock_stats_segment *st, struct pl_wslot *ws)
+{
+	struct dpsock_pl_slot *sh;
+	int32_t pid, fd;
+	uint32_t h, m;
+
+	if (!ws->in_use || ws->s == NULL)
+		return;
+	sh = sh_of(ws);
+	pid = __atomic_load_n(&sh->owner_pid, __ATOMIC_RELAXED);
+	fd = __atomic_load_n(&sh->owner_fd, __ATOMIC_RELAXED);
+	h = __atomic_load_n(&sh->poll_hits, __ATOMIC_RELAXED);
+	m = __atomic_load_n(&sh->poll_misses, __ATOMIC_RELAXED);
+	if (pid == ws->owner_pid && fd == ws->owner_fd && h == ws->hits_seen &&
+	    m == ws->misses_seen)
+		return;
+	dpsock_sock_stats_owner(ws->s, pid, fd, client_of(st, pid), h - ws->hits_seen,
+				m - ws->misses_seen);
+	ws->owner_pid = pid;
+	ws->owner_fd = fd;
+	ws->hits_seen = h;
+	ws->misses_seen = m;
+}
+
 static void
 owners_publish(struct dpsock_worker *w, struct pl_wgroup *wg)
 {
 	const struct dpsock_stats_segment *st = w->d->stats;
+	uint32_t i, n = RTE_MIN(wg->n_fresh, PL_OWNERS_SWEEP);
 
-	for (uint32_t i = 0; i < wg->g->geo.slots_per_worker; i++) {
-		struct pl_wslot *ws = &wg->slots[i];
-		struct dpsock_pl_slot *sh;
-		int32_t pid, fd;
-		uint32_t h, m;
-
-		if (!ws->in_use || ws->s == NULL)
-			continue;
-		sh = sh_of(ws);
-		pid = __atomic_load_n(&sh->owner_pid, __ATOMIC_RELAXED);
-		fd = __atomic_load_n(&sh->owner_fd, __ATOMIC_RELAXED);
-		h = __atomic_load_n(&sh->poll_hits, __ATOMIC_RELAXED);
-		m = __atomic_load_n(&sh->poll_misses, __ATOMIC_RELAXED);
-		if (pid == ws->owner_pid && fd == ws->owner_fd && h == ws->hits_seen &&
-		    m == ws->misses_seen)
-			continue;
-		dpsock_sock_stats_owner(ws->s, pid, fd, client_of(st, pid), h - ws->hits_seen,
-					m - ws->misses_seen);
-		ws->owner_pid = pid;
-		ws->owner_fd = fd;
-		ws->hits_seen = h;
-		ws->misses_seen = m;
+	for (i = 0; i < PL_OWNERS_RECENT; i++)
+		if (wg->recent[i] < wg->n_fresh)
+			owner_publish(st, &wg->slots[wg->recent[i]]);
+	for (i = 0; i < n; i++) {
+		if (wg->owners_next >= wg->n_fresh)
+			wg->owners_next = 0;
+		owner_publish(st, &wg->slots[wg->owners_next++]);
 	}
 }
 
@@ -1741,6 +1966,7 @@ dpsock_pl_worker_poll(struct dpsock_worker *w, void *arg)
 	gen = __atomic_load_n(&c->gen, __ATOMIC_ACQUIRE);
 	hi = __atomic_load_n(&c->groups_hi, __ATOMIC_ACQUIRE);
 	now = rte_get_timer_cycles();
+	pw->now = now;
 	owners = now >= pw->owners_next;
 	if (owners)
 		pw->owners_next = now + rte_get_timer_hz() / 10;
@@ -1757,6 +1983,7 @@ dpsock_pl_worker_poll(struct dpsock_worker *w, void *arg)
 			continue;
 		if (owners)
 			owners_publish(w, wg);
+		rc_sweep(wg, pw);
 		wake_flush(wg); /* what callbacks marked since the last pass */
 		chi = __atomic_load_n(&g->chan_hi, __ATOMIC_ACQUIRE);
 		for (ch = 0; ch < chi && !wg->bad; ch++) {

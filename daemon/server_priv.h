@@ -46,7 +46,16 @@ struct dpsock_worker;
 /* Sizes the daemon chooses (not configurable) */
 #define PL_CMD_COUNT 256u        /* commands per channel ring */
 #define PL_REPLY_COUNT 256u      /* replies per channel ring */
-#define PL_WAIT_COUNT 1024u      /* slot numbers per wait ring */
+/* slot numbers per wait ring: twice the worker's slots (preload_wire.h) */
+static inline uint32_t
+pl_wait_count(uint32_t slots_per_worker)
+{
+	uint32_t n = 1024;
+
+	while (n < 2 * slots_per_worker)
+		n *= 2;
+	return n;
+}
 #define PL_WAIT_ELEM 8u          /* wait ring element: slot number in the low half */
 #define PL_MAX_CONNS 1024u       /* control connections at once */
 
@@ -58,6 +67,7 @@ struct dpsock_worker;
 #define PL_CHAN_LIVE 1u
 #define PL_CHAN_CLOSING 2u
 #define PL_WAITERS_PER_THREAD 4u /* waiters per channel: the thread's own + epolls */
+#define PL_OWNERS_RECENT 64u     /* slots handed out last: their owners published first */
 
 /* Data received but not yet in the rx FIFO (dpsock_rx_hold). */
 struct pl_held {
@@ -98,6 +108,12 @@ struct pl_wslot {
 	 * into the other's rx FIFO; tx_blocked then waits for the mate's reader. */
 	struct pl_wslot *mate;
 	uint8_t mate_wait;        /* connected, its mate not accepted yet: hold the tx FIFO */
+	/* On the group's reclaim list (serve.c, "giving FIFO pages back"):
+	 * its FIFOs moved bytes since their pages last went back. */
+	uint8_t rc_on;
+	struct pl_wslot *rc_next, *rc_prev;
+	uint64_t rc_linked;       /* timer cycles: put at the list's tail */
+	uint64_t rc_last;         /* timer cycles: last activity */
 };
 
 /* A channel's two rings, seen from one worker. */
@@ -112,12 +128,19 @@ struct pl_wgroup {
 	struct dpsock_worker *w;
 	unsigned int k;           /* worker index */
 	struct pl_wslot *slots;   /* slots_per_worker */
-	uint32_t *free_stack;
+	uint32_t *free_stack;     /* slots freed, the last freed on top */
 	uint32_t n_free;
+	uint32_t n_fresh;         /* slots never handed out start here (slots_hi) */
 	struct pl_wchan *chans;   /* max_channels; attached by the control thread */
 	struct dpsock_spsc_prod *wait; /* max_waiters: ring k of each waiter */
 	uint64_t *wake_mask;      /* waiters to wake at the next flush */
+	struct pl_wslot *rc_head, *rc_tail; /* reclaim list, oldest first */
+	uint32_t owners_next;     /* owners_publish's round-robin position */
+	uint32_t recent[PL_OWNERS_RECENT]; /* slots handed out last */
+	uint32_t recent_at;
 	bool wake_pending;
+	bool warned_slots;        /* the slots-exhausted line was logged */
+	bool warned_backlog;      /* the accept-queue-full line was logged */
 	bool bad;                 /* a ring was corrupt: the group is being dropped */
 	bool stopped;             /* daemon stop published (worker_fini) */
 	uint32_t done;            /* shared: the worker released the dying group */
@@ -179,6 +202,7 @@ struct pl_ctl {
 	struct pl_conn conns[PL_MAX_CONNS];
 	unsigned int n_conns;
 	uint32_t max_waiters;
+	uint32_t slots;           /* slots per worker per group (pl_fit_address_space) */
 };
 
 extern struct pl_ctl dpsock_pl_ctl;
@@ -208,6 +232,13 @@ pl_slot_hdr(const struct pl_group *g, uint32_t num)
 {
 	return (struct dpsock_pl_slot *)(void *)(g->seg + g->geo.off_slots +
 						 (uint64_t)num * g->geo.slot_stride);
+}
+
+/* A slot's FIFO data (preload_wire.h: off_data) */
+static inline unsigned char *
+pl_slot_data(const struct pl_group *g, uint32_t num)
+{
+	return g->seg + g->geo.off_data + (uint64_t)num * g->geo.data_stride;
 }
 
 static inline unsigned char *

@@ -200,6 +200,14 @@ attach_locked(uint64_t token, int inherited)
 			munmap(seg, a.seg_size);
 		goto fail;
 	}
+	/* The segment is a reservation of tens of GiB (docs/preload.md
+	 * "Thousands of sockets"): a core dump of the program leaves out the
+	 * wait rings and the FIFOs' data, keeping the header, channels and
+	 * slots. Checked against the size: the header is dpsockd's. */
+	if (g->off_waiters < g->off_slots && g->off_data < a.seg_size && g->off_slots <= g->off_data) {
+		madvise(seg + g->off_waiters, g->off_slots - g->off_waiters, MADV_DONTDUMP);
+		madvise(seg + g->off_data, a.seg_size - g->off_data, MADV_DONTDUMP);
+	}
 	if (shim_proc.wake != NULL)
 		munmap((void *)shim_proc.wake, shim_proc.wake_size);
 	for (uint32_t k = 0; k < SHIM_MAX_WORKERS; k++) {

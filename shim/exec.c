@@ -516,9 +516,19 @@ shim_sock_adopt(void)
 	if (c == NULL)
 		return;
 	for (uint32_t n = 0; n < nslots; n++) {
-		struct dpsock_pl_slot *sl = shim_slot(n);
-		struct shim_slot_area *a = shim_area(sl);
-		uint32_t kind = __atomic_load_n(&sl->kind, __ATOMIC_ACQUIRE);
+		struct dpsock_pl_slot *sl;
+		struct shim_slot_area *a;
+		uint32_t kind, k = n / g->slots_per_worker;
+
+		/* never handed out: skip the rest of worker k's (untouched
+		 * memory stays untouched) */
+		if (n % g->slots_per_worker >= __atomic_load_n(&g->slots_hi[k], __ATOMIC_RELAXED)) {
+			n = (k + 1) * g->slots_per_worker - 1;
+			continue;
+		}
+		sl = shim_slot(n);
+		a = shim_area(sl);
+		kind = __atomic_load_n(&sl->kind, __ATOMIC_ACQUIRE);
 
 		adopt_unwatch(sl);
 		if (kind == DPSOCK_PL_FREE || kind > DPSOCK_PL_UDP ||

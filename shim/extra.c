@@ -193,15 +193,14 @@ static int
 dummy_write(struct shim_sock *s, uint32_t i, const struct dpsock_pl_dgram *hdr, const void *buf,
 	    size_t len)
 {
-	const struct dpsock_pl_seg *g = shim_seg();
 	struct shim_slot_area *a = shim_area(shim_sock_slot(s, i));
 	size_t need = hdr ? sizeof(*hdr) + ((len + 7u) & ~(size_t)7u) : len;
 	struct iovec seg[2];
 	struct dpsock_fifo_prod p;
 	uint32_t n = 0;
 
-	shim_lock(&a->tx_lock);
-	if (dpsock_fifo_prod_attach(&p, shim_slot_tx(s->slot[i]), g->tx_fifo_bytes) == 0) {
+	shim_lock(shim_tx_lock(a));
+	if (shim_fifo_tx_attach(s->slot[i], &p) == 0) {
 		uint32_t room = dpsock_fifo_free(&p);
 
 		if (hdr == NULL || room >= need)
@@ -214,7 +213,7 @@ dummy_write(struct shim_sock *s, uint32_t i, const struct dpsock_pl_dgram *hdr, 
 		}
 		/* no dpsock_fifo_write_commit: the worker never sees it */
 	}
-	shim_unlock(&a->tx_lock);
+	shim_unlock(shim_tx_lock(a));
 	if (n == 0)
 		return -EAGAIN;
 	return hdr != NULL ? (int)len : (int)n;

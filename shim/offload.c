@@ -454,8 +454,9 @@ shim_sock_open_all(struct shim_sock *s, int op, uint32_t addr, uint16_t port,
 			}
 			if (e == -ENOSPC)
 				e = -EMFILE;
-			if (e == -EMFILE)
-				SHIM_LOG(WARNING, "dpsockd has no free slot: socket not offloaded");
+			if (e == -ENOBUFS)
+				SHIM_LOG(WARNING, "dpsockd has no free socket slot (preload.slots): %s",
+					 strerror(-e));
 			return e;
 		}
 		s->slot[k] = r.slot;

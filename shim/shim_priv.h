@@ -280,6 +280,8 @@ int shim_sleep(struct shim_waiter *w, struct pollfd *pfd, nfds_t nfds, int timeo
 struct dpsock_pl_slot *shim_slot(uint32_t n);
 void *shim_slot_rx(uint32_t n);
 void *shim_slot_tx(uint32_t n);
+int shim_fifo_rx_attach(uint32_t n, struct dpsock_fifo_cons *c);
+int shim_fifo_tx_attach(uint32_t n, struct dpsock_fifo_prod *p);
 static inline const struct dpsock_pl_seg *shim_seg(void)
 {
 	return (const struct dpsock_pl_seg *)shim_proc.seg;
@@ -290,8 +292,6 @@ static inline const struct dpsock_pl_seg *shim_seg(void)
 #define SHIM_AREA_PIDS 9
 
 struct shim_slot_area {
-	uint32_t rx_lock;         /* owner tid, 0 = free; FUTEX_WAITERS bit */
-	uint32_t tx_lock;
 	uint32_t closed;          /* CLOSE sent (by exactly one process) */
 	uint32_t pinned;          /* pid list overflowed: never closed by a process */
 	/* processes of the group holding the socket (0 = free entry). A
@@ -313,6 +313,24 @@ _Static_assert(sizeof(struct shim_slot_area) <= sizeof(((struct dpsock_pl_slot *
 static inline struct shim_slot_area *shim_area(struct dpsock_pl_slot *s)
 {
 	return (struct shim_slot_area *)(void *)s->shim;
+}
+
+/* The FIFO locks of the slot whose shim area is a (in the slot's line 1:
+ * the worker takes tx_lock too, preload_wire.h) */
+static inline struct dpsock_pl_slot *shim_area_slot(struct shim_slot_area *a)
+{
+	return (struct dpsock_pl_slot *)(void *)((unsigned char *)a -
+						 offsetof(struct dpsock_pl_slot, shim));
+}
+
+static inline uint32_t *shim_rx_lock(struct shim_slot_area *a)
+{
+	return &shim_area_slot(a)->rx_lock;
+}
+
+static inline uint32_t *shim_tx_lock(struct shim_slot_area *a)
+{
+	return &shim_area_slot(a)->tx_lock;
 }
 
 void shim_lock(uint32_t *lock);

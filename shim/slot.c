@@ -34,9 +34,33 @@ shim_slot_tx(uint32_t n)
 	return (unsigned char *)shim_slot(n) + shim_seg()->tx_fifo_off;
 }
 
+/* The shim's end of slot n's FIFOs: its header with the slot, its data in
+ * the segment's data area (preload_wire.h). 0 or the attach's -errno. */
+int
+shim_fifo_rx_attach(uint32_t n, struct dpsock_fifo_cons *c)
+{
+	const struct dpsock_pl_seg *g = shim_seg();
+
+	return dpsock_fifo_cons_attach_at(c, shim_slot_rx(n),
+					  shim_proc.seg + g->off_data + (uint64_t)n * g->data_stride +
+						  g->rx_data_off,
+					  g->rx_fifo_size);
+}
+
+int
+shim_fifo_tx_attach(uint32_t n, struct dpsock_fifo_prod *p)
+{
+	const struct dpsock_pl_seg *g = shim_seg();
+
+	return dpsock_fifo_prod_attach_at(p, shim_slot_tx(n),
+					  shim_proc.seg + g->off_data + (uint64_t)n * g->data_stride +
+						  g->tx_data_off,
+					  g->tx_fifo_size);
+}
+
 /* ---- process-shared lock ------------------------------------------------ */
 
-#define LOCK_WAITERS 0x80000000u
+#define LOCK_WAITERS DPSOCK_PL_LOCK_WAITERS
 
 long
 shim_futex(uint32_t *uaddr, int op, uint32_t val, const struct timespec *ts)
@@ -44,9 +68,11 @@ shim_futex(uint32_t *uaddr, int op, uint32_t val, const struct timespec *ts)
 	return syscall(SYS_futex, uaddr, op, val, ts, NULL, 0);
 }
 
-/* The lock word holds the owner's tid (and LOCK_WAITERS). A process that
- * died holding it (kill -9 inside a send) is detected after a short wait:
- * its tid no longer exists, and the lock is taken over. */
+/* The lock word holds the owner's tid (and LOCK_WAITERS), or
+ * DPSOCK_PL_LOCK_DAEMON while a worker reclaims the FIFO's pages. A
+ * process that died holding it (kill -9 inside a send) is detected after a
+ * short wait: its tid no longer exists, and the lock is taken over; so is
+ * the worker's, once dpsockd is gone. */
 void
 shim_lock(uint32_t *lock)
 {
@@ -77,7 +103,10 @@ shim_lock(uint32_t *lock)
 		if (shim_futex(lock, FUTEX_WAIT, cur | LOCK_WAITERS, &ts) < 0 && errno == ETIMEDOUT) {
 			uint32_t owner = cur & ~LOCK_WAITERS;
 
-			if (owner != 0 && kill((pid_t)owner, 0) < 0 && errno == ESRCH) {
+			/* the worker holds it for a moment (it gives an empty tx
+			 * FIFO's pages back): dead only with dpsockd */
+			if (owner == DPSOCK_PL_LOCK_DAEMON ? shim_daemon_gone() :
+			    owner != 0 && kill((pid_t)owner, 0) < 0 && errno == ESRCH) {
 				uint32_t seen = __atomic_load_n(lock, __ATOMIC_RELAXED);
 
 				if ((seen & ~LOCK_WAITERS) == owner &&

@@ -30,7 +30,6 @@ shim_conn_take_err(struct shim_sock *s)
 ssize_t
 shim_tcp_recv(struct shim_sock *s, const struct iovec *iov, int iovcnt, int flags)
 {
-	const struct dpsock_pl_seg *g = shim_seg();
 	size_t total = shim_iov_total(iov, iovcnt), done = 0;
 	bool block = !s->nonblock && !(flags & MSG_DONTWAIT);
 
@@ -61,8 +60,8 @@ shim_tcp_recv(struct shim_sock *s, const struct iovec *iov, int iovcnt, int flag
 			/* zero-copy chunks held (extra API): read past them */
 			n = shim_xrx_tcp_read(s, iov, iovcnt, done, total - done, flags);
 		} else {
-			shim_lock(&a->rx_lock);
-			if (dpsock_fifo_cons_attach(&c, shim_slot_rx(s->slot[0]), g->rx_fifo_bytes) == 0) {
+			shim_lock(shim_rx_lock(a));
+			if (shim_fifo_rx_attach(s->slot[0], &c) == 0) {
 				n = dpsock_fifo_read_peek(&c, total - done, seg);
 				shim_iov_put(iov, iovcnt, done, seg[0].iov_base, seg[0].iov_len);
 				shim_iov_put(iov, iovcnt, done + seg[0].iov_len, seg[1].iov_base,
@@ -70,7 +69,7 @@ shim_tcp_recv(struct shim_sock *s, const struct iovec *iov, int iovcnt, int flag
 				if (!(flags & MSG_PEEK) && n > 0)
 					dpsock_fifo_read_consume(&c, n);
 			}
-			shim_unlock(&a->rx_lock);
+			shim_unlock(shim_rx_lock(a));
 			if (n > 0 && !(flags & MSG_PEEK))
 				shim_rx_kick(s, 0);
 		}
@@ -148,15 +147,15 @@ shim_tcp_send(struct shim_sock *s, const struct iovec *iov, int iovcnt, int flag
 		}
 		if (total == 0)
 			return 0;
-		shim_lock(&a->tx_lock);
-		if (dpsock_fifo_prod_attach(&p, shim_slot_tx(s->slot[0]), g->tx_fifo_bytes) == 0) {
+		shim_lock(shim_tx_lock(a));
+		if (shim_fifo_tx_attach(s->slot[0], &p) == 0) {
 			n = dpsock_fifo_write_reserve(&p, total - done, seg);
 			shim_iov_get(iov, iovcnt, done, seg[0].iov_base, seg[0].iov_len);
 			shim_iov_get(iov, iovcnt, done + seg[0].iov_len, seg[1].iov_base, seg[1].iov_len);
 			if (n > 0)
 				dpsock_fifo_write_commit(&p, n);
 		}
-		shim_unlock(&a->tx_lock);
+		shim_unlock(shim_tx_lock(a));
 		if (n > 0)
 			shim_tx_kick(s, 0);
 		done += n;
@@ -359,27 +358,35 @@ shim_tcp_accept(int fd, struct shim_sock *s, struct sockaddr *addr, socklen_t *a
 
 			if (shim_fifo_level(shim_slot_rx(s->slot[i]), g->rx_fifo_size) < sizeof(rec))
 				continue;
-			shim_lock(&a->rx_lock);
-			e = dpsock_fifo_cons_attach(&c, shim_slot_rx(s->slot[i]), g->rx_fifo_bytes);
+			/* The connection's identity, a kernel socket of the
+			 * listener's family, before the record is taken: a
+			 * process at its descriptor limit (EMFILE, ENFILE, or
+			 * short of memory) gets the kernel's error and the
+			 * connection stays queued for a later accept, as a
+			 * kernel listener's does. */
+			nfd = REAL(socket)(s->family,
+					   SOCK_STREAM | (flags & (SOCK_NONBLOCK | SOCK_CLOEXEC)), 0);
+			if (nfd < 0)
+				return shim_fail(errno);
+			shim_lock(shim_rx_lock(a));
+			e = shim_fifo_rx_attach(s->slot[i], &c);
 			if (e == 0 && dpsock_fifo_used(&c) >= sizeof(rec))
 				got = dpsock_fifo_read(&c, &rec, sizeof(rec));
-			shim_unlock(&a->rx_lock);
+			shim_unlock(shim_rx_lock(a));
 			if (e < 0)
 				SHIM_LOG(DEBUG, "listener slot %u: rx FIFO: %s", s->slot[i], strerror(-e));
-			if (got != sizeof(rec))
+			if (got != sizeof(rec)) {
+				REAL(close)(nfd); /* another thread took it */
 				continue;
+			}
 			shim_rx_kick(s, i);
 			if (!shim_slot_valid(rec.slot)) {
 				SHIM_LOG(WARNING, "accept record names slot %u: ignored", rec.slot);
+				REAL(close)(nfd);
 				continue;
 			}
 			n = shim_sock_new(SOCK_STREAM, (flags & SOCK_NONBLOCK) != 0);
-			/* the connection's identity: a kernel socket of the
-			 * listener's family */
-			nfd = REAL(socket)(s->family,
-					   SOCK_STREAM | (flags & (SOCK_NONBLOCK | SOCK_CLOEXEC)), 0);
-			if (n == NULL || nfd < 0 || shim_fdtab_set(nfd, n) < 0) {
-				int e = nfd < 0 ? errno : ENOMEM;
+			if (n == NULL || shim_fdtab_set(nfd, n) < 0) {
 				struct shim_thread *t = shim_thread_get();
 				struct dpsock_pl_cmd cl = { .op = DPSOCK_PL_OP_CLOSE, .slot = rec.slot,
 							    .gen = rec.gen };
@@ -387,10 +394,9 @@ shim_tcp_accept(int fd, struct shim_sock *s, struct sockaddr *addr, socklen_t *a
 				cl.arg[0] = 1;
 				if (t != NULL)
 					shim_cmd_post(t, shim_slot_worker(rec.slot), &cl);
-				if (nfd >= 0)
-					REAL(close)(nfd);
+				REAL(close)(nfd);
 				free(n);
-				return shim_fail(e);
+				return shim_fail(ENOMEM);
 			}
 			n->ino = shim_fd_ino(nfd);
 			n->fd0 = nfd;

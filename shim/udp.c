@@ -81,8 +81,8 @@ shim_udp_send(struct shim_sock *s, const struct iovec *iov, int iovcnt, int flag
 			shim_sock_gone_seen(s);
 			return shim_fail(EPIPE);
 		}
-		shim_lock(&a->tx_lock);
-		if (dpsock_fifo_prod_attach(&p, shim_slot_tx(s->slot[k]), g->tx_fifo_bytes) == 0 &&
+		shim_lock(shim_tx_lock(a));
+		if (shim_fifo_tx_attach(s->slot[k], &p) == 0 &&
 		    dpsock_fifo_free(&p) >= need &&
 		    g->tx_fifo_size - dpsock_fifo_free(&p) + need <= cap) {
 			static const unsigned char zeros[8];
@@ -99,7 +99,7 @@ shim_udp_send(struct shim_sock *s, const struct iovec *iov, int iovcnt, int flag
 				n = 0;
 			}
 		}
-		shim_unlock(&a->tx_lock);
+		shim_unlock(shim_tx_lock(a));
 		if (n > 0) {
 			shim_tx_kick(s, k);
 			return (ssize_t)h->len;
@@ -163,14 +163,14 @@ shim_udp_recv(struct shim_sock *s, const struct iovec *iov, int iovcnt, int flag
 			}
 			if (shim_fifo_level(shim_slot_rx(s->slot[i]), g->rx_fifo_size) < sizeof(h))
 				continue;
-			shim_lock(&a->rx_lock);
-			if (dpsock_fifo_cons_attach(&c, shim_slot_rx(s->slot[i]), g->rx_fifo_bytes) != 0) {
-				shim_unlock(&a->rx_lock);
+			shim_lock(shim_rx_lock(a));
+			if (shim_fifo_rx_attach(s->slot[i], &c) != 0) {
+				shim_unlock(shim_rx_lock(a));
 				continue;
 			}
 			n = dpsock_fifo_read_peek(&c, sizeof(h), seg);
 			if (n < sizeof(h)) {
-				shim_unlock(&a->rx_lock);
+				shim_unlock(shim_rx_lock(a));
 				continue;
 			}
 			memcpy(&h, seg[0].iov_base, seg[0].iov_len);
@@ -184,7 +184,7 @@ shim_udp_recv(struct shim_sock *s, const struct iovec *iov, int iovcnt, int flag
 				 * corruption; drop what is there */
 				SHIM_LOG(WARNING, "bad datagram record (len %u) in a UDP FIFO", len);
 				dpsock_fifo_read_consume(&c, dpsock_fifo_read_peek(&c, UINT32_MAX, seg));
-				shim_unlock(&a->rx_lock);
+				shim_unlock(shim_rx_lock(a));
 				continue;
 			}
 			d.h = h;
@@ -198,7 +198,7 @@ shim_udp_recv(struct shim_sock *s, const struct iovec *iov, int iovcnt, int flag
 			}
 			if (drop || !(flags & MSG_PEEK))
 				dpsock_fifo_read_consume(&c, whole);
-			shim_unlock(&a->rx_lock);
+			shim_unlock(shim_rx_lock(a));
 			if (drop || !(flags & MSG_PEEK))
 				shim_rx_kick(s, i);
 			if (!got)

@@ -129,7 +129,7 @@ shim_xrx_release(struct shim_sock *s)
 static int
 cons_attach(struct shim_sock *s, uint32_t i, struct dpsock_fifo_cons *c)
 {
-	return dpsock_fifo_cons_attach(c, shim_slot_rx(s->slot[i]), shim_seg()->rx_fifo_bytes);
+	return shim_fifo_rx_attach(s->slot[i], c);
 }
 
 /* ---- UDP records ----------------------------------------------------------------- */
@@ -146,7 +146,7 @@ struct rec {
 static void
 rec_copy(const struct dpsock_spsc_end *e, uint32_t off, void *dst, uint32_t len)
 {
-	uint32_t idx = (e->head + off) & e->mask, n1 = e->count - idx;
+	uint32_t idx = (e->head + off - e->base) & e->mask, n1 = e->count - idx;
 
 	if (n1 >= len) {
 		memcpy(dst, e->data + idx, len);
@@ -183,7 +183,7 @@ rec_at(struct dpsock_fifo_cons *c, uint32_t off, struct rec *r)
 		return -EIO;
 	if (r->d.h.flags & DPSOCK_PL_DGRAM_IP6)
 		rec_copy(e, off + (uint32_t)sizeof(r->d.h), &r->d.x, sizeof(r->d.x));
-	r->flags = (uint16_t *)(void *)(e->data + ((e->head + off +
+	r->flags = (uint16_t *)(void *)(e->data + ((e->head + off - e->base +
 						      offsetof(struct dpsock_pl_dgram, flags)) & e->mask));
 	r->off = off;
 	return 1;
@@ -203,7 +203,7 @@ rec_prefetch(const struct dpsock_fifo_cons *c, uint32_t off)
 	const struct dpsock_spsc_end *e = &c->e;
 
 	if (off < e->cache - e->head)
-		__builtin_prefetch(e->data + ((e->head + off) & e->mask));
+		__builtin_prefetch(e->data + ((e->head + off - e->base) & e->mask));
 }
 
 /* ...and the start of each datagram handed out (the line of its header is
@@ -225,7 +225,7 @@ static void
 rec_data(struct dpsock_fifo_cons *c, const struct rec *r, struct iovec seg[2])
 {
 	struct dpsock_spsc_end *e = &c->e;
-	uint32_t idx = (e->head + r->off + r->hl) & e->mask;
+	uint32_t idx = (e->head + r->off + r->hl - e->base) & e->mask;
 	uint32_t n1 = e->count - idx;
 
 	seg[0].iov_base = e->data + idx;
@@ -325,9 +325,9 @@ udp_callbacks(struct shim_sock *s, struct shim_xrx *x, uint32_t i, unsigned int 
 
 		if (cb == NULL)
 			return;
-		shim_lock(&a->rx_lock);
+		shim_lock(shim_rx_lock(a));
 		if (cons_attach(s, i, &c) != 0) {
-			shim_unlock(&a->rx_lock);
+			shim_unlock(shim_rx_lock(a));
 			return;
 		}
 		used = dpsock_fifo_used(&c);
@@ -353,7 +353,7 @@ udp_callbacks(struct shim_sock *s, struct shim_xrx *x, uint32_t i, unsigned int 
 			moved = udp_bad(s, i, &c);
 		x->cb_pos[i] = c.e.head + off;
 		moved += udp_advance(&c);
-		shim_unlock(&a->rx_lock);
+		shim_unlock(shim_rx_lock(a));
 		if (moved)
 			shim_rx_kick(s, i);
 		if (n == 0)
@@ -364,7 +364,7 @@ udp_callbacks(struct shim_sock *s, struct shim_xrx *x, uint32_t i, unsigned int 
 			v[k] = cb(s->fd0, &pkt[k], ctx);
 
 		/* the records cannot have moved: they are HELD */
-		shim_lock(&a->rx_lock);
+		shim_lock(shim_rx_lock(a));
 		for (uint32_t k = 0; k < n; k++) {
 			if (v[k] == DPSOCK_RECV_HOLD)
 				continue;
@@ -376,7 +376,7 @@ udp_callbacks(struct shim_sock *s, struct shim_xrx *x, uint32_t i, unsigned int 
 		moved = 0;
 		if (dropped && cons_attach(s, i, &c) == 0)
 			moved = udp_advance(&c);
-		shim_unlock(&a->rx_lock);
+		shim_unlock(shim_rx_lock(a));
 		__atomic_sub_fetch(&x->held, released, __ATOMIC_RELAXED);
 		if (moved)
 			shim_rx_kick(s, i);
@@ -422,14 +422,14 @@ shim_xrx_udp_readable(struct shim_sock *s, uint32_t i)
 
 	if (x->cb != NULL)
 		udp_callbacks(s, x, i, 1);
-	shim_lock(&a->rx_lock);
+	shim_lock(shim_rx_lock(a));
 	if (cons_attach(s, i, &c) == 0) {
 		e = udp_first(s, x, &c, &r);
 		if (e < 0)
 			moved = udp_bad(s, i, &c);
 		moved += udp_advance(&c);
 	}
-	shim_unlock(&a->rx_lock);
+	shim_unlock(shim_rx_lock(a));
 	if (moved)
 		shim_rx_kick(s, i);
 	return e == 1;
@@ -450,7 +450,7 @@ shim_xrx_udp_recv_slot(struct shim_sock *s, uint32_t i, const struct iovec *iov,
 
 	if (x->cb != NULL)
 		udp_callbacks(s, x, i, 1);
-	shim_lock(&a->rx_lock);
+	shim_lock(shim_rx_lock(a));
 	if (cons_attach(s, i, &c) == 0) {
 		e = udp_first(s, x, &c, &r);
 		if (e < 0)
@@ -465,7 +465,7 @@ shim_xrx_udp_recv_slot(struct shim_sock *s, uint32_t i, const struct iovec *iov,
 		}
 		moved += udp_advance(&c);
 	}
-	shim_unlock(&a->rx_lock);
+	shim_unlock(shim_rx_lock(a));
 	if (moved)
 		shim_rx_kick(s, i);
 	return e == 1;
@@ -485,9 +485,9 @@ udp_take(struct shim_sock *s, struct shim_xrx *x, uint32_t i, struct dpsock_zpkt
 
 	if (x->cb != NULL)
 		udp_callbacks(s, x, i, max);
-	shim_lock(&a->rx_lock);
+	shim_lock(shim_rx_lock(a));
 	if (cons_attach(s, i, &c) != 0) {
-		shim_unlock(&a->rx_lock);
+		shim_unlock(shim_rx_lock(a));
 		return 0;
 	}
 	for (uint32_t off = 0; n < max && (e = rec_at(&c, off, &r)) == 1; off += r.whole) {
@@ -509,7 +509,7 @@ udp_take(struct shim_sock *s, struct shim_xrx *x, uint32_t i, struct dpsock_zpkt
 	if (e < 0 && n == 0)
 		moved = udp_bad(s, i, &c);
 	moved += udp_advance(&c);
-	shim_unlock(&a->rx_lock);
+	shim_unlock(shim_rx_lock(a));
 	if (moved)
 		shim_rx_kick(s, i);
 	__atomic_add_fetch(&x->held, n, __ATOMIC_RELAXED);
@@ -527,9 +527,9 @@ udp_free(struct shim_sock *s, struct shim_xrx *x, uint32_t i, const uint32_t *po
 	uint32_t moved = 0, freed = 0;
 	int e = 0;
 
-	shim_lock(&a->rx_lock);
+	shim_lock(shim_rx_lock(a));
 	if (cons_attach(s, i, &c) != 0) {
-		shim_unlock(&a->rx_lock);
+		shim_unlock(shim_rx_lock(a));
 		return -EINVAL;
 	}
 	/* walk to each one (an id that is not a record boundary is refused);
@@ -554,7 +554,7 @@ udp_free(struct shim_sock *s, struct shim_xrx *x, uint32_t i, const uint32_t *po
 			e = -EINVAL;
 	}
 	moved = udp_advance(&c);
-	shim_unlock(&a->rx_lock);
+	shim_unlock(shim_rx_lock(a));
 	if (moved)
 		shim_rx_kick(s, i);
 	__atomic_sub_fetch(&x->held, freed, __ATOMIC_RELAXED);
@@ -620,7 +620,7 @@ tcp_take(struct shim_sock *s, struct shim_xrx *x, struct dpsock_zpkt *p)
 	uint32_t start, n;
 	int r = 0;
 
-	shim_lock(&a->rx_lock);
+	shim_lock(shim_rx_lock(a));
 	if (cons_attach(s, 0, &c) == 0) {
 		if (x->c_n == 0)
 			x->unread = c.e.head;
@@ -640,7 +640,7 @@ tcp_take(struct shim_sock *s, struct shim_xrx *x, struct dpsock_zpkt *p)
 			r = -ENOMEM;
 		}
 	}
-	shim_unlock(&a->rx_lock);
+	shim_unlock(shim_rx_lock(a));
 	if (r == 1)
 		__atomic_add_fetch(&x->held, 1, __ATOMIC_RELAXED);
 	return r;
@@ -656,7 +656,7 @@ shim_xrx_tcp_read(struct shim_sock *s, const struct iovec *iov, int iovcnt, size
 	struct iovec seg[2];
 	uint32_t n = 0, moved = 0;
 
-	shim_lock(&a->rx_lock);
+	shim_lock(shim_rx_lock(a));
 	if (cons_attach(s, 0, &c) == 0) {
 		if (x->c_n == 0)
 			x->unread = c.e.head;   /* freed meanwhile: a plain read */
@@ -669,7 +669,7 @@ shim_xrx_tcp_read(struct shim_sock *s, const struct iovec *iov, int iovcnt, size
 		}
 		moved = tcp_advance(x, &c);
 	}
-	shim_unlock(&a->rx_lock);
+	shim_unlock(shim_rx_lock(a));
 	if (moved)
 		shim_rx_kick(s, 0);
 	return n;
@@ -683,7 +683,7 @@ tcp_free(struct shim_sock *s, struct shim_xrx *x, uint32_t pos)
 	uint32_t moved = 0;
 	int e = -EINVAL;
 
-	shim_lock(&a->rx_lock);
+	shim_lock(shim_rx_lock(a));
 	for (uint32_t k = 0; k < x->c_n; k++) {
 		struct xchunk *ch = chunk_at(x, k);
 
@@ -695,7 +695,7 @@ tcp_free(struct shim_sock *s, struct shim_xrx *x, uint32_t pos)
 	}
 	if (e == 0 && cons_attach(s, 0, &c) == 0)
 		moved = tcp_advance(x, &c);
-	shim_unlock(&a->rx_lock);
+	shim_unlock(shim_rx_lock(a));
 	if (moved)
 		shim_rx_kick(s, 0);
 	if (e == 0)
@@ -872,12 +872,12 @@ shim_x_register_recv_callback(int fd, dpsock_recv_cb_t cb, void *ctx)
 		struct shim_slot_area *a = shim_area(shim_sock_slot(s, i));
 
 		/* under each slot's lock: no callback runs half-changed */
-		shim_lock(&a->rx_lock);
+		shim_lock(shim_rx_lock(a));
 		if (i == 0) {
 			x->cb_ctx = ctx;
 			x->cb = cb;
 		}
-		shim_unlock(&a->rx_lock);
+		shim_unlock(shim_rx_lock(a));
 	}
 	return 0;
 }

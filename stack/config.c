@@ -34,8 +34,11 @@
 #define CONF_RUNTIME_DIR_LEN_MAX 64
 #define CONF_NAME_LEN_MAX (DPSOCK_NAME_MAX - 1)
 #define CONF_PORT_LEN_MAX (DPSOCK_PORT_NAME_MAX - 1)
-/* one group's segment may map at most this much per worker (sparse memfd) */
-#define CONF_PL_SEG_PER_WORKER_MAX (16ull << 30)
+/* one group's segment may reserve at most this much address space per
+ * worker (a sparse memfd: memory is used as sockets open); dpsockd lowers
+ * preload.slots at start where every group's reservation would not fit
+ * its address space (daemon/clients.c) */
+#define CONF_PL_SEG_PER_WORKER_MAX (4ull << 40)
 
 _Static_assert(CONF_RUNTIME_DIR_LEN_MAX < FIELD_SIZE(struct dpsock_config, runtime_dir),
 	       "runtime_dir limit does not fit the field");
@@ -167,14 +170,19 @@ static const struct conf_key conf_main_keys[] = {
 		  "uids that may attach preloaded programs, [ 1000, ... ]; root always may; empty = root and the daemon's own uid"),
 	K_UINT(DC, "preload.max_groups", pl_max_groups, 64, 1, 1024, 0,
 	       "process groups (a process and the children it forks) attached at once"),
-	K_UINT(DC, "preload.max_threads", pl_max_threads, 64, 1, 1024, 0,
-	       "channels per group: threads of its processes that use offloaded sockets"),
-	K_UINT(DC, "preload.slots", pl_slots, 1024, 16, 65536, 0,
-	       "sockets per worker per group (a listener takes one on every worker)"),
+	K_UINT(DC, "preload.max_threads", pl_max_threads, 1024, 1, 16384, 0,
+	       "channels per group: threads of its processes that use offloaded sockets "
+	       "(address space is reserved for them; memory is used as threads come)"),
+	K_UINT(DC, "preload.slots", pl_slots, 65536, 16, 1u << 20, 0,
+	       "sockets per worker per group (a listener and a UDP socket take one on every "
+	       "worker): a reservation of address space, memory is used as sockets open; "
+	       "dpsockd lowers it at start where every group's reservation would not fit"),
 	K_UINT(DC, "preload.rx_fifo_kb", pl_rx_fifo_kb, 128, 4, 65536, CONF_F_POW2,
-	       "receive FIFO of each preloaded socket (KiB)"),
+	       "receive FIFO of each preloaded socket (KiB): at most what it holds; its pages "
+	       "are used as bytes arrive and given back once it drained"),
 	K_UINT(DC, "preload.tx_fifo_kb", pl_tx_fifo_kb, 1024, 4, 65536, CONF_F_POW2,
-	       "send FIFO of each preloaded socket (KiB)"),
+	       "send FIFO of each preloaded socket (KiB): at most what a program queues "
+	       "before a send blocks; pages used and given back as for rx_fifo_kb"),
 	K_UINT(DC, "preload.poll_batch", pl_poll_batch, 32, 1, 1024, 0,
 	       "commands a worker takes from one client ring per loop iteration"),
 	K_SPECIAL(DC, "preload.cut_through", CONF_BOOL, pl_cut_through, 1, 0,

@@ -392,6 +392,12 @@ slot_base(uint32_t num)
 	return cl.seg + cl.geo.off_slots + (uint64_t)num * cl.geo.slot_stride;
 }
 
+static unsigned char *
+slot_data(uint32_t num)
+{
+	return cl.seg + cl.geo.off_data + (uint64_t)num * cl.geo.data_stride;
+}
+
 /* Take every reply waiting on channel ch; learn the slots they name. */
 static void
 drain_replies(uint32_t ch)
@@ -557,8 +563,8 @@ rec_tx(const uint8_t *p, size_t n)
 	if (cl.seg == NULL)
 		return 3 + (size_t)len;
 	num = p[0] % cl.geo.slots_per_worker;
-	if (dpsock_fifo_prod_attach(&fp, slot_base(num) + cl.geo.tx_fifo_off,
-				    cl.geo.tx_fifo_bytes) == 0) {
+	if (dpsock_fifo_prod_attach_at(&fp, slot_base(num) + cl.geo.tx_fifo_off,
+				       slot_data(num) + cl.geo.tx_data_off, cl.geo.tx_fifo_size) == 0) {
 		unsigned char buf[sizeof(struct dpsock_pl_dgram) + 264];
 		uint32_t want = len, got;
 
@@ -604,8 +610,8 @@ rec_rx(const uint8_t *p, size_t n)
 		return 2;
 	num = p[0] % cl.geo.slots_per_worker;
 	sh = (struct dpsock_pl_slot *)(void *)slot_base(num);
-	if (dpsock_fifo_cons_attach(&fc, slot_base(num) + cl.geo.rx_fifo_off,
-				    cl.geo.rx_fifo_bytes) != 0)
+	if (dpsock_fifo_cons_attach_at(&fc, slot_base(num) + cl.geo.rx_fifo_off,
+				       slot_data(num) + cl.geo.rx_data_off, cl.geo.rx_fifo_size) != 0)
 		return 2;
 	want = (uint32_t)p[1] * 16;
 	got = dpsock_fifo_read_peek(&fc, want, iov);

@@ -253,8 +253,12 @@ conn_attach(struct conn *x, uint32_t slot, uint32_t gen)
 
 	x->slot = slot;
 	x->gen = gen;
-	if (dpsock_fifo_cons_attach(&x->rx, base + c.g->rx_fifo_off, c.g->rx_fifo_bytes) != 0 ||
-	    dpsock_fifo_prod_attach(&x->tx, base + c.g->tx_fifo_off, c.g->tx_fifo_bytes) != 0)
+	unsigned char *data = c.seg + c.g->off_data + (uint64_t)slot * c.g->data_stride;
+
+	if (dpsock_fifo_cons_attach_at(&x->rx, base + c.g->rx_fifo_off, data + c.g->rx_data_off,
+				       c.g->rx_fifo_size) != 0 ||
+	    dpsock_fifo_prod_attach_at(&x->tx, base + c.g->tx_fifo_off, data + c.g->tx_data_off,
+				       c.g->tx_fifo_size) != 0)
 		die("slot %u FIFOs", slot);
 	/* watched by our waiter */
 	__atomic_store_n(&slot_hdr(slot)->watch[0], c.wid + 1, __ATOMIC_RELAXED);

@@ -58,8 +58,8 @@ check_defaults(const struct dpsock_config *c, const char *what)
 	CHECK(c->socket_slots == 4096, "%s: socket_slots %u", what, c->socket_slots);
 	CHECK(c->n_allowed_uids == 0, "%s: n_allowed_uids %u", what, c->n_allowed_uids);
 	CHECK(c->pl_max_groups == 64, "%s: pl_max_groups %u", what, c->pl_max_groups);
-	CHECK(c->pl_max_threads == 64, "%s: pl_max_threads %u", what, c->pl_max_threads);
-	CHECK(c->pl_slots == 1024, "%s: pl_slots %u", what, c->pl_slots);
+	CHECK(c->pl_max_threads == 1024, "%s: pl_max_threads %u", what, c->pl_max_threads);
+	CHECK(c->pl_slots == 65536, "%s: pl_slots %u", what, c->pl_slots);
 	CHECK(c->pl_rx_fifo_kb == 128 && c->pl_tx_fifo_kb == 1024, "%s: fifo %u/%u KiB", what,
 	      c->pl_rx_fifo_kb, c->pl_tx_fifo_kb);
 	CHECK(c->pl_poll_batch == 32, "%s: pl_poll_batch %u", what, c->pl_poll_batch);
@@ -393,12 +393,12 @@ static const struct bad_case bad_cases[] = {
 	  "workers[2]: lcore 1 is listed twice (also workers[0])", NULL },
 	/* preload and offload rules */
 	{ IF0 "preload = { max_groups = 0; };\n", 2, "preload.max_groups: must be between 1 and 1024 (got 0)", NULL },
-	{ IF0 "preload = { max_threads = 1025; };\n", 2, "preload.max_threads: must be between 1 and 1024", NULL },
-	{ IF0 "preload = { slots = 8; };\n", 2, "preload.slots: must be between 16 and 65536", NULL },
+	{ IF0 "preload = { max_threads = 16385; };\n", 2, "preload.max_threads: must be between 1 and 16384", NULL },
+	{ IF0 "preload = { slots = 8; };\n", 2, "preload.slots: must be between 16 and 1048576", NULL },
 	{ IF0 "preload = { rx_fifo_kb = 100; };\n", 2, "preload.rx_fifo_kb: must be a power of two between 4 and 65536", NULL },
 	{ IF0 "preload = { tx_fifo_kb = 2; };\n", 2, "preload.tx_fifo_kb: must be between 4 and 65536", NULL },
 	{ IF0 "preload = { poll_batch = 0; };\n", 2, "preload.poll_batch: must be between 1 and 1024", NULL },
-	{ IF0 "preload = { slots = 65536;\n\trx_fifo_kb = 65536; };\n", 2,
+	{ IF0 "preload = { slots = 1048576;\n\trx_fifo_kb = 65536; };\n", 2,
 	  "preload.slots: slots x (rx_fifo_kb + tx_fifo_kb)", NULL },
 	{ IF0 "preload = { allowed_uids = 1000; };\n", 2, "preload.allowed_uids: expected a list of uids", NULL },
 	{ IF0 "preload = { allowed_uids = [ -1 ]; };\n", 2, "preload.allowed_uids[0]: must be between 0 and 4294967294", NULL },
