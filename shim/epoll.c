@@ -631,7 +631,8 @@ static int
 ep_collect(struct shim_ep *e, struct epoll_event *evs, int max, bool peek)
 {
 	bool gone = shim_daemon_gone();
-	unsigned int todo = 0;
+	struct ep_reg *last;
+	bool more;
 	int c = 0;
 
 	if (e->w.id >= 0 && e->w.pid == shim_getpid())
@@ -643,13 +644,18 @@ ep_collect(struct shim_ep *e, struct epoll_event *evs, int max, bool peek)
 		e->gone_seen = 1;
 		slot_changed(UINT32_MAX, e);
 	}
-	for (struct ep_reg *g = e->ready.rnext; g != &e->ready; g = g->rnext)
-		todo++;
-	for (struct ep_reg *g = e->ready.rnext, *next; todo > 0 && c < max; g = next, todo--) {
+	/* One pass over what is on the list now: a level-triggered
+	 * registration that is still ready goes back to the tail, behind
+	 * `last`, for the next call (a wait costs what it looks at, not the
+	 * length of the list: nginx takes 512 events per call from thousands). */
+	last = e->ready.rprev;
+	more = last != &e->ready;
+	for (struct ep_reg *g = e->ready.rnext, *next; more && c < max; g = next) {
 		struct shim_edge_sig sig;
 		uint32_t want, r;
 
 		next = g->rnext;
+		more = g != last;
 		if (g->disabled || (gone && g->dead_reported)) {
 			ready_del(g);
 			continue;
