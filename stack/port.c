@@ -161,6 +161,7 @@ af_packet_frame_size(const struct rte_eth_dev_info *info)
  */
 
 #define XDP_DRIVER "net_af_xdp"
+#define XDP_RX_FRAMES 4096 /* frames the PMD keeps in a queue's fill ring */
 #define XDP_BPFFS_DEFAULT "/sys/fs/bpf"
 #define XDP_HINT_BPFFS "mount -t bpf bpf /sys/fs/bpf (scripts/setup does); inside " \
 	"`ip netns exec`, which mounts a fresh /sys, mount it in the same command: " \
@@ -758,6 +759,15 @@ dev_start(struct dpsock_port *p, uint16_t dev, uint16_t first, uint16_t nq,
 			 rte_strerror(-ret));
 		return ret;
 	}
+	/* AF_XDP: DPDK 22.11's PMD posts XDP_RX_FRAMES frames to each queue's
+	 * fill ring whatever the ring sizes, so an RX ring of rx_desc (1024 by
+	 * default) only capped what the kernel can hand over between two polls
+	 * of a worker that shares its CPU: a burst (thousands of SYNs as a load
+	 * generator connects) overflowed it with frames to spare. The RX ring
+	 * takes as many as the fill ring holds (no more mbufs: they are the
+	 * fill ring's). */
+	if (p->is_xdp && nb_rxd < XDP_RX_FRAMES)
+		nb_rxd = XDP_RX_FRAMES;
 	ret = rte_eth_dev_adjust_nb_rx_tx_desc(dev, &nb_rxd, &nb_txd);
 	if (ret != 0) {
 		snprintf(err, errlen, "rte_eth_dev_adjust_nb_rx_tx_desc(%s): %s", name,
