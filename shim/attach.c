@@ -174,6 +174,12 @@ attach_locked(uint64_t token, int inherited)
 		seg = mmap(NULL, a.seg_size, PROT_READ | PROT_WRITE, MAP_SHARED, fds[0], 0);
 		if (seg == MAP_FAILED) {
 			r = -errno;
+			/* a reservation: address space, not memory (docs/preload.md
+			 * "Thousands of sockets") */
+			SHIM_LOG(WARNING, "mapping dpsockd's segment (%llu GiB of address space, "
+				 "touched as sockets open) failed: %s; under a limit on address "
+				 "space (ulimit -v) it needs room, or dpsockd a smaller preload.slots",
+				 (unsigned long long)(a.seg_size >> 30), strerror(-r));
 			close_fds(fds, nfds);
 			goto fail;
 		}
