@@ -138,7 +138,8 @@ static const struct conf_key conf_main_keys[] = {
 	K_UINT(DC, "worker.idle_poll_us", idle_poll_us, 200, 0, 1000000, 0,
 	       "keep polling this long after the last work before sleeping (0 = sleep at once)"),
 	K_UINT(DC, "worker.idle_sleep_max_us", idle_sleep_max_us, 1000, 1, 100000, 0,
-	       "longest single sleep of an idle worker"),
+	       "longest single sleep of an idle worker whose ports cannot wake it (AF_XDP "
+	       "queues wake it when a frame arrives: it then sleeps until its next timer)"),
 	K_UINT(DC, "memory.lwip_mb", lwip_mb, 256, 16, 65536, 0,
 	       "memory each worker's lwIP may hold (MiB); past it new connections are refused"),
 	K_UINT(DC, "tcp.ephemeral_min", ephemeral_min, 32768, 1024, 65535, 0,

@@ -123,6 +123,7 @@ struct dpsock_worker {
 	uint64_t idle_poll_tsc;   /* poll this long after the last work before sleeping */
 	uint32_t sleep_us;        /* current back-off step */
 	uint32_t sleep_max_us;
+	bool rx_wake;             /* every queue wakes it from a sleep (AF_XDP) */
 	uint8_t yield;            /* enum dpsock_yield (worker.yield) */
 	uint64_t rx_tsc;          /* TSC of the last RX burst (receive timestamps) */
 	struct dpsock_mc_worker *mc; /* snapshot of the ports' multicast state (mcast.c) */

@@ -63,6 +63,7 @@
 
 #define MIRROR_INTERVAL_US 100000 /* lwIP counters → stats block */
 #define SLEEP_MIN_US 16
+#define SLEEP_RX_WAKE_MAX_US 100000 /* a worker its frames wake: the stats tick bounds it */
 #define TIMER_RECHECK_US 1000 /* longest wait before asking lwIP for its next timer again */
 
 static inline void
@@ -703,7 +704,10 @@ dpsock_worker_idle(struct dpsock_worker *w, unsigned int work, uint32_t max_us)
 		return;
 	}
 	us = w->sleep_us ? w->sleep_us * 2 : SLEEP_MIN_US;
-	us = RTE_MIN(us, w->sleep_max_us);
+	/* a worker whose every queue wakes it when a frame arrives (AF_XDP)
+	 * sleeps until its next timer; the others look at their queues every
+	 * worker.idle_sleep_max_us */
+	us = RTE_MIN(us, w->rx_wake ? SLEEP_RX_WAKE_MAX_US : w->sleep_max_us);
 	us = RTE_MIN(us, max_us);
 	timer_ms = sys_timeouts_sleeptime();
 	if (timer_ms != SYS_TIMEOUTS_SLEEPTIME_INFINITE && (uint64_t)timer_ms * 1000 < us)
@@ -752,7 +756,9 @@ dpsock_worker_idle(struct dpsock_worker *w, unsigned int work, uint32_t max_us)
 	if (n > 0) {
 		uint64_t v;
 
-		if (read(w->efd, &v, sizeof(v)) == sizeof(v))
+		/* the eventfd (a producer woke us), or a queue's AF_XDP socket
+		 * (a frame arrived: the next rx_burst takes it) */
+		if (ev.data.fd == w->efd && read(w->efd, &v, sizeof(v)) == sizeof(v))
 			dpsock_stat_add(&st->wakeups, 1);
 		w->sleep_us = 0;
 	}
@@ -786,7 +792,7 @@ dpsock_worker_init(struct dpsock_worker *w)
 	struct dpsock_stack *d = w->d;
 	struct dpsock_lwip_params params;
 	struct epoll_event ev = { .events = EPOLLIN };
-	unsigned int i;
+	unsigned int i, n_wake;
 	int ret;
 
 	memset(&params, 0, sizeof(params));
@@ -851,6 +857,18 @@ dpsock_worker_init(struct dpsock_worker *w)
 		if (!ic->shared && ic->prefix6_len != 0)
 			dpsock_netif_ip6_setup(wp, ic->addr6);
 	}
+	/* Queues that wake a sleeping worker when a frame arrives: an AF_XDP
+	 * socket is readable while its RX ring holds frames (level-triggered:
+	 * one that arrived after the last look before the sleep ends it). */
+	n_wake = 0;
+	for (i = 0; i < w->n_ports; i++) {
+		struct epoll_event xev = { .events = EPOLLIN };
+
+		xev.data.fd = w->ports[i].port->queues[w->queue].xsk_fd;
+		if (xev.data.fd >= 0 && epoll_ctl(w->epfd, EPOLL_CTL_ADD, xev.data.fd, &xev) == 0)
+			n_wake++;
+	}
+	w->rx_wake = w->n_ports > 0 && n_wake == w->n_ports;
 	/* the net view: routes, and a shared port's addresses and MTU */
 	w->nv = NULL;
 	dpsock_netview_adopt(w);
