@@ -27,15 +27,7 @@ www=$TEST_TMP/www
 mkdir -p "$www"
 head -c $((4 * 1024 * 1024)) /dev/urandom >"$www/big.bin"
 for i in 1 2 3; do head -c $((i * 100000 + 7)) /dev/urandom >"$www/f$i.bin"; done
-# http.server speaking HTTP/1.1 (keep-alive; its default is HTTP/1.0)
-cat >"$TEST_TMP/httpd.py" <<'EOF'
-import functools, http.server, sys
-class H(http.server.SimpleHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-h = functools.partial(H, directory=sys.argv[3])
-http.server.ThreadingHTTPServer((sys.argv[1], int(sys.argv[2])), h).serve_forever()
-EOF
-peer_start httpd python3 "$TEST_TMP/httpd.py" "$TOPO_ADDR_B" 8000 "$www"
+peer_start httpd python3 "$DPSOCK_SRC/test/tools/httpd11.py" "$TOPO_ADDR_B" 8000 "$www"
 wait_tcp_port "$TOPO_NS_B" "$TOPO_ADDR_B" 8000 20
 base=http://$TOPO_ADDR_B:8000
 sum() { sha256sum <"$1" | cut -d' ' -f1; }

@@ -28,16 +28,7 @@ www=$TEST_TMP/www
 mkdir -p "$www"
 head -c $((50 * MB)) /dev/urandom >"$www/big.bin"
 want=$(sha256sum <"$www/big.bin" | cut -d' ' -f1)
-cat >"$TEST_TMP/httpd.py" <<'EOF'
-import functools, http.server, sys
-class H(http.server.SimpleHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-    def log_message(self, *a):
-        pass
-h = functools.partial(H, directory=sys.argv[3])
-http.server.ThreadingHTTPServer((sys.argv[1], int(sys.argv[2])), h).serve_forever()
-EOF
-peer_start backend python3 "$TEST_TMP/httpd.py" "$TOPO_ADDR_B" 8000 "$www"
+peer_start backend python3 "$DPSOCK_SRC/test/tools/httpd11.py" "$TOPO_ADDR_B" 8000 "$www"
 wait_tcp_port "$TOPO_NS_B" "$TOPO_ADDR_B" 8000 20
 
 pfx=$TEST_TMP/nginx
