@@ -134,6 +134,16 @@ dpsock_mcast_rx_ns(const struct dpsock_worker *w)
 }
 
 uint64_t
+dpsock_mcast_hw_ns_mbuf(const struct dpsock_worker *w, const struct rte_mbuf *m)
+{
+	const struct dpsock_mc_worker *wm = w->mc;
+
+	if (wm == NULL || wm->ts_flag == 0 || !(m->ol_flags & wm->ts_flag))
+		return 0;
+	return *RTE_MBUF_DYNFIELD(m, wm->ts_off, const rte_mbuf_timestamp_t *);
+}
+
+uint64_t
 dpsock_mcast_hw_ns(const struct dpsock_worker *w, struct pbuf *p)
 {
 	const struct dpsock_mc_worker *wm = w->mc;

@@ -151,6 +151,8 @@ void dpsock_mcast_tick(struct dpsock_worker *w);
 /* Now (CLOCK_REALTIME ns) from the TSC of the last RX burst, and from a
  * TSC value. */
 uint64_t dpsock_mcast_rx_ns(const struct dpsock_worker *w);
+/* the NIC's RX stamp of mbuf m (RTE_ETH_RX_OFFLOAD_TIMESTAMP), 0: none */
+uint64_t dpsock_mcast_hw_ns_mbuf(const struct dpsock_worker *w, const struct rte_mbuf *m);
 uint64_t dpsock_mcast_tsc_ns(const struct dpsock_worker *w, uint64_t tsc);
 /* The NIC's RX timestamp of the frame behind p (0: none). */
 uint64_t dpsock_mcast_hw_ns(const struct dpsock_worker *w, struct pbuf *p);

@@ -309,6 +309,9 @@ dpsock_netif_flush(struct dpsock_worker_port *wp)
 	/* Sum first: the PMD may free what it sent before tx_burst returns. */
 	for (i = 0; i < n; i++)
 		bytes += wp->tx[i]->pkt_len;
+	/* a capture runs: the frames as they go to the port */
+	if (unlikely(wp->w->cap.n != 0))
+		dpsock_capture_tx(wp->w, wp, wp->tx, n);
 	sent = rte_eth_tx_burst(wp->dev_port, wp->dev_queue, wp->tx, n);
 	if (unlikely(sent < n)) {
 		for (i = sent; i < n; i++)

@@ -498,6 +498,7 @@ teardown(struct dpsock_stack *d)
 static void
 control_tasks(struct dpsock_stack *d)
 {
+	dpsock_capture_control(d);
 	dpsock_stats_control(d);
 	dpsock_stats_update_ports(d);
 	dpsock_mcast_control(d);
@@ -734,6 +735,12 @@ dpsock_run(const struct dpsock_app *app, void *arg)
 	}
 	for (i = 0; i < d->n_workers; i++)
 		d->workers[i].stats = &d->stats->workers[i];
+	ret = dpsock_capture_init(d, err, sizeof(err));
+	if (ret != 0) {
+		fprintf(stderr, "%s: %s\n", prog_name, err);
+		exit_code = 1;
+		goto out;
+	}
 	ret = dpsock_mcast_init(d);
 	if (ret != 0) {
 		fprintf(stderr, "%s: multicast registry: %s\n", prog_name, strerror(-ret));
@@ -886,6 +893,7 @@ out:
 		if (leaked != 0 && exit_code == 0)
 			exit_code = 3;
 	}
+	dpsock_capture_fini(d);
 	dpsock_stats_destroy(d);
 	DPSOCK_LOG(NOTICE, main, "stopped%s", exit_code == 3 ? " (mbuf leak)" : "");
 	eal_cleanup();

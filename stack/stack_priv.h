@@ -31,6 +31,7 @@
 #include "config_priv.h"
 #include "port_priv.h"
 #include "stats_segment.h"
+#include "capture/capture_priv.h"
 
 #define DPSOCK_TX_BURST 64
 #define DPSOCK_RX_BURST_MAX 512u
@@ -124,6 +125,8 @@ struct dpsock_worker {
 	uint32_t sleep_us;        /* current back-off step */
 	uint32_t sleep_max_us;
 	bool rx_wake;             /* every queue wakes it from a sleep (AF_XDP) */
+	/* capturing (capture/): its view of the published sessions */
+	struct dpsock_cap_worker cap;
 	uint8_t yield;            /* enum dpsock_yield (worker.yield) */
 	uint64_t rx_tsc;          /* TSC of the last RX burst (receive timestamps) */
 	struct dpsock_mc_worker *mc; /* snapshot of the ports' multicast state (mcast.c) */
@@ -252,6 +255,13 @@ struct dpsock_stack {
 	/* called on the control side after each view is published (the
 	 * preload server copies it for its clients) */
 	void (*nv_changed)(struct dpsock_stack *d, const struct dpsock_netview *v);
+
+	/* capturing (capture/): the segment (main lcore), and the sessions
+	 * published for the workers (release: cap_gen after cap_pub[]) */
+	struct dpsock_capture *capture;
+	struct dpsock_cap_sess *cap_pub[DPSOCK_CAP_SESSIONS];
+	uint32_t cap_gen;
+	uint32_t cap_live;
 };
 
 /*

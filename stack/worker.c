@@ -69,6 +69,9 @@
 static inline void
 drop(struct rte_mbuf *m, uint64_t *counter)
 {
+	/* a frame being captured: its record names the counter */
+	if (unlikely(dpsock_self != NULL && dpsock_self->cap.n_pending != 0))
+		dpsock_capture_drop(dpsock_self, counter);
 	dpsock_stat_add(counter, 1);
 	rte_pktmbuf_free(m);
 }
@@ -593,6 +596,9 @@ dpsock_worker_poll(struct dpsock_worker *w)
 	/* a new net view (addresses, routes, neighbours): one load a pass */
 	if (unlikely(__atomic_load_n(&d->nv_gen, __ATOMIC_RELAXED) != w->nv_gen))
 		dpsock_netview_adopt(w);
+	/* captures started or ended (capture/): one load a pass */
+	if (unlikely(__atomic_load_n(&d->cap_gen, __ATOMIC_RELAXED) != w->cap.gen))
+		dpsock_capture_worker_sync(w);
 	for (i = 0; i < w->n_ports; i++) {
 		struct dpsock_worker_port *wp = &w->ports[i];
 		uint64_t bytes = 0;
@@ -608,8 +614,18 @@ dpsock_worker_poll(struct dpsock_worker *w)
 		dpsock_stat_add(&st->rx_burst_1 + RTE_MIN(31u - (unsigned int)__builtin_clz(n), 6u), 1);
 		dpsock_stat_add(&st->rx_packets, n);
 		dpsock_stat_add(&st->rx_bytes, bytes);
-		for (k = 0; k < n; k++)
-			rx_frame(w, wp, pkts[k], true);
+		if (likely(w->cap.n == 0)) {
+			for (k = 0; k < n; k++)
+				rx_frame(w, wp, pkts[k], true);
+		} else {
+			/* a capture runs: each frame's record waits for its
+			 * fate (a drop names its counter) */
+			for (k = 0; k < n; k++) {
+				dpsock_capture_rx(w, wp, pkts[k]);
+				rx_frame(w, wp, pkts[k], true);
+				dpsock_capture_rx_done(w);
+			}
+		}
 		dpsock_gro_flush(w);
 		work += n;
 	}

@@ -9,7 +9,7 @@
 #     of dpsockd --help-config is in dpsock.conf(5), every DPSOCK_*
 #     variable of the preload library (shim/env.c's table) in
 #     libdpsock_preload(8), every long option of dpsock-stat in
-#     dpsock-stat(8);
+#     dpsock-stat(8) and of dpsock-dump in dpsock-dump(8);
 #   - the unit passes systemd-analyze verify (paths moved into DESTDIR);
 #   - a small program built with `pkg-config --cflags --libs dpsock`
 #     against the installed headers finds the extra API under the installed
@@ -36,10 +36,10 @@ read -r P bindir libdir incdir mandir sysconfdir <<<"$prefix"
 abs() { case "$1" in /*) echo "$1" ;; *) echo "$P/$1" ;; esac; }
 BIN=$ROOT$(abs "$bindir") LIB=$ROOT$(abs "$libdir") INC=$ROOT$(abs "$incdir")
 MAN=$ROOT$(abs "$mandir") ETC=$ROOT$(abs "$sysconfdir")
-for f in "$BIN/dpsockd" "$BIN/dpsock-stat" "$BIN/dpsock-echo" "$BIN/dpsock-http" "$BIN/dpsock-loadgen" \
+for f in "$BIN/dpsockd" "$BIN/dpsock-stat" "$BIN/dpsock-dump" "$BIN/dpsock-echo" "$BIN/dpsock-http" "$BIN/dpsock-loadgen" \
 	"$BIN/dpsock-udp-recv" "$LIB/libdpsock_preload.so" "$LIB/libdpsock_stack.a" "$LIB/libdpsock_lwip.a" \
 	"$INC/dpsock/dpsock.h" "$INC/dpsock/extra.h" "$LIB/pkgconfig/dpsock.pc" \
-	"$LIB/pkgconfig/dpsock-native.pc" "$MAN/man8/dpsockd.8" "$MAN/man8/dpsock-stat.8" \
+	"$LIB/pkgconfig/dpsock-native.pc" "$MAN/man8/dpsockd.8" "$MAN/man8/dpsock-stat.8" "$MAN/man8/dpsock-dump.8" \
 	"$MAN/man5/dpsock.conf.5" "$MAN/man8/libdpsock_preload.8" "$ETC/dpsock/dpsock.conf" \
 	"$ETC/dpsock/dpsock.env"; do
 	[ -f "$f" ] || fail "not installed: ${f#"$ROOT"}"
@@ -69,8 +69,12 @@ for o in $("$BIN/dpsock-stat" --help | grep -o -- '--[a-z][a-z-]*' | sort -u); d
 	grep -qF -- "$(sed 's/-/\\-/g' <<<"$o")" "$MAN/man8/dpsock-stat.8" ||
 		fail "dpsock-stat(8) lacks $o"
 done
+for o in $("$BIN/dpsock-dump" --help 2>&1 | grep -o -- '--[a-z][a-z-]*' | sort -u); do
+	grep -qF -- "$(sed 's/-/\\-/g' <<<"$o")" "$MAN/man8/dpsock-dump.8" ||
+		fail "dpsock-dump(8) lacks $o"
+done
 MANPATH=$MAN man -w dpsockd >/dev/null || fail "man -w dpsockd does not find the installed page"
-ok "man pages render without warnings; every config key, DPSOCK_* variable and dpsock-stat option is in them"
+ok "man pages render without warnings; every config key, DPSOCK_* variable and dpsock-stat and dpsock-dump option is in them"
 
 # ---- the unit -----------------------------------------------------------------
 if command -v systemd-analyze >/dev/null; then
