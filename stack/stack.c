@@ -21,6 +21,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <net/if.h>
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -526,6 +528,126 @@ stats_file_setting(struct dpsock_stack *d)
 	DPSOCK_LOG(INFO, main, "  DPSOCK_STATS_FILE = %s (environment)", d->stats_file_path);
 }
 
+/*
+ * The -f FILE / --config FILE options at argv[*idx], after the "--": the
+ * last one's path (NULL: none); *idx moves past them.
+ */
+static const char *
+config_args(int argc, char **argv, int *idx)
+{
+	const char *path = NULL;
+	int i = *idx;
+
+	while (i < argc) {
+		const char *a = argv[i];
+
+		if ((strcmp(a, "-f") == 0 || strcmp(a, "--config") == 0) && i + 1 < argc) {
+			path = argv[i + 1];
+			i += 2;
+		} else if (strncmp(a, "--config=", 9) == 0) {
+			path = a + 9;
+			i++;
+		} else if (strncmp(a, "-f", 2) == 0 && a[2] != '\0') {
+			path = a + 2;
+			i++;
+		} else {
+			break;
+		}
+	}
+	*idx = i;
+	return path;
+}
+
+/*
+ * One instance per name on the host. The name owns host-wide things (the
+ * stats and capture segments, the control socket, the EAL prefix the
+ * tests give it) and a running instance owns its ports: a second start of
+ * the name must stop before EAL probes a vdev (an af_packet probe joins
+ * the port's fanout group, an AF_XDP queue set-up replaces the XDP
+ * program), before any segment or socket. /dev/shm/dpsock.<name>.lock is
+ * held with flock() from before EAL until the process ends, and holds the
+ * pid; the kernel lets the lock go with a process that dies, so a crash
+ * leaves nothing to clean. A clean stop unlinks the file while it still
+ * holds the lock; a starter that locked the unlinked file sees that its
+ * inode is not the path's any more and opens again.
+ */
+static int instance_fd = -1;
+static char instance_path[128];
+
+static void
+instance_unlock(void)
+{
+	if (instance_fd < 0)
+		return;
+	unlink(instance_path);
+	close(instance_fd);
+	instance_fd = -1;
+}
+
+static int
+instance_lock(const char *name)
+{
+	struct stat held, now;
+	char buf[32];
+	int fd = -1, tries, e;
+
+	snprintf(instance_path, sizeof(instance_path), "/dev/shm/dpsock.%.*s.lock",
+		 (int)DPSOCK_NAME_MAX, name);
+	for (tries = 0; tries < 16; tries++) {
+		fd = open(instance_path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+		if (fd < 0) {
+			fprintf(stderr, "%s: %s: %s\n", prog_name, instance_path, strerror(errno));
+			return -1;
+		}
+		if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+			e = errno;
+			if (e == EWOULDBLOCK) {
+				ssize_t n = pread(fd, buf, sizeof(buf) - 1, 0);
+				char comm[64] = "?", path[64];
+				int pid;
+				FILE *f;
+
+				buf[n > 0 ? n : 0] = '\0';
+				pid = atoi(buf);
+				snprintf(path, sizeof(path), "/proc/%d/comm", pid);
+				f = pid > 0 ? fopen(path, "r") : NULL;
+				if (f != NULL) {
+					if (fgets(comm, sizeof(comm), f) != NULL)
+						comm[strcspn(comm, "\n")] = '\0';
+					fclose(f);
+				}
+				fprintf(stderr, "%s: an instance named '%s' is running (pid %d, %s; it "
+					"holds %s): stop it first, or give this one another name "
+					"(name = ... in the configuration). Nothing was started: its ports, "
+					"programs and segments are untouched.\n",
+					prog_name, name, pid, comm, instance_path);
+			} else {
+				fprintf(stderr, "%s: %s: flock: %s\n", prog_name, instance_path,
+					strerror(e));
+			}
+			close(fd);
+			return -1;
+		}
+		if (fstat(fd, &held) == 0 && stat(instance_path, &now) == 0 &&
+		    held.st_ino == now.st_ino && held.st_dev == now.st_dev)
+			break;
+		/* an instance that stopped unlinked it after we opened it */
+		close(fd);
+		fd = -1;
+	}
+	if (fd < 0) {
+		fprintf(stderr, "%s: %s keeps changing under us\n", prog_name, instance_path);
+		return -1;
+	}
+	e = snprintf(buf, sizeof(buf), "%d\n", (int)getpid());
+	if (ftruncate(fd, 0) != 0 || pwrite(fd, buf, (size_t)e, 0) != e)
+		DPSOCK_LOG(WARNING, main, "%s: cannot write the pid: %s", instance_path,
+			   strerror(errno));
+	instance_fd = fd;
+	atexit(instance_unlock);
+	return 0;
+}
+
 void
 dpsock_fini(void)
 {
@@ -556,13 +678,33 @@ dpsock_init(int argc, char **argv)
 			argv[idx - 1] = argv[0];
 		return idx;
 	}
+	dpsock_log_init(RTE_LOG_INFO);
+	/* the configuration first: its name says whether this instance may
+	 * start at all, before EAL touches a port */
+	idx = first_app_arg(argc, argv);
+	config_path = config_args(argc, argv, &idx);
+	if (config_path == NULL) {
+		struct stat st;
+
+		if (stat(DEFAULT_CONFIG, &st) != 0) {
+			fprintf(stderr, "%s: no configuration: pass -f FILE after the -- "
+				"(example: config/dpsock.conf), or install " DEFAULT_CONFIG "\n", prog_name);
+			return -1;
+		}
+		config_path = DEFAULT_CONFIG;
+	}
+	if (dpsock_config_load(&d->conf, config_path, err, sizeof(err)) != 0) {
+		fprintf(stderr, "%s: %s\n", prog_name, err);
+		return -1;
+	}
+	if (instance_lock(d->conf.name) != 0)
+		return -1;
 	if (check_hugepages(argc, argv) != 0)
 		return -1;
 	eal_argv = eal_default_args(&eal_argc, argv);
 	atexit(remove_runtime_dir);
 	for (i = 0; i < eal_argc && off < sizeof(cmd); i++)
 		off += snprintf(cmd + off, sizeof(cmd) - off, "%s%s", i ? " " : "", eal_argv[i]);
-	dpsock_log_init(RTE_LOG_INFO);
 	n = rte_eal_init(eal_argc, eal_argv);
 	added = eal_argv != argv;
 	if (added)
@@ -578,39 +720,8 @@ dpsock_init(int argc, char **argv)
 	idx = n + 1 - (added ? 1 : 0);
 	if (idx > argc)
 		idx = argc;
-	while (idx < argc) {
-		const char *a = argv[idx];
-
-		if ((strcmp(a, "-f") == 0 || strcmp(a, "--config") == 0) && idx + 1 < argc) {
-			config_path = argv[idx + 1];
-			idx += 2;
-		} else if (strncmp(a, "--config=", 9) == 0) {
-			config_path = a + 9;
-			idx++;
-		} else if (strncmp(a, "-f", 2) == 0 && a[2] != '\0') {
-			config_path = a + 2;
-			idx++;
-		} else {
-			break;
-		}
-	}
+	(void)config_args(argc, argv, &idx); /* loaded above */
 	argv[idx - 1] = argv[0];
-	if (config_path == NULL) {
-		struct stat st;
-
-		if (stat(DEFAULT_CONFIG, &st) != 0) {
-			fprintf(stderr, "%s: no configuration: pass -f FILE after the -- "
-				"(example: config/dpsock.conf), or install " DEFAULT_CONFIG "\n", prog_name);
-			eal_cleanup();
-			return -1;
-		}
-		config_path = DEFAULT_CONFIG;
-	}
-	if (dpsock_config_load(&d->conf, config_path, err, sizeof(err)) != 0) {
-		fprintf(stderr, "%s: %s\n", prog_name, err);
-		eal_cleanup();
-		return -1;
-	}
 	dpsock_log_init(d->conf.log_level);
 	for (i = 0; i < (int)d->conf.n_log_modules; i++)
 		if (dpsock_log_set_module_level(d->conf.log_modules[i].module,

@@ -6,7 +6,10 @@
 # (shared with the kernel) on a port that cannot share (af_packet, memif),
 # no hugepages (what to run);
 # on AF_XDP (where it can run): no BPF filesystem, more workers than AF_XDP
-# queues, a vdev on a queue the interface lacks, two vdevs on one queue.
+# queues, a vdev on a queue the interface lacks, two vdevs on one queue;
+# a second start of a running instance's name (on the tests' port, AF_XDP
+# where it runs): refused before EAL with the holder's pid, and the
+# running instance still answers; a clean stop leaves no lock file.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
@@ -106,6 +109,24 @@ else
 	expect_fail "AF_XDP: two vdevs on one queue" "starts at queue 0 of $TOPO_IF_A, which the vdev before it already reads" \
 		"${in_bpffs[@]}" "$dpsockd" -l 0-1 "${eal[@]}" "$xdp0" "${xdp1/start_queue=1/start_queue=0}" -- -f "$dir/xdp2.conf"
 fi
+
+# ---- a second start of a running instance's name ------------------------------
+conf=$(dpsock_conf "$name" "runtime_dir = \"$TEST_TMP\";")
+# shellcheck disable=SC2207
+args=($(DPSOCK_TEST_LCORES=0 DPSOCK_TEST_QPAIRS=1 dpsockd_eal_args "$name"))
+dpsockd_start "$name" "$conf" "${args[@]}"
+wait_until 10 test -S "$TEST_TMP/$name.sock"
+in_b ping -c 2 -i 0.2 -W 2 "$TOPO_ADDR_A" >/dev/null || fail "the first instance does not answer ping"
+rc=0
+out=$(timeout 60 ip netns exec "$TOPO_NS_A" "$dpsockd" "${args[@]}" -- -f "$conf" 2>&1) || rc=$?
+[ "$rc" = 1 ] || fail "a second start of '$name': exit $rc: $out"
+grep -qF "an instance named '$name' is running (pid $DPSOCKD_PID, dpsockd" <<<"$out" ||
+	fail "a second start does not name the running instance: $out"
+! grep -q '^EAL:' <<<"$out" || fail "a second start ran EAL (it probed the ports): $out"
+in_b ping -c 2 -i 0.2 -W 2 "$TOPO_ADDR_A" >/dev/null ||
+	fail "the running instance stopped answering after a second start of its name"
+dpsockd_stop_clean
+ok "a second start of the name: exit 1 before EAL, naming pid $DPSOCKD_PID; the running instance still answers"
 
 out=$("$dpsockd" -- --version) || fail "--version failed"
 echo "$out" | grep -q '^dpsockd ' || fail "--version printed '$out'"

@@ -568,7 +568,7 @@ _lib_daemon_leftovers() {
 		rm -f "$mnt/${name}map_"* 2>/dev/null
 	done < <(awk '$3 == "hugetlbfs" { print $2 }' /proc/mounts)
 	rm -rf "/var/run/dpdk/$name" 2>/dev/null
-	rm -f "/dev/shm/dpsock.$name.stats" "/dev/shm/dpsock.$name.capture" 2>/dev/null
+	rm -f "/dev/shm/dpsock.$name.stats" "/dev/shm/dpsock.$name.capture" "/dev/shm/dpsock.$name.lock" 2>/dev/null
 	return 0
 }
 
@@ -723,6 +723,7 @@ dpsockd_stop_clean() {
 		fail "no 'mbufs back' line in dpsockd's log: $(tail -n 5 "$DPSOCKD_LOG")"
 	[ ! -e "/dev/shm/dpsock.$name.stats" ] || fail "stats segment left in /dev/shm"
 	[ ! -e "/dev/shm/dpsock.$name.capture" ] || fail "capture segment left in /dev/shm"
+	[ ! -e "/dev/shm/dpsock.$name.lock" ] || fail "instance lock file left in /dev/shm"
 }
 
 # ---- impaired path (test/tools/impair) ------------------------------------
