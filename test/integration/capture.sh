@@ -14,7 +14,8 @@
 #   - a second capture at the same time, "udp port 9000" with -c 4: it
 #     stops by itself after 4 frames, 2 in and 2 out;
 #   - without -w tcpdump shows the frames: ICMP echo requests and replies
-#     of a ping from B; -Q in: the requests alone;
+#     of a ping from B; -Q in -w -: pcapng on stdout (tcpdump -r reads
+#     it), the requests alone;
 #   - --pid: the frames of one preloaded program's sockets, not those of
 #     another one talking at the same time;
 #   - a frame the worker drops (bad IPv4 header checksum) is in the file
@@ -179,12 +180,13 @@ dump_end show ""
 [ "$(grep -c "IP $B > $A: ICMP echo request" "$TEST_TMP/show.out")" = 2 ] &&
 	[ "$(grep -c "IP $A > $B: ICMP echo reply" "$TEST_TMP/show.out")" = 2 ] ||
 	fail "tcpdump's lines: $(cat "$TEST_TMP/show.out")"
-dump_start in -Q in -c 2 icmp
+dump_start in -Q in -c 2 -w - icmp
 in_b ping -c 2 -i 0.2 -W 2 "$A" >/dev/null || fail "ping from B unanswered"
 dump_end in ""
-[ "$(grep -c "ICMP echo request" "$TEST_TMP/in.out")" = 2 ] && ! grep -q "echo reply" "$TEST_TMP/in.out" ||
-	fail "-Q in: $(cat "$TEST_TMP/in.out")"
-ok "without -w tcpdump shows the frames (echo request and reply each way); -Q in keeps the requests"
+td "$TEST_TMP/in.out" >"$TEST_TMP/in.txt"
+[ "$(grep -c "ICMP echo request" "$TEST_TMP/in.txt")" = 2 ] && ! grep -q "echo reply" "$TEST_TMP/in.txt" ||
+	fail "-Q in -w -: $(cat "$TEST_TMP/in.txt")"
+ok "without -w tcpdump shows the frames (echo request and reply each way); -Q in -w - writes pcapng of the requests alone to stdout"
 
 # ---- --pid: one program's sockets ----------------------------------------------
 # two preloaded programs, each with a connection to an echo port, talking
