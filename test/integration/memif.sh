@@ -27,7 +27,8 @@ ip netns exec "$TOPO_NS_A" timeout 120 dpdk-testpmd -l 0-1 --no-pci --in-memory 
 	-- --forward-mode=io --auto-start --stats-period 60 --no-mlockall \
 	>"$TEST_TMP/testpmd.log" 2>&1 </dev/null &
 testpmd=$!
-on_exit "kill $testpmd 2>/dev/null; wait $testpmd 2>/dev/null || true"
+# (EAL leaves testpmd's empty runtime directory behind when it is killed)
+on_exit "kill $testpmd 2>/dev/null; wait $testpmd 2>/dev/null; rm -rf /var/run/dpdk/${name}p; true"
 # The server's socket file exists from testpmd's probe on, but its memif
 # port takes a client only once started (before that, DPDK 22.11 answers
 # the client's INIT with a disconnect, and a client never tries again):

@@ -20,9 +20,11 @@
  */
 
 #include <arpa/inet.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <rte_byteorder.h>
 #include <rte_eal.h>
@@ -310,16 +312,29 @@ test_claim_any(void)
 	free_stack(d);
 }
 
+/* EAL leaves its runtime directory behind; registered before EAL starts,
+ * this runs after EAL's own exit handlers have emptied it (as dpsockd's) */
+static char runtime_dir[PATH_MAX];
+
+static void
+remove_runtime_dir(void)
+{
+	if (runtime_dir[0] != '\0')
+		rmdir(runtime_dir);
+}
+
 int
 main(int argc, char **argv)
 {
 	char *eal[] = { argv[0], "--no-huge", "-m", "64", "--no-pci", "--no-shconf",
 			"--log-level=lib.eal:error", "--file-prefix=steer_test", NULL };
 
+	atexit(remove_runtime_dir);
 	if (rte_eal_init(RTE_DIM(eal) - 1, eal) < 0) {
 		fprintf(stderr, "steer_test: EAL failed to start; skipping\n");
 		return 77;
 	}
+	snprintf(runtime_dir, sizeof(runtime_dir), "%s", rte_eal_get_runtime_dir());
 	dpsock_log_init(RTE_LOG_WARNING);
 	test_vectors();
 	test_vectors6();
