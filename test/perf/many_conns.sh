@@ -171,6 +171,18 @@ mem_per_conn() {
 }
 put() { printf '%s\t%s\t%s\t%s\t%s\n' "$1" "$2" "$3" "$4" "$5" >>"$RES"; }
 
+# put_run PROG SIDE ROUND N RATE P99 ERRORS MEM_PER_CONN WORKER_TICKS ELAPSED_MS:
+# one run's figures (the worker's CPU only where dpsock serves)
+put_run() {
+	local prog=$1 side=$2 round=$3 n=$4
+	put "$side" "$round" "${prog}_rate" "$n" "$5"
+	put "$side" "$round" "${prog}_p99" "$n" "$6"
+	put "$side" "$round" "${prog}_err" "$n" "$7"
+	put "$side" "$round" "${prog}_mem" "$n" "$8"
+	[ "$side" = kernel ] || put "$side" "$round" "${prog}_cpu" "$n" \
+		"$(awk -v d="$9" -v t="${10}" -v hz="$(getconf CLK_TCK)" 'BEGIN { printf "%.1f", d / hz * 100000 / t }')"
+}
+
 # ---- nginx ---------------------------------------------------------------------
 nginx_round() {
 	local side=$1 round=$2 n=$3 k pfx log i pids=() m0 m1 t0 t1 d0 d1 per rate p99 errs
@@ -226,12 +238,7 @@ EOF
 		/Non-2xx/ { e += $NF } END { print e + 0 }')
 	[ "${rate:-0}" -gt 0 ] || { failed "$side nginx N=$n round $round: $(tail -n 3 "$TEST_TMP/wrk-$side-$n-0.log")"; rm -f "$TEST_TMP"/wrk-"$side"-"$n"-*.log; return; }
 	per=$(mem_per_conn "$m0" "$m1" "$n")
-	put "$side" "$round" nginx_rate "$n" "$rate"
-	put "$side" "$round" nginx_p99 "$n" "$p99"
-	put "$side" "$round" nginx_err "$n" "$errs"
-	put "$side" "$round" nginx_mem "$n" "$per"
-	[ "$side" = kernel ] || put "$side" "$round" nginx_cpu "$n" \
-		"$(awk -v d=$((d1 - d0)) -v t=$((t1 - t0)) -v hz="$(getconf CLK_TCK)" 'BEGIN { printf "%.1f", d / hz * 100000 / t }')"
+	put_run nginx "$side" "$round" "$n" "$rate" "$p99" "$errs" "$per" $((d1 - d0)) $((t1 - t0))
 	rm -f "$TEST_TMP"/wrk-"$side"-"$n"-*.log
 }
 
@@ -275,12 +282,7 @@ redis_round() {
 	[ "$got" -eq "$k" ] || errs=$((errs + k - got))
 	[ "${rate:-0}" -gt 0 ] || { failed "$side redis N=$n round $round: $(tail -n 3 "$TEST_TMP/rb-$side-$n-0.log")"; rm -f "$TEST_TMP"/rb-"$side"-"$n"-*.log; return; }
 	per=$(mem_per_conn "$m0" "$m1" "$n")
-	put "$side" "$round" redis_rate "$n" "$rate"
-	put "$side" "$round" redis_p99 "$n" "$p99"
-	put "$side" "$round" redis_err "$n" "$errs"
-	put "$side" "$round" redis_mem "$n" "$per"
-	[ "$side" = kernel ] || put "$side" "$round" redis_cpu "$n" \
-		"$(awk -v d=$((d1 - d0)) -v t=$((t1 - t0)) -v hz="$(getconf CLK_TCK)" 'BEGIN { printf "%.1f", d / hz * 100000 / t }')"
+	put_run redis "$side" "$round" "$n" "$rate" "$p99" "$errs" "$per" $((d1 - d0)) $((t1 - t0))
 	rm -f "$TEST_TMP"/rb-"$side"-"$n"-*.log
 }
 
