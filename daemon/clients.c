@@ -37,11 +37,12 @@
 #include "log_priv.h"
 #include "netview_priv.h"
 #include "server_priv.h"
+#include "takeover/takeover.h"
 
 #define CTL_TICK_MS 100
 #define SYNC_POLL_US 200
 
-struct pl_ctl dpsock_pl_ctl = { .lfd = -1, .efd = -1, .wake_fd = -1 };
+struct pl_ctl dpsock_pl_ctl = { .lfd = -1, .efd = -1, .wake_fd = -1, .wake_ro_fd = -1 };
 
 /* the preload server as the stack's app: dpsockd runs it, so does the
  * preload fuzzer (test/fuzz) */
@@ -94,6 +95,8 @@ wake_workers(struct pl_ctl *c)
 #define PL_VA_BUDGET (32ull << 40)
 
 static void group_layout(const struct pl_ctl *c, struct dpsock_pl_seg *s);
+static void ctl_tko_wait(struct pl_ctl *c);
+static int pl_tko_import(struct pl_ctl *c);
 
 static void
 pl_fit_address_space(struct pl_ctl *c)
@@ -633,7 +636,7 @@ send_welcome(struct pl_ctl *c, struct pl_conn *cn, struct pl_group *g)
 	w.n_workers = c->n_workers;
 	w.token = g->token;
 	fds[0] = g->memfd;
-	fds[1] = c->wake_fd;
+	fds[1] = c->wake_ro_fd;
 	for (k = 0; k < c->n_workers; k++)
 		fds[2 + k] = c->d->workers[k].efd;
 	return send_msg(cn->fd, &w, fds, 2 + c->n_workers);
@@ -1034,6 +1037,12 @@ ctl_main(void *arg)
 		return NULL;
 	}
 	while (!quitting(c)) {
+		if (__atomic_load_n(&c->tko_freeze, __ATOMIC_ACQUIRE) != 0) {
+			ctl_tko_wait(c);
+			if (__atomic_load_n(&c->tko_freeze, __ATOMIC_ACQUIRE) == 2)
+				break; /* handed over: everything here is the new process's */
+			continue;
+		}
 		pfd[0].fd = c->lfd;
 		pfd[0].events = POLLIN;
 		pfd[1].fd = c->efd;
@@ -1240,6 +1249,43 @@ pl_netview_write(struct dpsock_stack *d, const struct dpsock_netview *v)
 	__atomic_store_n(&nv->seq, seq + 2, __ATOMIC_RELEASE);
 }
 
+/*
+ * The wake page: one line per worker, then what dpsockd serves. Clients
+ * get a read-only descriptor of it (wake_ro_fd, opened through /proc), and
+ * the file is root's with mode 0444, so that no client can map it
+ * writable or open it for writing again; its size is sealed. dpsockd's own
+ * descriptor stays writable, so that a takeover's new process can map it
+ * too (a F_SEAL_FUTURE_WRITE seal would forbid that to everyone).
+ */
+static int
+wake_page_map(struct pl_ctl *c)
+{
+	char path[64];
+
+	c->wake = mmap(NULL, c->wake_size, PROT_READ | PROT_WRITE, MAP_SHARED, c->wake_fd, 0);
+	if (c->wake == MAP_FAILED) {
+		c->wake = NULL;
+		return -errno;
+	}
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", c->wake_fd);
+	c->wake_ro_fd = open(path, O_RDONLY | O_CLOEXEC);
+	return c->wake_ro_fd < 0 ? -errno : 0;
+}
+
+static int
+wake_page_create(struct pl_ctl *c)
+{
+	static_assert(DPSOCK_MAX_WORKERS * sizeof(struct dpsock_pl_wake) <= DPSOCK_PL_WAKE_NETVIEW,
+		      "the wake lines fit before the net view");
+	c->wake_size = align_up(DPSOCK_PL_WAKE_NETVIEW + sizeof(struct dpsock_pl_netview), 4096);
+	c->wake_fd = memfd_create("dpsock-wake", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	if (c->wake_fd < 0 || ftruncate(c->wake_fd, (off_t)c->wake_size) != 0 ||
+	    fchmod(c->wake_fd, 0444) != 0 ||
+	    fcntl(c->wake_fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) != 0)
+		return -errno;
+	return wake_page_map(c);
+}
+
 int
 dpsock_pl_main_init(void *arg)
 {
@@ -1264,28 +1310,9 @@ dpsock_pl_main_init(void *arg)
 		ret = -errno;
 		goto fail;
 	}
-	/* The wake page: one line per worker, then what dpsockd serves,
-	 * read-only for clients (after F_SEAL_FUTURE_WRITE no new writable
-	 * mapping can be made; ours was made before). */
-	static_assert(DPSOCK_MAX_WORKERS * sizeof(struct dpsock_pl_wake) <= DPSOCK_PL_WAKE_NETVIEW,
-		      "the wake lines fit before the net view");
-	c->wake_size = align_up(DPSOCK_PL_WAKE_NETVIEW + sizeof(struct dpsock_pl_netview), 4096);
-	c->wake_fd = memfd_create("dpsock-wake", MFD_CLOEXEC | MFD_ALLOW_SEALING);
-	if (c->wake_fd < 0 || ftruncate(c->wake_fd, (off_t)c->wake_size) != 0) {
-		ret = -errno;
+	ret = dpsock_tko_taking(d) ? pl_tko_import(c) : wake_page_create(c);
+	if (ret != 0)
 		goto fail;
-	}
-	c->wake = mmap(NULL, c->wake_size, PROT_READ | PROT_WRITE, MAP_SHARED, c->wake_fd, 0);
-	if (c->wake == MAP_FAILED) {
-		c->wake = NULL;
-		ret = -errno;
-		goto fail;
-	}
-	if (fcntl(c->wake_fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_FUTURE_WRITE |
-					    F_SEAL_SEAL) != 0) {
-		ret = -errno;
-		goto fail;
-	}
 	ret = dpsock_pl_srv_init(c->n_workers);
 	if (ret == 0) {
 		/* the addresses and routes: now, and after every change (a port
@@ -1306,7 +1333,14 @@ dpsock_pl_main_start(void *arg)
 	int ret;
 
 	RTE_SET_USED(arg);
-	ret = listen_socket(c);
+	if (c->lfd >= 0) {
+		/* a takeover: the holder's socket, already bound and listening */
+		ret = (size_t)snprintf(c->path, sizeof(c->path), "%s/%s%s", c->d->conf.runtime_dir,
+				       c->d->conf.name, DPSOCK_PL_SOCK_SUFFIX) < sizeof(c->path) ?
+		      0 : -ENAMETOOLONG;
+	} else {
+		ret = listen_socket(c);
+	}
 	if (ret != 0)
 		return ret;
 	ret = pthread_create(&c->thread, NULL, ctl_main, c);
@@ -1376,8 +1410,315 @@ dpsock_pl_main_fini(void *arg)
 	c->wake = NULL;
 	if (c->wake_fd >= 0)
 		close(c->wake_fd);
+	if (c->wake_ro_fd >= 0)
+		close(c->wake_ro_fd);
 	if (c->efd >= 0)
 		close(c->efd);
-	c->wake_fd = c->efd = -1;
+	c->wake_fd = c->wake_ro_fd = c->efd = -1;
 	dpsock_pl_srv_free();
+}
+
+/* ---------------------------------------------------------------------- */
+/* takeover (stack/takeover/takeover.h): the control side's part */
+
+enum {
+	PL_TKO_R_CTL = DPSOCK_TKO_R_APP + 0x10,
+	PL_TKO_R_GROUP,
+	PL_TKO_R_CONN,
+};
+
+struct pl_tko_ctl {
+	uint64_t wake_size;
+	int32_t wake_fd;          /* indexes in the image's descriptor table */
+	int32_t lfd;
+	uint32_t groups_hi;
+	uint32_t n_conns;
+	uint32_t max_waiters;
+	uint32_t slots;
+};
+
+struct pl_tko_group {
+	uint32_t idx;
+	uint32_t n_procs;
+	uint64_t token;
+	int32_t memfd;
+	uint32_t chan_hi;
+	uint32_t waiter_hi;
+	uint32_t bad;
+	struct dpsock_pl_seg geo;
+	/* then chan_live, chan_waiter, chan_owner [max_channels] and
+	 * waiter_live, waiter_owner, waiter_fd (table indexes) [max_waiters],
+	 * 32 bits each */
+};
+
+struct pl_tko_conn {
+	uint32_t i;
+	int32_t fd;
+	int32_t pid;
+	uint32_t uid;
+	int32_t group;
+	uint32_t n_chans;
+	uint32_t n_waiters;
+	char name[64];
+};
+
+/* The control thread stops at the top of its loop, where it is in the
+ * middle of nothing (a removal it started waited for the workers, which
+ * still run: the workers freeze after it). */
+static void
+ctl_tko_wait(struct pl_ctl *c)
+{
+	/* release: the control thread's changes before are the takeover thread's */
+	__atomic_store_n(&c->tko_frozen, 1, __ATOMIC_RELEASE);
+	while (__atomic_load_n(&c->tko_freeze, __ATOMIC_ACQUIRE) == 1)
+		sleep_us(500);
+	__atomic_store_n(&c->tko_frozen, 0, __ATOMIC_RELEASE);
+}
+
+int
+dpsock_pl_tko_freeze(void *arg)
+{
+	struct pl_ctl *c = &dpsock_pl_ctl;
+	static const uint64_t one = 1;
+
+	RTE_SET_USED(arg);
+	if (!c->running)
+		return 0;
+	__atomic_store_n(&c->tko_freeze, 1, __ATOMIC_RELEASE);
+	if (write(c->efd, &one, sizeof(one)) < 0 && errno != EAGAIN)
+		return -errno;
+	while (!__atomic_load_n(&c->tko_frozen, __ATOMIC_ACQUIRE)) {
+		if (!__atomic_load_n(&c->running, __ATOMIC_RELAXED) || quitting(c))
+			return -ESHUTDOWN;
+		sleep_us(200);
+	}
+	return 0;
+}
+
+void
+dpsock_pl_tko_resume(void *arg, bool handed)
+{
+	struct pl_ctl *c = &dpsock_pl_ctl;
+
+	RTE_SET_USED(arg);
+	/* 2: handed over, the thread returns without closing anything */
+	__atomic_store_n(&c->tko_freeze, handed ? 2 : 0, __ATOMIC_RELEASE);
+	if (handed && c->running) {
+		pthread_join(c->thread, NULL);
+		c->running = false;
+	}
+}
+
+int
+dpsock_pl_tko_export(void *arg, struct dpsock_tko_buf *b, struct dpsock_tko_fds *f)
+{
+	struct pl_ctl *c = &dpsock_pl_ctl;
+	struct pl_tko_ctl ct = { 0 };
+	uint32_t i, j;
+
+	RTE_SET_USED(arg);
+	ct.wake_size = c->wake_size;
+	ct.wake_fd = dpsock_tko_fd_add(f, c->wake_fd);
+	ct.lfd = dpsock_tko_fd_add(f, c->lfd);
+	ct.groups_hi = c->groups_hi;
+	ct.n_conns = c->n_conns;
+	ct.max_waiters = c->max_waiters;
+	ct.slots = c->slots;
+	dpsock_tko_buf_put(b, PL_TKO_R_CTL, &ct, sizeof(ct), NULL, 0);
+	for (i = 0; i < c->groups_hi; i++) {
+		struct pl_group *g = c->groups[i];
+		struct pl_tko_group tg = { 0 };
+		uint32_t nc, nw, *arr;
+		size_t alen;
+
+		if (g == NULL)
+			continue;
+		if (g->dying)
+			return -EBUSY; /* frozen between its release and its end: not here */
+		nc = g->geo.max_channels;
+		nw = g->geo.max_waiters;
+		tg.idx = g->idx;
+		tg.n_procs = g->n_procs;
+		tg.token = g->token;
+		tg.memfd = dpsock_tko_fd_add(f, g->memfd);
+		tg.chan_hi = g->chan_hi;
+		tg.waiter_hi = g->waiter_hi;
+		tg.bad = __atomic_load_n(&g->bad, __ATOMIC_ACQUIRE);
+		tg.geo = g->geo;
+		alen = (size_t)(3 * nc + 3 * nw) * sizeof(uint32_t);
+		arr = malloc(alen);
+		if (arr == NULL)
+			return -ENOMEM;
+		for (j = 0; j < nc; j++) {
+			arr[j] = g->chan_live[j];
+			arr[nc + j] = g->chan_waiter[j];
+			arr[2 * nc + j] = (uint32_t)g->chan_owner[j];
+		}
+		for (j = 0; j < nw; j++) {
+			arr[3 * nc + j] = g->waiter_live[j];
+			arr[3 * nc + nw + j] = (uint32_t)g->waiter_owner[j];
+			arr[3 * nc + 2 * nw + j] = g->waiter_fd[j] >= 0 ?
+						   (uint32_t)dpsock_tko_fd_add(f, g->waiter_fd[j]) :
+						   UINT32_MAX;
+		}
+		dpsock_tko_buf_put(b, PL_TKO_R_GROUP, &tg, sizeof(tg), arr, alen);
+		free(arr);
+	}
+	for (i = 0; i < c->n_conns; i++) {
+		const struct pl_conn *cn = &c->conns[i];
+		struct pl_tko_conn tc = { 0 };
+
+		if (cn->fd < 0)
+			continue;
+		tc.i = i;
+		tc.fd = dpsock_tko_fd_add(f, cn->fd);
+		tc.pid = cn->pid;
+		tc.uid = cn->uid;
+		tc.group = cn->group;
+		tc.n_chans = cn->n_chans;
+		tc.n_waiters = cn->n_waiters;
+		memcpy(tc.name, cn->name, sizeof(tc.name));
+		dpsock_tko_buf_put(b, PL_TKO_R_CONN, &tc, sizeof(tc), NULL, 0);
+	}
+	return b->err != 0 ? b->err : f->err;
+}
+
+static int
+pl_tko_group_import(struct pl_ctl *c, struct dpsock_tko_rd *r, const void *data, uint32_t len)
+{
+	struct pl_tko_group tg;
+	const uint32_t *arr;
+	struct pl_group *g;
+	uint32_t nc, nw, j;
+	int ret;
+
+	if (len < sizeof(tg))
+		return -EINVAL;
+	memcpy(&tg, data, sizeof(tg));
+	nc = tg.geo.max_channels;
+	nw = tg.geo.max_waiters;
+	if (tg.idx >= c->max_groups || c->groups[tg.idx] != NULL ||
+	    tg.geo.n_workers != c->n_workers ||
+	    len != sizeof(tg) + (size_t)(3 * nc + 3 * nw) * sizeof(uint32_t))
+		return -EINVAL;
+	arr = (const uint32_t *)(const void *)((const unsigned char *)data + sizeof(tg));
+	g = calloc(1, sizeof(*g) + c->n_workers * sizeof(g->wg[0]));
+	if (g == NULL)
+		return -ENOMEM;
+	g->idx = tg.idx;
+	g->token = tg.token;
+	g->geo = tg.geo;
+	g->memfd = dpsock_tko_claim_fd(c->d, r, tg.memfd);
+	g->seg_size = g->geo.seg_size;
+	g->bad = tg.bad;
+	ret = group_alloc_private(c, g);
+	if (ret != 0 || g->memfd < 0) {
+		group_free(c, g);
+		return ret != 0 ? ret : -EBADF;
+	}
+	g->seg = mmap(NULL, g->seg_size, PROT_READ | PROT_WRITE, MAP_SHARED, g->memfd, 0);
+	if (g->seg == MAP_FAILED) {
+		ret = -errno;
+		g->seg = NULL;
+		group_free(c, g);
+		return ret;
+	}
+	madvise(g->seg + g->geo.off_waiters, g->geo.off_slots - g->geo.off_waiters, MADV_DONTDUMP);
+	madvise(g->seg + g->geo.off_data, g->seg_size - g->geo.off_data, MADV_DONTDUMP);
+	for (j = 0; j < nc; j++) {
+		g->chan_live[j] = arr[j];
+		g->chan_waiter[j] = arr[nc + j];
+		g->chan_owner[j] = (int)arr[2 * nc + j];
+	}
+	for (j = 0; j < nw; j++) {
+		g->waiter_live[j] = arr[3 * nc + j];
+		g->waiter_owner[j] = (int)arr[3 * nc + nw + j];
+		g->waiter_fd[j] = arr[3 * nc + 2 * nw + j] == UINT32_MAX ? -1 :
+				  dpsock_tko_claim_fd(c->d, r, (int32_t)arr[3 * nc + 2 * nw + j]);
+	}
+	g->chan_hi = tg.chan_hi;
+	g->waiter_hi = tg.waiter_hi;
+	g->n_procs = tg.n_procs;
+	/* the workers attach the rings as they restore their part (serve.c) */
+	c->groups[g->idx] = g;
+	if (g->idx + 1 > c->groups_hi)
+		c->groups_hi = g->idx + 1;
+	return 0;
+}
+
+/* main_init of a takeover: the wake page, the listening socket, the
+ * groups and the connections of the holder. The workers restore their
+ * part of each group after this (serve.c). */
+static int
+pl_tko_import(struct pl_ctl *c)
+{
+	struct dpsock_tko_rd r;
+	const void *data;
+	uint16_t type;
+	uint32_t len;
+	int ret, n;
+
+	if (!dpsock_tko_main_part(c->d, &r))
+		return -EPROTO;
+	for (n = 0; n < (int)PL_MAX_CONNS; n++) {
+		c->conns[n].fd = -1;
+		c->conns[n].group = -1;
+	}
+	while ((n = dpsock_tko_next(&r, &type, &data, &len)) > 0) {
+		switch (type) {
+		case PL_TKO_R_CTL: {
+			struct pl_tko_ctl ct;
+
+			if (len != sizeof(ct))
+				return -EINVAL;
+			memcpy(&ct, data, sizeof(ct));
+			if (ct.groups_hi > c->max_groups) {
+				DPSOCK_LOG(ERR, preload, "takeover: the holder has %u groups, "
+					   "preload.max_groups here is %u", ct.groups_hi, c->max_groups);
+				return -E2BIG;
+			}
+			c->wake_size = ct.wake_size;
+			c->wake_fd = dpsock_tko_claim_fd(c->d, &r, ct.wake_fd);
+			c->lfd = dpsock_tko_claim_fd(c->d, &r, ct.lfd);
+			c->max_waiters = ct.max_waiters;
+			c->slots = ct.slots;
+			if (c->wake_fd < 0 || c->lfd < 0)
+				return -EBADF;
+			ret = wake_page_map(c);
+			if (ret != 0)
+				return ret;
+			break;
+		}
+		case PL_TKO_R_GROUP:
+			ret = pl_tko_group_import(c, &r, data, len);
+			if (ret != 0)
+				return ret;
+			break;
+		case PL_TKO_R_CONN: {
+			struct pl_tko_conn tc;
+			struct pl_conn *cn;
+
+			if (len != sizeof(tc) || (memcpy(&tc, data, sizeof(tc)), tc.i >= PL_MAX_CONNS))
+				return -EINVAL;
+			cn = &c->conns[tc.i];
+			memset(cn, 0, sizeof(*cn));
+			cn->fd = dpsock_tko_claim_fd(c->d, &r, tc.fd);
+			cn->pid = tc.pid;
+			cn->uid = tc.uid;
+			cn->group = tc.group;
+			cn->n_chans = tc.n_chans;
+			cn->n_waiters = tc.n_waiters;
+			memcpy(cn->name, tc.name, sizeof(cn->name));
+			cn->name[sizeof(cn->name) - 1] = '\0';
+			cn->stats_idx = -1;
+			if (tc.i + 1 > c->n_conns)
+				c->n_conns = tc.i + 1;
+			client_stats_open(c, cn);
+			break;
+		}
+		default:
+			return -EPROTO;
+		}
+	}
+	return n < 0 ? n : 0;
 }

@@ -5,7 +5,7 @@
  * client processes (clients.c) and workers that serve their command rings
  * and sockets (serve.c).
  *
- *   dpsockd [EAL options] -- [-f dpsock.conf] [--help] [--help-config] [--version]
+ *   dpsockd [EAL options] -- [-f dpsock.conf] [--takeover] [--help] [--help-config] [--version]
  */
 
 #include <stdio.h>
@@ -14,12 +14,13 @@
 #include "dpsock/dpsock.h"
 
 #include "server_priv.h"
+#include "takeover/takeover.h"
 
 static void
 usage(FILE *f, const char *prog)
 {
 	fprintf(f,
-		"Usage: %s [EAL options] -- [-f FILE] [--help] [--help-config] [--version]\n"
+		"Usage: %s [EAL options] -- [-f FILE] [--takeover] [--help] [--help-config] [--version]\n"
 		"\n"
 		"dpsock daemon: a kernel-bypass TCP/UDP stack on DPDK, one lwIP instance per\n"
 		"worker lcore.\n\n",
@@ -30,7 +31,17 @@ usage(FILE *f, const char *prog)
 int
 main(int argc, char **argv)
 {
-	int n = dpsock_init(argc, argv);
+	static const struct dpsock_tko_app takeover = {
+		.freeze = dpsock_pl_tko_freeze,
+		.main_export = dpsock_pl_tko_export,
+		.worker_export = dpsock_pl_tko_worker_export,
+		.resume = dpsock_pl_tko_resume,
+	};
+	int n;
+
+	/* a new dpsockd can take everything over from this one (--takeover) */
+	dpsock_tko_register(&takeover, NULL);
+	n = dpsock_init(argc, argv);
 
 	if (n < 0)
 		return 1;

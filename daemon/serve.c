@@ -40,6 +40,7 @@
 #include "mcast_priv.h"
 #include "netview_priv.h"
 #include "server_priv.h"
+#include "takeover/takeover.h"
 
 /* Linux's option numbers (<netinet/tcp.h> clashes with lwIP's TCP_MSS) */
 #define PL_TCP_NODELAY 1
@@ -75,6 +76,7 @@ struct pl_worker {
 static struct pl_worker *pl_workers;
 
 static const struct dpsock_sock_ops pl_ops;
+static int pl_tko_worker_import(struct dpsock_worker *w);
 static size_t tx_pump(struct pl_wslot *ws);
 static void mate_unpair(struct pl_wslot *ws);
 
@@ -1882,7 +1884,7 @@ dpsock_pl_worker_init(struct dpsock_worker *w, void *arg)
 	w->sleeping_pub = &dpsock_pl_ctl.wake[w->idx].sleeping;
 	pl_workers[w->idx].rc_idle = rte_get_timer_hz() / 1000 * PL_RECLAIM_IDLE_MS;
 	pl_workers[w->idx].now = rte_get_timer_cycles();
-	return 0;
+	return dpsock_tko_taking(w->d) ? pl_tko_worker_import(w) : 0;
 }
 
 /* The clients[] entry of a process (the control thread fills the table),
@@ -2107,4 +2109,448 @@ dpsock_pl_srv_free(void)
 {
 	rte_free(pl_workers);
 	pl_workers = NULL;
+}
+
+/* ---------------------------------------------------------------------- */
+/* takeover (stack/takeover/takeover.h): each worker's part */
+
+enum {
+	PL_TKO_R_WG = DPSOCK_TKO_R_APP + 0x20,
+	PL_TKO_R_SLOT,
+	PL_TKO_R_ORPHAN,
+};
+
+/* A group seen from one worker; then (gen, change) of each slot below
+ * n_fresh, then the free stack. */
+struct pl_tko_wg {
+	uint32_t group;
+	uint32_t n_free;
+	uint32_t n_fresh;
+	uint32_t owners_next;
+	uint32_t recent_at;
+	uint8_t warned_slots, warned_backlog, bad, stopped;
+	uint32_t recent[PL_OWNERS_RECENT];
+};
+
+/* A slot in use; then its held data ({u32 off, u32 len} + len bytes,
+ * padded to 8, n_held times) and its socket (sock_len bytes). */
+struct pl_tko_slot {
+	uint32_t group;
+	uint32_t i;
+	uint32_t gen;
+	uint32_t change;
+	uint8_t kind, state, closing, shut_wr;
+	uint8_t tx_blocked, eof_pending, nodelay, keepalive;
+	uint8_t cc, mate_wait, pad[2];
+	uint32_t ka_idle, ka_intvl, ka_cnt;
+	int16_t tos, ttl;
+	uint32_t rx_cap;
+	uint32_t flags;
+	int32_t owner_pid, owner_fd;
+	uint32_t hits_seen, misses_seen;
+	uint32_t mate;            /* the mate's slot number + 1, 0: none */
+	uint32_t n_held;
+	uint64_t held_len;        /* bytes of the held records */
+	uint64_t sock_len;
+};
+
+struct pl_tko_orphan {
+	uint64_t len;             /* bytes still to send, then the socket */
+	uint64_t sock_len;
+};
+
+static int
+pl_tko_slot_export(struct pl_wslot *ws, struct dpsock_tko_buf *b, struct dpsock_tko_buf *x)
+{
+	struct pl_tko_slot ts = { 0 };
+	struct pl_held *h;
+	int r = 0;
+
+	x->len = 0;
+	ts.group = ws->wg->g->idx;
+	ts.i = ws->num % ws->wg->g->geo.slots_per_worker;
+	ts.gen = ws->gen;
+	ts.change = ws->change;
+	ts.kind = ws->kind;
+	ts.state = ws->state;
+	ts.closing = ws->closing;
+	ts.shut_wr = ws->shut_wr;
+	ts.tx_blocked = ws->tx_blocked;
+	ts.eof_pending = ws->eof_pending;
+	ts.nodelay = ws->nodelay;
+	ts.keepalive = ws->keepalive;
+	ts.cc = ws->cc;
+	ts.mate_wait = ws->mate_wait;
+	ts.ka_idle = ws->ka_idle;
+	ts.ka_intvl = ws->ka_intvl;
+	ts.ka_cnt = ws->ka_cnt;
+	ts.tos = ws->tos;
+	ts.ttl = ws->ttl;
+	ts.rx_cap = ws->rx_cap;
+	ts.flags = ws->flags;
+	ts.owner_pid = ws->owner_pid;
+	ts.owner_fd = ws->owner_fd;
+	ts.hits_seen = ws->hits_seen;
+	ts.misses_seen = ws->misses_seen;
+	ts.mate = ws->mate != NULL ? ws->mate->num + 1 : 0;
+	for (h = ws->held; h != NULL; h = h->next) {
+		uint32_t hl[2] = { (uint32_t)h->off, (uint32_t)dpsock_rx_len(h->rx) };
+		static const unsigned char zero[8];
+
+		dpsock_tko_buf_raw(x, hl, sizeof(hl));
+		for (size_t off = 0; off < hl[1];) {
+			unsigned char chunk[4096];
+			size_t n = dpsock_rx_copy(h->rx, chunk, sizeof(chunk), off);
+
+			if (n == 0)
+				return -EIO;
+			dpsock_tko_buf_raw(x, chunk, n);
+			off += n;
+		}
+		dpsock_tko_buf_raw(x, zero, (8 - x->len % 8) % 8);
+		ts.n_held++;
+	}
+	ts.held_len = x->len;
+	if (ws->s != NULL)
+		r = dpsock_sock_export(ws->s, x);
+	if (r != 0) {
+		DPSOCK_LOG(NOTICE, preload, "takeover: slot %u (kind %u, state %u): %s", ws->num,
+			   ws->kind, ws->state, strerror(-r));
+		return r;
+	}
+	ts.sock_len = x->len - ts.held_len;
+	dpsock_tko_buf_put(b, PL_TKO_R_SLOT, &ts, sizeof(ts), x->p, x->len);
+	return b->err != 0 ? b->err : x->err;
+}
+
+int
+dpsock_pl_tko_worker_export(struct dpsock_worker *w, void *arg, struct dpsock_tko_buf *b)
+{
+	struct pl_ctl *c = &dpsock_pl_ctl;
+	struct pl_worker *pw = &pl_workers[w->idx];
+	struct dpsock_tko_buf x = { 0 };
+	struct pl_wgroup *wg;
+	struct pl_orphan *o;
+	uint32_t i, j, hi;
+	int r = 0;
+
+	RTE_SET_USED(arg);
+	hi = __atomic_load_n(&c->groups_hi, __ATOMIC_ACQUIRE);
+	for (i = 0; r == 0 && (wg = next_wgroup(c, w->idx, hi, &i)) != NULL; i++) {
+		struct pl_tko_wg tw = { 0 };
+		uint32_t *gc;
+
+		tw.group = wg->g->idx;
+		tw.n_free = wg->n_free;
+		tw.n_fresh = wg->n_fresh;
+		tw.owners_next = wg->owners_next;
+		tw.recent_at = wg->recent_at;
+		tw.warned_slots = wg->warned_slots;
+		tw.warned_backlog = wg->warned_backlog;
+		tw.bad = wg->bad;
+		tw.stopped = wg->stopped;
+		memcpy(tw.recent, wg->recent, sizeof(tw.recent));
+		gc = malloc(((size_t)2 * wg->n_fresh + wg->n_free + 1) * sizeof(uint32_t));
+		if (gc == NULL) {
+			r = -ENOMEM;
+			break;
+		}
+		for (j = 0; j < wg->n_fresh; j++) {
+			gc[2 * j] = wg->slots[j].gen;
+			gc[2 * j + 1] = wg->slots[j].change;
+		}
+		memcpy(gc + 2 * wg->n_fresh, wg->free_stack, wg->n_free * sizeof(uint32_t));
+		dpsock_tko_buf_put(b, PL_TKO_R_WG, &tw, sizeof(tw), gc,
+				   ((size_t)2 * wg->n_fresh + wg->n_free) * sizeof(uint32_t));
+		free(gc);
+		for (j = 0; r == 0 && !wg->bad && j < wg->n_fresh; j++)
+			if (wg->slots[j].in_use)
+				r = pl_tko_slot_export(&wg->slots[j], b, &x);
+	}
+	for (o = pw->orphans; r == 0 && o != NULL; o = o->next) {
+		struct pl_tko_orphan to = { .len = o->len - o->off };
+
+		x.len = 0;
+		dpsock_tko_buf_raw(&x, o->data + o->off, o->len - o->off);
+		r = dpsock_sock_export(o->s, &x);
+		to.sock_len = x.len - to.len;
+		if (r == 0)
+			dpsock_tko_buf_put(b, PL_TKO_R_ORPHAN, &to, sizeof(to), x.p, x.len);
+	}
+	dpsock_tko_buf_free(&x);
+	return r != 0 ? r : b->err;
+}
+
+/* Attach worker k's ends of group g's live rings (as on_channel_add and
+ * on_waiter_add did in the holder; the rings keep their indices). */
+static int
+pl_tko_rings_attach(struct pl_wgroup *wg)
+{
+	struct pl_group *g = wg->g;
+	uint32_t id;
+	int ret;
+
+	for (id = 0; id < g->chan_hi; id++) {
+		unsigned char *blk = pl_chan_block(g, id, wg->k);
+
+		if (g->chan_live[id] == PL_CHAN_FREE)
+			continue;
+		ret = dpsock_spsc_cons_attach(&wg->chans[id].cmd, blk, g->geo.cmd_ring_size);
+		if (ret == 0)
+			ret = dpsock_spsc_prod_attach(&wg->chans[id].reply, blk + g->geo.cmd_ring_size,
+						      g->geo.reply_ring_size);
+		if (ret != 0)
+			return ret;
+	}
+	for (id = 0; id < g->waiter_hi; id++) {
+		if (!g->waiter_live[id])
+			continue;
+		ret = dpsock_spsc_prod_attach(&wg->wait[id], pl_wait_ring(g, id, wg->k),
+					      g->geo.wait_ring_size);
+		if (ret != 0)
+			return ret;
+		wake_mark(wg, id); /* once: every waiter looks again */
+	}
+	return 0;
+}
+
+static struct pl_wgroup *
+pl_tko_wg(struct pl_ctl *c, uint32_t group, unsigned int k)
+{
+	return group < c->groups_hi && c->groups[group] != NULL ? c->groups[group]->wg[k] : NULL;
+}
+
+static int
+pl_tko_wg_import(struct pl_ctl *c, unsigned int k, const void *data, uint32_t len)
+{
+	struct pl_tko_wg tw;
+	struct pl_wgroup *wg;
+	const uint32_t *gc;
+	uint32_t j;
+
+	if (len < sizeof(tw))
+		return -EINVAL;
+	memcpy(&tw, data, sizeof(tw));
+	wg = pl_tko_wg(c, tw.group, k);
+	if (wg == NULL || tw.n_fresh > wg->g->geo.slots_per_worker || tw.n_free > tw.n_fresh ||
+	    len != sizeof(tw) + ((size_t)2 * tw.n_fresh + tw.n_free) * sizeof(uint32_t))
+		return -EINVAL;
+	gc = (const uint32_t *)(const void *)((const unsigned char *)data + sizeof(tw));
+	wg->n_fresh = tw.n_fresh;
+	wg->n_free = tw.n_free;
+	wg->owners_next = tw.owners_next;
+	wg->recent_at = tw.recent_at;
+	wg->warned_slots = tw.warned_slots;
+	wg->warned_backlog = tw.warned_backlog;
+	wg->bad = tw.bad;
+	wg->stopped = tw.stopped;
+	memcpy(wg->recent, tw.recent, sizeof(tw.recent));
+	for (j = 0; j < tw.n_fresh; j++) {
+		wg->slots[j].wg = wg;
+		wg->slots[j].num = k * wg->g->geo.slots_per_worker + j;
+		wg->slots[j].gen = gc[2 * j];
+		wg->slots[j].change = gc[2 * j + 1];
+	}
+	memcpy(wg->free_stack, gc + 2 * tw.n_fresh, tw.n_free * sizeof(uint32_t));
+	return wg->bad ? 0 : pl_tko_rings_attach(wg);
+}
+
+static int
+pl_tko_slot_import(struct pl_ctl *c, struct dpsock_worker *w, const void *data, uint32_t len)
+{
+	const unsigned char *p = data, *end = p + len;
+	struct pl_tko_slot ts;
+	const struct dpsock_pl_seg *geo;
+	struct pl_wgroup *wg;
+	struct pl_wslot *ws;
+	unsigned char *base, *sdata;
+	uint32_t h;
+	int err;
+
+	if (len < sizeof(ts))
+		return -EINVAL;
+	memcpy(&ts, p, sizeof(ts));
+	p += sizeof(ts);
+	wg = pl_tko_wg(c, ts.group, w->idx);
+	if (wg == NULL || ts.i >= wg->n_fresh || ts.held_len + ts.sock_len != (uint64_t)(end - p))
+		return -EINVAL;
+	geo = &wg->g->geo;
+	ws = &wg->slots[ts.i];
+	ws->in_use = 1;
+	ws->gen = ts.gen;
+	ws->change = ts.change;
+	ws->kind = ts.kind;
+	ws->state = ts.state;
+	ws->closing = ts.closing;
+	ws->shut_wr = ts.shut_wr;
+	ws->tx_blocked = ts.tx_blocked;
+	ws->eof_pending = ts.eof_pending;
+	ws->nodelay = ts.nodelay;
+	ws->keepalive = ts.keepalive;
+	ws->cc = ts.cc;
+	ws->mate_wait = ts.mate_wait;
+	ws->ka_idle = ts.ka_idle;
+	ws->ka_intvl = ts.ka_intvl;
+	ws->ka_cnt = ts.ka_cnt;
+	ws->tos = ts.tos;
+	ws->ttl = ts.ttl;
+	ws->rx_cap = ts.rx_cap;
+	ws->flags = ts.flags;
+	ws->owner_pid = ts.owner_pid;
+	ws->owner_fd = ts.owner_fd;
+	ws->hits_seen = ts.hits_seen;
+	ws->misses_seen = ts.misses_seen;
+	/* the mate's pointer once every slot is back (pl_tko_mates) */
+	ws->mate = (struct pl_wslot *)(uintptr_t)ts.mate;
+	base = (unsigned char *)sh_of(ws);
+	sdata = pl_slot_data(wg->g, ws->num);
+	if (dpsock_fifo_prod_attach_at(&ws->rx, base + geo->rx_fifo_off, sdata + geo->rx_data_off,
+				       geo->rx_fifo_size) != 0 ||
+	    dpsock_fifo_cons_attach_at(&ws->tx, base + geo->tx_fifo_off, sdata + geo->tx_data_off,
+				       geo->tx_fifo_size) != 0)
+		return -EIO;
+	__atomic_store_n(&wg->n_socks, wg->n_socks + 1, __ATOMIC_RELAXED);
+	slot_active(ws);
+	ws->s = dpsock_sock_import(w, p + ts.held_len, ts.sock_len, &pl_ops, ws, &err);
+	if (ws->s == NULL && err != 0)
+		return err;
+	for (h = 0; h < ts.n_held; h++) {
+		uint32_t hl[2];
+		struct pl_held *ph;
+
+		if ((size_t)(end - p) < sizeof(hl))
+			return -EINVAL;
+		memcpy(hl, p, sizeof(hl));
+		p += sizeof(hl);
+		if ((size_t)(end - p) < hl[1] || hl[0] > hl[1] || ws->s == NULL)
+			return -EINVAL;
+		ph = malloc(sizeof(*ph));
+		if (ph == NULL)
+			return -ENOMEM;
+		ph->rx = dpsock_rx_restore(ws->s, p, hl[1]);
+		if (ph->rx == NULL) {
+			free(ph);
+			return -ENOMEM;
+		}
+		ph->off = hl[0];
+		ph->next = NULL;
+		if (ws->held_tail != NULL)
+			ws->held_tail->next = ph;
+		else
+			ws->held = ph;
+		ws->held_tail = ph;
+		p += (hl[1] + sizeof(hl) + 7) / 8 * 8 - sizeof(hl);
+	}
+	return 0;
+}
+
+static int
+pl_tko_orphan_import(struct dpsock_worker *w, const void *data, uint32_t len)
+{
+	struct pl_worker *pw = &pl_workers[w->idx];
+	struct pl_tko_orphan to;
+	struct pl_orphan *o;
+	int err;
+
+	if (len < sizeof(to))
+		return -EINVAL;
+	memcpy(&to, data, sizeof(to));
+	if (to.len + to.sock_len != len - sizeof(to))
+		return -EINVAL;
+	o = malloc(sizeof(*o) + to.len);
+	if (o == NULL)
+		return -ENOMEM;
+	memcpy(o->data, (const unsigned char *)data + sizeof(to), to.len);
+	o->pw = pw;
+	o->off = 0;
+	o->len = to.len;
+	o->s = dpsock_sock_import(w, (const unsigned char *)data + sizeof(to) + to.len,
+				  to.sock_len, &orphan_ops, o, &err);
+	if (o->s == NULL) {
+		free(o);
+		return err;
+	}
+	o->next = pw->orphans;
+	o->pprev = &pw->orphans;
+	if (pw->orphans != NULL)
+		pw->orphans->pprev = &o->next;
+	pw->orphans = o;
+	pw->orphan_bytes += to.len;
+	return 0;
+}
+
+/* Once every slot of the worker is back: mates, and a first pass of what
+ * each slot had pending (held data into its FIFO, its tx FIFO to lwIP). */
+static void
+pl_tko_settle(struct pl_ctl *c, unsigned int k)
+{
+	struct pl_wgroup *wg;
+	uint32_t i, j;
+
+	for (i = 0; (wg = next_wgroup(c, k, c->groups_hi, &i)) != NULL; i++) {
+		uint32_t spw = wg->g->geo.slots_per_worker;
+
+		for (j = 0; j < wg->n_fresh; j++) {
+			struct pl_wslot *ws = &wg->slots[j];
+			uint32_t m = (uint32_t)(uintptr_t)ws->mate;
+
+			ws->mate = NULL;
+			if (ws->in_use && m != 0 && (m - 1) / spw == k &&
+			    wg->slots[(m - 1) % spw].in_use)
+				ws->mate = &wg->slots[(m - 1) % spw];
+		}
+		for (j = 0; j < wg->n_fresh && !wg->bad; j++) {
+			struct pl_wslot *ws = &wg->slots[j];
+
+			if (!ws->in_use)
+				continue;
+			if (ws->held != NULL)
+				rx_drain(ws);
+			if (ws->kind != DPSOCK_PL_TCP_LISTENER && !ws->tx_blocked)
+				tx_pump(ws);
+			slot_update_tx_space(ws);
+		}
+		wake_flush(wg);
+	}
+}
+
+/* On the worker, from its worker_init: its part of every group. */
+static int
+pl_tko_worker_import(struct dpsock_worker *w)
+{
+	struct pl_ctl *c = &dpsock_pl_ctl;
+	struct dpsock_tko_rd r;
+	const void *data;
+	uint16_t type;
+	uint32_t len;
+	int n, ret = 0;
+
+	if (!dpsock_tko_worker_part(w->d, w->idx, &r))
+		return -EPROTO;
+	while (ret == 0 && (n = dpsock_tko_next(&r, &type, &data, &len)) > 0) {
+		switch (type) {
+		case PL_TKO_R_WG:
+			ret = pl_tko_wg_import(c, w->idx, data, len);
+			break;
+		case PL_TKO_R_SLOT:
+			ret = pl_tko_slot_import(c, w, data, len);
+			break;
+		case PL_TKO_R_ORPHAN:
+			ret = pl_tko_orphan_import(w, data, len);
+			break;
+		default:
+			if (type >= DPSOCK_TKO_R_APP)
+				ret = -EPROTO;
+			break; /* the stack's own records */
+		}
+	}
+	if (ret == 0 && n < 0)
+		ret = n;
+	if (ret != 0) {
+		DPSOCK_LOG(ERR, preload, "takeover: worker %u: restoring record %u: %s", w->idx,
+			   type, strerror(-ret));
+		return ret;
+	}
+	pl_tko_settle(c, w->idx);
+	return 0;
 }

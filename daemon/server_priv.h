@@ -191,7 +191,8 @@ struct pl_ctl {
 	int efd;                  /* wakes the control thread (stop, a bad group) */
 	uint32_t stop;            /* shared: the thread must return */
 	char path[108];
-	int wake_fd;
+	int wake_fd;              /* the wake page, writable (dpsockd's) */
+	int wake_ro_fd;           /* the same, read-only: what clients get */
 	struct dpsock_pl_wake *wake; /* wake page, n_workers lines */
 	size_t wake_size;
 	struct pl_group **groups; /* shared: [max_groups], release/acquire */
@@ -203,6 +204,8 @@ struct pl_ctl {
 	unsigned int n_conns;
 	uint32_t max_waiters;
 	uint32_t slots;           /* slots per worker per group (pl_fit_address_space) */
+	uint32_t tko_freeze;      /* shared: 1 a takeover freezes the thread, 2 handed over */
+	uint32_t tko_frozen;      /* shared: the thread is frozen */
 };
 
 extern struct pl_ctl dpsock_pl_ctl;
@@ -216,6 +219,15 @@ void dpsock_pl_main_fini(void *arg);
 /* A worker found group g corrupt: ask the control thread to drop it (any
  * thread). */
 void dpsock_pl_group_report_bad(struct pl_group *g);
+
+/* takeover (stack/takeover/takeover.h): clients.c's control side */
+struct dpsock_tko_buf;
+struct dpsock_tko_fds;
+int dpsock_pl_tko_freeze(void *arg);
+int dpsock_pl_tko_export(void *arg, struct dpsock_tko_buf *b, struct dpsock_tko_fds *f);
+void dpsock_pl_tko_resume(void *arg, bool handed);
+/* serve.c's worker side: its part of every group, on the worker */
+int dpsock_pl_tko_worker_export(struct dpsock_worker *w, void *arg, struct dpsock_tko_buf *b);
 
 /* serve.c: the worker hooks; buffers made by main_init, freed by main_fini */
 int dpsock_pl_srv_init(unsigned int n_workers);

@@ -14,6 +14,7 @@
 #include <linux/magic.h>
 #include <linux/sockios.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/vfs.h>
 
@@ -381,6 +382,94 @@ xsk_fd_new(const int *known, unsigned int n_known)
 			return now[i];
 	}
 	return -1;
+}
+
+/*
+ * AF_XDP sockets this process still holds once its AF_XDP ports are
+ * closed. DPDK 22.11's af_xdp PMD (with libxdp) closes each queue's socket
+ * but not the one its UMEM was registered on, which stays bound to the
+ * interface's queue until the process ends: no other socket can bind the
+ * queue meanwhile (EBUSY), neither a new process's (a takeover) nor this
+ * one's (a port started again). Closed here; returns how many.
+ */
+unsigned int
+dpsock_port_xsk_leftovers_close(void)
+{
+	int fds[XSK_FDS_MAX];
+	unsigned int n = xsk_fds(fds, XSK_FDS_MAX), i;
+
+	for (i = 0; i < n; i++)
+		close(fds[i]);
+	return n;
+}
+
+/* a probe that did bind (a driver with zero-copy AF_XDP) holds the queue
+ * until the kernel's work item frees it in turn */
+#define XDP_PROBE_SETTLE_US 50000
+
+/*
+ * Is interface queue `queue` free of AF_XDP sockets? A throwaway socket
+ * with a one-page UMEM asks for it in zero-copy mode: the kernel answers
+ * EBUSY while another socket's buffer pool holds the queue; otherwise a
+ * driver without zero-copy (veth, or a NIC in generic mode) refuses the
+ * mode after it checked, undoing everything at once (no deferred
+ * release), and one with zero-copy binds the probe. Returns 1 free (and
+ * nothing left behind), 2 free but the probe was bound (its own hold goes
+ * the deferred way), 0 busy, or -errno (no probe possible).
+ */
+static int
+xsk_probe_bind(unsigned int ifindex, unsigned int queue)
+{
+	struct xdp_umem_reg mr = { .len = 2 * 4096, .chunk_size = 4096 };
+	struct sockaddr_xdp sx = { .sxdp_family = AF_XDP, .sxdp_ifindex = ifindex,
+				   .sxdp_queue_id = queue, .sxdp_flags = XDP_ZEROCOPY };
+	int fd, n = 2, r;
+	void *mem;
+
+	fd = socket(AF_XDP, SOCK_RAW | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	mem = mmap(NULL, mr.len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (mem == MAP_FAILED) {
+		close(fd);
+		return -ENOMEM;
+	}
+	mr.addr = (uintptr_t)mem;
+	if (setsockopt(fd, SOL_XDP, XDP_UMEM_REG, &mr, sizeof(mr)) != 0 ||
+	    setsockopt(fd, SOL_XDP, XDP_UMEM_FILL_RING, &n, sizeof(n)) != 0 ||
+	    setsockopt(fd, SOL_XDP, XDP_UMEM_COMPLETION_RING, &n, sizeof(n)) != 0 ||
+	    setsockopt(fd, SOL_XDP, XDP_RX_RING, &n, sizeof(n)) != 0)
+		r = -errno;
+	else if (bind(fd, (struct sockaddr *)&sx, sizeof(sx)) == 0)
+		r = 2;
+	else
+		r = errno == EBUSY ? 0 : 1;
+	close(fd);
+	munmap(mem, mr.len);
+	return r;
+}
+
+int
+dpsock_port_xdp_wait_free(const struct dpsock_port *p, unsigned int timeout_ms)
+{
+	uint64_t until = rte_get_timer_cycles() + rte_get_timer_hz() / 1000 * timeout_ms;
+	bool bound = false;
+	uint16_t q;
+	int r = 1;
+
+	if (!p->is_xdp)
+		return 0;
+	for (q = 0; q < p->n_queues; q++) {
+		while ((r = xsk_probe_bind(p->xdp.ifindex, p->queues[q].if_queue)) == 0 &&
+		       rte_get_timer_cycles() < until)
+			rte_delay_us_sleep(500);
+		if (r <= 0)
+			return r == 0 ? -EBUSY : r;
+		bound |= r == 2;
+	}
+	if (bound)
+		rte_delay_us_sleep(XDP_PROBE_SETTLE_US);
+	return 0;
 }
 
 /* Read back what the kernel gave the port's sockets and XDP program. */
@@ -944,8 +1033,11 @@ dpsock_port_start(struct dpsock_port *p, uint16_t n_queues, uint16_t mtu,
 	return 0;
 }
 
-void
-dpsock_port_stop(struct dpsock_port *p)
+/* Stop and close the port's DPDK ports; with reclaim, find the mbufs
+ * af_xdp kept in its fill rings (their count is what teardown checks; a
+ * takeover's holder does it only if it starts the port again). */
+static void
+port_stop(struct dpsock_port *p, bool reclaim)
 {
 	uint16_t q;
 
@@ -963,6 +1055,25 @@ dpsock_port_stop(struct dpsock_port *p)
 	}
 	p->n_started = 0;
 	p->started = false;
+	if (p->is_xdp && reclaim)
+		xdp_reclaim(p);
+}
+
+void
+dpsock_port_stop(struct dpsock_port *p)
+{
+	port_stop(p, true);
+}
+
+void
+dpsock_port_release(struct dpsock_port *p)
+{
+	port_stop(p, false);
+}
+
+void
+dpsock_port_reclaim(struct dpsock_port *p)
+{
 	if (p->is_xdp)
 		xdp_reclaim(p);
 }

@@ -196,6 +196,19 @@ struct rte_mempool *dpsock_port_xdp_pool_create(const char *name, unsigned int n
 /* Stop and close the port (idempotent). Frees the mbufs held by its queues;
  * for af_xdp, also those its fill rings kept (DPDK 22.11 does not). */
 void dpsock_port_stop(struct dpsock_port *p);
+/* A takeover: stop and close at once (dpsock_port_reclaim later, only
+ * for a port started again). */
+void dpsock_port_release(struct dpsock_port *p);
+void dpsock_port_reclaim(struct dpsock_port *p);
+/* After every AF_XDP port stopped: close the AF_XDP sockets the PMD left
+ * open (their queues stay bound otherwise). Returns how many. */
+unsigned int dpsock_port_xsk_leftovers_close(void);
+/* Wait (at most timeout_ms) until every AF_XDP queue of p can be bound:
+ * the kernel frees a closed socket's hold on its queue in a work item,
+ * after close() returned, and a bind meanwhile fails (EBUSY); so does
+ * the PMD's queue set-up then, leaving its mbufs in disorder. 0 or -errno
+ * (-EBUSY: still held). Other ports: 0. */
+int dpsock_port_xdp_wait_free(const struct dpsock_port *p, unsigned int timeout_ms);
 
 /* The port's counters: the sum over its member DPDK ports. Returns 0 or
  * -errno from rte_eth_stats_get. */

@@ -19,7 +19,9 @@
  */
 
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <rte_branch_prediction.h>
@@ -37,12 +39,14 @@
 #include "dpsock/dpsock.h"
 #include "dpsock_lwip.h"
 #include "dpsock_lwip_pcb_index.h"
+#include "dpsock_tcp_mig.h"
 
 #include "stack_priv.h"
 #include "filter_priv.h"
 #include "log_priv.h"
 #include "mcast_priv.h"
 #include "netview_priv.h"
+#include "takeover/takeover.h"
 
 enum sock_type {
 	SOCK_TCP_LISTEN = 1,
@@ -1993,4 +1997,418 @@ dpsock_sock_worker_fini(struct dpsock_worker *w)
 		}
 		sock_free(s);
 	}
+}
+
+/* ---- takeover (takeover/takeover.h) --------------------------------------- */
+
+/*
+ * A socket in the takeover image: what sock.c keeps beside the pcb, the
+ * pcb's own addresses and options, and for a connection lwIP's image of
+ * the pcb (dpsock_tcp_mig.h) with its bytes. A listener and a UDP socket
+ * are made again by the same calls that made them; a connection is
+ * restored as it was. Data the app holds (dpsock_rx_hold) is the app's to
+ * carry: it gives it back with dpsock_rx_restore, which re-counts it.
+ */
+#define SOCK_IMAGE_MAGIC 0x4d49534bu /* "KSIM" */
+
+struct sock_image {
+	uint32_t magic;
+	uint8_t type;             /* enum sock_type */
+	uint8_t has_pcb;          /* 0: the pcb is gone (the socket only reports) */
+	uint8_t shut_wr;
+	uint8_t cc;
+	uint8_t served_proto;
+	uint8_t n_served;
+	uint8_t ip_type;          /* IPADDR_TYPE_* of the pcb's local address */
+	uint8_t ttl, tos;
+	uint8_t udp_flags;        /* lwIP's UDP_FLAGS_* */
+	uint8_t reuseport, mc_all, mc_loop, mc_all6, mc_loop6, hops6;
+	uint8_t mcast_ttl, mcast_ifindex;
+	uint8_t pad[2];
+	int16_t mc_if6;
+	uint16_t served_port;
+	uint16_t owned_port;
+	uint16_t local_port, remote_port;
+	uint32_t so_options;
+	uint32_t mcast_ip4;
+	int32_t owner_pid, owner_fd;
+	uint32_t pcb_len;         /* bytes of the TCP image that follow */
+	uint8_t local_ip[16], remote_ip[16];
+	uint8_t remote_type;
+	uint8_t pad2[7];
+	struct dpsock_mc_addr served[2];
+};
+
+static void
+ip_out(uint8_t out[16], const ip_addr_t *a)
+{
+	memset(out, 0, 16);
+	if (IP_IS_V6(a))
+		memcpy(out, ip_2_ip6(a)->addr, 16);
+	else
+		memcpy(out, &ip_2_ip4(a)->addr, 4);
+}
+
+static void
+ip_in(ip_addr_t *a, uint8_t type, const uint8_t in[16])
+{
+	if (type == IPADDR_TYPE_V6) {
+		IP_SET_TYPE_VAL(*a, IPADDR_TYPE_V6);
+		memcpy(ip_2_ip6(a)->addr, in, 16);
+		ip6_addr_clear_zone(ip_2_ip6(a));
+	} else {
+		ip_addr_set_zero_ip4(a);
+		memcpy(&ip_2_ip4(a)->addr, in, 4);
+		IP_SET_TYPE_VAL(*a, type);
+	}
+}
+
+/* A connection's pcb as a blob: the netif it is bound to, lwIP's image
+ * (dpsock_tcp_mig.h), its data. */
+struct pcb_blob_hdr {
+	uint8_t netif_idx;
+	uint8_t pad[7];
+};
+
+static int
+tcp_blob_put(const struct tcp_pcb *pcb, struct dpsock_tko_buf *b, uint32_t *len)
+{
+	struct pcb_blob_hdr bh = { .netif_idx = pcb->netif_idx };
+	struct dpsock_tcp_mig_image img;
+	size_t cap = dpsock_tcp_mig_data_size(pcb), dlen = 0;
+	unsigned char *data = malloc(cap != 0 ? cap : 1);
+	int r;
+
+	if (data == NULL)
+		return -ENOMEM;
+	r = dpsock_tcp_mig_export(pcb, &img, data, cap, &dlen);
+	if (r == 0) {
+		dpsock_tko_buf_raw(b, &bh, sizeof(bh));
+		dpsock_tko_buf_raw(b, &img, sizeof(img));
+		dpsock_tko_buf_raw(b, data, dlen);
+		*len = (uint32_t)(sizeof(bh) + sizeof(img) + dlen);
+		r = b->err;
+	}
+	free(data);
+	return r;
+}
+
+static struct tcp_pcb *
+tcp_blob_get(const void *blob, size_t len, int *err)
+{
+	const unsigned char *p = blob;
+	struct pcb_blob_hdr bh;
+	struct dpsock_tcp_mig_image img;
+
+	if (len < sizeof(bh) + sizeof(img)) {
+		*err = -EINVAL;
+		return NULL;
+	}
+	memcpy(&bh, p, sizeof(bh));
+	memcpy(&img, p + sizeof(bh), sizeof(img));
+	return dpsock_tcp_mig_import(&img, p + sizeof(bh) + sizeof(img),
+				     len - sizeof(bh) - sizeof(img), bh.netif_idx, err);
+}
+
+int
+dpsock_sock_export(struct dpsock_sock *s, struct dpsock_tko_buf *blob)
+{
+	struct sock_image im;
+	uint32_t plen = 0;
+	size_t at;
+	int r;
+
+	memset(&im, 0, sizeof(im));
+	im.magic = SOCK_IMAGE_MAGIC;
+	im.type = s->type;
+	im.shut_wr = s->shut_wr;
+	im.cc = s->cc;
+	im.served_proto = s->served_proto;
+	im.n_served = s->n_served;
+	im.served_port = s->served_port;
+	im.owned_port = s->owned_port;
+	memcpy(im.served, s->served, sizeof(im.served));
+	im.owner_pid = s->udp.owner_pid;
+	im.owner_fd = s->udp.owner_fd;
+	if (s->dead || s->closed_by_app)
+		return -EINVAL; /* not the app's any more: dpsock_tko_export_pcbs */
+	if (s->type == SOCK_UDP && s->pcb.udp != NULL) {
+		struct udp_pcb *u = s->pcb.udp;
+
+		if (s->udp.mc != NULL)
+			return -ENOTSUP; /* memberships: not carried yet */
+		im.has_pcb = 1;
+		im.ip_type = IP_GET_TYPE(&u->local_ip);
+		ip_out(im.local_ip, &u->local_ip);
+		ip_out(im.remote_ip, &u->remote_ip);
+		im.remote_type = IP_GET_TYPE(&u->remote_ip);
+		im.local_port = u->local_port;
+		im.remote_port = u->remote_port;
+		im.udp_flags = u->flags;
+		im.so_options = u->so_options;
+		im.ttl = u->ttl;
+		im.tos = u->tos;
+		im.mcast_ttl = u->mcast_ttl;
+		im.mcast_ifindex = u->mcast_ifindex;
+		im.mcast_ip4 = ip4_addr_get_u32(&u->mcast_ip4);
+		im.reuseport = s->udp.reuseport;
+		im.mc_all = s->udp.mc_all;
+		im.mc_loop = s->udp.mc_loop;
+		im.mc_all6 = s->udp.mc_all6;
+		im.mc_loop6 = s->udp.mc_loop6;
+		im.hops6 = s->udp.hops6;
+		im.mc_if6 = s->udp.mc_if6;
+	} else if (s->type == SOCK_TCP_LISTEN && s->pcb.tcp != NULL) {
+		struct tcp_pcb *l = s->pcb.tcp;
+
+		im.has_pcb = 1;
+		im.ip_type = IP_GET_TYPE(&l->local_ip);
+		ip_out(im.local_ip, &l->local_ip);
+		im.local_port = l->local_port;
+		im.so_options = l->so_options;
+		im.ttl = l->ttl;
+		im.tos = l->tos;
+	} else if (s->type == SOCK_TCP && s->pcb.tcp != NULL) {
+		struct tcp_pcb *pcb = s->pcb.tcp;
+
+		if (s->connecting || pcb->state == SYN_SENT)
+			return -EINPROGRESS; /* a handshake of ours in flight */
+		im.has_pcb = 1;
+		dpsock_tko_buf_raw(blob, &im, sizeof(im));
+		at = blob->len;
+		r = tcp_blob_put(pcb, blob, &plen);
+		if (r != 0)
+			return r;
+		/* the length, now known, into the header written above */
+		memcpy(blob->p + at - sizeof(im) + offsetof(struct sock_image, pcb_len), &plen,
+		       sizeof(plen));
+		return 0;
+	}
+	dpsock_tko_buf_raw(blob, &im, sizeof(im));
+	return blob->err;
+}
+
+/* A connection's pcb from the image, with what sock.c hangs on it. */
+static struct tcp_pcb *
+tcp_import_pcb(struct dpsock_worker *w, const void *data, size_t len, uint16_t owned_port,
+	       int *err)
+{
+	struct tcp_pcb *pcb;
+
+	if (owned_port != 0 && !dpsock_steer_claim_exact(w, owned_port)) {
+		*err = -EADDRINUSE;
+		return NULL;
+	}
+	pcb = tcp_blob_get(data, len, err);
+	if (pcb == NULL) {
+		if (owned_port != 0)
+			__atomic_load_n(&w->d->steer, __ATOMIC_ACQUIRE)->release_port(w, owned_port);
+		return NULL;
+	}
+	if (owned_port != 0) {
+		/* from here the pcb's destroy callback owns the port */
+		tcp_ext_arg_set_callbacks(pcb, w->extarg_id, &active_extarg);
+		tcp_ext_arg_set(pcb, w->extarg_id, (void *)(uintptr_t)owned_port);
+	}
+	return pcb;
+}
+
+struct dpsock_sock *
+dpsock_sock_import(struct dpsock_worker *w, const void *blob, size_t len,
+		   const struct dpsock_sock_ops *ops, void *user, int *err)
+{
+	struct sock_image im;
+	struct dpsock_sock *s = NULL;
+	ip_addr_t la, ra;
+
+	*err = 0;
+	if (len < sizeof(im)) {
+		*err = -EINVAL;
+		return NULL;
+	}
+	memcpy(&im, blob, sizeof(im));
+	if (im.magic != SOCK_IMAGE_MAGIC || im.pcb_len != len - sizeof(im) || im.n_served > 2) {
+		*err = -EINVAL;
+		return NULL;
+	}
+	if (!im.has_pcb)
+		return NULL; /* the pcb was gone: the app keeps what it reported */
+	ip_in(&la, im.ip_type, im.local_ip);
+	switch (im.type) {
+	case SOCK_TCP_LISTEN:
+		s = tcp_listen_ip(w, &la, im.served, im.n_served, im.local_port, 0, ops, user);
+		if (s == NULL) {
+			*err = -errno;
+			return NULL;
+		}
+		s->cc = im.cc;
+		s->pcb.tcp->so_options = (u8_t)im.so_options;
+		s->pcb.tcp->ttl = im.ttl;
+		s->pcb.tcp->tos = im.tos;
+		return s;
+	case SOCK_UDP: {
+		unsigned int flags = 0;
+
+		if (im.so_options & SOF_REUSEADDR)
+			flags |= im.reuseport ? DPSOCK_UDP_REUSEPORT : DPSOCK_UDP_REUSEADDR;
+		if (im.owned_port != 0 && !dpsock_steer_claim_exact(w, im.owned_port)) {
+			*err = -EADDRINUSE;
+			return NULL;
+		}
+		s = udp_bind_ip(w, &la, im.served, im.n_served, im.local_port, flags, ops, user);
+		if (s == NULL) {
+			*err = -errno;
+			if (im.owned_port != 0)
+				__atomic_load_n(&w->d->steer, __ATOMIC_ACQUIRE)->release_port(w,
+											im.owned_port);
+			return NULL;
+		}
+		s->owned_port = im.owned_port;
+		if (im.udp_flags & UDP_FLAGS_CONNECTED) {
+			ip_in(&ra, im.remote_type, im.remote_ip);
+			udp_connect(s->pcb.udp, &ra, im.remote_port);
+		}
+		s->pcb.udp->so_options = (u8_t)im.so_options;
+		s->pcb.udp->ttl = im.ttl;
+		s->pcb.udp->tos = im.tos;
+		s->pcb.udp->mcast_ttl = im.mcast_ttl;
+		s->pcb.udp->mcast_ifindex = im.mcast_ifindex;
+		ip4_addr_set_u32(&s->pcb.udp->mcast_ip4, im.mcast_ip4);
+		s->udp.mc_all = im.mc_all;
+		s->udp.mc_loop = im.mc_loop;
+		s->udp.mc_all6 = im.mc_all6;
+		s->udp.mc_loop6 = im.mc_loop6;
+		s->udp.hops6 = im.hops6;
+		s->udp.mc_if6 = im.mc_if6;
+		dpsock_sock_set_owner(s, im.owner_pid, im.owner_fd);
+		return s;
+	}
+	case SOCK_TCP: {
+		struct tcp_pcb *pcb = tcp_import_pcb(w, (const unsigned char *)blob + sizeof(im),
+						     im.pcb_len, im.owned_port, err);
+
+		if (pcb == NULL)
+			return NULL;
+		s = sock_new(w, SOCK_TCP, ops, user);
+		if (s == NULL) {
+			tcp_abandon(pcb, 0);
+			*err = -ENOMEM;
+			return NULL;
+		}
+		s->pcb.tcp = pcb;
+		s->owned_port = im.owned_port;
+		s->shut_wr = im.shut_wr;
+		s->cc = im.cc;
+		tcp_setup_callbacks(s);
+		conn_count(s, true);
+		sock_stats_open(s);
+		sock_mark_loop(s);
+		return s;
+	}
+	default:
+		*err = -EINVAL;
+		return NULL;
+	}
+}
+
+struct dpsock_rx *
+dpsock_rx_restore(struct dpsock_sock *s, const void *data, size_t len)
+{
+	struct dpsock_rx *rx;
+	struct pbuf *p;
+
+	if (len == 0 || len > 0xffff)
+		return NULL;
+	p = pbuf_alloc(PBUF_RAW, (u16_t)len, PBUF_RAM);
+	rx = p != NULL ? mem_calloc(1, sizeof(*rx)) : NULL;
+	if (rx == NULL) {
+		if (p != NULL)
+			pbuf_free(p);
+		return NULL;
+	}
+	pbuf_take(p, data, (u16_t)len);
+	rx->p = p;
+	rx->s = s;
+	rx->len = (uint32_t)len;
+	rx->held = true;
+	rx->heap = true;
+	s->holds++;
+	s->rx_unacked += (uint32_t)len;
+	DPSOCK_SOCKSTAT_ADD(s->st, rx_held, len);
+	return rx;
+}
+
+/* A pcb no socket of the app stands for any more (the app closed it: its
+ * FIN and last bytes still go out; TIME_WAIT): a record of its own,
+ * restored without a socket (lwIP finishes it as it would have). */
+#define PCB_IMAGE_MAGIC 0x4d49504bu /* "KPIM" */
+
+struct pcb_image {
+	uint32_t magic;
+	uint16_t owned_port;
+	uint16_t pad;
+	uint32_t pcb_len;
+};
+
+static int
+pcb_export_one(struct dpsock_worker *w, struct tcp_pcb *pcb, struct dpsock_tko_buf *b,
+	       struct dpsock_tko_buf *x)
+{
+	struct pcb_image im = { .magic = PCB_IMAGE_MAGIC };
+	const struct dpsock_sock *s = pcb->callback_arg;
+	uint32_t plen = 0;
+	int r;
+
+	/* a handshake in flight (lwIP gave the half-open pcb its listener's
+	 * argument; ours, SYN_SENT, belongs to a socket that refused to be
+	 * carried) is not carried: its peer's next segment is answered with
+	 * a reset by the new process */
+	if (pcb->state == SYN_RCVD || pcb->state == SYN_SENT || pcb->state == CLOSED)
+		return 0;
+	if (pcb->state != TIME_WAIT && s != NULL && !s->dead && !s->closed_by_app)
+		return 0; /* the app's socket carries it */
+	if (pcb->ext_args[w->extarg_id].callbacks == &active_extarg)
+		im.owned_port = (uint16_t)(uintptr_t)pcb->ext_args[w->extarg_id].data;
+	x->len = 0;
+	r = tcp_blob_put(pcb, x, &plen);
+	if (r == 0) {
+		im.pcb_len = plen;
+		dpsock_tko_buf_put(b, DPSOCK_TKO_R_PCB, &im, sizeof(im), x->p, x->len);
+		r = b->err;
+	}
+	return r;
+}
+
+int
+dpsock_tko_export_pcbs(struct dpsock_worker *w, struct dpsock_tko_buf *b)
+{
+	struct dpsock_tko_buf x = { 0 };
+	struct tcp_pcb *pcb;
+	int r = 0;
+
+	for (pcb = tcp_active_pcbs; r == 0 && pcb != NULL; pcb = pcb->next)
+		r = pcb_export_one(w, pcb, b, &x);
+	for (pcb = tcp_tw_pcbs; r == 0 && pcb != NULL; pcb = pcb->next)
+		r = pcb_export_one(w, pcb, b, &x);
+	dpsock_tko_buf_free(&x);
+	return r;
+}
+
+int
+dpsock_tko_import_pcb(struct dpsock_worker *w, const void *data, size_t len)
+{
+	struct pcb_image im;
+	struct tcp_pcb *pcb;
+	int err = 0;
+
+	if (len < sizeof(im))
+		return -EINVAL;
+	memcpy(&im, data, sizeof(im));
+	if (im.magic != PCB_IMAGE_MAGIC || im.pcb_len != len - sizeof(im))
+		return -EINVAL;
+	pcb = tcp_import_pcb(w, (const unsigned char *)data + sizeof(im), im.pcb_len,
+			     im.owned_port, &err);
+	if (pcb == NULL)
+		return err;
+	return 0;
 }

@@ -27,7 +27,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <rte_branch_prediction.h>
 #include <rte_cycles.h>
+#include <rte_dev.h>
+#include <rte_devargs.h>
 #include <rte_eal.h>
 #include <rte_ethdev.h>
 #include <rte_lcore.h>
@@ -56,6 +59,8 @@ dpsock_usage(FILE *f)
 	fprintf(f,
 		"dpsock options (after the --, before the program's own):\n"
 		"  -f, --config FILE   configuration file (default " DEFAULT_CONFIG ")\n"
+		"      --takeover      take over from the running instance of the configuration's\n"
+		"                      name: its programs' sockets and connections move here\n"
 		"      --help-config   every configuration key with its default\n"
 		"  -V, --version       print the version\n"
 		"EAL options come before the --, DPDK style (`-h` among them lists them), e.g.\n"
@@ -322,11 +327,13 @@ netdev_mtu(unsigned int ifindex)
 	return mtu > 0 ? (unsigned int)mtu : 0;
 }
 
+/* Ports, part one: find and probe each, make its mbuf pool (before a
+ * takeover's freeze: none of it touches the queues). */
 static int
 setup_ports(struct dpsock_stack *d)
 {
 	const struct dpsock_config *c = &d->conf;
-	char err[512], caps[512];
+	char err[512];
 	unsigned int i, k;
 	int ret;
 
@@ -422,6 +429,26 @@ setup_ports(struct dpsock_stack *d)
 				rte_errno == ENOMEM ? " (reserve more hugepages, or lower memory.mbufs)" : "");
 			return -rte_errno;
 		}
+	}
+	return 0;
+}
+
+/* Ports, part two: configure and start the queues. */
+static int
+start_ports(struct dpsock_stack *d)
+{
+	const struct dpsock_config *c = &d->conf;
+	char err[512], caps[512];
+	unsigned int i;
+	int ret;
+
+	for (i = 0; i < d->n_ports; i++) {
+		const struct dpsock_iface_conf *ic = &c->ifaces[i];
+		struct dpsock_port *p = &d->ports[i];
+		uint32_t mtu = ic->mtu;
+
+		if (ic->shared && netdev_mtu(p->caps.if_index) != 0)
+			mtu = netdev_mtu(p->caps.if_index);
 		ret = dpsock_port_start(p, d->n_workers, (uint16_t)mtu, c->rx_desc, c->tx_desc, p->pool,
 					err, sizeof(err));
 		if (ret != 0) {
@@ -529,9 +556,11 @@ stats_file_setting(struct dpsock_stack *d)
 }
 
 /*
- * The -f FILE / --config FILE options at argv[*idx], after the "--": the
- * last one's path (NULL: none); *idx moves past them.
+ * The -f FILE / --config FILE and --takeover options at argv[*idx], after
+ * the "--": the last config's path (NULL: none); *idx moves past them.
  */
+static bool takeover_wanted; /* --takeover */
+
 static const char *
 config_args(int argc, char **argv, int *idx)
 {
@@ -541,7 +570,10 @@ config_args(int argc, char **argv, int *idx)
 	while (i < argc) {
 		const char *a = argv[i];
 
-		if ((strcmp(a, "-f") == 0 || strcmp(a, "--config") == 0) && i + 1 < argc) {
+		if (strcmp(a, "--takeover") == 0) {
+			takeover_wanted = true;
+			i++;
+		} else if ((strcmp(a, "-f") == 0 || strcmp(a, "--config") == 0) && i + 1 < argc) {
 			path = argv[i + 1];
 			i += 2;
 		} else if (strncmp(a, "--config=", 9) == 0) {
@@ -569,7 +601,9 @@ config_args(int argc, char **argv, int *idx)
  * pid; the kernel lets the lock go with a process that dies, so a crash
  * leaves nothing to clean. A clean stop unlinks the file while it still
  * holds the lock; a starter that locked the unlinked file sees that its
- * inode is not the path's any more and opens again.
+ * inode is not the path's any more and opens again. With --takeover, a
+ * held name returns 1 (no message): the holder is who we connect to, and
+ * hands us its descriptor of the lock with the rest (dpsock_tko_adopt_lock).
  */
 static int instance_fd = -1;
 static char instance_path[128];
@@ -601,6 +635,11 @@ instance_lock(const char *name)
 		}
 		if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
 			e = errno;
+			if (e == EWOULDBLOCK && takeover_wanted) {
+				/* the holder: what --takeover connects to */
+				close(fd);
+				return 1;
+			}
 			if (e == EWOULDBLOCK) {
 				ssize_t n = pread(fd, buf, sizeof(buf) - 1, 0);
 				char comm[64] = "?", path[64];
@@ -646,6 +685,41 @@ instance_lock(const char *name)
 	instance_fd = fd;
 	atexit(instance_unlock);
 	return 0;
+}
+
+int
+dpsock_instance_lock_fd(void)
+{
+	return instance_fd;
+}
+
+/* A takeover: the holder's descriptor of the lock is ours now (its lock
+ * stays taken across the two processes: one open file). */
+static void
+instance_adopt(struct dpsock_stack *d)
+{
+	int fd = dpsock_tko_take_fd(d, DPSOCK_TKO_FD_LOCK, 0);
+	char buf[32];
+	int n;
+
+	if (fd < 0) {
+		DPSOCK_LOG(WARNING, main, "takeover: no instance lock in the image");
+		return;
+	}
+	instance_fd = fd;
+	atexit(instance_unlock);
+	n = snprintf(buf, sizeof(buf), "%d\n", (int)getpid());
+	if (ftruncate(fd, 0) != 0 || pwrite(fd, buf, (size_t)n, 0) != n)
+		DPSOCK_LOG(WARNING, main, "%s: cannot write the pid: %s", instance_path,
+			   strerror(errno));
+}
+
+/* The handed-over holder leaves the lock to the new process: its
+ * descriptor closes with the process, the file stays. */
+static void
+instance_forget(void)
+{
+	instance_fd = -1;
 }
 
 void
@@ -697,7 +771,15 @@ dpsock_init(int argc, char **argv)
 		fprintf(stderr, "%s: %s\n", prog_name, err);
 		return -1;
 	}
-	if (instance_lock(d->conf.name) != 0)
+	n = instance_lock(d->conf.name);
+	if (n < 0)
+		return -1;
+	if (takeover_wanted && n == 0) {
+		fprintf(stderr, "%s: takeover refused: no running instance named '%s' to take over "
+			"(start it without --takeover)\n", prog_name, d->conf.name);
+		return -1;
+	}
+	if (takeover_wanted && dpsock_tko_hello(prog_name, d) != 0)
 		return -1;
 	if (check_hugepages(argc, argv) != 0)
 		return -1;
@@ -787,6 +869,127 @@ dpsock_iface_addr(unsigned int iface)
 	return v != NULL ? dpsock_netview_port_addr(v, iface) : d->conf.ifaces[iface].addr;
 }
 
+/*
+ * Handed over (takeover/): the workers left their loops without tearing
+ * anything down and the app's control thread returned without closing a
+ * connection. What the programs share (group segments, the wake page, the
+ * control and takeover sockets, the stats and capture names, the instance
+ * lock) is the new process's: nothing of it is unlinked or told to stop.
+ * Only this process's own memory goes (EAL's, with the process).
+ */
+static int
+handed_exit(struct dpsock_stack *d)
+{
+	dpsock_tko_unlisten(d);
+	dpsock_kfollow_stop(d);
+	rte_eal_mp_wait_lcore();
+	instance_forget();
+	DPSOCK_LOG(NOTICE, main, "stopped (handed over)");
+	eal_cleanup();
+	return 0;
+}
+
+/* The vdevs of the AF_XDP ports released for a takeover, to probe again
+ * if it fails. */
+static char released_devargs[DPSOCK_MAX_PORTS][DPSOCK_PORT_MEMBERS_MAX][256];
+static struct rte_device *released_dev[DPSOCK_MAX_PORTS][DPSOCK_PORT_MEMBERS_MAX];
+static bool released[DPSOCK_MAX_PORTS];
+
+/* how long a released or restarted AF_XDP port waits for its queues */
+#define XDP_FREE_WAIT_MS 1000
+
+void
+dpsock_ports_release(struct dpsock_stack *d)
+{
+	unsigned int i, k, n;
+	int ret;
+
+	for (i = 0; i < d->n_ports; i++) {
+		struct dpsock_port *p = &d->ports[i];
+
+		released[i] = false;
+		if (!p->is_xdp)
+			continue; /* af_packet and others: both processes may hold the port */
+		for (k = 0; k < p->n_members && k < DPSOCK_PORT_MEMBERS_MAX; k++) {
+			struct rte_eth_dev_info info;
+			const struct rte_devargs *da;
+
+			released_devargs[i][k][0] = '\0';
+			released_dev[i][k] = NULL;
+			if (rte_eth_dev_info_get(p->members[k], &info) != 0 || info.device == NULL)
+				continue;
+			released_dev[i][k] = info.device;
+			da = rte_dev_devargs(info.device);
+			snprintf(released_devargs[i][k], sizeof(released_devargs[i][k]), "%s%s%s",
+				 rte_dev_name(info.device), da != NULL && da->args && da->args[0] ? "," : "",
+				 da != NULL && da->args ? da->args : "");
+		}
+		dpsock_port_release(p);
+		released[i] = true;
+	}
+	n = dpsock_port_xsk_leftovers_close();
+	if (n != 0)
+		DPSOCK_LOG(INFO, pmd, "closed %u AF_XDP socket(s) the PMD left bound", n);
+	/* the new process binds the queues next: free, not merely closed */
+	for (i = 0; i < d->n_ports; i++)
+		if (released[i] && (ret = dpsock_port_xdp_wait_free(&d->ports[i], XDP_FREE_WAIT_MS)) != 0)
+			DPSOCK_LOG(WARNING, pmd, "port %s: its AF_XDP queues are still held (%s)",
+				   d->ports[i].name, strerror(-ret));
+}
+
+int
+dpsock_ports_restart(struct dpsock_stack *d)
+{
+	const struct dpsock_config *c = &d->conf;
+	char err[512];
+	unsigned int i, k;
+	int ret = 0;
+
+	for (i = 0; i < d->n_ports; i++) {
+		struct dpsock_port *p = &d->ports[i];
+		unsigned int n = p->n_members;
+
+		if (!released[i])
+			continue;
+		released[i] = false;
+		dpsock_port_reclaim(p);
+		/* the new process's sockets, if it bound some before it failed */
+		dpsock_port_xsk_leftovers_close();
+		ret = dpsock_port_xdp_wait_free(p, XDP_FREE_WAIT_MS);
+		if (ret != 0)
+			DPSOCK_LOG(WARNING, pmd, "port %s: its AF_XDP queues are still held (%s)",
+				   p->name, strerror(-ret));
+		for (k = 0; k < n && k < DPSOCK_PORT_MEMBERS_MAX; k++) {
+			/* the vdev outlives its closed ethdev: remove it, then
+			 * probe it with the same arguments */
+			if (released_dev[i][k] != NULL)
+				rte_dev_remove(released_dev[i][k]);
+			ret = rte_dev_probe(released_devargs[i][k]);
+			if (ret != 0) {
+				DPSOCK_LOG(ERR, pmd, "port %s: probing %s again: %s", p->name,
+					   released_devargs[i][k], rte_strerror(-ret));
+				return ret;
+			}
+		}
+		ret = dpsock_port_lookup(c->ifaces[i].port, &p->port_id, err, sizeof(err));
+		if (ret == 0)
+			ret = dpsock_port_probe(p, err, sizeof(err));
+		if (ret == 0)
+			ret = dpsock_port_start(p, d->n_workers, p->mtu, c->rx_desc, c->tx_desc, p->pool,
+						err, sizeof(err));
+		if (ret != 0) {
+			DPSOCK_LOG(ERR, pmd, "port %s: starting again: %s", p->name, err);
+			return ret;
+		}
+		for (k = 0; k < p->n_members; k++)
+			d->port_idx[p->members[k]] = i;
+		DPSOCK_LOG(NOTICE, pmd, "port %s: started again", p->name);
+	}
+	/* release: the workers pick up the new handles (dpsock_worker_ports_rebind) */
+	__atomic_add_fetch(&d->ports_gen, 1, __ATOMIC_RELEASE);
+	return 0;
+}
+
 int
 dpsock_run(const struct dpsock_app *app, void *arg)
 {
@@ -803,9 +1006,30 @@ dpsock_run(const struct dpsock_app *app, void *arg)
 	}
 	d->app = app;
 	d->app_arg = arg;
-	if (setup_ports(d) != 0) {
+	if (setup_ports(d) != 0 || (!dpsock_tko_taking(d) && start_ports(d) != 0)) {
 		exit_code = 1;
 		goto out;
+	}
+	if (dpsock_tko_taking(d)) {
+		const char *fault = getenv("DPSOCK_TAKEOVER_FAULT");
+
+		/* the holder freezes, writes its state and lets its ports go */
+		if (dpsock_tko_receive(d) != 0) {
+			exit_code = 1;
+			goto out;
+		}
+		/* tests: a new process that dies with the image in hand */
+		if (fault != NULL && strcmp(fault, "die-after-image") == 0) {
+			fprintf(stderr, "%s: DPSOCK_TAKEOVER_FAULT=die-after-image: exiting\n",
+				prog_name);
+			_exit(9);
+		}
+		instance_adopt(d);
+		if (start_ports(d) != 0) {
+			exit_code = 1;
+			goto out;
+		}
+		dpsock_tko_mark(d, "ports started");
 	}
 	if (d->any_shared && d->conf.ephemeral_min == 32768 && d->conf.ephemeral_max == 60999) {
 		/* the default range is the kernel's own (net.ipv4.ip_local_port_range):
@@ -871,6 +1095,7 @@ dpsock_run(const struct dpsock_app *app, void *arg)
 		}
 		need_fini = true;
 	}
+	dpsock_tko_mark(d, "control side restored");
 
 	for (i = 0; i < d->n_workers; i++) {
 		struct dpsock_worker *w = &d->workers[i];
@@ -908,6 +1133,7 @@ dpsock_run(const struct dpsock_app *app, void *arg)
 		__atomic_store_n(&d->quit, 1, __ATOMIC_RELAXED);
 		goto stop;
 	}
+	dpsock_tko_mark(d, "workers restored");
 	if (app != NULL && app->main_start != NULL) {
 		ret = app->main_start(arg);
 		if (ret != 0) {
@@ -956,6 +1182,11 @@ dpsock_run(const struct dpsock_app *app, void *arg)
 	DPSOCK_LOG(NOTICE, main, "ready: %u worker(s)%s%s; stats in /dev/shm%s (dpsock-stat -n %s)",
 		   d->n_workers, app && app->name ? ", app " : "", app && app->name ? app->name : "",
 		   d->stats_shm, d->conf.name);
+	dpsock_tko_done(d);
+	/* from now on this instance can hand over in turn */
+	ret = dpsock_tko_listen(d);
+	if (ret != 0)
+		DPSOCK_LOG(WARNING, main, "takeovers cannot be served: %s", strerror(-ret));
 
 	next_control = rte_rdtsc();
 	while (!__atomic_load_n(&d->quit, __ATOMIC_RELAXED)) {
@@ -969,15 +1200,25 @@ dpsock_run(const struct dpsock_app *app, void *arg)
 			struct dpsock_worker *w = &d->workers[d->main_worker];
 			uint64_t until = next_control > now ? next_control - now : 0;
 
+			if (unlikely(dpsock_tko_freezing(&d->tko_phase))) {
+				if (dpsock_tko_worker_freeze(w))
+					break;
+				continue;
+			}
 			dpsock_worker_idle(w, dpsock_worker_poll(w),
 					   (uint32_t)(until * 1000000 / d->tsc_hz) + 1);
 		} else {
 			rte_delay_us_sleep(CONTROL_INTERVAL_US);
 		}
 	}
+	if (dpsock_tko_handed(d))
+		return handed_exit(d);
 	DPSOCK_LOG(NOTICE, main, "stopping");
 
 stop:
+	if (dpsock_tko_taking(d))
+		dpsock_tko_abort(d, "the new process could not start (see its log)");
+	dpsock_tko_unlisten(d);
 	__atomic_store_n(&d->quit, 1, __ATOMIC_RELAXED);
 	dpsock_kfollow_stop(d);
 	if (main_started && app->main_stop != NULL)
@@ -993,6 +1234,9 @@ stop:
 	if (d->stats != NULL)
 		control_tasks(d);
 out:
+	if (dpsock_tko_taking(d))
+		dpsock_tko_abort(d, "the new process could not start (see its log)");
+	dpsock_tko_release(d);
 	dpsock_kfollow_stop(d);
 	dpsock_filter_fini(d);
 	dpsock_netview_fini(d);

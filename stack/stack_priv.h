@@ -24,6 +24,7 @@
 #include <rte_ring.h>
 #include <rte_spinlock.h>
 
+#include "takeover/takeover.h"
 #include "lwip/netif.h"
 
 #include "dpsock/dpsock.h"
@@ -170,6 +171,11 @@ struct dpsock_worker {
 	uint8_t extarg_id;        /* lwIP ext-arg slot for our pcb callbacks */
 	uint8_t sock_extarg_id;   /* lwIP ext-arg slot: the pcb's socket */
 	bool app_ready;           /* app->worker_init succeeded */
+	/* takeover (takeover/handover.c): this worker's part of the image */
+	uint32_t tko_state;       /* shared: 1 once its part is written */
+	int tko_err;              /* what writing it failed with */
+	uint32_t ports_gen;       /* d->ports_gen its port handles come from */
+	struct dpsock_tko_buf tko_part;
 
 	/* stats (worker.c, sockstat.c) */
 	uint64_t busy_tsc;        /* TSC spent in iterations that found work */
@@ -262,6 +268,13 @@ struct dpsock_stack {
 	struct dpsock_cap_sess *cap_pub[DPSOCK_CAP_SESSIONS];
 	uint32_t cap_gen;
 	uint32_t cap_live;
+
+	/* takeover (takeover/): the hand-over in progress or being served,
+	 * NULL: none; and the freeze every worker looks at once a pass
+	 * (0 run, 1 freeze: write your part and wait, 2 handed over: leave) */
+	struct dpsock_tko *tko;
+	uint32_t tko_phase;
+	uint32_t ports_gen;             /* shared: bumped when ports were started again */
 };
 
 /*
@@ -292,6 +305,14 @@ int dpsock_worker_main(void *arg);
 
 /* Wake a sleeping worker (any thread). */
 void dpsock_worker_wake(struct dpsock_worker *w);
+
+/* takeover: the ports' AF_XDP sockets closed for the new process
+ * (stack.c), and started again when it failed; a worker picks up the
+ * new port handles (worker.c). The instance lock's descriptor. */
+void dpsock_ports_release(struct dpsock_stack *d);
+int dpsock_ports_restart(struct dpsock_stack *d);
+void dpsock_worker_ports_rebind(struct dpsock_worker *w);
+int dpsock_instance_lock_fd(void);
 
 /* Hand a received frame to another worker through its steering ring (the
  * flow's owner); counted, and dropped when that ring is full. */
@@ -330,6 +351,9 @@ uint32_t dpsock_rss_hash_ipv6_l4(const uint8_t *key, const uint8_t *saddr, const
  * software redirect of every backend steers it). Returns the port (host
  * order) or 0; release it with the backend's release_port. */
 uint16_t dpsock_steer_claim_any(struct dpsock_worker *w);
+/* Take exactly port p for worker w (a connection a takeover restores):
+ * false when another worker owns it. */
+bool dpsock_steer_claim_exact(struct dpsock_worker *w, uint16_t p);
 
 /* Where does a received IPv4 or IPv6 frame belong? Returns the worker index that
  * must process it, or -1 for "here". Looks at fragments (one owner per

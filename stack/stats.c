@@ -69,6 +69,10 @@ dpsock_stats_create(struct dpsock_stack *d, char *err, size_t errlen)
 		return -EINVAL;
 	}
 	snprintf(d->stats_shm, sizeof(d->stats_shm), DPSOCK_STATS_SHM_FMT, d->conf.name);
+	/* a takeover: the name is the holder's, still running (frozen); it
+	 * keeps its mapping, the name becomes this process's segment */
+	if (dpsock_tko_taking(d))
+		shm_unlink(d->stats_shm);
 	fd = shm_open(d->stats_shm, O_RDWR | O_CREAT | O_EXCL, 0644);
 	if (fd < 0 && errno == EEXIST) {
 		fd = shm_open(d->stats_shm, O_RDWR, 0644);

@@ -149,6 +149,13 @@ dpsock_steer_claim_any(struct dpsock_worker *w)
 	return port_search(w, NULL, NULL);
 }
 
+bool
+dpsock_steer_claim_exact(struct dpsock_worker *w, uint16_t p)
+{
+	return port_take(w->d, p, w) || __atomic_load_n(&w->d->port_owner[p], __ATOMIC_ACQUIRE) ==
+					    (uint8_t)(w->idx + 1);
+}
+
 /* ---- software ------------------------------------------------------------ */
 
 static uint16_t

@@ -834,7 +834,10 @@ dpsock_worker_init(struct dpsock_worker *w)
 			       0x10000u / d->n_workers);
 	/* lwIP's sender counts its recovery work in our block directly */
 	dpsock_tcp_rec_stats_bind((struct dpsock_tcp_rec_stats *)(void *)&w->stats->tcp_rexmit);
-	w->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	/* a takeover: the holder's eventfd, which its programs write */
+	w->efd = dpsock_tko_take_fd(d, DPSOCK_TKO_FD_WORKER_EFD, w->idx);
+	if (w->efd < 0)
+		w->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	w->epfd = epoll_create1(EPOLL_CLOEXEC);
 	ev.data.fd = w->efd;
 	if (w->efd < 0 || w->epfd < 0 || epoll_ctl(w->epfd, EPOLL_CTL_ADD, w->efd, &ev) != 0) {
@@ -897,6 +900,8 @@ dpsock_worker_init(struct dpsock_worker *w)
 	ret = dpsock_sock_worker_init(w);
 	if (ret == 0)
 		ret = dpsock_mcast_worker_init(w);
+	if (ret == 0 && dpsock_tko_taking(d))
+		ret = dpsock_tko_worker_restore(w, true); /* counters first: sockets set gauges */
 	if (ret != 0)
 		return ret;
 	if (d->app != NULL && d->app->worker_init != NULL) {
@@ -907,9 +912,35 @@ dpsock_worker_init(struct dpsock_worker *w)
 			return ret < 0 ? ret : -ret;
 		}
 	}
+	/* the holder's pcbs no socket stood for (closing, TIME_WAIT) */
+	if (dpsock_tko_taking(d) && (ret = dpsock_tko_worker_restore(w, false)) != 0)
+		return ret;
+	w->ports_gen = __atomic_load_n(&d->ports_gen, __ATOMIC_ACQUIRE);
 	w->app_ready = true;
 	dpsock_worker_flush(w);
 	return 0;
+}
+
+/* The ports were started again (a takeover that failed after the holder
+ * released them): their DPDK ports and AF_XDP sockets are new. */
+void
+dpsock_worker_ports_rebind(struct dpsock_worker *w)
+{
+	struct dpsock_stack *d = w->d;
+	unsigned int i;
+
+	w->ports_gen = __atomic_load_n(&d->ports_gen, __ATOMIC_ACQUIRE);
+	for (i = 0; i < w->n_ports; i++) {
+		struct dpsock_worker_port *wp = &w->ports[i];
+		struct epoll_event xev = { .events = EPOLLIN };
+
+		wp->dev_port = wp->port->queues[w->queue].port_id;
+		wp->dev_queue = wp->port->queues[w->queue].queue_id;
+		/* the old socket left the epoll set when it closed */
+		xev.data.fd = wp->port->queues[w->queue].xsk_fd;
+		if (xev.data.fd >= 0)
+			epoll_ctl(w->epfd, EPOLL_CTL_ADD, xev.data.fd, &xev);
+	}
 }
 
 void
@@ -1010,8 +1041,16 @@ dpsock_worker_main(void *arg)
 	/* release: publishes init_ret to the main lcore's acquire load */
 	__atomic_store_n(&w->init_done, 1, __ATOMIC_RELEASE);
 	if (ret == 0)
-		while (!__atomic_load_n(&d->quit, __ATOMIC_RELAXED))
+		while (!__atomic_load_n(&d->quit, __ATOMIC_RELAXED)) {
+			if (unlikely(dpsock_tko_freezing(&d->tko_phase))) {
+				/* a takeover (takeover/): handed over, the new
+				 * process holds everything: leave it as it is */
+				if (dpsock_tko_worker_freeze(w))
+					return 0;
+				continue;
+			}
 			dpsock_worker_idle(w, dpsock_worker_poll(w), UINT32_MAX);
+		}
 	dpsock_worker_fini(w);
 	return ret;
 }
