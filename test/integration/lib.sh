@@ -48,7 +48,9 @@
 #             in_a_bpffs (sets IN_A_BPFFS)
 #             (and everything in scripts/topo.sh)
 #   daemon    test_pmd, eal_mem_args, dpsockd_eal_args NAME, dpsock_conf NAME [LINE...],
-#             dpsockd_start NAME CONF [EAL_ARGS...], dpsockd_stop [NAME] [SIGNAL]
+#             dpsockd_start NAME CONF [EAL_ARGS...], dpsockd_stop [NAME] [SIGNAL],
+#             dpsockd_takeover NAME [CONF [EAL_ARGS...]],
+#             dpsockd_takeover_fails NAME [CONF [EAL_ARGS...]]
 #   apps      app_start NAME CONF PROGRAM [EAL_ARGS...] [-- APP_ARGS...],
 #             app_stop [NAME] [SIGNAL] (dpsock-echo, dpsock-http, dpsock-loadgen...)
 #   frames    badframes_send COUNT CASE..., badframes_counter CASE
@@ -180,6 +182,10 @@ _LIB_ON_EXIT=()
 declare -A _LIB_DAEMON_PID=()
 declare -A _LIB_DAEMON_LOG=()
 declare -A _LIB_DAEMON_PROG=()
+declare -A _LIB_DAEMON_EAL=()  # NAME -> its EAL options (printf %q words)
+declare -A _LIB_DAEMON_CONF=() # NAME -> its configuration file
+declare -A _LIB_TAKEOVER_LOG=() # NAME -> the log of the process that took it over last
+_LIB_TAKEOVER_N=0
 _LIB_CLEANED=0
 
 # on_exit CMD...: at exit, after the daemons are stopped, in reverse order
@@ -648,6 +654,9 @@ app_start() {
 	_LIB_DAEMON_PID[$name]=$pid
 	_LIB_DAEMON_LOG[$name]=$log
 	_LIB_DAEMON_PROG[$name]=$prog
+	_LIB_DAEMON_EAL[$name]=$(printf '%q ' "${eal[@]}")
+	_LIB_DAEMON_CONF[$name]=$conf
+	unset '_LIB_TAKEOVER_LOG[$name]'
 	APP_PID=$pid
 	APP_LOG=$log
 	APP_NAME=$name
@@ -724,6 +733,184 @@ dpsockd_stop_clean() {
 	[ ! -e "/dev/shm/dpsock.$name.stats" ] || fail "stats segment left in /dev/shm"
 	[ ! -e "/dev/shm/dpsock.$name.capture" ] || fail "capture segment left in /dev/shm"
 	[ ! -e "/dev/shm/dpsock.$name.lock" ] || fail "instance lock file left in /dev/shm"
+}
+
+# ---- takeover: a second dpsockd takes a running one's programs over -------
+#
+#   dpsockd_takeover NAME [CONF [EAL_ARGS...]]
+#   dpsockd_takeover_fails NAME [CONF [EAL_ARGS...]]
+#
+# Both start, in namespace A as app_start starts dpsockd (the same
+# in_a_bpffs wrapper), `dpsockd EAL_ARGS -- -f CONF --takeover`: it
+# connects to the running instance NAME (the one dpsockd_start or an
+# earlier takeover started) and takes its preloaded programs' sockets and
+# control connections over; the old one then exits 0. CONF defaults to the
+# configuration NAME was started with; EAL_ARGS to the EAL options NAME
+# was started with (not dpsockd_eal_args again: with AF_XDP that sets the
+# veth's queues, under the running instance's feet), and EAL_ARGS given
+# are completed as app_start does (--no-pci, eal_mem_args). Two DPDK
+# processes run at once, so the file prefix is the running one's with
+# "-tkN" appended (N counts this test's takeover attempts). Log:
+# $TEST_TMP/dpsockd-NAME.takeoverN.log (TAKEOVER_LOG); the new pid in
+# TAKEOVER_PID, the old in TAKEOVER_OLD_PID. Environment set for the call
+# reaches the new dpsockd (DPSOCK_TAKEOVER_FAULT=die-after-image
+# dpsockd_takeover_fails NAME).
+#
+# dpsockd_takeover waits (DPSOCKD_TAKEOVER_TIMEOUT, 30 s) until the old
+# process has exited and the new one logged "took over from pid OLD"; it
+# fails the test, the exit trap showing both logs, when the new one exits
+# first, the old one's status is not 0, or the old one did not log
+# "handed over to pid NEW". Then NAME is the new process: dpsockd_stop_clean
+# (DPSOCKD_PID, DPSOCKD_LOG) stops it. Its "blackout N ms" figure is
+# printed (note) and left in TAKEOVER_BLACKOUT_MS ("" when not logged);
+# TAKEOVER_TOOK_MS: from the start of the new process to the end.
+#
+# dpsockd_takeover_fails is for a takeover that must not happen (refused,
+# or a fault injected): it waits (same timeout) for the new process to
+# exit and leaves its status in TAKEOVER_RC (the caller checks it and the
+# log); it fails the test when the new one is still running at the
+# timeout (killed) or the old one is no longer running.
+
+# _lib_tk_prefix PREFIX: PREFIX (less the -tkN of an earlier takeover)
+# with -tkN for this one.
+_lib_tk_prefix() {
+	local p=$1
+	[[ $p =~ ^(.+)-tk[0-9]+$ ]] && p=${BASH_REMATCH[1]}
+	echo "$p-tk$_LIB_TAKEOVER_N"
+}
+
+# _lib_takeover_spawn NAME [CONF [EAL_ARGS...]]: start the new dpsockd.
+_lib_takeover_spawn() {
+	local name=${1:-} conf=${2:-} key prefix i log
+	local -a eal=()
+	[ -n "$name" ] || fail "usage: dpsockd_takeover NAME [CONF [EAL_ARGS...]]"
+	TAKEOVER_OLD_PID=${_LIB_DAEMON_PID[$name]:-}
+	if [ -z "$TAKEOVER_OLD_PID" ] || ! kill -0 "$TAKEOVER_OLD_PID" 2>/dev/null; then
+		fail "takeover of $name: no running dpsockd $name started by this test"
+	fi
+	[ -n "$conf" ] || conf=${_LIB_DAEMON_CONF[$name]:-}
+	[ -r "$conf" ] || fail "takeover of $name: cannot read config '$conf'"
+	[ -n "$DPSOCKD" ] || fail "dpsockd not built (set DPSOCK_BUILD)"
+	shift $(($# < 2 ? $# : 2))
+	eal=("$@")
+	if [ ${#eal[@]} -eq 0 ]; then
+		eval "eal=(${_LIB_DAEMON_EAL[$name]:-})"
+		[ ${#eal[@]} -gt 0 ] || fail "takeover of $name: its EAL options are unknown (give them)"
+	else
+		_lib_has_opt "--no-pci -a --allow -b --block --pci-whitelist --pci-blacklist" \
+			"${eal[@]}" || eal+=(--no-pci)
+		# shellcheck disable=SC2207
+		_lib_has_opt "--no-huge -m --socket-mem --in-memory" "${eal[@]}" ||
+			eal+=($(eal_mem_args))
+	fi
+	_LIB_TAKEOVER_N=$((_LIB_TAKEOVER_N + 1))
+	# the file prefix: the running one's, plus -tkN
+	prefix=
+	for ((i = 0; i < ${#eal[@]}; i++)); do
+		case "${eal[i]}" in
+		--file-prefix)
+			prefix=$(_lib_tk_prefix "${eal[i + 1]:-$name}")
+			eal[i + 1]=$prefix
+			;;
+		--file-prefix=*)
+			prefix=$(_lib_tk_prefix "${eal[i]#--file-prefix=}")
+			eal[i]=--file-prefix=$prefix
+			;;
+		esac
+	done
+	if [ -z "$prefix" ]; then
+		prefix=$name-tk$_LIB_TAKEOVER_N
+		eal+=(--file-prefix "$prefix")
+	fi
+	key=$prefix
+	log=$TEST_TMP/dpsockd-$name.takeover$_LIB_TAKEOVER_N.log
+	echo "+ ip netns exec $TOPO_NS_A $DPSOCKD ${eal[*]} -- -f $conf --takeover" >"$log"
+	in_a_bpffs
+	TAKEOVER_T0=$(_lib_now_ms)
+	"${IN_A_BPFFS[@]}" "$DPSOCKD" "${eal[@]}" -- -f "$conf" --takeover >>"$log" 2>&1 </dev/null &
+	TAKEOVER_PID=$!
+	TAKEOVER_LOG=$log
+	TAKEOVER_KEY=$key
+	TAKEOVER_CONF=$conf
+	TAKEOVER_EAL=$(printf '%q ' "${eal[@]}")
+	# killed, and its log shown on failure, by the exit trap
+	_LIB_DAEMON_PID[$key]=$TAKEOVER_PID
+	_LIB_DAEMON_LOG[$key]=$log
+	_LIB_DAEMON_PROG[$key]="dpsockd --takeover"
+	note "takeover $_LIB_TAKEOVER_N of $name: dpsockd --takeover (pid $TAKEOVER_PID) against pid $TAKEOVER_OLD_PID, log $log"
+}
+
+# _lib_takeover_state OLD NEW LOG: "new-exited" when NEW is gone, "done"
+# when OLD is gone and LOG says "took over from pid OLD"; else status 1.
+_lib_takeover_state() {
+	if ! kill -0 "$2" 2>/dev/null; then
+		echo new-exited
+		return 0
+	fi
+	if ! kill -0 "$1" 2>/dev/null && grep -qE "took over from pid $1([^0-9]|\$)" "$3"; then
+		echo "done"
+		return 0
+	fi
+	echo "old pid $1 $(kill -0 "$1" 2>/dev/null && echo running || echo exited)," \
+		"$(grep -qE "took over from pid $1([^0-9]|\$)" "$3" && echo "'took over' logged" || echo "no 'took over' line yet")"
+	return 1
+}
+
+dpsockd_takeover() {
+	local name=${1:-} old new rc=0 timeout=${DPSOCKD_TAKEOVER_TIMEOUT:-30} oldlog
+	_lib_takeover_spawn "$@"
+	old=$TAKEOVER_OLD_PID
+	new=$TAKEOVER_PID
+	oldlog=${_LIB_TAKEOVER_LOG[$name]:-${_LIB_DAEMON_LOG[$name]:-}}
+	if ! poll_until "$timeout" _lib_takeover_state "$old" "$new" "$TAKEOVER_LOG"; then
+		fail "takeover of $name: not done after ${timeout}s ($POLL_OUTPUT); logs: $oldlog, $TAKEOVER_LOG"
+	fi
+	if [ "$POLL_OUTPUT" = new-exited ]; then
+		wait "$new" 2>/dev/null || rc=$?
+		unset '_LIB_DAEMON_PID[$TAKEOVER_KEY]'
+		fail "takeover of $name: the new dpsockd (pid $new) exited with status $rc;" \
+			"the old one (pid $old) is $(kill -0 "$old" 2>/dev/null && echo still running || echo gone):" \
+			"$(grep -m1 'dpsockd:' "$TAKEOVER_LOG" || tail -n 1 "$TAKEOVER_LOG")"
+	fi
+	TAKEOVER_TOOK_MS=$(($(_lib_now_ms) - TAKEOVER_T0))
+	wait "$old" 2>/dev/null || rc=$?
+	[ "$rc" -eq 0 ] || fail "takeover of $name: the old dpsockd (pid $old) exited with status $rc (logs: $oldlog, $TAKEOVER_LOG)"
+	# the old one is gone: the new one is NAME from now on
+	_LIB_DAEMON_PID[$name]=$new
+	unset '_LIB_DAEMON_PID[$TAKEOVER_KEY]'
+	_LIB_DAEMON_PROG[$name]=dpsockd
+	_LIB_DAEMON_CONF[$name]=$TAKEOVER_CONF
+	_LIB_DAEMON_EAL[$name]=$TAKEOVER_EAL
+	_LIB_TAKEOVER_LOG[$name]=$TAKEOVER_LOG
+	DPSOCKD_PID=$new
+	DPSOCKD_LOG=$TAKEOVER_LOG
+	DPSOCKD_NAME=$name
+	APP_PID=$new
+	APP_LOG=$TAKEOVER_LOG
+	APP_NAME=$name
+	grep -qE "handed over to pid $new([^0-9]|\$)" "$oldlog" ||
+		fail "takeover of $name: the old dpsockd (pid $old) exited 0 but did not log 'handed over to pid $new': $(tail -n 3 "$oldlog" | tr '\n' ' ')"
+	TAKEOVER_BLACKOUT_MS=$(grep -oE 'blackout [0-9.]+ ms' "$TAKEOVER_LOG" | tail -n 1 | awk '{ print $2 }')
+	note "takeover $_LIB_TAKEOVER_N of $name: pid $old -> $new in ${TAKEOVER_TOOK_MS} ms; $(grep -m1 -oE 'took over from pid.*' "$TAKEOVER_LOG")"
+	[ -n "$TAKEOVER_BLACKOUT_MS" ] || note "takeover $_LIB_TAKEOVER_N of $name: no 'blackout N ms' figure in $TAKEOVER_LOG"
+}
+
+dpsockd_takeover_fails() {
+	local name=${1:-} old new timeout=${DPSOCKD_TAKEOVER_TIMEOUT:-30}
+	_lib_takeover_spawn "$@"
+	old=$TAKEOVER_OLD_PID
+	new=$TAKEOVER_PID
+	if ! poll_until "$timeout" _lib_dead "$new"; then
+		kill -KILL "$new" 2>/dev/null
+		fail "takeover of $name that must fail: the new dpsockd (pid $new) still runs after ${timeout}s: $(tail -n 3 "$TAKEOVER_LOG" | tr '\n' ' ')"
+	fi
+	TAKEOVER_RC=0
+	wait "$new" 2>/dev/null || TAKEOVER_RC=$?
+	TAKEOVER_TOOK_MS=$(($(_lib_now_ms) - TAKEOVER_T0))
+	unset '_LIB_DAEMON_PID[$TAKEOVER_KEY]'
+	kill -0 "$old" 2>/dev/null ||
+		fail "takeover of $name that must fail (the new one exited $TAKEOVER_RC): the old dpsockd (pid $old) is gone too"
+	note "takeover $_LIB_TAKEOVER_N of $name: the new dpsockd exited with status $TAKEOVER_RC after ${TAKEOVER_TOOK_MS} ms; pid $old still runs"
 }
 
 # ---- impaired path (test/tools/impair) ------------------------------------
@@ -898,6 +1085,10 @@ throughput() {
 #                                   runtime_dir = TEST_TMP (conf LINEs added)
 #   preload_daemon_stop             dpsockd_stop_clean (nothing in the
 #                                   kernel self-check)
+#   preload_daemon_takeover [CONF]  dpsockd_takeover of that dpsockd, with
+#                                   its conf (PRELOAD_CONF) and EAL options
+#                                   (PRELOAD_EAL); ..._fails: one that must
+#                                   not happen (dpsockd_takeover_fails)
 #   preload_run CMD...              run CMD in namespace A under the shim
 #   preload_start LABEL CMD...      the same in the background; PRELOAD_PID,
 #                                   log $TEST_TMP/LABEL.log; killed at exit
@@ -933,6 +1124,8 @@ _lib_find_preload() {
 PRELOAD_LIB=$(_lib_find_preload) || PRELOAD_LIB=
 PRELOAD_KERNEL=${DPSOCK_PRELOAD_KERNEL:-0}
 PRELOAD_NAME=
+PRELOAD_CONF=
+PRELOAD_EAL=()
 PRELOAD_ENV=()
 declare -A _LIB_PRELOAD_PID=()
 
@@ -958,14 +1151,41 @@ preload_daemon_start() {
 		return 0
 	fi
 	conf=$(dpsock_conf "$name" 'workers = [ 0, 1 ];' "runtime_dir = \"$TEST_TMP\";" "$@")
-	# shellcheck disable=SC2046
-	dpsockd_start "$name" "$conf" $(DPSOCK_TEST_LCORES=0-1 DPSOCK_TEST_QPAIRS=2 dpsockd_eal_args "$name")
+	PRELOAD_CONF=$conf
+	# shellcheck disable=SC2207
+	PRELOAD_EAL=($(DPSOCK_TEST_LCORES=0-1 DPSOCK_TEST_QPAIRS=2 dpsockd_eal_args "$name"))
+	dpsockd_start "$name" "$conf" "${PRELOAD_EAL[@]}"
 	wait_until 10 test -S "$TEST_TMP/$name.sock"
 }
 
 # preload_daemon_stop: the end of a preload test, dpsockd_stop_clean.
 preload_daemon_stop() {
 	[ "$PRELOAD_KERNEL" = 1 ] || dpsockd_stop_clean
+}
+
+# preload_daemon_takeover [CONF]: dpsockd_takeover of PRELOAD_NAME with
+# CONF (default PRELOAD_CONF, the one preload_daemon_start wrote) and the
+# EAL options preload_daemon_start gave (PRELOAD_EAL; the file prefix gets
+# -tkN). In the kernel self-check: a note, TAKEOVER_BLACKOUT_MS empty.
+preload_daemon_takeover() {
+	if [ "$PRELOAD_KERNEL" = 1 ]; then
+		TAKEOVER_BLACKOUT_MS='' TAKEOVER_TOOK_MS=0
+		note "kernel self-check: no dpsockd, no takeover"
+		return 0
+	fi
+	dpsockd_takeover "$PRELOAD_NAME" "${1:-$PRELOAD_CONF}" "${PRELOAD_EAL[@]}"
+}
+
+# preload_daemon_takeover_fails [CONF]: dpsockd_takeover_fails the same
+# way (TAKEOVER_RC, TAKEOVER_LOG). In the kernel self-check: a note,
+# TAKEOVER_RC empty.
+preload_daemon_takeover_fails() {
+	if [ "$PRELOAD_KERNEL" = 1 ]; then
+		TAKEOVER_RC='' TAKEOVER_LOG=/dev/null
+		note "kernel self-check: no dpsockd, no takeover"
+		return 0
+	fi
+	dpsockd_takeover_fails "$PRELOAD_NAME" "${1:-$PRELOAD_CONF}" "${PRELOAD_EAL[@]}"
 }
 
 # _lib_preload_argv CMD...: PRELOAD_ARGV = env ... CMD for namespace A.

@@ -1,0 +1,297 @@
+#!/usr/bin/env bash
+# shellcheck disable=SC2119 # preload_daemon_takeover's CONF is optional
+# Takeover: a second dpsockd started with the running one's configuration
+# and --takeover (lib.sh: dpsockd_takeover) takes every preloaded
+# program's sockets and control connections over while they run, and the
+# old one exits 0; the programs see no error. Everything runs under the
+# shim against dpsockd (preload_daemon_start), the peers in namespace B
+# on Linux:
+#
+#   - test/tools/pace_pingpong.py: a TCP and a UDP echo server preloaded,
+#     their clients in B sending a 16-byte record every 1 ms for the whole
+#     test: over TCP every record comes back, in order and unchanged (no
+#     reset, no loss), over UDP the loss stays bounded; each takeover's
+#     gap between echoes (its blackout as the peer sees it) is reported;
+#   - test/tools/httpd11.py preloaded: after each takeover curl from B gets
+#     its page over a new connection (the listener goes on accepting);
+#   - a preloaded socat receives a 64 MiB stream from socat in B, paced
+#     to last about 12 s so that it is in flight during the takeovers,
+#     into a file whose sha256 is the one sent;
+#   - 3 takeovers in a row while all this runs: the old dpsockd exits 0
+#     and says "handed over to pid NEW", the new one "took over from pid
+#     OLD" (and its blackout); dpsock-stat of the last one shows the
+#     programs' listeners, the TCP connection and the UDP socket, and
+#     tcp_accepted did not go back;
+#   - refused: a takeover with another workers list exits 1 with
+#     "dpsockd: takeover refused:", and the running dpsockd (same pid)
+#     goes on serving (the ping-pong goes on, a new one answers, curl);
+#   - a fault: DPSOCK_TAKEOVER_FAULT=die-after-image makes the new
+#     dpsockd _exit(9) once it has the state; the old one (same pid)
+#     resumes with every connection (the ping-pong goes on, a new one
+#     answers, curl), and a takeover after that still succeeds;
+#   - the preloaded servers end without an error; dpsockd stops cleanly.
+#
+# With DPSOCK_PRELOAD_KERNEL=1 (lib.sh's self-check) the same script runs
+# on A's kernel, without dpsockd, and leaves the takeovers out.
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+
+require_root
+require_cmd ip python3 socat curl sha256sum timeout ss
+require_preload
+PP=$DPSOCK_SRC/test/tools/pace_pingpong.py
+HTTPD=$DPSOCK_SRC/test/tools/httpd11.py
+if [ ! -r "$PP" ] || [ ! -r "$HTTPD" ]; then
+	skip "test/tools/pace_pingpong.py or httpd11.py missing"
+fi
+name=$TEST_NAME
+test_topo_up 134
+preload_daemon_start "$name"
+chmod 755 "$TEST_TMP"
+A=$TOPO_ADDR_A
+P_TCP=7100 P_UDP=7101 P_HTTP=8080 P_XFER=7200
+XFER_MB=${TAKEOVER_XFER_MB:-64}
+XFER_SECS=${TAKEOVER_XFER_SECS:-12}
+MARK=$TEST_TMP/mark
+# UDP datagrams a takeover (or a failed one) may lose: one second's worth
+UDP_LOSS_PER=${TAKEOVER_UDP_LOSS_PER:-1000}
+attempts=0
+
+# mark VALUE: start a new window of the ping-pong clients (atomically)
+mark() {
+	printf '%s\n' "$1" >"$MARK.tmp"
+	mv "$MARK.tmp" "$MARK"
+	sleep 0.05 # the clients read it every 5 ms
+}
+# pp_received LABEL: the last "received=" of a ping-pong client's status lines
+pp_received() {
+	sed -n 's/^status .* received=\([0-9]*\) .*/\1/p' "$TEST_TMP/$1.log" | tail -n 1
+}
+# shellcheck disable=SC2317 # called through poll_until
+_pp_more() {
+	local r
+	r=$(pp_received "$1")
+	echo "received=${r:-none}"
+	[ "${r:-0}" -ge "$2" ]
+}
+# pp_alive LABEL WHAT: LABEL's echoes still arrive (200 more within 10 s)
+pp_alive() {
+	local r0
+	r0=$(pp_received "$1")
+	poll_until 10 _pp_more "$1" $((${r0:-0} + 200)) ||
+		fail "$2: the $1 ping-pong stopped getting echoes (from received=${r0:-0}: $POLL_OUTPUT): $(tail -n 2 "$TEST_TMP/$1.log" | tr '\n' ' ')"
+	kill -0 "${_LIB_PRELOAD_PID[$1]}" 2>/dev/null || fail "$2: the $1 ping-pong client exited: $(tail -n 2 "$TEST_TMP/$1.log")"
+}
+# pp_fresh WHAT: a new TCP and a new UDP ping-pong (1 s each) from B, no error
+pp_fresh() {
+	local out
+	out=$(in_b timeout 20 python3 "$PP" client --host "$A" --port "$P_TCP" --duration 1 --status-interval 0 2>&1) ||
+		fail "$1: a new TCP ping-pong failed: $out"
+	out=$(in_b timeout 20 python3 "$PP" client --udp --host "$A" --port "$P_UDP" --duration 1 --status-interval 0 2>&1) ||
+		fail "$1: a new UDP ping-pong failed: $out"
+	python3 -c 'import json, sys; r = json.loads(sys.argv[1]); sys.exit(r["received"] < r["sent"] * 0.9)' "$out" ||
+		fail "$1: a new UDP ping-pong got few echoes: $out"
+}
+# page_ok WHAT: curl from B gets the page (a new connection)
+page_ok() {
+	local got
+	got=$(in_b curl -sS --max-time 5 "http://$A:$P_HTTP/index.html" 2>&1) ||
+		fail "$1: curl http://$A:$P_HTTP/index.html: $got"
+	[ "$got" = "$PAGE" ] || fail "$1: curl got '$got', not the page"
+}
+# tcp_listening PORT LABEL: the preloaded LABEL listens on PORT (dpsock-stat;
+# in the self-check, A's kernel)
+tcp_listening() {
+	if [ "$PRELOAD_KERNEL" = 1 ]; then
+		wait_until 20 bash -c "ip netns exec $TOPO_NS_A ss -Hltn 'sport = :$1' | grep -q ."
+	else
+		preload_listener "$1" "$2" "$TEST_TMP/$2.log"
+	fi
+}
+
+# ---- (a)-(c): the programs ------------------------------------------------------
+preload_start pp-srv python3 "$PP" server --host "$A" --port "$P_TCP"
+preload_start pp-usrv python3 "$PP" server --udp --host "$A" --port "$P_UDP"
+mkdir -p "$TEST_TMP/www"
+PAGE="dpsock takeover test page $$"
+printf '%s\n' "$PAGE" >"$TEST_TMP/www/index.html"
+preload_start httpd python3 "$HTTPD" "$A" "$P_HTTP" "$TEST_TMP/www"
+preload_start sink socat -u "TCP-LISTEN:$P_XFER,bind=$A,reuseaddr" "CREATE:$TEST_TMP/recv.bin"
+wait_until 20 grep -q listening "$TEST_TMP/pp-srv.log"
+wait_until 20 grep -q listening "$TEST_TMP/pp-usrv.log"
+wait_tcp_port "$TOPO_NS_B" "$A" "$P_HTTP" 20
+tcp_listening "$P_TCP" pp-srv
+tcp_listening "$P_XFER" sink
+page_ok "before any takeover"
+ok "preloaded: ping-pong servers (TCP $P_TCP, UDP $P_UDP), httpd11 ($P_HTTP), socat receiver ($P_XFER)"
+
+rm -f "$MARK"
+mark 0
+peer_start pp-cli python3 "$PP" client --host "$A" --port "$P_TCP" --mark "$MARK"
+peer_start pp-ucli python3 "$PP" client --udp --host "$A" --port "$P_UDP" --mark "$MARK"
+sleep 1
+pp_alive pp-cli "before any takeover"
+pp_alive pp-ucli "before any takeover"
+acc0=$(preload_stat tcp_accepted)
+
+# the 64 MiB stream: socat in B, paced by a reader with sleeps (no pv here)
+head -c $((XFER_MB * 1024 * 1024)) /dev/urandom >"$TEST_TMP/xfer.bin"
+xfer_sum=$(sha256sum <"$TEST_TMP/xfer.bin" | cut -d' ' -f1)
+# shellcheck disable=SC2016 # expanded by the inner bash and python
+peer_start xfer bash -c 'set -o pipefail; python3 -c "
+import sys, time
+path, rate = sys.argv[1], float(sys.argv[2])
+out, n, t0 = sys.stdout.buffer, 0, time.monotonic()
+with open(path, \"rb\") as f:
+    while True:
+        b = f.read(65536)
+        if not b:
+            break
+        out.write(b)
+        out.flush()
+        n += len(b)
+        d = n / rate - (time.monotonic() - t0)
+        if d > 0:
+            time.sleep(d)
+" "$1" "$2" | socat -u - "TCP:$3:$4"' xfer "$TEST_TMP/xfer.bin" \
+	$((XFER_MB * 1024 * 1024 / XFER_SECS)) "$A" "$P_XFER"
+xfer_pid=$PEER_PID
+wait_until 10 test -s "$TEST_TMP/recv.bin"
+ok "a ${XFER_MB} MiB stream from B to the preloaded socat is under way (~${XFER_SECS} s)"
+
+# ---- (d): 3 takeovers under load ------------------------------------------------
+in_flight=0
+blackouts=()
+for i in 1 2 3; do
+	mark "$i"
+	preload_daemon_takeover
+	attempts=$((attempts + 1))
+	blackouts+=("${TAKEOVER_BLACKOUT_MS:-?}")
+	if kill -0 "$xfer_pid" 2>/dev/null; then
+		in_flight=$((in_flight + 1))
+	elif [ "$i" = 1 ]; then
+		fail "the stream had ended before the first takeover was done: raise TAKEOVER_XFER_SECS"
+	fi
+	page_ok "after takeover $i"
+	pp_alive pp-cli "after takeover $i"
+	pp_alive pp-ucli "after takeover $i"
+	[ "$PRELOAD_KERNEL" = 1 ] ||
+		ok "takeover $i: the old dpsockd exited 0, pid $DPSOCKD_PID took over (blackout ${TAKEOVER_BLACKOUT_MS:-?} ms, ${TAKEOVER_TOOK_MS} ms in all); curl and both ping-pongs answer"
+done
+[ "$PRELOAD_KERNEL" = 1 ] ||
+	ok "3 takeovers in a row, the stream in flight during $in_flight of them; blackouts (dpsockd's figures): ${blackouts[*]} ms"
+
+# ---- (e), part: what the last dpsockd holds ---------------------------------------
+rc=0
+preload_wait xfer 120 || rc=$?
+[ "$rc" -eq 0 ] || fail "the sender in B (socat) exited with status $rc: $(tail -n 3 "$TEST_TMP/xfer.log" | tr '\n' ' ')"
+rc=0
+preload_wait sink 60 || rc=$?
+[ "$rc" -eq 0 ] || fail "the preloaded socat receiver exited with status $rc: $(tail -n 3 "$TEST_TMP/sink.log" | tr '\n' ' ')"
+got_sum=$(sha256sum <"$TEST_TMP/recv.bin" | cut -d' ' -f1)
+[ "$got_sum" = "$xfer_sum" ] ||
+	fail "the stream arrived different: $(stat -c %s "$TEST_TMP/recv.bin") bytes of $((XFER_MB * 1024 * 1024)), sha256 $got_sum, sent $xfer_sum"
+ok "the ${XFER_MB} MiB stream arrived whole through the takeovers (sha256 equal)"
+
+if [ "$PRELOAD_KERNEL" != 1 ]; then
+	socks=$("$DPSOCK_STAT" -n "$name" -v sockets 2>&1) || fail "dpsock-stat -n $name -v sockets: $socks"
+	printf '%s\n' "$socks" >"$TEST_TMP/sockets-after.txt"
+	for pat in "^tcp .*:$P_TCP .*LISTEN" "^tcp .*:$P_HTTP .*LISTEN" "^udp .*:$P_UDP " \
+		"^tcp .*$A:$P_TCP +$TOPO_ADDR_B:[0-9]+ +ESTABLISHED"; do
+		grep -qE "$pat" <<<"$socks" ||
+			fail "dpsock-stat of the new dpsockd (pid $DPSOCKD_PID) has no socket matching '$pat': $socks"
+	done
+	ok "dpsock-stat of the new dpsockd shows the programs' sockets: listeners $P_TCP and $P_HTTP, UDP $P_UDP, the ping-pong's connection"
+	acc1=$(preload_stat tcp_accepted)
+	[ "$acc1" -ge "$acc0" ] || fail "tcp_accepted went back through the takeovers: $acc0 before, $acc1 after"
+	ok "tcp_accepted $acc0 before the takeovers, $acc1 after"
+	preload_show_clients
+fi
+
+# ---- (f): a takeover refused --------------------------------------------------------
+if [ "$PRELOAD_KERNEL" != 1 ]; then
+	conf1=$TEST_TMP/$name-1worker.conf
+	sed 's/^workers = \[ 0, 1 \];$/workers = [ 0 ];/' "$PRELOAD_CONF" >"$conf1"
+	grep -q '^workers = \[ 0 \];$' "$conf1" || fail "could not write a one-worker configuration from $PRELOAD_CONF"
+	mark refused
+	pid0=$DPSOCKD_PID
+	preload_daemon_takeover_fails "$conf1"
+	attempts=$((attempts + 1))
+	[ "$TAKEOVER_RC" = 1 ] ||
+		fail "a takeover with another workers list exited with status $TAKEOVER_RC, not 1: $(tail -n 5 "$TAKEOVER_LOG" | tr '\n' ' ')"
+	grep -q '^dpsockd: takeover refused:' "$TAKEOVER_LOG" ||
+		fail "a takeover with another workers list: no 'dpsockd: takeover refused:' line: $(tail -n 5 "$TAKEOVER_LOG" | tr '\n' ' ')"
+	if [ "$DPSOCKD_PID" != "$pid0" ] || ! kill -0 "$pid0" 2>/dev/null; then
+		fail "the running dpsockd (pid $pid0) is gone after a refused takeover"
+	fi
+	pp_alive pp-cli "after a refused takeover"
+	pp_alive pp-ucli "after a refused takeover"
+	pp_fresh "after a refused takeover"
+	page_ok "after a refused takeover"
+	ok "refused: $(grep -m1 '^dpsockd: takeover refused:' "$TAKEOVER_LOG"); pid $pid0 goes on serving"
+
+	# ---- (g): the new process dies once it has the state ------------------------
+	mark fault
+	DPSOCK_TAKEOVER_FAULT=die-after-image preload_daemon_takeover_fails
+	attempts=$((attempts + 1))
+	[ "$TAKEOVER_RC" != 0 ] || fail "DPSOCK_TAKEOVER_FAULT=die-after-image: the new dpsockd exited 0"
+	if grep -q 'took over from pid' "$TAKEOVER_LOG"; then
+		fail "DPSOCK_TAKEOVER_FAULT=die-after-image: the new dpsockd said it took over: $(grep 'took over' "$TAKEOVER_LOG")"
+	fi
+	if [ "$DPSOCKD_PID" != "$pid0" ] || ! kill -0 "$pid0" 2>/dev/null; then
+		fail "the old dpsockd (pid $pid0) is gone after the new one died"
+	fi
+	pp_alive pp-cli "after the new dpsockd died"
+	pp_alive pp-ucli "after the new dpsockd died"
+	pp_fresh "after the new dpsockd died"
+	page_ok "after the new dpsockd died"
+	ok "fault: the new dpsockd died with status $TAKEOVER_RC after the image; pid $pid0 resumed with every connection"
+	mark 4
+	preload_daemon_takeover
+	attempts=$((attempts + 1))
+	page_ok "after the takeover that followed the fault"
+	pp_alive pp-cli "after the takeover that followed the fault"
+	ok "a takeover after the fault: pid $DPSOCKD_PID took over (blackout ${TAKEOVER_BLACKOUT_MS:-?} ms)"
+fi
+
+# ---- (e): the ping-pongs' verdicts --------------------------------------------------
+# result LABEL: the client's JSON line (after SIGTERM)
+result() { grep '^{' "$TEST_TMP/$1.log" | tail -n 1; }
+# jget JSON EXPR: a Python expression on the JSON object r
+jget() { python3 -c 'import json, sys; r = json.loads(sys.argv[1]); print(eval(sys.argv[2]))' "$1" "$2"; }
+windows() {
+	jget "$1" '"; ".join("%s: gap %s ms, lost %s of %s" % (w["mark"], w["max_gap_ms"], w["lost"], w["sent"]) for w in r["windows"])'
+}
+rc=0
+preload_stop pp-cli TERM || rc=$?
+res=$(result pp-cli)
+[ -n "$res" ] || fail "the TCP ping-pong client printed no result: $(tail -n 3 "$TEST_TMP/pp-cli.log")"
+[ "$rc" -eq 0 ] || fail "the TCP ping-pong client saw errors (status $rc): $(jget "$res" 'r["errors"]')"
+[ "$(jget "$res" 'r["lost"]')" = 0 ] || fail "TCP ping-pong: records lost: $res"
+note "TCP ping-pong: $(jget "$res" '"%d records, max gap %s ms, max rtt %s ms, p99 rtt %s ms, gaps over 10/50/100 ms: %s" % (r["received"], r["max_gap_ms"], r["max_rtt_ms"], r["p99_rtt_ms"], "/".join(str(r["gaps_over_ms"][k]) for k in ("10", "50", "100")))')"
+note "TCP ping-pong per window: $(windows "$res")"
+ok "TCP ping-pong: every record back, in order and unchanged, no reset (max gap $(jget "$res" 'r["max_gap_ms"]') ms)"
+
+rc=0
+preload_stop pp-ucli TERM || rc=$?
+res=$(result pp-ucli)
+[ -n "$res" ] || fail "the UDP ping-pong client printed no result: $(tail -n 3 "$TEST_TMP/pp-ucli.log")"
+[ "$rc" -eq 0 ] || fail "the UDP ping-pong client saw errors (status $rc): $(jget "$res" 'r["errors"]')"
+lost=$(jget "$res" 'r["lost"]')
+note "UDP ping-pong: $(jget "$res" '"%d of %d echoed, lost %d, reordered %d, max gap %s ms" % (r["received"], r["sent"], r["lost"], r["reordered"], r["max_gap_ms"])')"
+note "UDP ping-pong per window: $(windows "$res")"
+[ "$lost" -le $((UDP_LOSS_PER * (attempts > 0 ? attempts : 1))) ] ||
+	fail "UDP ping-pong: $lost datagrams lost, more than $UDP_LOSS_PER for each of $attempts takeover attempts"
+ok "UDP ping-pong: $lost datagrams lost over $attempts takeover attempts (bound $((UDP_LOSS_PER * (attempts > 0 ? attempts : 1))))"
+
+# ---- the preloaded programs end without an error -------------------------------------
+for s in pp-srv pp-usrv; do
+	rc=0
+	preload_stop "$s" TERM || rc=$?
+	[ "$rc" -eq 0 ] || fail "the preloaded $s exited with status $rc: $(tail -n 2 "$TEST_TMP/$s.log" | tr '\n' ' ')"
+done
+ok "the preloaded ping-pong servers saw no error: $(grep '^{' "$TEST_TMP/pp-srv.log" | tail -n 1)"
+preload_stop httpd TERM || true
+preload_daemon_stop
+[ "$PRELOAD_KERNEL" != 1 ] || pass "kernel self-check: the script's own logic, no takeover"
+pass "4 takeovers (one after a fault) and a refusal under TCP, UDP, HTTP and a ${XFER_MB} MiB stream: no error, no TCP loss, the stream whole"
