@@ -61,6 +61,7 @@ dpsock_usage(FILE *f)
 		"  -f, --config FILE   configuration file (default " DEFAULT_CONFIG ")\n"
 		"      --takeover      take over from the running instance of the configuration's\n"
 		"                      name: its programs' sockets and connections move here\n"
+		"      --detach        with --takeover: return once taken over (systemctl reload)\n"
 		"      --help-config   every configuration key with its default\n"
 		"  -V, --version       print the version\n"
 		"EAL options come before the --, DPDK style (`-h` among them lists them), e.g.\n"
@@ -560,6 +561,7 @@ stats_file_setting(struct dpsock_stack *d)
  * the "--": the last config's path (NULL: none); *idx moves past them.
  */
 static bool takeover_wanted; /* --takeover */
+static bool detach_wanted;   /* --detach (with --takeover) */
 
 static const char *
 config_args(int argc, char **argv, int *idx)
@@ -572,6 +574,9 @@ config_args(int argc, char **argv, int *idx)
 
 		if (strcmp(a, "--takeover") == 0) {
 			takeover_wanted = true;
+			i++;
+		} else if (strcmp(a, "--detach") == 0) {
+			detach_wanted = true;
 			i++;
 		} else if ((strcmp(a, "-f") == 0 || strcmp(a, "--config") == 0) && i + 1 < argc) {
 			path = argv[i + 1];
@@ -722,6 +727,54 @@ instance_forget(void)
 	instance_fd = -1;
 }
 
+/*
+ * --detach (with --takeover; systemctl reload runs it): the command
+ * returns once the takeover is done (0) or failed (1), and the new
+ * process goes on in a session of its own. The parent waits on a pipe
+ * the child writes one byte to when it took over; any end of the child
+ * before that closes the pipe (1).
+ */
+static int detach_fd = -1;
+
+static void
+detach(void)
+{
+	int pfd[2];
+	pid_t pid;
+	char c;
+
+	if (pipe2(pfd, O_CLOEXEC) != 0) {
+		fprintf(stderr, "%s: --detach: pipe: %s\n", prog_name, strerror(errno));
+		exit(1);
+	}
+	pid = fork();
+	if (pid < 0) {
+		fprintf(stderr, "%s: --detach: fork: %s\n", prog_name, strerror(errno));
+		exit(1);
+	}
+	if (pid > 0) {
+		close(pfd[1]);
+		_exit(read(pfd[0], &c, 1) == 1 && c == 0 ? 0 : 1);
+	}
+	close(pfd[0]);
+	setsid();
+	detach_fd = pfd[1];
+}
+
+/* The takeover is done: the waiting command returns 0. */
+static void
+detach_report(void)
+{
+	static const char ok;
+
+	if (detach_fd < 0)
+		return;
+	if (write(detach_fd, &ok, 1) != 1)
+		DPSOCK_LOG(WARNING, main, "--detach: telling the command: %s", strerror(errno));
+	close(detach_fd);
+	detach_fd = -1;
+}
+
 void
 dpsock_fini(void)
 {
@@ -771,6 +824,12 @@ dpsock_init(int argc, char **argv)
 		fprintf(stderr, "%s: %s\n", prog_name, err);
 		return -1;
 	}
+	if (detach_wanted && !takeover_wanted) {
+		fprintf(stderr, "%s: --detach goes with --takeover (systemctl reload)\n", prog_name);
+		return -1;
+	}
+	if (detach_wanted)
+		detach();
 	n = instance_lock(d->conf.name);
 	if (n < 0)
 		return -1;
@@ -1183,6 +1242,7 @@ dpsock_run(const struct dpsock_app *app, void *arg)
 		   d->n_workers, app && app->name ? ", app " : "", app && app->name ? app->name : "",
 		   d->stats_shm, d->conf.name);
 	dpsock_tko_done(d);
+	detach_report();
 	/* from now on this instance can hand over in turn */
 	ret = dpsock_tko_listen(d);
 	if (ret != 0)

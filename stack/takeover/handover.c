@@ -548,6 +548,31 @@ dpsock_tko_release(struct dpsock_stack *d)
 	t->image = NULL;
 }
 
+/* $NOTIFY_SOCKET (a systemd service with NotifyAccess=all): MAINPID= */
+static void
+notify_mainpid(void)
+{
+	const char *ns = getenv("NOTIFY_SOCKET");
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	char msg[32];
+	socklen_t len;
+	int fd, n;
+
+	if (ns == NULL || (ns[0] != '/' && ns[0] != '@') || strlen(ns) >= sizeof(sa.sun_path))
+		return;
+	memcpy(sa.sun_path, ns, strlen(ns));
+	if (ns[0] == '@')
+		sa.sun_path[0] = '\0'; /* abstract */
+	len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + strlen(ns));
+	n = snprintf(msg, sizeof(msg), "MAINPID=%d", (int)getpid());
+	fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return;
+	if (sendto(fd, msg, (size_t)n, MSG_NOSIGNAL, (struct sockaddr *)&sa, len) != n)
+		DPSOCK_LOG(WARNING, main, "takeover: telling systemd the new pid: %s", strerror(errno));
+	close(fd);
+}
+
 void
 dpsock_tko_done(struct dpsock_stack *d)
 {
@@ -556,6 +581,9 @@ dpsock_tko_done(struct dpsock_stack *d)
 
 	if (t == NULL || !t->taking)
 		return;
+	/* systemd (reload): this process is the service's main one now,
+	 * before the holder exits */
+	notify_mainpid();
 	msg_send(t->fd, TKO_DONE, 0, NULL, 0, 0, 0, NULL, 0);
 	DPSOCK_LOG(NOTICE, main, "took over from pid %d in %" PRIu64 " ms (blackout %" PRIu64
 		   " ms: from its freeze to these workers running)", (int)t->holder,
