@@ -41,6 +41,7 @@
 
 #define CTL_TICK_MS 100
 #define SYNC_POLL_US 200
+#define PL_TKO_FREEZE_US 5000000 /* the control thread's freeze for a takeover, at most */
 
 struct pl_ctl dpsock_pl_ctl = { .lfd = -1, .efd = -1, .wake_fd = -1, .wake_ro_fd = -1 };
 
@@ -1487,9 +1488,14 @@ dpsock_pl_tko_freeze(void *arg)
 	__atomic_store_n(&c->tko_freeze, 1, __ATOMIC_RELEASE);
 	if (write(c->efd, &one, sizeof(one)) < 0 && errno != EAGAIN)
 		return -errno;
-	while (!__atomic_load_n(&c->tko_frozen, __ATOMIC_ACQUIRE)) {
-		if (!__atomic_load_n(&c->running, __ATOMIC_RELAXED) || quitting(c))
-			return -ESHUTDOWN;
+	for (unsigned int waited = 0; !__atomic_load_n(&c->tko_frozen, __ATOMIC_ACQUIRE);
+	     waited += 200) {
+		if (!__atomic_load_n(&c->running, __ATOMIC_RELAXED) || quitting(c) ||
+		    waited >= PL_TKO_FREEZE_US) {
+			/* it finishes what it was doing, then goes on */
+			__atomic_store_n(&c->tko_freeze, 0, __ATOMIC_RELEASE);
+			return waited >= PL_TKO_FREEZE_US ? -ETIMEDOUT : -ESHUTDOWN;
+		}
 		sleep_us(200);
 	}
 	return 0;

@@ -5,7 +5,8 @@
  * client processes (clients.c) and workers that serve their command rings
  * and sockets (serve.c).
  *
- *   dpsockd [EAL options] -- [-f dpsock.conf] [--takeover] [--help] [--help-config] [--version]
+ *   dpsockd [EAL options] -- [-f dpsock.conf] [--takeover [--detach]] [--help] [--help-config]
+ *           [--version]
  */
 
 #include <stdio.h>
@@ -20,7 +21,8 @@ static void
 usage(FILE *f, const char *prog)
 {
 	fprintf(f,
-		"Usage: %s [EAL options] -- [-f FILE] [--takeover] [--help] [--help-config] [--version]\n"
+		"Usage: %s [EAL options] -- [-f FILE] [--takeover [--detach]] [--help] [--help-config]\n"
+		"       [--version]\n"
 		"\n"
 		"dpsock daemon: a kernel-bypass TCP/UDP stack on DPDK, one lwIP instance per\n"
 		"worker lcore.\n\n",
@@ -32,6 +34,7 @@ int
 main(int argc, char **argv)
 {
 	static const struct dpsock_tko_app takeover = {
+		.wire_version = DPSOCK_PL_VERSION,
 		.freeze = dpsock_pl_tko_freeze,
 		.main_export = dpsock_pl_tko_export,
 		.worker_export = dpsock_pl_tko_worker_export,

@@ -158,6 +158,9 @@ uint64_t dpsock_mcast_tsc_ns(const struct dpsock_worker *w, uint64_t tsc);
 uint64_t dpsock_mcast_hw_ns(const struct dpsock_worker *w, struct pbuf *p);
 
 /* A new UDP socket's defaults; its end (leaves every group). */
+/* dpsock_udp_mcast / _mcast6 for either family's address (mcast.c) */
+int dpsock_udp_mcast_addr(struct dpsock_sock *s, int op, struct dpsock_mc_addr group,
+			  unsigned int iface, struct dpsock_mc_addr source);
 void dpsock_udp_state_init(struct dpsock_udp_state *u);
 void dpsock_udp_state_fini(struct dpsock_sock *s, struct dpsock_udp_state *u);
 

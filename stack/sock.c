@@ -2032,7 +2032,8 @@ struct sock_image {
 	uint32_t so_options;
 	uint32_t mcast_ip4;
 	int32_t owner_pid, owner_fd;
-	uint32_t pcb_len;         /* bytes of the TCP image that follow */
+	uint32_t pcb_len;         /* bytes that follow: TCP, the pcb's image; UDP, its
+				   * memberships (struct dpsock_mc_memb each) */
 	uint8_t local_ip[16], remote_ip[16];
 	uint8_t remote_type;
 	uint8_t pad2[7];
@@ -2135,9 +2136,9 @@ dpsock_sock_export(struct dpsock_sock *s, struct dpsock_tko_buf *blob)
 	if (s->type == SOCK_UDP && s->pcb.udp != NULL) {
 		struct udp_pcb *u = s->pcb.udp;
 
-		if (s->udp.mc != NULL)
-			return -ENOTSUP; /* memberships: not carried yet */
 		im.has_pcb = 1;
+		if (s->udp.mc != NULL)
+			im.pcb_len = s->udp.mc->n * (uint32_t)sizeof(s->udp.mc->m[0]);
 		im.ip_type = IP_GET_TYPE(&u->local_ip);
 		ip_out(im.local_ip, &u->local_ip);
 		ip_out(im.remote_ip, &u->remote_ip);
@@ -2158,6 +2159,10 @@ dpsock_sock_export(struct dpsock_sock *s, struct dpsock_tko_buf *blob)
 		im.mc_loop6 = s->udp.mc_loop6;
 		im.hops6 = s->udp.hops6;
 		im.mc_if6 = s->udp.mc_if6;
+		dpsock_tko_buf_raw(blob, &im, sizeof(im));
+		if (im.pcb_len != 0)
+			dpsock_tko_buf_raw(blob, s->udp.mc->m, im.pcb_len);
+		return blob->err;
 	} else if (s->type == SOCK_TCP_LISTEN && s->pcb.tcp != NULL) {
 		struct tcp_pcb *l = s->pcb.tcp;
 
@@ -2211,6 +2216,37 @@ tcp_import_pcb(struct dpsock_worker *w, const void *data, size_t len, uint16_t o
 		tcp_ext_arg_set(pcb, w->extarg_id, (void *)(uintptr_t)owned_port);
 	}
 	return pcb;
+}
+
+/* A UDP socket's memberships again, by the calls that made them: an
+ * exclude-mode one is a join and its blocked sources, an include-mode one
+ * its source joins (the interface reports them to the link again). */
+static int
+udp_memberships_restore(struct dpsock_sock *s, const unsigned char *p, size_t len)
+{
+	struct dpsock_mc_memb m;
+	const struct dpsock_mc_addr any = { { 0 } };
+	int r = 0;
+
+	if (len % sizeof(m) != 0)
+		return -EINVAL;
+	for (size_t off = 0; r == 0 && off < len; off += sizeof(m)) {
+		memcpy(&m, p + off, sizeof(m));
+		if (m.nsrc > DPSOCK_MC_MAX_SOURCES)
+			return -EINVAL;
+		if (m.mode == DPSOCK_MC_EXCLUDE) {
+			r = dpsock_udp_mcast_addr(s, DPSOCK_MC_JOIN, m.group, m.iface, any);
+			for (unsigned int i = 0; r == 0 && i < m.nsrc; i++)
+				r = dpsock_udp_mcast_addr(s, DPSOCK_MC_BLOCK, m.group, m.iface, m.src[i]);
+		} else if (m.mode == DPSOCK_MC_INCLUDE) {
+			for (unsigned int i = 0; r == 0 && i < m.nsrc; i++)
+				r = dpsock_udp_mcast_addr(s, DPSOCK_MC_JOIN_SOURCE, m.group, m.iface,
+							  m.src[i]);
+		} else {
+			r = -EINVAL;
+		}
+	}
+	return r;
 }
 
 struct dpsock_sock *
@@ -2281,6 +2317,13 @@ dpsock_sock_import(struct dpsock_worker *w, const void *blob, size_t len,
 		s->udp.hops6 = im.hops6;
 		s->udp.mc_if6 = im.mc_if6;
 		dpsock_sock_set_owner(s, im.owner_pid, im.owner_fd);
+		*err = udp_memberships_restore(s, (const unsigned char *)blob + sizeof(im),
+					       im.pcb_len);
+		if (*err != 0) {
+			udp_release(s);
+			sock_free(s);
+			return NULL;
+		}
 		return s;
 	}
 	case SOCK_TCP: {

@@ -86,6 +86,8 @@ struct tko_msg {
 
 /* What the hello compares: the same workers and interfaces, or no takeover. */
 struct tko_compat {
+	uint32_t app_wire;        /* the app's wire version (the preload's) */
+	uint32_t stats_block;     /* bytes of a worker's counter block */
 	uint32_t n_workers;       /* the configuration's list (0: EAL's lcores) */
 	uint32_t workers[DPSOCK_MAX_WORKERS];
 	uint32_t n_ifaces;
@@ -270,6 +272,8 @@ compat_of(const struct dpsock_stack *d, struct tko_compat *c)
 	unsigned int i;
 
 	memset(c, 0, sizeof(*c));
+	c->app_wire = tko_app != NULL ? tko_app->wire_version : 0;
+	c->stats_block = (uint32_t)sizeof(struct dpsock_worker_stats);
 	c->n_workers = conf->n_workers;
 	memcpy(c->workers, conf->workers, sizeof(c->workers));
 	c->n_ifaces = conf->n_ifaces;
@@ -293,6 +297,18 @@ compat_refusal(const struct dpsock_stack *d, const struct tko_compat *nc, char *
 		snprintf(why, len, "the running program (%s) has no state to hand over "
 			 "(native run-to-completion apps cannot be taken over)",
 			 d->app != NULL && d->app->name ? d->app->name : "no app");
+		return why;
+	}
+	if (nc->app_wire != mine.app_wire) {
+		snprintf(why, len, "the programs' wire differs (the running instance speaks preload "
+			 "version %u, this build %u): the attached programs could not go on talking to "
+			 "this build; stop them and the instance, and start them again",
+			 mine.app_wire, nc->app_wire);
+		return why;
+	}
+	if (nc->stats_block != mine.stats_block) {
+		snprintf(why, len, "the counters' layout differs (%u bytes a worker, this build %u)",
+			 mine.stats_block, nc->stats_block);
 		return why;
 	}
 	if (nc->n_workers != mine.n_workers ||
@@ -817,7 +833,7 @@ serve_one(struct dpsock_stack *d, int cfd)
 	if (r != 0) {
 		snprintf(why, sizeof(why), "the running instance could not write its state (%s)%s",
 			 strerror(-r), r == -EINPROGRESS ? ": a connect() of a program was in flight; "
-			 "try again" : r == -ENOTSUP ? ": a socket with multicast memberships" : "");
+			 "try again" : "");
 		DPSOCK_LOG(NOTICE, main, "takeover by pid %d refused: %s", (int)newpid, why);
 		msg_send(cfd, TKO_REFUSE, r, why, 0, 0, 0, NULL, 0);
 		goto resume;

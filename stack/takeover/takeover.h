@@ -117,6 +117,10 @@ int dpsock_tko_import_pcb(struct dpsock_worker *w, const void *data, size_t len)
 /* What a program that can be taken over gives the stack (dpsockd: the
  * preload server). Without it, a takeover is refused. */
 struct dpsock_tko_app {
+	/* the version of what the app shares with its clients (the preload
+	 * wire): both processes must speak the same one, or the programs
+	 * would keep talking the old one to the new process */
+	uint32_t wire_version;
 	/* holder, takeover thread: stop the app's control thread at a point
 	 * where it is in the middle of nothing; 0 or -errno */
 	int (*freeze)(void *arg);

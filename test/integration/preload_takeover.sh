@@ -14,6 +14,10 @@
 #     gap between echoes (its blackout as the peer sees it) is reported;
 #   - test/tools/httpd11.py preloaded: after each takeover curl from B gets
 #     its page over a new connection (the listener goes on accepting);
+#   - a preloaded multicast subscriber (test/tools/mctool) joined to a
+#     group before the takeovers gets every datagram B publishes to it
+#     after them (the membership went over: the new dpsockd joined the
+#     group on the link again);
 #   - a preloaded socat receives a 64 MiB stream from socat in B, paced
 #     to last about 12 s so that it is in flight during the takeovers,
 #     into a file whose sha256 is the one sent;
@@ -35,10 +39,12 @@
 # on A's kernel, without dpsockd, and leaves the takeovers out.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/mcast_lib.sh"
 
 require_root
 require_cmd ip python3 socat curl sha256sum timeout ss
 require_preload
+require_tools mctool
 PP=$DPSOCK_SRC/test/tools/pace_pingpong.py
 HTTPD=$DPSOCK_SRC/test/tools/httpd11.py
 if [ ! -r "$PP" ] || [ ! -r "$HTTPD" ]; then
@@ -49,7 +55,8 @@ test_topo_up 134
 preload_daemon_start "$name"
 chmod 755 "$TEST_TMP"
 A=$TOPO_ADDR_A
-P_TCP=7100 P_UDP=7101 P_HTTP=8080 P_XFER=7200
+P_TCP=7100 P_UDP=7101 P_HTTP=8080 P_XFER=7200 P_MC=7300
+MC_G=239.7.7.1 MC_N=400
 XFER_MB=${TAKEOVER_XFER_MB:-64}
 XFER_SECS=${TAKEOVER_XFER_SECS:-12}
 MARK=$TEST_TMP/mark
@@ -117,6 +124,10 @@ PAGE="dpsock takeover test page $$"
 printf '%s\n' "$PAGE" >"$TEST_TMP/www/index.html"
 preload_start httpd python3 "$HTTPD" "$A" "$P_HTTP" "$TEST_TMP/www"
 preload_start sink socat -u "TCP-LISTEN:$P_XFER,bind=$A,reuseaddr" "CREATE:$TEST_TMP/recv.bin"
+# a subscriber that stops after MC_N datagrams, and waits for them through
+# every takeover
+preload_start mcsub "$MCTOOL" sub -g "$MC_G" -p "$P_MC" -n "$MC_N" -t 120 -w 120
+wait_until 20 grep -q READY "$TEST_TMP/mcsub.log"
 wait_until 20 grep -q listening "$TEST_TMP/pp-srv.log"
 wait_until 20 grep -q listening "$TEST_TMP/pp-usrv.log"
 wait_tcp_port "$TOPO_NS_B" "$A" "$P_HTTP" 20
@@ -180,6 +191,18 @@ for i in 1 2 3; do
 done
 [ "$PRELOAD_KERNEL" = 1 ] ||
 	ok "3 takeovers in a row, the stream in flight during $in_flight of them; blackouts (dpsockd's figures): ${blackouts[*]} ms"
+
+# ---- the multicast membership went over ------------------------------------------
+mcast_kernel_route
+in_b "$MCTOOL" pub -g "$MC_G" -p "$P_MC" -n "$MC_N" -r 2000 -i "$TOPO_ADDR_B" >"$TEST_TMP/mcpub.log" ||
+	fail "the publisher in B failed: $(cat "$TEST_TMP/mcpub.log")"
+rc=0
+preload_wait mcsub 30 || rc=$?
+[ "$rc" -eq 0 ] || fail "the preloaded multicast subscriber (joined before the takeovers) failed (status $rc): $(tail -n 3 "$TEST_TMP/mcsub.log" | tr '\n' ' ')"
+mc_got=$(mcast_result mcsub received)
+[ "${mc_got:-0}" -eq "$MC_N" ] ||
+	fail "the multicast subscriber got ${mc_got:-0} of the $MC_N datagrams published after the takeovers"
+ok "the multicast membership made before the takeovers went over: all $MC_N datagrams to $MC_G arrived"
 
 # ---- (e), part: what the last dpsockd holds ---------------------------------------
 rc=0
