@@ -2334,7 +2334,7 @@ dpsock_sock_import(struct dpsock_worker *w, const void *blob, size_t len,
 			return NULL;
 		s = sock_new(w, SOCK_TCP, ops, user);
 		if (s == NULL) {
-			tcp_abandon(pcb, 0);
+			dpsock_tcp_mig_release(pcb);
 			*err = -ENOMEM;
 			return NULL;
 		}

@@ -1238,10 +1238,10 @@ dpsock_run(const struct dpsock_app *app, void *arg)
 	control_tasks(d);
 	/* release: the segment's contents are complete before readers see it run */
 	__atomic_store_n(&d->stats->running, 1, __ATOMIC_RELEASE);
+	dpsock_tko_done(d);
 	DPSOCK_LOG(NOTICE, main, "ready: %u worker(s)%s%s; stats in /dev/shm%s (dpsock-stat -n %s)",
 		   d->n_workers, app && app->name ? ", app " : "", app && app->name ? app->name : "",
 		   d->stats_shm, d->conf.name);
-	dpsock_tko_done(d);
 	detach_report();
 	/* from now on this instance can hand over in turn */
 	ret = dpsock_tko_listen(d);

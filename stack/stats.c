@@ -69,10 +69,14 @@ dpsock_stats_create(struct dpsock_stack *d, char *err, size_t errlen)
 		return -EINVAL;
 	}
 	snprintf(d->stats_shm, sizeof(d->stats_shm), DPSOCK_STATS_SHM_FMT, d->conf.name);
-	/* a takeover: the name is the holder's, still running (frozen); it
-	 * keeps its mapping, the name becomes this process's segment */
-	if (dpsock_tko_taking(d))
+	/* a takeover: the name is the holder's until the hand-over is done
+	 * (it may yet resume); this segment waits under a name of its own
+	 * and takes the name then (dpsock_tko_names_commit) */
+	if (dpsock_tko_taking(d)) {
+		strncat(d->stats_shm, DPSOCK_TKO_SHM_SUFFIX,
+			sizeof(d->stats_shm) - strlen(d->stats_shm) - 1);
 		shm_unlink(d->stats_shm);
+	}
 	fd = shm_open(d->stats_shm, O_RDWR | O_CREAT | O_EXCL, 0644);
 	if (fd < 0 && errno == EEXIST) {
 		fd = shm_open(d->stats_shm, O_RDWR, 0644);

@@ -88,6 +88,9 @@ dpsock_capture_init(struct dpsock_stack *d, char *err, size_t errlen)
 	}
 	c->fd = -1;
 	snprintf(c->shm, sizeof(c->shm), CAPTURE_SHM_FMT, d->conf.name);
+	/* a takeover: as the stats segment (dpsock_tko_names_commit) */
+	if (dpsock_tko_taking(d))
+		strncat(c->shm, DPSOCK_TKO_SHM_SUFFIX, sizeof(c->shm) - strlen(c->shm) - 1);
 	/* ring: its control line, then a FIFO header and its data */
 	ring_stride = RTE_ALIGN_CEIL(sizeof(struct dpsock_cap_ring_ctl) + DPSOCK_SPSC_HDR_SIZE +
 				     DPSOCK_CAP_RING_BYTES, 4096);
@@ -648,4 +651,10 @@ dpsock_capture_tx(struct dpsock_worker *w, struct dpsock_worker_port *wp, struct
 				commit(w, i, len);
 		}
 	}
+}
+
+char *
+dpsock_capture_shm_name(struct dpsock_stack *d)
+{
+	return d->capture != NULL ? d->capture->shm : NULL;
 }

@@ -68,6 +68,8 @@ struct dpsock_cap_worker {
  * free) / mark it stopped and remove it. 0 or -errno (err says why). */
 int dpsock_capture_init(struct dpsock_stack *d, char *err, size_t errlen);
 void dpsock_capture_fini(struct dpsock_stack *d);
+/* The segment's name in /dev/shm (a buffer of 80 bytes), NULL: none. */
+char *dpsock_capture_shm_name(struct dpsock_stack *d);
 /* The main lcore's 100 ms task. */
 void dpsock_capture_control(struct dpsock_stack *d);
 

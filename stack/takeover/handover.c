@@ -589,14 +589,45 @@ notify_mainpid(void)
 	close(fd);
 }
 
+/* A name of this process's waiting under DPSOCK_TKO_SHM_SUFFIX takes the
+ * holder's place (rename: the holder keeps its mapping; a reader that
+ * opens the name from now on gets this process's). */
+static void
+name_commit(char *name)
+{
+	size_t n, k = strlen(DPSOCK_TKO_SHM_SUFFIX);
+	char from[160], to[160];
+
+	if (name == NULL || (n = strlen(name)) <= k ||
+	    strcmp(name + n - k, DPSOCK_TKO_SHM_SUFFIX) != 0)
+		return;
+	snprintf(from, sizeof(from), "/dev/shm%s", name);
+	name[n - k] = '\0';
+	snprintf(to, sizeof(to), "/dev/shm%s", name);
+	if (rename(from, to) != 0) {
+		DPSOCK_LOG(WARNING, main, "takeover: %s -> %s: %s", from, to, strerror(errno));
+		name[n - k] = DPSOCK_TKO_SHM_SUFFIX[0]; /* keeps the name it has */
+	}
+}
+
 void
 dpsock_tko_done(struct dpsock_stack *d)
 {
 	struct dpsock_tko *t = d->tko;
 	uint64_t now = mono_ns();
+	const char *fault;
 
 	if (t == NULL || !t->taking)
 		return;
+	fault = getenv("DPSOCK_TAKEOVER_FAULT");
+	if (fault != NULL && strcmp(fault, "die-before-done") == 0) {
+		/* tests: everything restored and running, the holder not told */
+		fprintf(stderr, "dpsockd: DPSOCK_TAKEOVER_FAULT=die-before-done: exiting\n");
+		_exit(9);
+	}
+	/* the stats and capture names are this process's from now on */
+	name_commit(d->stats_shm);
+	name_commit(dpsock_capture_shm_name(d));
 	/* systemd (reload): this process is the service's main one now,
 	 * before the holder exits */
 	notify_mainpid();
@@ -775,6 +806,20 @@ send_image(int cfd, int memfd, const struct dpsock_tko_fds *fds, uint64_t freeze
 	return r;
 }
 
+/* The segments a failed new process left under its waiting names. */
+static void
+tko_names_forget(const struct dpsock_stack *d)
+{
+	static const char *const kinds[] = { "stats", "capture" };
+	char name[160];
+
+	for (unsigned int i = 0; i < RTE_DIM(kinds); i++) {
+		snprintf(name, sizeof(name), "/dpsock.%s.%s%s", d->conf.name, kinds[i],
+			 DPSOCK_TKO_SHM_SUFFIX);
+		shm_unlink(name);
+	}
+}
+
 /* One takeover, on an accepted connection. */
 static void
 serve_one(struct dpsock_stack *d, int cfd)
@@ -868,6 +913,7 @@ serve_one(struct dpsock_stack *d, int cfd)
 resume:
 	if (memfd >= 0)
 		close(memfd);
+	tko_names_forget(d);
 	if (ports_stopped && (r = dpsock_ports_restart(d)) != 0)
 		DPSOCK_LOG(ERR, main, "takeover: restarting the ports: %s", strerror(-r));
 	thaw(d, 0);

@@ -43,6 +43,9 @@ struct dpsock_worker;
  * change to a record's layout or meaning bumps it. */
 #define DPSOCK_TKO_VERSION 1u
 #define DPSOCK_TKO_SUFFIX ".takeover"
+/* a taking-over process's stats and capture segments wait under their
+ * name plus this until the hand-over is done */
+#define DPSOCK_TKO_SHM_SUFFIX ".tko"
 
 /* ---- the image (wire.c) ------------------------------------------------ */
 

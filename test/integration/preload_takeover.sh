@@ -32,7 +32,10 @@
 #   - a fault: DPSOCK_TAKEOVER_FAULT=die-after-image makes the new
 #     dpsockd _exit(9) once it has the state; the old one (same pid)
 #     resumes with every connection (the ping-pong goes on, a new one
-#     answers, curl), and a takeover after that still succeeds;
+#     answers, curl); then die-before-done, the latest point (the new
+#     process bound the ports, made its segments, restored every socket
+#     and runs): the same, and the holder's stats still answer, nothing of
+#     the dead one's left in /dev/shm; a takeover after that succeeds;
 #   - the preloaded servers end without an error; dpsockd stops cleanly.
 #
 # With DPSOCK_PRELOAD_KERNEL=1 (lib.sh's self-check) the same script runs
@@ -269,6 +272,28 @@ if [ "$PRELOAD_KERNEL" != 1 ]; then
 	pp_fresh "after the new dpsockd died"
 	page_ok "after the new dpsockd died"
 	ok "fault: the new dpsockd died with status $TAKEOVER_RC after the image; pid $pid0 resumed with every connection"
+	# the latest fault: everything restored and running in the new
+	# process (ports bound, segments made, connections restored), the
+	# holder not told yet
+	DPSOCK_TAKEOVER_FAULT=die-before-done preload_daemon_takeover_fails
+	attempts=$((attempts + 1))
+	[ "$TAKEOVER_RC" != 0 ] || fail "DPSOCK_TAKEOVER_FAULT=die-before-done: the new dpsockd exited 0"
+	if [ "$DPSOCKD_PID" != "$pid0" ] || ! kill -0 "$pid0" 2>/dev/null; then
+		fail "the old dpsockd (pid $pid0) is gone after the new one died before it was done"
+	fi
+	pp_alive pp-cli "after the new dpsockd died before it was done"
+	pp_alive pp-ucli "after the new dpsockd died before it was done"
+	pp_fresh "after the new dpsockd died before it was done"
+	page_ok "after the new dpsockd died before it was done"
+	# its stats are the holder's still (dpsock-stat answers for the name),
+	# and nothing the dead one made is left in /dev/shm
+	acc2=$(preload_stat tcp_accepted)
+	[ "${acc2:-0}" -ge "$acc1" ] ||
+		fail "after the late fault, tcp_accepted reads ${acc2:-nothing} (was $acc1): the holder's stats segment"
+	for f in "/dev/shm/dpsock.$name.stats.tko" "/dev/shm/dpsock.$name.capture.tko"; do
+		[ ! -e "$f" ] || fail "the dead new dpsockd's $f is left"
+	done
+	ok "fault: the new dpsockd died just before saying done; pid $pid0 resumed with every connection and its stats"
 	mark 4
 	preload_daemon_takeover
 	attempts=$((attempts + 1))
