@@ -67,6 +67,8 @@ struct pl_worker {
 	uint64_t owners_next;     /* timer cycles: next owners_publish pass */
 	struct pl_orphan *orphans; /* connections still sending after their group ended */
 	size_t orphan_bytes;      /* what they hold */
+	bool tko_settle;          /* a takeover restored this worker's part: settle it at the
+				   * first poll (after the commit, pl_tko_settle) */
 	struct dpsock_pl_cmd cmds[PL_BATCH_MAX];
 	/* a datagram record whole: header, data, padding to 8 */
 	unsigned char dgram[sizeof(struct dpsock_pl_dgram) + sizeof(struct dpsock_pl_dgram6) +
@@ -77,6 +79,7 @@ static struct pl_worker *pl_workers;
 
 static const struct dpsock_sock_ops pl_ops;
 static int pl_tko_worker_import(struct dpsock_worker *w);
+static void pl_tko_settle(struct pl_ctl *c, unsigned int k);
 static size_t tx_pump(struct pl_wslot *ws);
 static void mate_unpair(struct pl_wslot *ws);
 
@@ -1963,6 +1966,10 @@ dpsock_pl_worker_poll(struct dpsock_worker *w, void *arg)
 	bool owners;
 
 	RTE_SET_USED(arg);
+	if (unlikely(pw->tko_settle)) {
+		pw->tko_settle = false;
+		pl_tko_settle(c, k);
+	}
 	/* acquire: pairs with the control thread's seq_cst increment; what it
 	 * unpublished before is seen unpublished from here on */
 	gen = __atomic_load_n(&c->gen, __ATOMIC_ACQUIRE);
@@ -2551,6 +2558,8 @@ pl_tko_worker_import(struct dpsock_worker *w)
 			   type, strerror(-ret));
 		return ret;
 	}
-	pl_tko_settle(c, w->idx);
+	/* what the slots had pending waits for the first poll: until the
+	 * takeover is committed this process touches no ring or FIFO */
+	pl_workers[w->idx].tko_settle = true;
 	return 0;
 }

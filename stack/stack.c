@@ -1129,6 +1129,7 @@ dpsock_run(const struct dpsock_app *app, void *arg)
 	}
 	for (i = 0; i < d->n_workers; i++)
 		d->workers[i].stats = &d->stats->workers[i];
+	dpsock_tko_mark(d, "stats segment made");
 	ret = dpsock_capture_init(d, err, sizeof(err));
 	if (ret != 0) {
 		fprintf(stderr, "%s: %s\n", prog_name, err);
@@ -1141,6 +1142,7 @@ dpsock_run(const struct dpsock_app *app, void *arg)
 		exit_code = 1;
 		goto out;
 	}
+	dpsock_tko_mark(d, "capture and multicast set up");
 	ret = dpsock_stats_telemetry_register(d);
 	if (ret != 0)
 		DPSOCK_LOG(WARNING, stats, "telemetry commands /dpsock/*: %s", strerror(-ret));
@@ -1155,6 +1157,8 @@ dpsock_run(const struct dpsock_app *app, void *arg)
 		need_fini = true;
 	}
 	dpsock_tko_mark(d, "control side restored");
+	/* a takeover: the workers restore, then wait until it is committed */
+	__atomic_store_n(&d->tko_gate, dpsock_tko_taking(d) ? 1 : 0, __ATOMIC_RELEASE);
 
 	for (i = 0; i < d->n_workers; i++) {
 		struct dpsock_worker *w = &d->workers[i];
@@ -1193,6 +1197,15 @@ dpsock_run(const struct dpsock_app *app, void *arg)
 		goto stop;
 	}
 	dpsock_tko_mark(d, "workers restored");
+	/* A takeover's commit: until the holder is told, this process has
+	 * changed nothing the programs or the peers see (its workers wait at
+	 * the gate, the app's control thread is not started), so that a
+	 * holder told nothing can resume. From here on it is this process's. */
+	if (dpsock_tko_taking(d)) {
+		dpsock_tko_done(d);
+		/* release: the workers' acquire load of the gate */
+		__atomic_store_n(&d->tko_gate, 0, __ATOMIC_RELEASE);
+	}
 	if (app != NULL && app->main_start != NULL) {
 		ret = app->main_start(arg);
 		if (ret != 0) {
@@ -1238,7 +1251,6 @@ dpsock_run(const struct dpsock_app *app, void *arg)
 	control_tasks(d);
 	/* release: the segment's contents are complete before readers see it run */
 	__atomic_store_n(&d->stats->running, 1, __ATOMIC_RELEASE);
-	dpsock_tko_done(d);
 	DPSOCK_LOG(NOTICE, main, "ready: %u worker(s)%s%s; stats in /dev/shm%s (dpsock-stat -n %s)",
 		   d->n_workers, app && app->name ? ", app " : "", app && app->name ? app->name : "",
 		   d->stats_shm, d->conf.name);

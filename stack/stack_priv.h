@@ -274,6 +274,8 @@ struct dpsock_stack {
 	 * (0 run, 1 freeze: write your part and wait, 2 handed over: leave) */
 	struct dpsock_tko *tko;
 	uint32_t tko_phase;
+	uint32_t tko_gate;              /* shared: 1 while a taking-over process's workers wait
+					 * for the hand-over's commit (they run nothing) */
 	uint32_t ports_gen;             /* shared: bumped when ports were started again */
 };
 

@@ -1040,6 +1040,11 @@ dpsock_worker_main(void *arg)
 	__atomic_store_n(&w->init_ret, ret, __ATOMIC_RELAXED);
 	/* release: publishes init_ret to the main lcore's acquire load */
 	__atomic_store_n(&w->init_done, 1, __ATOMIC_RELEASE);
+	/* a takeover's new process: nothing runs before the holder is told
+	 * (it could still resume) */
+	while (ret == 0 && __atomic_load_n(&d->tko_gate, __ATOMIC_ACQUIRE) &&
+	       !__atomic_load_n(&d->quit, __ATOMIC_RELAXED))
+		rte_delay_us_sleep(100);
 	if (ret == 0)
 		while (!__atomic_load_n(&d->quit, __ATOMIC_RELAXED)) {
 			if (unlikely(dpsock_tko_freezing(&d->tko_phase))) {

@@ -138,6 +138,8 @@ struct dpsock_tko {
 };
 
 static struct dpsock_tko tko_state = { .fd = -1, .lfd = -1 };
+/* the format version messages carry (a test may make the hello lie) */
+static uint16_t send_version = DPSOCK_TKO_VERSION;
 static const struct dpsock_tko_app *tko_app;
 static void *tko_app_arg;
 
@@ -185,7 +187,7 @@ msg_send(int fd, uint16_t type, int32_t status, const char *text, uint64_t a, ui
 
 	memset(&m, 0, sizeof(m));
 	m.magic = TKO_MAGIC;
-	m.version = DPSOCK_TKO_VERSION;
+	m.version = send_version;
 	m.type = type;
 	m.status = status;
 	m.n_fds = n_fds;
@@ -355,6 +357,7 @@ dpsock_tko_hello(const char *prog, struct dpsock_stack *d)
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	struct tko_compat c;
 	struct tko_msg m;
+	const char *fault;
 	int r;
 
 	t->t_hello_ns = mono_ns();
@@ -367,10 +370,15 @@ dpsock_tko_hello(const char *prog, struct dpsock_stack *d)
 		return -1;
 	}
 	compat_of(d, &c);
-	/* the configuration to compare travels in the text's place */
+	/* tests: a build of the next format version, as the holder sees it */
+	fault = getenv("DPSOCK_TAKEOVER_FAULT");
+	if (fault != NULL && strcmp(fault, "next-version") == 0)
+		send_version = DPSOCK_TKO_VERSION + 1;
+	/* the configuration to compare travels in a message of its own */
 	static_assert(sizeof(c) <= 4096, "fits a message of its own");
-	if (msg_send(t->fd, TKO_HELLO, 0, NULL, (uint64_t)getpid(), 0, 0, NULL, 0) != 0 ||
-	    send(t->fd, &c, sizeof(c), MSG_NOSIGNAL) != (ssize_t)sizeof(c)) {
+	r = msg_send(t->fd, TKO_HELLO, 0, NULL, (uint64_t)getpid(), 0, 0, NULL, 0);
+	send_version = DPSOCK_TKO_VERSION;
+	if (r != 0 || send(t->fd, &c, sizeof(c), MSG_NOSIGNAL) != (ssize_t)sizeof(c)) {
 		fprintf(stderr, "%s: takeover refused: %s: %s\n", prog, sa.sun_path, strerror(errno));
 		return -1;
 	}
@@ -839,10 +847,17 @@ serve_one(struct dpsock_stack *d, int cfd)
 
 	r = msg_recv(cfd, &m, TKO_HELLO_TIMEOUT_MS, NULL, NULL);
 	if (r == -EPROTONOSUPPORT) {
-		msg_send(cfd, TKO_REFUSE, -EPROTONOSUPPORT, "hand-over format differs", 0, 0, 0,
-			 NULL, 0);
-		DPSOCK_LOG(NOTICE, main, "takeover refused: the new process speaks another "
-			   "hand-over format (ours: version %u)", DPSOCK_TKO_VERSION);
+		struct pollfd p = { .fd = cfd, .events = POLLIN };
+
+		/* its configuration follows: taken before the answer, which
+		 * the new process reads after sending it */
+		if (poll(&p, 1, TKO_HELLO_TIMEOUT_MS) == 1)
+			(void)recv(cfd, &nc, sizeof(nc), 0);
+		snprintf(why, sizeof(why), "the new process speaks hand-over format version %u, "
+			 "the running instance version %u: stop it and start the new build",
+			 (unsigned int)m.version, DPSOCK_TKO_VERSION);
+		msg_send(cfd, TKO_REFUSE, -EPROTONOSUPPORT, why, 0, 0, 0, NULL, 0);
+		DPSOCK_LOG(NOTICE, main, "takeover refused: %s", why);
 		return;
 	}
 	if (r != 0 || m.type != TKO_HELLO)
