@@ -29,6 +29,8 @@
 #   - refused: a takeover with another workers list exits 1 with
 #     "dpsockd: takeover refused:", and the running dpsockd (same pid)
 #     goes on serving (the ping-pong goes on, a new one answers, curl);
+#     so does one whose hello speaks the next format version
+#     (DPSOCK_TAKEOVER_FAULT=next-version), told both versions;
 #   - a fault: DPSOCK_TAKEOVER_FAULT=die-after-image makes the new
 #     dpsockd _exit(9) once it has the state; the old one (same pid)
 #     resumes with every connection (the ping-pong goes on, a new one
@@ -255,6 +257,17 @@ if [ "$PRELOAD_KERNEL" != 1 ]; then
 	pp_fresh "after a refused takeover"
 	page_ok "after a refused takeover"
 	ok "refused: $(grep -m1 '^dpsockd: takeover refused:' "$TAKEOVER_LOG"); pid $pid0 goes on serving"
+	# a build of another hand-over format (the hello of the next version)
+	DPSOCK_TAKEOVER_FAULT=next-version preload_daemon_takeover_fails
+	[ "$TAKEOVER_RC" = 1 ] ||
+		fail "a takeover of another format version exited with status $TAKEOVER_RC, not 1: $(tail -n 5 "$TAKEOVER_LOG" | tr '\n' ' ')"
+	grep -q '^dpsockd: takeover refused: .*hand-over format version' "$TAKEOVER_LOG" ||
+		fail "a takeover of another format version: no refusal naming the versions: $(tail -n 5 "$TAKEOVER_LOG" | tr '\n' ' ')"
+	if [ "$DPSOCKD_PID" != "$pid0" ] || ! kill -0 "$pid0" 2>/dev/null; then
+		fail "the running dpsockd (pid $pid0) is gone after a takeover of another format was refused"
+	fi
+	pp_fresh "after a takeover of another format was refused"
+	ok "refused: $(grep -m1 '^dpsockd: takeover refused:' "$TAKEOVER_LOG")"
 
 	# ---- (g): the new process dies once it has the state ------------------------
 	mark fault
