@@ -53,7 +53,7 @@
 #include <rte_ring.h>
 
 #include "stack_priv.h"
-#include "filter_priv.h"
+#include "sharing/filter_priv.h"
 #include "log_priv.h"
 #include "netview_priv.h"
 

@@ -31,7 +31,7 @@
 #include <unistd.h>
 
 #include "stack_priv.h"
-#include "filter_priv.h"
+#include "sharing/filter_priv.h"
 #include "log_priv.h"
 #include "mcast_priv.h"
 

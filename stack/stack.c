@@ -42,7 +42,7 @@
 #include "dpsock/dpsock.h"
 
 #include "stack_priv.h"
-#include "filter_priv.h"
+#include "sharing/filter_priv.h"
 #include "netview_priv.h"
 #include "log_priv.h"
 #include "mcast_priv.h"

@@ -24,7 +24,7 @@
 #include "config_priv.h"
 
 #include "stack_priv.h"
-#include "filter_priv.h"
+#include "sharing/filter_priv.h"
 #include "netview_priv.h"
 #include "log_priv.h"
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * The rte_flow backend of sharing mode (stack/flow_filter.c) without a NIC:
+ * The rte_flow backend of sharing mode (stack/sharing/flow_filter.c) without a NIC:
  * no EAL, no root, no port.
  *
  * 1. Port ranges as (port, mask) blocks: fixed cases with their block
@@ -54,7 +54,7 @@
 #include <rte_log.h>
 #include <rte_udp.h>
 
-#include "filter_priv.h"
+#include "sharing/filter_priv.h"
 #include "check.h"
 #include "log_priv.h"
 

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * dpsockd's XDP program (stack/bpf/dpsock_xdp.bpf.c) through its loader
- * (stack/xdp_filter.c), without DPDK: in a network namespace of its own
+ * dpsockd's XDP program (stack/sharing/bpf/dpsock_xdp.bpf.c) through its loader
+ * (stack/sharing/xdp_filter.c), without DPDK: in a network namespace of its own
  * (unshare), on a veth pair it creates there, which goes with the
  * namespace when the test exits.
  *
@@ -65,7 +65,7 @@
 
 #include "dpsock_build_config.h"
 
-#include "filter_priv.h"
+#include "sharing/filter_priv.h"
 #include "log_priv.h"
 
 #if !DPSOCK_HAS_XDP_FILTER
