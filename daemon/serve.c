@@ -2156,6 +2156,7 @@ struct pl_tko_slot {
 	int32_t owner_pid, owner_fd;
 	uint32_t hits_seen, misses_seen;
 	uint32_t mate;            /* the mate's slot number + 1, 0: none */
+	uint32_t mate_group;      /* the mate's group (another program's, as a rule) */
 	uint32_t n_held;
 	uint64_t held_len;        /* bytes of the held records */
 	uint64_t sock_len;
@@ -2200,6 +2201,7 @@ pl_tko_slot_export(struct pl_wslot *ws, struct dpsock_tko_buf *b, struct dpsock_
 	ts.hits_seen = ws->hits_seen;
 	ts.misses_seen = ws->misses_seen;
 	ts.mate = ws->mate != NULL ? ws->mate->num + 1 : 0;
+	ts.mate_group = ws->mate != NULL ? ws->mate->wg->g->idx : 0;
 	for (h = ws->held; h != NULL; h = h->next) {
 		uint32_t hl[2] = { (uint32_t)h->off, (uint32_t)dpsock_rx_len(h->rx) };
 		static const unsigned char zero[8];
@@ -2407,8 +2409,9 @@ pl_tko_slot_import(struct pl_ctl *c, struct dpsock_worker *w, const void *data, 
 	ws->owner_fd = ts.owner_fd;
 	ws->hits_seen = ts.hits_seen;
 	ws->misses_seen = ts.misses_seen;
-	/* the mate's pointer once every slot is back (pl_tko_mates) */
-	ws->mate = (struct pl_wslot *)(uintptr_t)ts.mate;
+	/* the mate's pointer once every slot is back (pl_tko_settle): its
+	 * group and slot number + 1 meanwhile */
+	ws->mate = (struct pl_wslot *)(uintptr_t)((uint64_t)ts.mate_group << 32 | ts.mate);
 	base = (unsigned char *)sh_of(ws);
 	sdata = pl_slot_data(wg->g, ws->num);
 	if (dpsock_fifo_prod_attach_at(&ws->rx, base + geo->rx_fifo_off, sdata + geo->rx_data_off,
@@ -2494,18 +2497,24 @@ pl_tko_settle(struct pl_ctl *c, unsigned int k)
 	struct pl_wgroup *wg;
 	uint32_t i, j;
 
-	for (i = 0; (wg = next_wgroup(c, k, c->groups_hi, &i)) != NULL; i++) {
-		uint32_t spw = wg->g->geo.slots_per_worker;
-
+	/* mates first, across groups (the two ends of a pair within the host
+	 * are two programs' sockets on the same worker) */
+	for (i = 0; (wg = next_wgroup(c, k, c->groups_hi, &i)) != NULL; i++)
 		for (j = 0; j < wg->n_fresh; j++) {
 			struct pl_wslot *ws = &wg->slots[j];
-			uint32_t m = (uint32_t)(uintptr_t)ws->mate;
+			uint64_t v = (uint64_t)(uintptr_t)ws->mate;
+			uint32_t m = (uint32_t)v, mg = (uint32_t)(v >> 32), spw;
+			struct pl_wgroup *mwg = m != 0 ? pl_tko_wg(c, mg, k) : NULL;
 
 			ws->mate = NULL;
-			if (ws->in_use && m != 0 && (m - 1) / spw == k &&
-			    wg->slots[(m - 1) % spw].in_use)
-				ws->mate = &wg->slots[(m - 1) % spw];
+			if (!ws->in_use || mwg == NULL)
+				continue;
+			spw = mwg->g->geo.slots_per_worker;
+			if ((m - 1) / spw == k && (m - 1) % spw < mwg->n_fresh &&
+			    mwg->slots[(m - 1) % spw].in_use)
+				ws->mate = &mwg->slots[(m - 1) % spw];
 		}
+	for (i = 0; (wg = next_wgroup(c, k, c->groups_hi, &i)) != NULL; i++) {
 		for (j = 0; j < wg->n_fresh && !wg->bad; j++) {
 			struct pl_wslot *ws = &wg->slots[j];
 

@@ -14,6 +14,9 @@
 #     gap between echoes (its blackout as the peer sees it) is reported;
 #   - test/tools/httpd11.py preloaded: after each takeover curl from B gets
 #     its page over a new connection (the listener goes on accepting);
+#   - a preloaded ping-pong client connected to the preloaded TCP server,
+#     a connection within the host (a pair, decision 16): every record
+#     back through the takeovers;
 #   - a preloaded multicast subscriber (test/tools/mctool) joined to a
 #     group before the takeovers gets every datagram B publishes to it
 #     after them (the membership went over: the new dpsockd joined the
@@ -144,6 +147,9 @@ ok "preloaded: ping-pong servers (TCP $P_TCP, UDP $P_UDP), httpd11 ($P_HTTP), so
 rm -f "$MARK"
 mark 0
 peer_start pp-cli python3 "$PP" client --host "$A" --port "$P_TCP" --mark "$MARK"
+# a connection within the host: both ends preloaded on the same dpsockd
+# (a pair whose bytes go FIFO to FIFO, docs/design.md decision 16)
+preload_start pp-self python3 "$PP" client --host "$A" --port "$P_TCP"
 peer_start pp-ucli python3 "$PP" client --udp --host "$A" --port "$P_UDP" --mark "$MARK"
 sleep 1
 pp_alive pp-cli "before any takeover"
@@ -332,6 +338,14 @@ res=$(result pp-cli)
 note "TCP ping-pong: $(jget "$res" '"%d records, max gap %s ms, max rtt %s ms, p99 rtt %s ms, gaps over 10/50/100 ms: %s" % (r["received"], r["max_gap_ms"], r["max_rtt_ms"], r["p99_rtt_ms"], "/".join(str(r["gaps_over_ms"][k]) for k in ("10", "50", "100")))')"
 note "TCP ping-pong per window: $(windows "$res")"
 ok "TCP ping-pong: every record back, in order and unchanged, no reset (max gap $(jget "$res" 'r["max_gap_ms"]') ms)"
+
+rc=0
+preload_stop pp-self TERM || rc=$?
+res=$(result pp-self)
+[ -n "$res" ] || fail "the preloaded ping-pong client within the host printed no result: $(tail -n 3 "$TEST_TMP/pp-self.log")"
+[ "$rc" -eq 0 ] || fail "the ping-pong within the host saw errors (status $rc): $(jget "$res" 'r["errors"]')"
+[ "$(jget "$res" 'r["lost"]')" = 0 ] || fail "the ping-pong within the host: records lost: $res"
+ok "a connection within the host (both ends preloaded): $(jget "$res" 'r["received"]') records, every one back through the takeovers (max gap $(jget "$res" 'r["max_gap_ms"]') ms)"
 
 rc=0
 preload_stop pp-ucli TERM || rc=$?
