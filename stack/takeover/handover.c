@@ -656,9 +656,13 @@ dpsock_tko_abort(struct dpsock_stack *d, const char *why)
 
 	if (t == NULL || t->fd < 0)
 		return;
-	msg_send(t->fd, TKO_ABORT, -ECANCELED, why, 0, 0, 0, NULL, 0);
-	fprintf(stderr, "dpsockd: takeover abandoned: %s; the running instance (pid %d) resumes\n",
-		why, (int)t->holder);
+	if (msg_send(t->fd, TKO_ABORT, -ECANCELED, why, 0, 0, 0, NULL, 0) == 0)
+		fprintf(stderr, "dpsockd: takeover abandoned: %s; the running instance (pid %d) "
+			"resumes\n", why, (int)t->holder);
+	else
+		fprintf(stderr, "dpsockd: takeover abandoned: %s; the running instance (pid %d) "
+			"is gone: its programs got the errors of a daemon that stopped\n", why,
+			(int)t->holder);
 	close(t->fd);
 	t->fd = -1;
 }
