@@ -26,12 +26,10 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include <rte_cycles.h>
 #include <rte_ethdev.h>
 #include <rte_ether.h>
-#include <rte_mbuf_dyn.h>
 
 #include "lwip_compat_priv.h"
 
@@ -77,12 +75,6 @@ struct dpsock_mc_worker {
 	uint32_t n, cap;
 	struct mc_snap *g;
 	uint16_t head[MC_SNAP_BUCKETS]; /* index + 1, 0: empty */
-	/* TSC -> CLOCK_REALTIME, refreshed every 100 ms */
-	uint64_t base_tsc, base_ns;
-	double ns_per_tsc;
-	/* the NIC's RX timestamp (mbuf dynamic field), when a port has it */
-	int ts_off;
-	uint64_t ts_flag;
 };
 
 static inline unsigned int
@@ -93,66 +85,6 @@ bucket(struct dpsock_mc_addr addr, uint16_t port)
 	h ^= (h >> 16) ^ port;
 
 	return (h ^ (h >> 8)) % MC_SNAP_BUCKETS;
-}
-
-/* ---- time ----------------------------------------------------------------- */
-
-static uint64_t
-realtime_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-void
-dpsock_mcast_tick(struct dpsock_worker *w)
-{
-	struct dpsock_mc_worker *wm = w->mc;
-
-	if (wm == NULL)
-		return;
-	wm->base_tsc = rte_rdtsc();
-	wm->base_ns = realtime_ns();
-}
-
-uint64_t
-dpsock_mcast_tsc_ns(const struct dpsock_worker *w, uint64_t tsc)
-{
-	const struct dpsock_mc_worker *wm = w->mc;
-
-	if (wm == NULL)
-		return realtime_ns();
-	return wm->base_ns + (uint64_t)((double)(int64_t)(tsc - wm->base_tsc) * wm->ns_per_tsc);
-}
-
-uint64_t
-dpsock_mcast_rx_ns(const struct dpsock_worker *w)
-{
-	return dpsock_mcast_tsc_ns(w, w->rx_tsc);
-}
-
-uint64_t
-dpsock_mcast_hw_ns_mbuf(const struct dpsock_worker *w, const struct rte_mbuf *m)
-{
-	const struct dpsock_mc_worker *wm = w->mc;
-
-	if (wm == NULL || wm->ts_flag == 0 || !(m->ol_flags & wm->ts_flag))
-		return 0;
-	return *RTE_MBUF_DYNFIELD(m, wm->ts_off, const rte_mbuf_timestamp_t *);
-}
-
-uint64_t
-dpsock_mcast_hw_ns(const struct dpsock_worker *w, struct pbuf *p)
-{
-	const struct dpsock_mc_worker *wm = w->mc;
-	struct rte_mbuf *m;
-
-	if (wm == NULL || wm->ts_flag == 0 || (m = dpsock_netif_pbuf_mbuf(p)) == NULL ||
-	    !(m->ol_flags & wm->ts_flag))
-		return 0;
-	return *RTE_MBUF_DYNFIELD(m, wm->ts_off, rte_mbuf_timestamp_t *);
 }
 
 /* ---- the stats table (dpsock-stat -v mc), written under the lock ---------- */
@@ -645,8 +577,8 @@ dpsock_lwip_udp_deliver(struct pbuf *p, struct netif *inp, struct udp_pcb *pcb, 
 		meta.dst = ip4_addr_get_u32(ip4_current_dest_addr());
 	}
 	meta.iface = ((const struct dpsock_worker_port *)inp->state)->port_idx;
-	meta.rx_ns = dpsock_mcast_rx_ns(w);
-	meta.hw_ns = dpsock_mcast_hw_ns(w, p);
+	meta.rx_ns = dpsock_clock_rx_ns(w);
+	meta.hw_ns = dpsock_netif_hw_ns(w, p);
 	if (!mcast && !broadcast)
 		return reuseport_deliver(w, p, pcb, src, src_port, &meta);
 	fanout(w, p, inp, pcb->local_port, src, src_port, &meta, mcast);
@@ -668,8 +600,8 @@ dpsock_lwip_ip6_mcast_joined(struct netif *inp, const struct ip6_addr *group)
 	return 0;
 }
 
-void
-dpsock_mcast_loop(struct dpsock_sock *s, const void *buf, size_t len,
+static void
+mcast_loop(struct dpsock_sock *s, const void *buf, size_t len,
 		  struct dpsock_mc_addr group, uint16_t dport, uint16_t sport,
 		  unsigned int port_idx)
 {
@@ -677,7 +609,7 @@ dpsock_mcast_loop(struct dpsock_sock *s, const void *buf, size_t len,
 	const struct netif *inp = &w->ports[port_idx].netif;
 	struct dpsock_rx_meta meta = {
 		.iface = (uint16_t)port_idx,
-		.rx_ns = dpsock_mcast_tsc_ns(w, rte_rdtsc()),
+		.rx_ns = dpsock_clock_tsc_ns(w, rte_rdtsc()),
 	};
 	struct dpsock_mc_addr src;
 	struct pbuf *p;
@@ -710,21 +642,8 @@ dpsock_mcast_loop(struct dpsock_sock *s, const void *buf, size_t len,
 
 /* ---- per-socket state and options (include/dpsock/dpsock.h) -------------------- */
 
-void
-dpsock_udp_state_init(struct dpsock_udp_state *u)
-{
-	memset(u, 0, sizeof(*u));
-	u->mc_all = 1;
-	u->mc_loop = 1;
-	u->mc_all6 = 1;
-	u->mc_loop6 = 1;
-	u->hops6 = 1;
-	u->mc_if6 = -1;
-	u->owner_fd = -1;
-}
-
-void
-dpsock_udp_state_fini(struct dpsock_sock *s, struct dpsock_udp_state *u)
+static void
+udp_state_fini(struct dpsock_sock *s, struct dpsock_udp_state *u)
 {
 	struct dpsock_worker *w = dpsock_sock_worker(s);
 	struct dpsock_stack *d = w->d;
@@ -760,8 +679,8 @@ udp_usable(struct dpsock_sock *s, int *err)
 	return *err ? NULL : u;
 }
 
-int
-dpsock_udp_mcast_addr(struct dpsock_sock *s, int op, struct dpsock_mc_addr group,
+static int
+udp_mcast_addr(struct dpsock_sock *s, int op, struct dpsock_mc_addr group,
 		      unsigned int iface, struct dpsock_mc_addr source)
 {
 	struct dpsock_memb_pair { bool had; struct dpsock_mc_memb m; } before = { 0 }, after = { 0 };
@@ -807,7 +726,7 @@ int
 dpsock_udp_mcast(struct dpsock_sock *s, int op, uint32_t group, unsigned int iface,
 		 uint32_t source)
 {
-	return dpsock_udp_mcast_addr(s, op, dpsock_mc_addr4(group), iface, dpsock_mc_addr4(source));
+	return udp_mcast_addr(s, op, dpsock_mc_addr4(group), iface, dpsock_mc_addr4(source));
 }
 
 int
@@ -818,7 +737,7 @@ dpsock_udp_mcast6(struct dpsock_sock *s, int op, const struct in6_addr *group, u
 
 	if (group == NULL)
 		return -EINVAL;
-	return dpsock_udp_mcast_addr(s, op, dpsock_mc_addr6(group),
+	return udp_mcast_addr(s, op, dpsock_mc_addr6(group),
 				     iface, dpsock_mc_addr6(source != NULL ? source : &any));
 }
 
@@ -960,6 +879,12 @@ filter_probe(const struct dpsock_port *p)
 	return DPSOCK_MC_FILTER_NONE;
 }
 
+static const struct dpsock_sock_mc_ops sock_mc_ops = {
+	.fini = udp_state_fini,
+	.loop = mcast_loop,
+	.addr = udp_mcast_addr,
+};
+
 int
 dpsock_mcast_init(struct dpsock_stack *d)
 {
@@ -968,6 +893,7 @@ dpsock_mcast_init(struct dpsock_stack *d)
 
 	if (mc == NULL)
 		return -ENOMEM;
+	d->sock_mc = &sock_mc_ops;
 	rte_spinlock_init(&mc->lock);
 	mc->mac_gen = UINT32_MAX; /* the first control sets the IPv6 host's groups */
 	d->mc = mc;
@@ -1140,21 +1066,11 @@ int
 dpsock_mcast_worker_init(struct dpsock_worker *w)
 {
 	struct dpsock_mc_worker *wm = calloc(1, sizeof(*wm));
-	int off, bit;
 
 	if (wm == NULL)
 		return -ENOMEM;
-	wm->ns_per_tsc = 1e9 / (double)w->d->tsc_hz;
-	/* registered by a PMD that offers RX timestamps once it is enabled */
-	off = rte_mbuf_dynfield_lookup(RTE_MBUF_DYNFIELD_TIMESTAMP_NAME, NULL);
-	bit = rte_mbuf_dynflag_lookup(RTE_MBUF_DYNFLAG_RX_TIMESTAMP_NAME, NULL);
-	if (off >= 0 && bit >= 0) {
-		wm->ts_off = off;
-		wm->ts_flag = 1ull << bit;
-	}
 	wm->gen = UINT32_MAX; /* sync at the first datagram */
 	w->mc = wm;
-	dpsock_mcast_tick(w);
 	return 0;
 }
 

@@ -143,33 +143,27 @@ void dpsock_mcast_control(struct dpsock_stack *d);
  * ports (main lcore); fini leaves every group. */
 void dpsock_mcast_kernel_sync(struct dpsock_stack *d);
 void dpsock_mcast_kernel_fini(struct dpsock_stack *d);
-/* Per worker (its lcore): snapshot and time base; 0 or -ENOMEM. */
+/* Per worker (its lcore): the registry's snapshot; 0 or -ENOMEM. */
 int dpsock_mcast_worker_init(struct dpsock_worker *w);
 void dpsock_mcast_worker_fini(struct dpsock_worker *w);
-/* The worker's 100 ms tick: refresh the TSC -> CLOCK_REALTIME base. */
-void dpsock_mcast_tick(struct dpsock_worker *w);
-/* Now (CLOCK_REALTIME ns) from the TSC of the last RX burst, and from a
- * TSC value. */
-uint64_t dpsock_mcast_rx_ns(const struct dpsock_worker *w);
-/* the NIC's RX stamp of mbuf m (RTE_ETH_RX_OFFLOAD_TIMESTAMP), 0: none */
-uint64_t dpsock_mcast_hw_ns_mbuf(const struct dpsock_worker *w, const struct rte_mbuf *m);
-uint64_t dpsock_mcast_tsc_ns(const struct dpsock_worker *w, uint64_t tsc);
-/* The NIC's RX timestamp of the frame behind p (0: none). */
-uint64_t dpsock_mcast_hw_ns(const struct dpsock_worker *w, struct pbuf *p);
 
-/* A new UDP socket's defaults; its end (leaves every group). */
-/* dpsock_udp_mcast / _mcast6 for either family's address (mcast.c) */
-int dpsock_udp_mcast_addr(struct dpsock_sock *s, int op, struct dpsock_mc_addr group,
-			  unsigned int iface, struct dpsock_mc_addr source);
-void dpsock_udp_state_init(struct dpsock_udp_state *u);
-void dpsock_udp_state_fini(struct dpsock_sock *s, struct dpsock_udp_state *u);
-
-/* A datagram this socket sent to group:dport (host order) through port
- * port_idx, looped back to the subscribers of this worker
- * (IP_MULTICAST_LOOP, IPV6_MULTICAST_LOOP). */
-void dpsock_mcast_loop(struct dpsock_sock *s, const void *buf, size_t len,
-		       struct dpsock_mc_addr group, uint16_t dport, uint16_t sport,
-		       unsigned int port_idx);
+/* What multicast adds to a UDP socket. sock.c calls it through d->sock_mc:
+ * mcast.c sits above sock.c and sets it in dpsock_mcast_init (NULL before,
+ * when no socket can have joined a group). */
+struct dpsock_sock_mc_ops {
+	/* the socket's end: it leaves every group */
+	void (*fini)(struct dpsock_sock *s, struct dpsock_udp_state *u);
+	/* a datagram this socket sent to group:dport (host order) through
+	 * port port_idx, looped back to the subscribers of this worker
+	 * (IP_MULTICAST_LOOP, IPV6_MULTICAST_LOOP) */
+	void (*loop)(struct dpsock_sock *s, const void *buf, size_t len,
+		     struct dpsock_mc_addr group, uint16_t dport, uint16_t sport,
+		     unsigned int port_idx);
+	/* dpsock_udp_mcast / _mcast6 for either family's address (a
+	 * takeover's new process replays a socket's memberships with it) */
+	int (*addr)(struct dpsock_sock *s, int op, struct dpsock_mc_addr group,
+		    unsigned int iface, struct dpsock_mc_addr source);
+};
 
 /* ---- sock.c: what mcast.c needs of a socket ---- */
 

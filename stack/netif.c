@@ -173,6 +173,26 @@ dpsock_netif_pbuf_mbuf(struct pbuf *p)
 	return pbuf_to_mbuf(p);
 }
 
+uint64_t
+dpsock_netif_hw_ns(const struct dpsock_worker *w, struct pbuf *p)
+{
+	struct rte_mbuf *m = dpsock_netif_pbuf_mbuf(p);
+
+	return m == NULL ? 0 : dpsock_clock_hw_ns(w, m);
+}
+
+/* A received frame dropped: counted, and named in its capture record if
+ * it is being captured. */
+void
+dpsock_frame_drop(struct rte_mbuf *m, uint64_t *counter)
+{
+	/* a frame being captured: its record names the counter */
+	if (unlikely(dpsock_self != NULL && dpsock_self->cap.n_pending != 0))
+		dpsock_capture_drop(dpsock_self, counter);
+	dpsock_stat_add(counter, 1);
+	rte_pktmbuf_free(m);
+}
+
 /* The pbuf_custom in m's private area, over m's data (one segment). */
 static inline struct pbuf *
 mbuf_wrap(struct rte_mbuf *m)
@@ -322,6 +342,15 @@ dpsock_netif_flush(struct dpsock_worker_port *wp)
 	dpsock_stat_add(&st->tx_packets, sent);
 	dpsock_stat_add(&st->tx_bytes, bytes);
 	wp->tx_n = 0;
+}
+
+void
+dpsock_worker_flush(struct dpsock_worker *w)
+{
+	unsigned int i;
+
+	for (i = 0; i < w->n_ports; i++)
+		dpsock_netif_flush(&w->ports[i]);
 }
 
 /* Queue one frame for the port; a full batch goes out at once. */

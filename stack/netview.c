@@ -4,36 +4,16 @@
  * and neighbours the stack uses (netview_priv.h), built from the
  * configuration for the ports dpsock owns and from the kernel (kfollow.c)
  * for the ports it shares; published by the control side, adopted by each
- * worker between two loop iterations, freed once no worker holds it.
- *
- * A worker's adoption brings its lwIP netifs in line with the view: a
- * shared port's addresses each get a netif of their own on the port (lwIP
- * 2.1.3 has one IPv4 address per netif; ip4_input accepts a frame for any
- * of them), and an address keeps its netif as long as it exists, so that
- * an address added or removed next to it leaves its connections alone. The
- * frames waiting for a neighbour (netif.c) go out once the view has it.
+ * worker between two loop iterations (its netifs follow: netif_adopt.c),
+ * freed once no worker holds it.
  */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include <rte_byteorder.h>
-#include <rte_malloc.h>
-
-#include "lwip_compat_priv.h"
-
-#include "lwip/netif.h"
-#include "netif/ethernet.h"
-
 #include "stack_priv.h"
 #include "log_priv.h"
 #include "netview_priv.h"
-
-static uint32_t
-plen_mask(uint8_t plen)
-{
-	return plen == 0 ? 0 : rte_cpu_to_be_32(~0u << (32 - (plen > 32 ? 32 : plen)));
-}
 
 /* ---- lookups ------------------------------------------------------------------- */
 
@@ -45,7 +25,7 @@ dpsock_netview_route(const struct dpsock_netview *v, uint32_t dest, unsigned int
 	unsigned int i;
 
 	for (i = 0; i < v->n_addrs; i++) {
-		uint32_t m = plen_mask(v->addrs[i].prefix_len);
+		uint32_t m = dpsock_nv_plen_mask(v->addrs[i].prefix_len);
 
 		if (v->addrs[i].addr != 0 && (dest & m) == (v->addrs[i].addr & m)) {
 			*port = v->addrs[i].port;
@@ -56,7 +36,7 @@ dpsock_netview_route(const struct dpsock_netview *v, uint32_t dest, unsigned int
 	for (i = 0; i < v->n_routes; i++) {
 		const struct dpsock_nv_route *r = &v->routes[i];
 
-		if ((dest & plen_mask(r->prefix_len)) != r->dest)
+		if ((dest & dpsock_nv_plen_mask(r->prefix_len)) != r->dest)
 			continue;
 		if (best == NULL || r->prefix_len > best->prefix_len ||
 		    (r->prefix_len == best->prefix_len && r->priority < best->priority))
@@ -126,12 +106,6 @@ prefix6_eq(const uint8_t *a, const uint8_t *b, unsigned int plen)
 	return rest == 0 || ((a[n] ^ b[n]) & (0xff00 >> rest)) == 0;
 }
 
-static bool
-linklocal6(const uint8_t *a)
-{
-	return a[0] == 0xfe && (a[1] & 0xc0) == 0x80;
-}
-
 /* The longest route to dest (lowest priority among equals), or NULL. */
 static const struct dpsock_nv_route6 *
 route6_find(const struct dpsock_netview *v, const uint8_t *dest)
@@ -169,7 +143,7 @@ dpsock_netview_nexthop6(const struct dpsock_netview *v, unsigned int port, const
 
 	memcpy(nexthop, dest, 16);
 	/* a link-local destination is on the link of the port it leaves by */
-	if (linklocal6(dest) || onlink6(v, dest) == (int)port)
+	if (dpsock_nv_linklocal6(dest) || onlink6(v, dest) == (int)port)
 		return true;
 	r = route6_find(v, dest);
 	if (r == NULL)
@@ -345,7 +319,7 @@ dpsock_netview_publish(struct dpsock_stack *d, struct dpsock_netview *v)
 	v->older = d->nv;
 	v->gen = d->nv_gen + 1;
 	/* release: the view is complete before a worker that sees its
-	 * generation loads it (acquire in dpsock_netview_adopt) */
+	 * generation loads it (acquire in dpsock_netif_adopt_view) */
 	__atomic_store_n(&d->nv, v, __ATOMIC_RELEASE);
 	__atomic_store_n(&d->nv_gen, v->gen, __ATOMIC_RELEASE);
 	for (unsigned int k = 0; k < d->n_workers; k++)
@@ -380,150 +354,3 @@ dpsock_netview_fini(struct dpsock_stack *d)
 	d->nv = NULL;
 }
 
-/* ---- a worker's adoption ------------------------------------------------------- */
-
-/* A shared port's netifs hold exactly the view's addresses of that port;
- * an address keeps its netif while it exists. */
-static void
-port_netifs(struct dpsock_worker_port *wp, const struct dpsock_netview *v)
-{
-	const struct dpsock_nv_port *vp = &v->ports[wp->port_idx];
-	struct dpsock_nv_addr want[DPSOCK_NV_ADDRS_PORT];
-	bool placed[DPSOCK_NV_ADDRS_PORT] = { false }, kept[DPSOCK_NV_ADDRS_PORT] = { false };
-	unsigned int n = 0, i, j;
-
-	for (i = 0; i < v->n_addrs && n < DPSOCK_NV_ADDRS_PORT; i++)
-		if (v->addrs[i].port == wp->port_idx)
-			want[n++] = v->addrs[i];
-	/* the netifs whose address stays */
-	for (j = 0; j < wp->n_nif; j++)
-		for (i = 0; i < n; i++)
-			if (!placed[i] && ip4_addr_get_u32(netif_ip4_addr(wp->nif[j])) == want[i].addr) {
-				placed[i] = kept[j] = true;
-				break;
-			}
-	/* the others: a netif whose address went, or a new one */
-	for (i = 0; i < n; i++) {
-		ip4_addr_t a, m, gw;
-
-		if (placed[i])
-			continue;
-		ip4_addr_set_u32(&a, want[i].addr);
-		ip4_addr_set_u32(&m, plen_mask(want[i].prefix_len));
-		ip4_addr_set_zero(&gw);
-		for (j = 0; j < wp->n_nif && kept[j]; j++)
-			;
-		if (j == wp->n_nif) {
-			struct netif *nif;
-
-			if (wp->n_nif == DPSOCK_NV_ADDRS_PORT)
-				break;
-			nif = rte_zmalloc("dpsock_netif", sizeof(*nif), RTE_CACHE_LINE_SIZE);
-			if (nif == NULL || netif_add(nif, &a, &m, &gw, wp, dpsock_netif_init,
-						     ethernet_input) == NULL) {
-				rte_free(nif);
-				DPSOCK_LOG(ERR, worker, "worker %u: no netif for a new address of port %s",
-					   wp->w->idx, wp->port->name);
-				break;
-			}
-			dpsock_netif_offload_setup_nif(wp, nif);
-			netif_set_up(nif);
-			wp->nif[wp->n_nif++] = nif;
-		} else {
-			netif_set_addr(wp->nif[j], &a, &m, &gw);
-		}
-		kept[j] = true;
-	}
-	/* netifs whose address went: the first one stays, empty */
-	for (j = wp->n_nif; j-- > 0;) {
-		if (kept[j])
-			continue;
-		if (j == 0) {
-			netif_set_addr(wp->nif[0], IP4_ADDR_ANY4, IP4_ADDR_ANY4, IP4_ADDR_ANY4);
-			continue;
-		}
-		netif_remove(wp->nif[j]);
-		rte_free(wp->nif[j]);
-		wp->nif[j] = wp->nif[--wp->n_nif];
-	}
-	for (j = 0; j < wp->n_nif; j++) {
-		struct netif *nif = wp->nif[j];
-
-		nif->mtu = vp->mtu;
-		if (vp->up && !netif_is_link_up(nif))
-			netif_set_link_up(nif);
-		else if (!vp->up && netif_is_link_up(nif))
-			netif_set_link_down(nif);
-	}
-}
-
-/* A shared port's IPv6 addresses sit on its first netif (lwIP keeps
- * LWIP_IPV6_NUM_ADDRESSES per netif): slot 0 the link-local one, the
- * others the rest; an address keeps its slot while it exists, so that its
- * connections live on when another one comes or goes. */
-static void
-port_addrs6(struct dpsock_worker_port *wp, const struct dpsock_netview *v)
-{
-	struct netif *nif = &wp->netif;
-	const struct dpsock_nv_addr6 *want[DPSOCK_NV_ADDRS6_PORT];
-	bool placed[DPSOCK_NV_ADDRS6_PORT] = { false };
-	bool kept[LWIP_IPV6_NUM_ADDRESSES] = { false };
-	unsigned int n = 0, i;
-	int k;
-
-	for (i = 0; i < v->n_addrs6 && n < DPSOCK_NV_ADDRS6_PORT; i++)
-		if (v->addrs6[i].port == wp->port_idx)
-			want[n++] = &v->addrs6[i];
-	for (k = 0; k < LWIP_IPV6_NUM_ADDRESSES; k++) {
-		if (!ip6_addr_isvalid(netif_ip6_addr_state(nif, k)))
-			continue;
-		for (i = 0; i < n; i++)
-			if (!placed[i] && memcmp(netif_ip6_addr(nif, k)->addr, want[i]->addr, 16) == 0)
-				placed[i] = kept[k] = true;
-		if (!kept[k])
-			netif_ip6_addr_set_state(nif, k, IP6_ADDR_INVALID);
-	}
-	for (i = 0; i < n; i++) {
-		bool ll = linklocal6(want[i]->addr);
-		ip6_addr_t a;
-
-		if (placed[i])
-			continue;
-		/* the link-local address in slot 0 (lwIP's source selection
-		 * and MLD take it from there), the others after it */
-		for (k = ll ? 0 : 1; k < LWIP_IPV6_NUM_ADDRESSES && kept[k]; k++)
-			;
-		if (k == LWIP_IPV6_NUM_ADDRESSES || (ll && k != 0)) {
-			DPSOCK_LOG(WARNING, worker, "worker %u: port %s: no room for another IPv6 "
-				   "address (%u)", wp->w->idx, wp->port->name, LWIP_IPV6_NUM_ADDRESSES);
-			continue;
-		}
-		memcpy(a.addr, want[i]->addr, 16);
-		ip6_addr_clear_zone(&a);
-		netif_ip6_addr_set(nif, (s8_t)k, &a);
-		netif_ip6_addr_set_state(nif, (s8_t)k, IP6_ADDR_PREFERRED);
-		kept[k] = true;
-	}
-}
-
-void
-dpsock_netview_adopt(struct dpsock_worker *w)
-{
-	struct dpsock_stack *d = w->d;
-	/* acquire: pairs with the release store in dpsock_netview_publish */
-	const struct dpsock_netview *v = __atomic_load_n(&d->nv, __ATOMIC_ACQUIRE);
-	unsigned int i;
-
-	if (v == w->nv)
-		return;
-	for (i = 0; i < w->n_ports; i++)
-		if (v->ports[i].shared) {
-			port_netifs(&w->ports[i], v);
-			port_addrs6(&w->ports[i], v);
-		}
-	w->nv = v;
-	w->nv_gen = v->gen;
-	dpsock_netif_neigh_retry(w);
-	/* release: this worker reads no older view from here on */
-	__atomic_store_n(&w->nv_held, v->gen, __ATOMIC_RELEASE);
-}

@@ -26,6 +26,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include <rte_byteorder.h>
+
 #include "config_priv.h"
 
 #define DPSOCK_NV_ADDRS 16      /* addresses, all ports */
@@ -127,9 +129,19 @@ struct dpsock_netview *dpsock_netview_build(struct dpsock_stack *d);
 void dpsock_netview_publish(struct dpsock_stack *d, struct dpsock_netview *v);
 void dpsock_netview_fini(struct dpsock_stack *d);
 
-/* On worker w: adopt the published view if it moved (worker.c calls this
- * when d->nv_gen != w->nv_gen). */
-void dpsock_netview_adopt(struct dpsock_worker *w);
+/* The netmask of an IPv4 prefix length (network order), and whether an
+ * IPv6 address is link-local (fe80::/10). */
+static inline uint32_t
+dpsock_nv_plen_mask(uint8_t plen)
+{
+	return plen == 0 ? 0 : rte_cpu_to_be_32(~0u << (32 - (plen > 32 ? 32 : plen)));
+}
+
+static inline bool
+dpsock_nv_linklocal6(const uint8_t *a)
+{
+	return a[0] == 0xfe && (a[1] & 0xc0) == 0x80;
+}
 
 /* Lookups in a view. */
 /* The route dest takes: a connected subnet (gateway 0, its port), else the

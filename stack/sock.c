@@ -111,8 +111,6 @@ struct dpsock_rx {
 	struct dpsock_rx_meta meta; /* UDP: destination, interface, receive time */
 };
 
-_Thread_local struct dpsock_worker *dpsock_self;
-
 /* ---- helpers ------------------------------------------------------------- */
 
 static inline bool
@@ -345,12 +343,27 @@ window_open(struct tcp_pcb *pcb, uint32_t n)
 	}
 }
 
+/* A new UDP socket's defaults (include/dpsock/dpsock.h's options). */
+static void
+udp_state_init(struct dpsock_udp_state *u)
+{
+	memset(u, 0, sizeof(*u));
+	u->mc_all = 1;
+	u->mc_loop = 1;
+	u->mc_all6 = 1;
+	u->mc_loop6 = 1;
+	u->hops6 = 1;
+	u->mc_if6 = -1;
+	u->owner_fd = -1;
+}
+
 /* A UDP socket's end: it leaves its groups, its pcb goes, and an owned
  * port (DPSOCK_UDP_OWNED) returns to the shared allocator. */
 static void
 udp_release(struct dpsock_sock *s)
 {
-	dpsock_udp_state_fini(s, &s->udp);
+	if (s->w->d->sock_mc != NULL)
+		s->w->d->sock_mc->fini(s, &s->udp);
 	if (s->pcb.udp != NULL)
 		udp_remove(s->pcb.udp);
 	s->pcb.udp = NULL;
@@ -1474,8 +1487,8 @@ on_udp_recv(void *arg, struct udp_pcb *pcb, struct pbuf *p, const ip_addr_t *add
 		 * own is dst6) */
 		.dst = ip_current_is_v6() ? 0 : ip4_addr_get_u32(ip4_current_dest_addr()),
 		.iface = inp != NULL ? ((const struct dpsock_worker_port *)inp->state)->port_idx : 0,
-		.rx_ns = dpsock_mcast_rx_ns(s->w),
-		.hw_ns = dpsock_mcast_hw_ns(s->w, p),
+		.rx_ns = dpsock_clock_rx_ns(s->w),
+		.hw_ns = dpsock_netif_hw_ns(s->w, p),
 	};
 
 	RTE_SET_USED(pcb);
@@ -1651,7 +1664,7 @@ udp_bind_ip(struct dpsock_worker *w, const ip_addr_t *la, const struct dpsock_mc
 	}
 	s->pcb.udp = pcb;
 	s->owned_port = lport;
-	dpsock_udp_state_init(&s->udp);
+	udp_state_init(&s->udp);
 	s->udp.reuseport = (flags & DPSOCK_UDP_REUSEPORT) != 0;
 	s->udp.owner_pid = w->d->stats != NULL ? w->d->stats->pid : 0;
 	udp_recv(pcb, on_udp_recv, s);
@@ -1739,6 +1752,7 @@ ssize_t
 dpsock_udp_sendto(struct dpsock_sock *s, const void *buf, size_t len,
 		  const union dpsock_sockaddr *to)
 {
+	const struct dpsock_sock_mc_ops *mc = s != NULL ? s->w->d->sock_mc : NULL;
 	ip_addr_t dst = IPADDR4_INIT(0);
 	struct netif *nif6 = NULL;
 	bool mcast6 = false;
@@ -1786,16 +1800,16 @@ dpsock_udp_sendto(struct dpsock_sock *s, const void *buf, size_t len,
 		const struct netif *nif = s->pcb.udp->mcast_ifindex != NETIF_NO_INDEX ?
 					  netif_get_by_index(s->pcb.udp->mcast_ifindex) : netif_default;
 
-		if (nif != NULL)
-			dpsock_mcast_loop(s, buf, len, dpsock_mc_addr4(to->in.sin_addr.s_addr), port,
-					  s->pcb.udp->local_port,
-					  ((const struct dpsock_worker_port *)nif->state)->port_idx);
+		if (nif != NULL && mc != NULL)
+			mc->loop(s, buf, len, dpsock_mc_addr4(to->in.sin_addr.s_addr), port,
+				 s->pcb.udp->local_port,
+				 ((const struct dpsock_worker_port *)nif->state)->port_idx);
 	}
-	if (mcast6 && s->udp.mc_loop6 && nif6 != NULL && e != ERR_RTE)
+	if (mcast6 && s->udp.mc_loop6 && nif6 != NULL && e != ERR_RTE && mc != NULL)
 		/* IPV6_MULTICAST_LOOP */
-		dpsock_mcast_loop(s, buf, len, dpsock_mc_addr6(&to->in6.sin6_addr), port,
-				  s->pcb.udp->local_port,
-				  ((const struct dpsock_worker_port *)nif6->state)->port_idx);
+		mc->loop(s, buf, len, dpsock_mc_addr6(&to->in6.sin6_addr), port,
+			 s->pcb.udp->local_port,
+			 ((const struct dpsock_worker_port *)nif6->state)->port_idx);
 	if (e != ERR_OK) {
 		DPSOCK_SOCKSTAT_ADD(s->st, errors, 1);
 		return err_to_errno(e);
@@ -2226,21 +2240,22 @@ udp_memberships_restore(struct dpsock_sock *s, const unsigned char *p, size_t le
 {
 	struct dpsock_mc_memb m;
 	const struct dpsock_mc_addr any = { { 0 } };
+	const struct dpsock_sock_mc_ops *mc = s->w->d->sock_mc;
 	int r = 0;
 
-	if (len % sizeof(m) != 0)
+	if (len % sizeof(m) != 0 || (len > 0 && mc == NULL))
 		return -EINVAL;
 	for (size_t off = 0; r == 0 && off < len; off += sizeof(m)) {
 		memcpy(&m, p + off, sizeof(m));
 		if (m.nsrc > DPSOCK_MC_MAX_SOURCES)
 			return -EINVAL;
 		if (m.mode == DPSOCK_MC_EXCLUDE) {
-			r = dpsock_udp_mcast_addr(s, DPSOCK_MC_JOIN, m.group, m.iface, any);
+			r = mc->addr(s, DPSOCK_MC_JOIN, m.group, m.iface, any);
 			for (unsigned int i = 0; r == 0 && i < m.nsrc; i++)
-				r = dpsock_udp_mcast_addr(s, DPSOCK_MC_BLOCK, m.group, m.iface, m.src[i]);
+				r = mc->addr(s, DPSOCK_MC_BLOCK, m.group, m.iface, m.src[i]);
 		} else if (m.mode == DPSOCK_MC_INCLUDE) {
 			for (unsigned int i = 0; r == 0 && i < m.nsrc; i++)
-				r = dpsock_udp_mcast_addr(s, DPSOCK_MC_JOIN_SOURCE, m.group, m.iface,
+				r = mc->addr(s, DPSOCK_MC_JOIN_SOURCE, m.group, m.iface,
 							  m.src[i]);
 		} else {
 			r = -EINVAL;

@@ -29,8 +29,6 @@
 
 #include <rte_branch_prediction.h>
 #include <rte_cycles.h>
-#include <rte_dev.h>
-#include <rte_devargs.h>
 #include <rte_eal.h>
 #include <rte_ethdev.h>
 #include <rte_lcore.h>
@@ -692,12 +690,6 @@ instance_lock(const char *name)
 	return 0;
 }
 
-int
-dpsock_instance_lock_fd(void)
-{
-	return instance_fd;
-}
-
 /* A takeover: the holder's descriptor of the lock is ours now (its lock
  * stays taken across the two processes: one open file). */
 static void
@@ -711,7 +703,7 @@ instance_adopt(struct dpsock_stack *d)
 		DPSOCK_LOG(WARNING, main, "takeover: no instance lock in the image");
 		return;
 	}
-	instance_fd = fd;
+	instance_fd = d->lock_fd = fd;
 	atexit(instance_unlock);
 	n = snprintf(buf, sizeof(buf), "%d\n", (int)getpid());
 	if (ftruncate(fd, 0) != 0 || pwrite(fd, buf, (size_t)n, 0) != n)
@@ -833,6 +825,7 @@ dpsock_init(int argc, char **argv)
 	n = instance_lock(d->conf.name);
 	if (n < 0)
 		return -1;
+	d->lock_fd = instance_fd; /* -1 while a takeover waits for the holder's */
 	if (takeover_wanted && n == 0) {
 		fprintf(stderr, "%s: takeover refused: no running instance named '%s' to take over "
 			"(start it without --takeover)\n", prog_name, d->conf.name);
@@ -948,107 +941,6 @@ handed_exit(struct dpsock_stack *d)
 	return 0;
 }
 
-/* The vdevs of the AF_XDP ports released for a takeover, to probe again
- * if it fails. */
-static char released_devargs[DPSOCK_MAX_PORTS][DPSOCK_PORT_MEMBERS_MAX][256];
-static struct rte_device *released_dev[DPSOCK_MAX_PORTS][DPSOCK_PORT_MEMBERS_MAX];
-static bool released[DPSOCK_MAX_PORTS];
-
-/* how long a released or restarted AF_XDP port waits for its queues */
-#define XDP_FREE_WAIT_MS 1000
-
-void
-dpsock_ports_release(struct dpsock_stack *d)
-{
-	unsigned int i, k, n;
-	int ret;
-
-	for (i = 0; i < d->n_ports; i++) {
-		struct dpsock_port *p = &d->ports[i];
-
-		released[i] = false;
-		if (!p->is_xdp)
-			continue; /* af_packet and others: both processes may hold the port */
-		for (k = 0; k < p->n_members && k < DPSOCK_PORT_MEMBERS_MAX; k++) {
-			struct rte_eth_dev_info info;
-			const struct rte_devargs *da;
-
-			released_devargs[i][k][0] = '\0';
-			released_dev[i][k] = NULL;
-			if (rte_eth_dev_info_get(p->members[k], &info) != 0 || info.device == NULL)
-				continue;
-			released_dev[i][k] = info.device;
-			da = rte_dev_devargs(info.device);
-			snprintf(released_devargs[i][k], sizeof(released_devargs[i][k]), "%s%s%s",
-				 rte_dev_name(info.device), da != NULL && da->args && da->args[0] ? "," : "",
-				 da != NULL && da->args ? da->args : "");
-		}
-		dpsock_port_release(p);
-		released[i] = true;
-	}
-	n = dpsock_port_xsk_leftovers_close();
-	if (n != 0)
-		DPSOCK_LOG(INFO, pmd, "closed %u AF_XDP socket(s) the PMD left bound", n);
-	/* the new process binds the queues next: free, not merely closed */
-	for (i = 0; i < d->n_ports; i++)
-		if (released[i] && (ret = dpsock_port_xdp_wait_free(&d->ports[i], XDP_FREE_WAIT_MS)) != 0)
-			DPSOCK_LOG(WARNING, pmd, "port %s: its AF_XDP queues are still held (%s)",
-				   d->ports[i].name, strerror(-ret));
-}
-
-int
-dpsock_ports_restart(struct dpsock_stack *d)
-{
-	const struct dpsock_config *c = &d->conf;
-	char err[512];
-	unsigned int i, k;
-	int ret = 0;
-
-	for (i = 0; i < d->n_ports; i++) {
-		struct dpsock_port *p = &d->ports[i];
-		unsigned int n = p->n_members;
-
-		if (!released[i])
-			continue;
-		released[i] = false;
-		dpsock_port_reclaim(p);
-		/* the new process's sockets, if it bound some before it failed */
-		dpsock_port_xsk_leftovers_close();
-		ret = dpsock_port_xdp_wait_free(p, XDP_FREE_WAIT_MS);
-		if (ret != 0)
-			DPSOCK_LOG(WARNING, pmd, "port %s: its AF_XDP queues are still held (%s)",
-				   p->name, strerror(-ret));
-		for (k = 0; k < n && k < DPSOCK_PORT_MEMBERS_MAX; k++) {
-			/* the vdev outlives its closed ethdev: remove it, then
-			 * probe it with the same arguments */
-			if (released_dev[i][k] != NULL)
-				rte_dev_remove(released_dev[i][k]);
-			ret = rte_dev_probe(released_devargs[i][k]);
-			if (ret != 0) {
-				DPSOCK_LOG(ERR, pmd, "port %s: probing %s again: %s", p->name,
-					   released_devargs[i][k], rte_strerror(-ret));
-				return ret;
-			}
-		}
-		ret = dpsock_port_lookup(c->ifaces[i].port, &p->port_id, err, sizeof(err));
-		if (ret == 0)
-			ret = dpsock_port_probe(p, err, sizeof(err));
-		if (ret == 0)
-			ret = dpsock_port_start(p, d->n_workers, p->mtu, c->rx_desc, c->tx_desc, p->pool,
-						err, sizeof(err));
-		if (ret != 0) {
-			DPSOCK_LOG(ERR, pmd, "port %s: starting again: %s", p->name, err);
-			return ret;
-		}
-		for (k = 0; k < p->n_members; k++)
-			d->port_idx[p->members[k]] = i;
-		DPSOCK_LOG(NOTICE, pmd, "port %s: started again", p->name);
-	}
-	/* release: the workers pick up the new handles (dpsock_worker_ports_rebind) */
-	__atomic_add_fetch(&d->ports_gen, 1, __ATOMIC_RELEASE);
-	return 0;
-}
-
 int
 dpsock_run(const struct dpsock_app *app, void *arg)
 {
@@ -1130,7 +1022,7 @@ dpsock_run(const struct dpsock_app *app, void *arg)
 	for (i = 0; i < d->n_workers; i++)
 		d->workers[i].stats = &d->stats->workers[i];
 	dpsock_tko_mark(d, "stats segment made");
-	ret = dpsock_capture_init(d, err, sizeof(err));
+	ret = dpsock_capture_init(d, dpsock_tko_taking(d), err, sizeof(err));
 	if (ret != 0) {
 		fprintf(stderr, "%s: %s\n", prog_name, err);
 		exit_code = 1;

@@ -177,6 +177,14 @@ struct dpsock_worker {
 	uint32_t ports_gen;       /* d->ports_gen its port handles come from */
 	struct dpsock_tko_buf tko_part;
 
+	/* the clock of what it receives (core/clock.c) */
+	struct dpsock_clock {
+		uint64_t base_tsc, base_ns; /* TSC -> CLOCK_REALTIME, refreshed every 100 ms */
+		double ns_per_tsc;  /* 0: no TSC base (before init, after fini) */
+		int ts_off;         /* the NIC's RX stamp (mbuf dynamic field), */
+		uint64_t ts_flag;   /* when a port has it; 0: none */
+	} clock;
+
 	/* stats (worker.c, sockstat.c) */
 	uint64_t busy_tsc;        /* TSC spent in iterations that found work */
 	uint64_t busy_mark_tsc;   /* when busy_permille was last computed */
@@ -223,6 +231,7 @@ struct dpsock_stack {
 	struct dpsock_port ports[DPSOCK_MAX_PORTS];
 	unsigned int n_workers;
 	struct dpsock_worker *workers;  /* n_workers, cache aligned */
+	int lock_fd;                    /* the instance lock's descriptor (stack.c); a takeover hands it over */
 	int main_worker;                /* index of the worker the main lcore runs, or -1 */
 	struct dpsock_stats_segment *stats;
 	int stats_fd;
@@ -251,6 +260,7 @@ struct dpsock_stack {
 	rte_spinlock_t flow_lock;       /* rte_flow calls from several lcores */
 
 	struct dpsock_mcast *mc;        /* multicast registry (mcast.c) */
+	const struct dpsock_sock_mc_ops *sock_mc; /* what multicast adds to UDP sockets (mcast.c) */
 
 	/* addresses, routes, neighbours (netview.c): the current view */
 	bool any_shared;                /* a port is shared with the kernel */
@@ -296,7 +306,7 @@ unsigned int dpsock_worker_poll(struct dpsock_worker *w);
  * next timer). */
 void dpsock_worker_idle(struct dpsock_worker *w, unsigned int work, uint32_t max_us);
 
-/* Send what lwIP queued for every port. */
+/* Send what lwIP queued for every port (netif.c). */
 void dpsock_worker_flush(struct dpsock_worker *w);
 
 /* Tear down netifs, lwIP pcbs and pending mbufs; free the instance. */
@@ -305,19 +315,18 @@ void dpsock_worker_fini(struct dpsock_worker *w);
 /* rte_eal_remote_launch entry: init, loop until quit, fini. */
 int dpsock_worker_main(void *arg);
 
-/* Wake a sleeping worker (any thread). */
+/* Wake a sleeping worker (any thread; core/wake.c). */
 void dpsock_worker_wake(struct dpsock_worker *w);
 
-/* takeover: the ports' AF_XDP sockets closed for the new process
- * (stack.c), and started again when it failed; a worker picks up the
- * new port handles (worker.c). The instance lock's descriptor. */
+/* takeover: the ports' AF_XDP sockets closed for the new process, and
+ * started again when it failed; a worker picks up the new port handles
+ * (port_release.c). */
 void dpsock_ports_release(struct dpsock_stack *d);
 int dpsock_ports_restart(struct dpsock_stack *d);
 void dpsock_worker_ports_rebind(struct dpsock_worker *w);
-int dpsock_instance_lock_fd(void);
 
 /* Hand a received frame to another worker through its steering ring (the
- * flow's owner); counted, and dropped when that ring is full. */
+ * flow's owner); counted, and dropped when that ring is full (steer.c). */
 void dpsock_worker_steer(struct dpsock_worker *w, struct dpsock_worker *owner,
 			 struct rte_mbuf *m);
 
@@ -333,6 +342,18 @@ struct dpsock_stack *dpsock_stack_get(void);
 
 /* The worker running on the calling thread (NULL elsewhere). */
 extern _Thread_local struct dpsock_worker *dpsock_self;
+
+/* core/clock.c: on the worker's lcore. Set up (before the first receive)
+ * and torn down; the 100 ms tick refreshes the TSC -> CLOCK_REALTIME base. */
+void dpsock_clock_init(struct dpsock_worker *w);
+void dpsock_clock_fini(struct dpsock_worker *w);
+void dpsock_clock_tick(struct dpsock_worker *w);
+/* Now (CLOCK_REALTIME ns) from a TSC value, and from the TSC of the last
+ * RX burst. */
+uint64_t dpsock_clock_tsc_ns(const struct dpsock_worker *w, uint64_t tsc);
+uint64_t dpsock_clock_rx_ns(const struct dpsock_worker *w);
+/* The NIC's RX stamp of mbuf m (RTE_ETH_RX_OFFLOAD_TIMESTAMP), 0: none. */
+uint64_t dpsock_clock_hw_ns(const struct dpsock_worker *w, const struct rte_mbuf *m);
 
 /* steer.c */
 
@@ -406,6 +427,10 @@ void dpsock_netif_neigh_retry(struct dpsock_worker *w);
  * of a shared port's netdev). */
 void dpsock_netif_offload_setup_nif(struct dpsock_worker_port *wp, struct netif *nif);
 
+/* On worker w: its netifs take the published net view if it moved
+ * (worker.c calls this when d->nv_gen != w->nv_gen; netif_adopt.c). */
+void dpsock_netif_adopt_view(struct dpsock_worker *w);
+
 /* Send the worker's TX batch for one port; counts what the queue refused. */
 void dpsock_netif_flush(struct dpsock_worker_port *wp);
 
@@ -424,8 +449,14 @@ void dpsock_netif_mem_put(void *p);
 /* Bytes of mbuf private area holding the pbuf_custom. */
 unsigned int dpsock_netif_mbuf_priv_size(void);
 
+/* A received frame dropped: counted in *counter, named in its capture
+ * record when it is being captured, freed. */
+void dpsock_frame_drop(struct rte_mbuf *m, uint64_t *counter);
+
 /* The mbuf a received pbuf wraps (zero-copy receive), or NULL. */
 struct rte_mbuf *dpsock_netif_pbuf_mbuf(struct pbuf *p);
+/* The NIC's RX timestamp of the frame behind p (0: none). */
+uint64_t dpsock_netif_hw_ns(const struct dpsock_worker *w, struct pbuf *p);
 
 /* stats.c */
 

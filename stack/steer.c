@@ -450,3 +450,15 @@ dpsock_steer_owner(const struct dpsock_worker *w, const struct rte_mbuf *m)
 		return -1;
 	return owner - 1;
 }
+
+/* Hand a validated frame to the worker that owns its flow. */
+void
+dpsock_worker_steer(struct dpsock_worker *w, struct dpsock_worker *owner, struct rte_mbuf *m)
+{
+	if (unlikely(rte_ring_mp_enqueue(owner->steer, m) != 0)) {
+		dpsock_frame_drop(m, &w->stats->steer_full);
+		return;
+	}
+	dpsock_stat_add(&w->stats->steer_out, 1);
+	dpsock_worker_wake(owner);
+}

@@ -66,16 +66,6 @@
 #define SLEEP_RX_WAKE_MAX_US 100000 /* a worker its frames wake: the stats tick bounds it */
 #define TIMER_RECHECK_US 1000 /* longest wait before asking lwIP for its next timer again */
 
-static inline void
-drop(struct rte_mbuf *m, uint64_t *counter)
-{
-	/* a frame being captured: its record names the counter */
-	if (unlikely(dpsock_self != NULL && dpsock_self->cap.n_pending != 0))
-		dpsock_capture_drop(dpsock_self, counter);
-	dpsock_stat_add(counter, 1);
-	rte_pktmbuf_free(m);
-}
-
 /* Hand a copy of a frame to every other worker, counted in *sent; fix (or
  * NULL) adjusts each copy. ARP and neighbour discovery: each worker's
  * instance keeps its own neighbour cache. */
@@ -101,7 +91,7 @@ share_copies(struct dpsock_worker *w, struct rte_mbuf *m, uint64_t *sent,
 		if (fix != NULL)
 			fix(c);
 		if (rte_ring_mp_enqueue(peer->steer, c) != 0) {
-			drop(c, &w->stats->steer_full);
+			dpsock_frame_drop(c, &w->stats->steer_full);
 			continue;
 		}
 		dpsock_stat_add(sent, 1);
@@ -118,18 +108,6 @@ arp_as_reply(struct rte_mbuf *c)
 
 	if (arp->arp_opcode == RTE_BE16(RTE_ARP_OP_REQUEST))
 		arp->arp_opcode = RTE_BE16(RTE_ARP_OP_REPLY);
-}
-
-/* Hand a validated frame to the worker that owns its flow. */
-void
-dpsock_worker_steer(struct dpsock_worker *w, struct dpsock_worker *owner, struct rte_mbuf *m)
-{
-	if (unlikely(rte_ring_mp_enqueue(owner->steer, m) != 0)) {
-		drop(m, &w->stats->steer_full);
-		return;
-	}
-	dpsock_stat_add(&w->stats->steer_out, 1);
-	dpsock_worker_wake(owner);
 }
 
 static bool
@@ -296,11 +274,11 @@ rx_frame(struct dpsock_worker *w, struct dpsock_worker_port *wp, struct rte_mbuf
 	uint64_t *bad;
 
 	if (unlikely(m->data_len < RTE_ETHER_HDR_LEN)) {
-		drop(m, &st->rx_drop_runt);
+		dpsock_frame_drop(m, &st->rx_drop_runt);
 		return;
 	}
 	if (from_nic && (bad = rx_vlan(st, wp, m)) != NULL) {
-		drop(m, bad);
+		dpsock_frame_drop(m, bad);
 		return;
 	}
 	eth = rte_pktmbuf_mtod(m, const struct rte_ether_hdr *);
@@ -311,7 +289,7 @@ rx_frame(struct dpsock_worker *w, struct dpsock_worker_port *wp, struct rte_mbuf
 
 			bad = ipv4_check(st, m);
 			if (unlikely(bad != NULL)) {
-				drop(m, bad);
+				dpsock_frame_drop(m, bad);
 				return;
 			}
 			((struct dpsock_mbuf_priv *)rte_mbuf_to_priv(m))->hops = 0;
@@ -337,13 +315,13 @@ rx_frame(struct dpsock_worker *w, struct dpsock_worker_port *wp, struct rte_mbuf
 		/* IPv6 only on a port with address6, or a shared port whose
 		 * netdev has IPv6 (its link-local address in slot 0) */
 		if (!ip6_addr_isvalid(netif_ip6_addr_state(&wp->netif, 0))) {
-			drop(m, wp->port->shared ? &st->rx_kernel_frames : &st->rx_drop_ethertype);
+			dpsock_frame_drop(m, wp->port->shared ? &st->rx_kernel_frames : &st->rx_drop_ethertype);
 			return;
 		}
 		/* a frame from another worker was checked where it came in */
 		bad = from_nic ? ipv6_check(st, m) : NULL;
 		if (unlikely(bad != NULL)) {
-			drop(m, bad);
+			dpsock_frame_drop(m, bad);
 			return;
 		}
 		/* the fixed header is there now: an ICMPv6 message's type, or -1 */
@@ -352,7 +330,7 @@ rx_frame(struct dpsock_worker *w, struct dpsock_worker_port *wp, struct rte_mbuf
 			/* one MLD host per port (mchost.c); the kernel is the
 			 * host of a shared port */
 			if (wp->port->shared)
-				drop(m, &st->rx_kernel_frames);
+				dpsock_frame_drop(m, &st->rx_kernel_frames);
 			else
 				dpsock_mld_rx(w, wp, m);
 			return;
@@ -362,7 +340,7 @@ rx_frame(struct dpsock_worker *w, struct dpsock_worker_port *wp, struct rte_mbuf
 		/* a shared port's neighbour discovery and echo are the kernel's
 		 * (its filter never sends ICMPv6 here) */
 		if (unlikely(icmp6 >= 0) && wp->port->shared) {
-			drop(m, &st->rx_kernel_frames);
+			dpsock_frame_drop(m, &st->rx_kernel_frames);
 			return;
 		}
 		if (from_nic) {
@@ -394,11 +372,11 @@ rx_frame(struct dpsock_worker *w, struct dpsock_worker_port *wp, struct rte_mbuf
 		if (wp->port->shared) {
 			/* the kernel's: dpsock answers no ARP on a port it
 			 * shares (an af_packet port sees every frame) */
-			drop(m, &st->rx_kernel_frames);
+			dpsock_frame_drop(m, &st->rx_kernel_frames);
 			return;
 		}
 		if (!arp_valid(m)) {
-			drop(m, &st->rx_drop_arp);
+			dpsock_frame_drop(m, &st->rx_drop_arp);
 			return;
 		}
 		if (from_nic) {
@@ -410,7 +388,7 @@ rx_frame(struct dpsock_worker *w, struct dpsock_worker_port *wp, struct rte_mbuf
 		}
 		break;
 	default:
-		drop(m, &st->rx_drop_ethertype);
+		dpsock_frame_drop(m, &st->rx_drop_ethertype);
 		return;
 	}
 	if (w->gro_on && (eth->ether_type == RTE_BE16(RTE_ETHER_TYPE_IPV4) ||
@@ -511,7 +489,7 @@ stats_tick(struct dpsock_worker *w, uint64_t now)
 	dpsock_stat_set(&st->steer_ring_depth, rte_ring_count(w->steer));
 	timer_ms = sys_timeouts_sleeptime();
 	dpsock_stat_set(&st->timers_pending, timer_ms);
-	dpsock_mcast_tick(w);
+	dpsock_clock_tick(w);
 	dpsock_sock_stats_refresh(w);
 	if (w->n_neigh_wait > 0)
 		dpsock_netif_neigh_retry(w);
@@ -524,15 +502,6 @@ stats_tick(struct dpsock_worker *w, uint64_t now)
 		       offsetof(struct dpsock_tcp_rec_stats, n), "recovery counter " #n);
 DPSOCK_TCP_REC_COUNTERS(REC_LAYOUT)
 #undef REC_LAYOUT
-
-void
-dpsock_worker_flush(struct dpsock_worker *w)
-{
-	unsigned int i;
-
-	for (i = 0; i < w->n_ports; i++)
-		dpsock_netif_flush(&w->ports[i]);
-}
 
 /*
  * Segments to the stack's own addresses (LWIP_NETIF_LOOPBACK): lwIP queues
@@ -595,7 +564,7 @@ dpsock_worker_poll(struct dpsock_worker *w)
 
 	/* a new net view (addresses, routes, neighbours): one load a pass */
 	if (unlikely(__atomic_load_n(&d->nv_gen, __ATOMIC_RELAXED) != w->nv_gen))
-		dpsock_netview_adopt(w);
+		dpsock_netif_adopt_view(w);
 	/* captures started or ended (capture/): one load a pass */
 	if (unlikely(__atomic_load_n(&d->cap_gen, __ATOMIC_RELAXED) != w->cap.gen))
 		dpsock_capture_worker_sync(w);
@@ -783,25 +752,6 @@ dpsock_worker_idle(struct dpsock_worker *w, unsigned int work, uint32_t max_us)
 					       (t1.tv_nsec - t0.tv_nsec) / 1000);
 }
 
-void
-dpsock_worker_wake(struct dpsock_worker *w)
-{
-	static const uint64_t one = 1;
-
-	/* seq_cst: pairs with the fence in dpsock_worker_idle (see there). */
-	__atomic_thread_fence(__ATOMIC_SEQ_CST);
-	if (!__atomic_load_n(&w->sleeping, __ATOMIC_RELAXED))
-		return;
-	if (write(w->efd, &one, sizeof(one)) < 0) {
-		if (errno != EAGAIN)
-			DPSOCK_LOG(ERR, worker, "worker %u: eventfd write: %s", w->idx,
-				   strerror(errno));
-	} else if (dpsock_self != NULL) {
-		/* counted by the waker, the only writer of its own block */
-		dpsock_stat_add(&dpsock_self->stats->wakeups_sent, 1);
-	}
-}
-
 int
 dpsock_worker_init(struct dpsock_worker *w)
 {
@@ -890,7 +840,7 @@ dpsock_worker_init(struct dpsock_worker *w)
 	w->rx_wake = w->n_ports > 0 && n_wake == w->n_ports;
 	/* the net view: routes, and a shared port's addresses and MTU */
 	w->nv = NULL;
-	dpsock_netview_adopt(w);
+	dpsock_netif_adopt_view(w);
 	w->gro_on = d->conf.gro;
 	w->stats->lcore_id = w->lcore_id;
 	w->last_work_tsc = w->busy_mark_tsc = rte_rdtsc();
@@ -898,8 +848,10 @@ dpsock_worker_init(struct dpsock_worker *w)
 	if (ret != 0)
 		return ret;
 	ret = dpsock_sock_worker_init(w);
-	if (ret == 0)
+	if (ret == 0) {
+		dpsock_clock_init(w);
 		ret = dpsock_mcast_worker_init(w);
+	}
 	if (ret == 0 && dpsock_tko_taking(d))
 		ret = dpsock_tko_worker_restore(w, true); /* counters first: sockets set gauges */
 	if (ret != 0)
@@ -921,28 +873,6 @@ dpsock_worker_init(struct dpsock_worker *w)
 	return 0;
 }
 
-/* The ports were started again (a takeover that failed after the holder
- * released them): their DPDK ports and AF_XDP sockets are new. */
-void
-dpsock_worker_ports_rebind(struct dpsock_worker *w)
-{
-	struct dpsock_stack *d = w->d;
-	unsigned int i;
-
-	w->ports_gen = __atomic_load_n(&d->ports_gen, __ATOMIC_ACQUIRE);
-	for (i = 0; i < w->n_ports; i++) {
-		struct dpsock_worker_port *wp = &w->ports[i];
-		struct epoll_event xev = { .events = EPOLLIN };
-
-		wp->dev_port = wp->port->queues[w->queue].port_id;
-		wp->dev_queue = wp->port->queues[w->queue].queue_id;
-		/* the old socket left the epoll set when it closed */
-		xev.data.fd = wp->port->queues[w->queue].xsk_fd;
-		if (xev.data.fd >= 0)
-			epoll_ctl(w->epfd, EPOLL_CTL_ADD, xev.data.fd, &xev);
-	}
-}
-
 void
 dpsock_worker_fini(struct dpsock_worker *w)
 {
@@ -959,6 +889,7 @@ dpsock_worker_fini(struct dpsock_worker *w)
 	/* the groups this host joined: left on the link before it goes */
 	dpsock_igmp_fini(w);
 	dpsock_mcast_worker_fini(w);
+	dpsock_clock_fini(w);
 	/* Connections first (an abort frees their queues), then interfaces
 	 * (netif_remove drops ARP-queued packets), then what the timers would
 	 * have freed later: IP fragments waiting for reassembly. */

@@ -75,7 +75,7 @@ ring_ctl(const struct dpsock_capture *c, unsigned int i, unsigned int k)
 /* ---- the segment ------------------------------------------------------------- */
 
 int
-dpsock_capture_init(struct dpsock_stack *d, char *err, size_t errlen)
+dpsock_capture_init(struct dpsock_stack *d, bool taking, char *err, size_t errlen)
 {
 	struct dpsock_capture *c = calloc(1, sizeof(*c));
 	struct dpsock_cap_hdr *h;
@@ -88,8 +88,8 @@ dpsock_capture_init(struct dpsock_stack *d, char *err, size_t errlen)
 	}
 	c->fd = -1;
 	snprintf(c->shm, sizeof(c->shm), CAPTURE_SHM_FMT, d->conf.name);
-	/* a takeover: as the stats segment (dpsock_tko_names_commit) */
-	if (dpsock_tko_taking(d))
+	/* a takeover: as the stats segment (renamed at dpsock_tko_done) */
+	if (taking)
 		strncat(c->shm, DPSOCK_TKO_SHM_SUFFIX, sizeof(c->shm) - strlen(c->shm) - 1);
 	/* ring: its control line, then a FIFO header and its data */
 	ring_stride = RTE_ALIGN_CEIL(sizeof(struct dpsock_cap_ring_ctl) + DPSOCK_SPSC_HDR_SIZE +
@@ -544,8 +544,8 @@ record(struct dpsock_worker *w, unsigned int i, struct rte_mbuf *m, unsigned int
 	r.caplen = caplen;
 	r.port = (uint8_t)port;
 	r.dir = (uint8_t)dir;
-	r.ts_ns = dpsock_mcast_tsc_ns(w, ts);
-	r.hw_ts = dpsock_mcast_hw_ns_mbuf(w, m);
+	r.ts_ns = dpsock_clock_tsc_ns(w, ts);
+	r.hw_ts = dpsock_clock_hw_ns(w, m);
 	if (r.hw_ts != 0)
 		r.flags |= DPSOCK_CAP_REC_HWTS;
 	r.worker = w->idx;

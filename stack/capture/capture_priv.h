@@ -65,8 +65,10 @@ struct dpsock_cap_worker {
 };
 
 /* Create the capture segment (after the stats segment: its name is known
- * free) / mark it stopped and remove it. 0 or -errno (err says why). */
-int dpsock_capture_init(struct dpsock_stack *d, char *err, size_t errlen);
+ * free; taking: a takeover's new process, which makes it under a name of
+ * its own until done) / mark it stopped and remove it. 0 or -errno (err
+ * says why). */
+int dpsock_capture_init(struct dpsock_stack *d, bool taking, char *err, size_t errlen);
 void dpsock_capture_fini(struct dpsock_stack *d);
 /* The segment's name in /dev/shm (a buffer of 80 bytes), NULL: none. */
 char *dpsock_capture_shm_name(struct dpsock_stack *d);

@@ -764,7 +764,7 @@ image_write(struct dpsock_stack *d, const struct dpsock_tko_buf *main_part,
 	h.n_workers = d->n_workers;
 	h.freeze_ns = freeze_ns;
 	h.holder_pid = (int32_t)getpid();
-	h.lock_fd = dpsock_tko_fd_add(fds, dpsock_instance_lock_fd());
+	h.lock_fd = dpsock_tko_fd_add(fds, d->lock_fd);
 	off = sizeof(h);
 	h.main_off = off;
 	h.main_len = main_part->len;
