@@ -33,8 +33,8 @@
 
 #include <rte_common.h>
 
-#include "stack_priv.h"
-#include "log_priv.h"
+#include "core/stack_priv.h"
+#include "core/log_priv.h"
 #include "netview_priv.h"
 #include "server_priv.h"
 #include "takeover/takeover.h"

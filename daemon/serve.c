@@ -35,8 +35,8 @@
 
 #include "dpsock_tcp_rec.h"
 
-#include "stack_priv.h"
-#include "log_priv.h"
+#include "core/stack_priv.h"
+#include "core/log_priv.h"
 #include "mcast_priv.h"
 #include "netview_priv.h"
 #include "server_priv.h"

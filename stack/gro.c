@@ -43,7 +43,7 @@
 #include <rte_mbuf.h>
 #include <rte_tcp.h>
 
-#include "lwip_compat_priv.h"
+#include "core/lwip_compat_priv.h"
 
 #include "lwip/tcp.h"
 #include "lwip/priv/tcp_priv.h"
@@ -51,7 +51,7 @@
 #include "dpsock_lwip_chksum.h"
 #include "dpsock_lwip_pcb_index.h"
 
-#include "stack_priv.h"
+#include "core/stack_priv.h"
 
 /* a merged frame must fit a pbuf (u16 tot_len) and an IPv4 packet */
 #define GRO_FRAME_MAX 0xffffu

@@ -52,9 +52,9 @@
 #include <rte_cycles.h>
 #include <rte_ring.h>
 
-#include "stack_priv.h"
+#include "core/stack_priv.h"
 #include "sharing/filter_priv.h"
-#include "log_priv.h"
+#include "core/log_priv.h"
 #include "netview_priv.h"
 
 #define KF_RESOLVE_RING 1024

@@ -31,7 +31,7 @@
 #include <rte_ethdev.h>
 #include <rte_ether.h>
 
-#include "lwip_compat_priv.h"
+#include "core/lwip_compat_priv.h"
 
 #include "lwip/ip.h"
 #include "lwip/ip4_addr.h"
@@ -42,8 +42,8 @@
 #include "dpsock/dpsock.h"
 #include "dpsock_lwip_hooks.h"
 
-#include "stack_priv.h"
-#include "log_priv.h"
+#include "core/stack_priv.h"
+#include "core/log_priv.h"
 #include "mcast_priv.h"
 
 _Static_assert(DPSOCK_MCAST_JOIN == DPSOCK_MC_JOIN && DPSOCK_MCAST_LEAVE == DPSOCK_MC_LEAVE &&

@@ -30,9 +30,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "stack_priv.h"
+#include "core/stack_priv.h"
 #include "sharing/filter_priv.h"
-#include "log_priv.h"
+#include "core/log_priv.h"
 #include "mcast_priv.h"
 
 /* sources the kernel takes per socket filter (its igmp_max_msf default;

@@ -65,13 +65,13 @@
 #include <rte_ip.h>
 #include <rte_mbuf.h>
 
-#include "lwip_compat_priv.h"
+#include "core/lwip_compat_priv.h"
 
 #include "lwip/netif.h"
 #include "lwip/timeouts.h"
 
-#include "stack_priv.h"
-#include "log_priv.h"
+#include "core/stack_priv.h"
+#include "core/log_priv.h"
 #include "mcast_priv.h"
 
 #define IGMP_QUERY 0x11

@@ -13,13 +13,13 @@
 
 #include <rte_malloc.h>
 
-#include "lwip_compat_priv.h"
+#include "core/lwip_compat_priv.h"
 
 #include "lwip/netif.h"
 #include "netif/ethernet.h"
 
-#include "stack_priv.h"
-#include "log_priv.h"
+#include "core/stack_priv.h"
+#include "core/log_priv.h"
 #include "netview_priv.h"
 
 /* A shared port's netifs hold exactly the view's addresses of that port;

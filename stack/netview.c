@@ -11,8 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "stack_priv.h"
-#include "log_priv.h"
+#include "core/stack_priv.h"
+#include "core/log_priv.h"
 #include "netview_priv.h"
 
 /* ---- lookups ------------------------------------------------------------------- */

@@ -28,7 +28,7 @@
 
 #include <rte_byteorder.h>
 
-#include "config_priv.h"
+#include "core/config_priv.h"
 
 #define DPSOCK_NV_ADDRS 16      /* addresses, all ports */
 #define DPSOCK_NV_ADDRS_PORT 8  /* addresses of one port */

@@ -36,8 +36,8 @@
 #include <bpf/libbpf.h>
 #endif
 
-#include "config_priv.h"
-#include "log_priv.h"
+#include "core/config_priv.h"
+#include "core/log_priv.h"
 #include "port_priv.h"
 
 _Static_assert(DPSOCK_PORT_QUEUES_MAX == DPSOCK_MAX_WORKERS,

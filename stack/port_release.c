@@ -17,8 +17,8 @@
 #include <rte_devargs.h>
 #include <rte_ethdev.h>
 
-#include "stack_priv.h"
-#include "log_priv.h"
+#include "core/stack_priv.h"
+#include "core/log_priv.h"
 
 /* The vdevs of the AF_XDP ports released for a takeover, to probe again
  * if it fails. */

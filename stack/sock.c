@@ -28,7 +28,7 @@
 #include <rte_lcore.h>
 #include <rte_mbuf.h>
 
-#include "lwip_compat_priv.h"
+#include "core/lwip_compat_priv.h"
 
 #include "lwip/ip4_addr.h"
 #include "lwip/mem.h"
@@ -41,9 +41,9 @@
 #include "dpsock_lwip_pcb_index.h"
 #include "dpsock_tcp_mig.h"
 
-#include "stack_priv.h"
+#include "core/stack_priv.h"
 #include "sharing/filter_priv.h"
-#include "log_priv.h"
+#include "core/log_priv.h"
 #include "mcast_priv.h"
 #include "netview_priv.h"
 #include "takeover/takeover.h"

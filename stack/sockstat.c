@@ -12,14 +12,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lwip_compat_priv.h"
+#include "core/lwip_compat_priv.h"
 
 #include "lwip/priv/tcp_priv.h"
 #include "lwip/tcp.h"
 #include "lwip/udp.h"
 
-#include "stack_priv.h"
-#include "log_priv.h"
+#include "core/stack_priv.h"
+#include "core/log_priv.h"
 
 
 int

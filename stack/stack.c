@@ -39,10 +39,11 @@
 #include "dpsock_build_config.h"
 #include "dpsock/dpsock.h"
 
-#include "stack_priv.h"
+#include "core/stack_priv.h"
+#include "takeover/takeover.h"
 #include "sharing/filter_priv.h"
 #include "netview_priv.h"
-#include "log_priv.h"
+#include "core/log_priv.h"
 #include "mcast_priv.h"
 
 #define DEFAULT_CONFIG "/etc/dpsock/dpsock.conf"

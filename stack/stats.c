@@ -21,12 +21,13 @@
 #include <rte_telemetry.h>
 
 #include "dpsock_build_config.h"
-#include "config_priv.h"
+#include "core/config_priv.h"
 
-#include "stack_priv.h"
+#include "core/stack_priv.h"
+#include "takeover/takeover.h"
 #include "sharing/filter_priv.h"
 #include "netview_priv.h"
-#include "log_priv.h"
+#include "core/log_priv.h"
 
 _Static_assert(DPSOCK_STATS_MAX_PORTS >= DPSOCK_MAX_PORTS, "stats segment too small for ports");
 _Static_assert(DPSOCK_STATS_MAX_WORKERS >= DPSOCK_MAX_WORKERS, "stats segment too small for workers");

@@ -41,8 +41,8 @@
 
 #include "dpsock_lwip_pcb_index.h"
 
-#include "stack_priv.h"
-#include "log_priv.h"
+#include "core/stack_priv.h"
+#include "core/log_priv.h"
 
 /* Try to take port p for worker w. */
 static inline bool

@@ -38,7 +38,7 @@
 #include <rte_tcp.h>
 #include <rte_udp.h>
 
-#include "lwip_compat_priv.h"
+#include "core/lwip_compat_priv.h"
 
 #include "lwip/etharp.h"
 #include "lwip/init.h"
@@ -56,8 +56,9 @@
 #include "dpsock_lwip_pcb_index.h"
 #include "dpsock_lwip_tso.h"
 
-#include "stack_priv.h"
-#include "log_priv.h"
+#include "core/stack_priv.h"
+#include "takeover/takeover.h"
+#include "core/log_priv.h"
 #include "mcast_priv.h"
 #include "netview_priv.h"
 

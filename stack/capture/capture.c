@@ -28,8 +28,8 @@
 #include <rte_mbuf.h>
 #include <rte_pdump.h>
 
-#include "stack_priv.h"
-#include "log_priv.h"
+#include "core/stack_priv.h"
+#include "core/log_priv.h"
 #include "mcast_priv.h"
 #include "capture_priv.h"
 

@@ -43,9 +43,9 @@
 
 #include <rte_spinlock.h>
 
-#include "stack_priv.h"
+#include "core/stack_priv.h"
 #include "filter_priv.h"
-#include "log_priv.h"
+#include "core/log_priv.h"
 #include "netview_priv.h"
 
 #define RESERVED_PORTS "/proc/sys/net/ipv4/ip_local_reserved_ports"

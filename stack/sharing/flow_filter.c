@@ -67,7 +67,7 @@
 #include <rte_flow.h>
 
 #include "filter_priv.h"
-#include "log_priv.h"
+#include "core/log_priv.h"
 #include "port_priv.h"
 
 _Static_assert(DPSOCK_FLOW_QUEUES_MAX >= DPSOCK_PORT_QUEUES_MAX,

@@ -52,8 +52,8 @@
 
 #include "dpsock_build_config.h"
 
-#include "stack_priv.h"
-#include "log_priv.h"
+#include "core/stack_priv.h"
+#include "core/log_priv.h"
 #include "takeover.h"
 
 #define TKO_MAGIC 0x4b545044u        /* "DPTK" */

@@ -26,7 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "config_priv.h"
+#include "core/config_priv.h"
 #include "fuzz_check.h"
 #include "offload_rules.h"
 

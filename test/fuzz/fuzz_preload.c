@@ -70,7 +70,7 @@
 
 #include "preload_wire.h"
 #include "spsc_ring.h"
-#include "stack_priv.h"
+#include "core/stack_priv.h"
 #include "server_priv.h"
 
 #include "fuzz_check.h"

@@ -27,7 +27,7 @@
 #include <rte_tcp.h>
 #include <rte_udp.h>
 
-#include "lwip_compat_priv.h"
+#include "core/lwip_compat_priv.h"
 
 #include "lwip/etharp.h"
 #include "lwip/igmp.h"
@@ -42,7 +42,7 @@
 #include "dpsock_lwip.h"
 
 #include "mcast_priv.h"
-#include "stack_priv.h"
+#include "core/stack_priv.h"
 #include "netview_priv.h"
 
 #include "fuzz_check.h"

@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "config_priv.h"
+#include "core/config_priv.h"
 #include "check.h"
 
 #define IF0 "interfaces = ( { port = \"p0\"; address = \"198.18.0.1/24\"; } );\n"

@@ -56,7 +56,7 @@
 
 #include "sharing/filter_priv.h"
 #include "check.h"
-#include "log_priv.h"
+#include "core/log_priv.h"
 
 static bool verbose;
 

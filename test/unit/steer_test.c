@@ -33,8 +33,8 @@
 #include <rte_malloc.h>
 #include <rte_mbuf.h>
 
-#include "stack_priv.h"
-#include "log_priv.h"
+#include "core/stack_priv.h"
+#include "core/log_priv.h"
 #include "check.h"
 
 static const uint8_t ms_key[40] = {

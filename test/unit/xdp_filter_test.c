@@ -66,7 +66,7 @@
 #include "dpsock_build_config.h"
 
 #include "sharing/filter_priv.h"
-#include "log_priv.h"
+#include "core/log_priv.h"
 
 #if !DPSOCK_HAS_XDP_FILTER
 

@@ -1,5 +1,12 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
+ * core/ — what every concern of the stack uses and nothing of theirs: the
+ * instance's and the workers' types (here), the worker on this thread and
+ * its wake-up (wake.c), the receive clock (clock.c), configuration
+ * (config.c), logging (log.c), records for a takeover's image (wire.c).
+ * Core calls no other folder; it includes the type headers of the state
+ * the instance holds by value (frame's ports, capture's sessions).
+ *
  * The state of one stack instance (dpsockd, or a native app embedding the
  * stack): its control plane (main lcore) and its workers (one per worker
  * lcore, each with its own lwIP instance and one RX/TX queue pair on every
@@ -24,7 +31,7 @@
 #include <rte_ring.h>
 #include <rte_spinlock.h>
 
-#include "takeover/takeover.h"
+#include "wire.h"
 #include "lwip/netif.h"
 
 #include "dpsock/dpsock.h"
@@ -223,6 +230,11 @@ struct dpsock_steer_ops {
 	 * whatever steers it. */
 	void (*release_port)(struct dpsock_worker *w, uint16_t lport);
 };
+
+/* A takeover's new process makes its stats and capture segments under
+ * their name plus this; they take the name when the hand-over is done
+ * (takeover/). */
+#define DPSOCK_TKO_SHM_SUFFIX ".tko"
 
 struct dpsock_stack {
 	struct dpsock_config conf;

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * wire.c — the takeover image's records and descriptor table (takeover.h).
+ * wire.c — records and their descriptor table (wire.h).
  * Plain memory: written by one thread, read by one thread, after the
  * hand-over put it in a memfd.
  */
@@ -9,7 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "takeover.h"
+#include "wire.h"
 
 struct rec_hdr {
 	uint16_t type;
