@@ -58,7 +58,7 @@
 
 #include "core/stack_priv.h"
 #include "core/log_priv.h"
-#include "netview_priv.h"
+#include "netview/netview_priv.h"
 
 /* Frames shorter than this are copied: a copy is cheaper than a loan. */
 #define TX_LOAN_MIN 256

@@ -20,7 +20,7 @@
 
 #include "core/stack_priv.h"
 #include "core/log_priv.h"
-#include "netview_priv.h"
+#include "netview/netview_priv.h"
 
 /* A shared port's netifs hold exactly the view's addresses of that port;
  * an address keeps its netif while it exists. */

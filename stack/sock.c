@@ -45,7 +45,7 @@
 #include "sharing/filter_priv.h"
 #include "core/log_priv.h"
 #include "mcast_priv.h"
-#include "netview_priv.h"
+#include "netview/netview_priv.h"
 #include "takeover/takeover.h"
 
 enum sock_type {

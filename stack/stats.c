@@ -26,7 +26,7 @@
 #include "core/stack_priv.h"
 #include "takeover/takeover.h"
 #include "sharing/filter_priv.h"
-#include "netview_priv.h"
+#include "netview/netview_priv.h"
 #include "core/log_priv.h"
 
 _Static_assert(DPSOCK_STATS_MAX_PORTS >= DPSOCK_MAX_PORTS, "stats segment too small for ports");

@@ -60,7 +60,7 @@
 #include "takeover/takeover.h"
 #include "core/log_priv.h"
 #include "mcast_priv.h"
-#include "netview_priv.h"
+#include "netview/netview_priv.h"
 
 #define MIRROR_INTERVAL_US 100000 /* lwIP counters → stats block */
 #define SLEEP_MIN_US 16

@@ -46,7 +46,7 @@
 #include "core/stack_priv.h"
 #include "filter_priv.h"
 #include "core/log_priv.h"
-#include "netview_priv.h"
+#include "netview/netview_priv.h"
 
 #define RESERVED_PORTS "/proc/sys/net/ipv4/ip_local_reserved_ports"
 #define PORT_RANGE "/proc/sys/net/ipv4/ip_local_port_range"

@@ -43,7 +43,7 @@
 
 #include "mcast_priv.h"
 #include "core/stack_priv.h"
-#include "netview_priv.h"
+#include "netview/netview_priv.h"
 
 #include "fuzz_check.h"
 #include "fuzz_stack.h"

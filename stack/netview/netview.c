@@ -1,5 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
+ * netview/ — the host's addresses, routes and neighbours as the stack sees
+ * them: the net view (here) and, for the ports shared with the kernel, the
+ * kernel follower that keeps it in step over netlink (kfollow.c).
+ *
  * netview.c — the net view: one immutable snapshot of the addresses, routes
  * and neighbours the stack uses (netview_priv.h), built from the
  * configuration for the ports dpsock owns and from the kernel (kfollow.c)
