@@ -37,7 +37,7 @@
 #include "dpsock/dpsock.h"
 
 #include "config_priv.h"
-#include "port_priv.h"
+#include "frame/port_priv.h"
 #include "stats_segment.h"
 #include "capture/capture_priv.h"
 

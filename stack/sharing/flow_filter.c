@@ -68,7 +68,7 @@
 
 #include "filter_priv.h"
 #include "core/log_priv.h"
-#include "port_priv.h"
+#include "frame/port_priv.h"
 
 _Static_assert(DPSOCK_FLOW_QUEUES_MAX >= DPSOCK_PORT_QUEUES_MAX,
 	       "a rule spreads over every worker's queue");

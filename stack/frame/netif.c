@@ -1,6 +1,11 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * The lwIP netif over DPDK mbufs.
+ * frame/ — a frame between the NIC and lwIP: the ports and their queues
+ * (port.c, port_release.c), the lwIP netif over mbufs (here) and how its
+ * netifs follow the net view (netif_adopt.c), receive coalescing (gro.c),
+ * which worker a flow belongs to (steer.c).
+ *
+ * netif.c — the lwIP netif over DPDK mbufs.
  *
  * Receive is zero-copy: the pbuf_custom that describes a frame lives in the
  * mbuf's private area (right after struct rte_mbuf), its payload points at
