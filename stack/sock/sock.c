@@ -1,6 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * The native socket layer (include/dpsock/dpsock.h) over lwIP's raw API, on
+ * sock/ — the sockets of include/dpsock/dpsock.h over lwIP's pcbs (here)
+ * and their entries in the stats segment's socket table (sockstat.c).
+ *
+ * sock.c — the native socket layer (include/dpsock/dpsock.h) over lwIP's raw API, on
  * one worker. A struct dpsock_sock wraps a tcp_pcb or udp_pcb, translates
  * lwIP's callbacks into the app's ops, and err_t into -errno, once.
  *
