@@ -44,7 +44,7 @@
 #include "sharing/filter_priv.h"
 #include "netview/netview_priv.h"
 #include "core/log_priv.h"
-#include "mcast_priv.h"
+#include "mcast/mcast_priv.h"
 
 #define DEFAULT_CONFIG "/etc/dpsock/dpsock.conf"
 #define CONTROL_INTERVAL_US 100000 /* stats publication, quit check */

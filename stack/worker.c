@@ -59,7 +59,7 @@
 #include "core/stack_priv.h"
 #include "takeover/takeover.h"
 #include "core/log_priv.h"
-#include "mcast_priv.h"
+#include "mcast/mcast_priv.h"
 #include "netview/netview_priv.h"
 
 #define MIRROR_INTERVAL_US 100000 /* lwIP counters → stats block */

@@ -30,7 +30,7 @@
 
 #include "core/stack_priv.h"
 #include "core/log_priv.h"
-#include "mcast_priv.h"
+#include "mcast/mcast_priv.h"
 #include "capture_priv.h"
 
 #define CAPTURE_SHM_FMT "/dpsock.%s.capture"

@@ -47,7 +47,7 @@
 #include "core/stack_priv.h"
 #include "sharing/filter_priv.h"
 #include "core/log_priv.h"
-#include "mcast_priv.h"
+#include "mcast/mcast_priv.h"
 #include "netview/netview_priv.h"
 #include "takeover/takeover.h"
 

@@ -41,7 +41,7 @@
 
 #include "dpsock_lwip.h"
 
-#include "mcast_priv.h"
+#include "mcast/mcast_priv.h"
 #include "core/stack_priv.h"
 #include "netview/netview_priv.h"
 

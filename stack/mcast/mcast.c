@@ -1,6 +1,10 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * UDP multicast: sockets' memberships, the stack-wide registry, the ports'
+ * mcast/ — UDP multicast: the groups sockets join and the delivery of a
+ * datagram to its members (here), the host's IGMP and MLD (mchost.c), the
+ * kernel's own memberships on a shared port (mcast_kernel.c).
+ *
+ * mcast.c — UDP multicast: sockets' memberships, the stack-wide registry, the ports'
  * multicast MAC filters, and delivery of a datagram to every socket it
  * concerns (see mcast_priv.h for the picture).
  *
