@@ -34,6 +34,7 @@
 #include <rte_common.h>
 
 #include "core/stack_priv.h"
+#include "instance_priv.h"
 #include "core/log_priv.h"
 #include "netview/netview_priv.h"
 #include "server_priv.h"

@@ -36,6 +36,7 @@
 #include "dpsock_tcp_rec.h"
 
 #include "core/stack_priv.h"
+#include "sock/sock_priv.h"
 #include "core/log_priv.h"
 #include "mcast/mcast_priv.h"
 #include "netview/netview_priv.h"

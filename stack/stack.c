@@ -40,6 +40,8 @@
 #include "dpsock/dpsock.h"
 
 #include "core/stack_priv.h"
+#include "frame/frame_priv.h"
+#include "instance_priv.h"
 #include "takeover/takeover.h"
 #include "sharing/filter_priv.h"
 #include "netview/netview_priv.h"

@@ -24,6 +24,7 @@
 #include "core/config_priv.h"
 
 #include "core/stack_priv.h"
+#include "instance_priv.h"
 #include "takeover/takeover.h"
 #include "sharing/filter_priv.h"
 #include "netview/netview_priv.h"

@@ -57,6 +57,9 @@
 #include "dpsock_lwip_tso.h"
 
 #include "core/stack_priv.h"
+#include "frame/frame_priv.h"
+#include "instance_priv.h"
+#include "sock/sock_priv.h"
 #include "takeover/takeover.h"
 #include "core/log_priv.h"
 #include "mcast/mcast_priv.h"

@@ -52,6 +52,7 @@
 #include "dpsock_lwip_pcb_index.h"
 
 #include "core/stack_priv.h"
+#include "frame_priv.h"
 
 /* a merged frame must fit a pbuf (u16 tot_len) and an IPv4 packet */
 #define GRO_FRAME_MAX 0xffffu

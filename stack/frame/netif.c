@@ -62,6 +62,7 @@
 #include "dpsock_lwip_tso.h"
 
 #include "core/stack_priv.h"
+#include "frame_priv.h"
 #include "core/log_priv.h"
 #include "netview/netview_priv.h"
 

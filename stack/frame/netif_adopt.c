@@ -19,6 +19,7 @@
 #include "netif/ethernet.h"
 
 #include "core/stack_priv.h"
+#include "frame_priv.h"
 #include "core/log_priv.h"
 #include "netview/netview_priv.h"
 

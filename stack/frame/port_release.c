@@ -18,6 +18,7 @@
 #include <rte_ethdev.h>
 
 #include "core/stack_priv.h"
+#include "frame_priv.h"
 #include "core/log_priv.h"
 
 /* The vdevs of the AF_XDP ports released for a takeover, to probe again

@@ -42,6 +42,7 @@
 #include "dpsock_lwip_pcb_index.h"
 
 #include "core/stack_priv.h"
+#include "frame_priv.h"
 #include "core/log_priv.h"
 
 /* Try to take port p for worker w. */

@@ -47,6 +47,7 @@
 #include "dpsock_lwip_hooks.h"
 
 #include "core/stack_priv.h"
+#include "frame/frame_priv.h"
 #include "core/log_priv.h"
 #include "mcast_priv.h"
 

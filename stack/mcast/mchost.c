@@ -71,6 +71,7 @@
 #include "lwip/timeouts.h"
 
 #include "core/stack_priv.h"
+#include "frame/frame_priv.h"
 #include "core/log_priv.h"
 #include "mcast_priv.h"
 

@@ -45,6 +45,8 @@
 #include "dpsock_tcp_mig.h"
 
 #include "core/stack_priv.h"
+#include "frame/frame_priv.h"
+#include "sock_priv.h"
 #include "sharing/filter_priv.h"
 #include "core/log_priv.h"
 #include "mcast/mcast_priv.h"

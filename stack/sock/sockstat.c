@@ -19,6 +19,7 @@
 #include "lwip/udp.h"
 
 #include "core/stack_priv.h"
+#include "sock_priv.h"
 #include "core/log_priv.h"
 
 

@@ -53,6 +53,8 @@
 #include "dpsock_build_config.h"
 
 #include "core/stack_priv.h"
+#include "frame/frame_priv.h"
+#include "sock/sock_priv.h"
 #include "core/log_priv.h"
 #include "takeover.h"
 

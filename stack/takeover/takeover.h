@@ -46,28 +46,6 @@ struct dpsock_worker;
 #define DPSOCK_TKO_VERSION 1u
 #define DPSOCK_TKO_SUFFIX ".takeover"
 
-/* ---- sockets (sock.c) ----------------------------------------------------- */
-
-struct dpsock_sock;
-struct dpsock_sock_ops;
-struct dpsock_rx;
-
-/* Append socket s (the app's, live) to blob; 0 or -errno: -EINPROGRESS (a
- * connect of ours in flight), -ENOTSUP (something not carried). */
-int dpsock_sock_export(struct dpsock_sock *s, struct dpsock_tko_buf *blob);
-/* The socket again on w (its thread), with ops and user. NULL and *err 0:
- * the socket had no pcb any more (nothing to restore); NULL and *err < 0:
- * failed. */
-struct dpsock_sock *dpsock_sock_import(struct dpsock_worker *w, const void *blob, size_t len,
-				       const struct dpsock_sock_ops *ops, void *user, int *err);
-/* Data the app held, given back as held data of s (released with
- * dpsock_rx_release, which opens the window by len as before). */
-struct dpsock_rx *dpsock_rx_restore(struct dpsock_sock *s, const void *data, size_t len);
-/* The pcbs of w no app socket stands for (closing, TIME_WAIT, half-open):
- * DPSOCK_TKO_R_PCB records; and one of them back. */
-int dpsock_tko_export_pcbs(struct dpsock_worker *w, struct dpsock_tko_buf *b);
-int dpsock_tko_import_pcb(struct dpsock_worker *w, const void *data, size_t len);
-
 /* ---- the two processes (handover.c) ------------------------------------ */
 
 /* What a program that can be taken over gives the stack (dpsockd: the

@@ -43,6 +43,8 @@
 
 #include "mcast/mcast_priv.h"
 #include "core/stack_priv.h"
+#include "frame/frame_priv.h"
+#include "instance_priv.h"
 #include "netview/netview_priv.h"
 
 #include "fuzz_check.h"

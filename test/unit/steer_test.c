@@ -34,6 +34,7 @@
 #include <rte_mbuf.h>
 
 #include "core/stack_priv.h"
+#include "frame/frame_priv.h"
 #include "core/log_priv.h"
 #include "check.h"
 
