@@ -4,7 +4,7 @@
  * filters, with the semantics (and errno values) of Linux's IPv4 socket
  * options, in one place for the two programs that keep such a set:
  *
- *  - the stack (stack/mcast.c): every UDP socket's memberships, which
+ *  - the stack (stack/mcast/mcast.c): every UDP socket's memberships, which
  *    decide what the socket receives and what the port joins;
  *  - the shim (shim/mcast.c): the memberships an application makes on a
  *    UDP socket before it is bound (before the offload decision), replayed

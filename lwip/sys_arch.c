@@ -128,7 +128,7 @@ dpsock_lwip_instance_owned(void)
 }
 
 /* dpsock_lwip_hooks.h: without a daemon (the lwIP unit tests), no segment
- * has another owner. stack/netif.c's definition replaces this one. */
+ * has another owner. stack/frame/netif.c's definition replaces this one. */
 __attribute__((weak)) int
 dpsock_lwip_tcp_unmatched(struct pbuf *p, struct tcp_hdr *hdr)
 {
@@ -138,7 +138,7 @@ dpsock_lwip_tcp_unmatched(struct pbuf *p, struct tcp_hdr *hdr)
 }
 
 /* dpsock_lwip_hooks.h: without the stack (the lwIP unit tests), lwIP
- * delivers every datagram itself. stack/mcast.c's definition replaces this. */
+ * delivers every datagram itself. stack/mcast/mcast.c's definition replaces this. */
 __attribute__((weak)) int
 dpsock_lwip_udp_deliver(struct pbuf *p, struct netif *inp, struct udp_pcb *pcb, u16_t src_port,
 			u8_t broadcast)
@@ -152,7 +152,7 @@ dpsock_lwip_udp_deliver(struct pbuf *p, struct netif *inp, struct udp_pcb *pcb, 
 }
 
 /* dpsock_lwip_hooks.h: without the stack (the lwIP unit tests), no IPv6
- * group is joined. stack/mcast.c's definition replaces this one. */
+ * group is joined. stack/mcast/mcast.c's definition replaces this one. */
 __attribute__((weak)) int
 dpsock_lwip_ip6_mcast_joined(struct netif *inp, const struct ip6_addr *group)
 {
@@ -162,7 +162,7 @@ dpsock_lwip_ip6_mcast_joined(struct netif *inp, const struct ip6_addr *group)
 }
 
 /* dpsock_lwip_hooks.h: without the stack (the lwIP unit tests), every
- * netif sends untagged. stack/netif.c's definition replaces this one. */
+ * netif sends untagged. stack/frame/netif.c's definition replaces this one. */
 __attribute__((weak)) s32_t
 dpsock_lwip_vlan_set(struct netif *netif)
 {
@@ -171,7 +171,7 @@ dpsock_lwip_vlan_set(struct netif *netif)
 }
 
 /* dpsock_lwip_hooks.h: without the stack (the lwIP unit tests), no static
- * routes. stack/netif.c's definitions replace these. */
+ * routes. stack/frame/netif.c's definitions replace these. */
 __attribute__((weak)) struct netif *
 dpsock_lwip_route(const ip4_addr_t *dest)
 {

@@ -527,7 +527,7 @@ EDITS = [
          '      hlen = (u16_t)(p->len < 8 ? 8 : 8 * (1 + rout_hdr->_hlen)); /* dpsock: in bounds */\n'),
 
     # ---- IPv6 multicast (dpsock_lwip_hooks.h): a datagram to a group the
-    # port joined is for this host; lwIP's MLD is off (stack/mchost.c is the
+    # port joined is for this host; lwIP's MLD is off (stack/mcast/mchost.c is the
     # host), so without this only all-nodes and solicited-node would pass.
     Edit('core/ipv6/ip6.c', 'IPv6 multicast hook: its prototype',
          '#include "lwip/mld6.h"\n',
@@ -547,7 +547,7 @@ EDITS = [
 
     # ---- UDP delivery that lwIP does not have (dpsock_lwip_hooks.h): a
     # multicast or broadcast datagram goes to every socket it matches, each
-    # with its own source filter (stack/mcast.c); a unicast one to one
+    # with its own source filter (stack/mcast/mcast.c); a unicast one to one
     # socket of a SO_REUSEPORT group, hashed. The checksum was checked and
     # the header removed just before.
     Edit('core/udp.c', 'UDP delivery hook: its prototype',

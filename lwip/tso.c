@@ -13,7 +13,7 @@
  * (the rest of that pbuf copied into a new one, see dpsock_tcp_seg_cut).
  * pcb->snd_queuelen counts pbufs: it follows all of them.
  *
- * Frames of a chain lent to the NIC (stack/netif.c) hold a reference on
+ * Frames of a chain lent to the NIC (stack/frame/netif.c) hold a reference on
  * every pbuf of the chain, so cutting or shortening a chain the NIC still
  * reads frees nothing under it.
  */

@@ -1,6 +1,10 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * The stack's life cycle (dpsock_init, dpsock_run): EAL, configuration,
+ * stack/ itself — the top: the instance's life cycle (here), each worker's
+ * loop (worker.c), the stats segment (stats.c); the folders below hold the
+ * concerns they drive (docs/architecture.md, "The stack's folders").
+ *
+ * stack.c — the stack's life cycle (dpsock_init, dpsock_run): EAL, configuration,
  * ports, workers, stats, clean stop. dpsockd and the native apps are thin
  * programs around it.
  *

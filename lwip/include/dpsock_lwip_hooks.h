@@ -44,7 +44,7 @@ struct udp_pcb;
 /*
  * udp_input found pcb, the first socket matching a datagram (checksum
  * checked, UDP header removed; ip_current_*() describe it). dpsock delivers
- * what lwIP would not (stack/mcast.c):
+ * what lwIP would not (stack/mcast/mcast.c):
  *  - a multicast or broadcast datagram: to EVERY matching socket, each
  *    after its own filter (memberships, source filters, IP_MULTICAST_ALL)
  *    and the port's (what the interface joined), without a copy;
@@ -57,23 +57,23 @@ int dpsock_lwip_udp_deliver(struct pbuf *p, struct netif *inp, struct udp_pcb *p
                             u16_t src_port, u8_t broadcast);
 
 /* ip6_input, for an IPv6 multicast destination other than all-nodes: has
- * the port behind inp joined the group (stack/mcast.c)? 1 takes the packet
+ * the port behind inp joined the group (stack/mcast/mcast.c)? 1 takes the packet
  * in, 0 drops it (not for this host). */
 struct ip6_addr;
 int dpsock_lwip_ip6_mcast_joined(struct netif *inp, const struct ip6_addr *group);
 
 /* The 802.1Q tag (priority << 13 | VLAN id) of what netif sends, or -1 to
- * send untagged (stack/netif.c). */
+ * send untagged (stack/frame/netif.c). */
 s32_t dpsock_lwip_vlan_set(struct netif *netif);
 
-/* Static routes (stack/netif.c): the netif of the longest configured
+/* Static routes (stack/frame/netif.c): the netif of the longest configured
  * prefix holding dest (ip4_route asks once no connected subnet holds it),
  * or NULL for lwIP's default netif; the next hop on netif for an off-link
  * dest: that route's gateway when the route leaves through netif, else
  * NULL (the netif's own gateway). */
 struct netif *dpsock_lwip_route(const ip4_addr_t *dest);
 const ip4_addr_t *dpsock_lwip_route_gw(struct netif *netif, const ip4_addr_t *dest);
-/* IPv6's (stack/netif.c): the netif of the port whose address prefix or
+/* IPv6's (stack/frame/netif.c): the netif of the port whose address prefix or
  * route (the net view) holds dest, or NULL (lwIP's own rules then). */
 struct netif *dpsock_lwip_route6(const ip6_addr_t *src, const ip6_addr_t *dest);
 /* The next hop to dest from netif by the net view (dest itself within an

@@ -75,7 +75,7 @@
  *   - the delivery rate sample in progress (the last rate is kept);
  *   - callbacks, callback_arg, ext args, the poll interval, the listener
  *     link, the netif hint: the caller's (the netif is an import argument);
- *   - pcb->refused_data: never set under dpsock (stack/sock.c's receive
+ *   - pcb->refused_data: never set under dpsock (stack/sock/sock.c's receive
  *     callback always takes the data or aborts), so export refuses a pcb
  *     that has some (-EBUSY) rather than lose it.
  *

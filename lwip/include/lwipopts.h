@@ -53,18 +53,18 @@ void dpsock_lwip_timeouts_fini(void);
 /* ---- protocols ---- */
 #define LWIP_IPV4                       1
 #define LWIP_IPV6                       1
-/* IPv6 on a port with address6 (stack/netif.c): statically configured, so
+/* IPv6 on a port with address6 (stack/frame/netif.c): statically configured, so
  * no SLAAC, router solicitation or DHCPv6 (router advertisements still
  * give the default routers). No duplicate address detection: every
  * worker's instance holds the port's addresses and would take the others'
  * probes for a duplicate (docs/design.md decision 17). lwIP's MLD is off:
  * it speaks MLDv1 per instance, where a port needs one MLDv2 host per link
- * (stack/mchost.c, as IGMP); ip6_input still takes the solicited-node
+ * (stack/mcast/mchost.c, as IGMP); ip6_input still takes the solicited-node
  * groups of its own addresses, and the groups the port joined through the
  * hook dpsock_lwip_ip6_mcast_joined (lwip/transform.py). */
 #define LWIP_IPV6_AUTOCONFIG            0
 /* LWIP_IPV6_NUM_ADDRESSES stays lwIP's 3: a port's link-local address and
- * two others (a shared port takes its kernel netdev's: stack/netview.c) */
+ * two others (a shared port takes its kernel netdev's: stack/netview/netview.c) */
 #define LWIP_IPV6_SEND_ROUTER_SOLICIT   0
 #define LWIP_IPV6_DUP_DETECT_ATTEMPTS   0
 #define LWIP_IPV6_MLD                   0
@@ -83,7 +83,7 @@ void dpsock_lwip_timeouts_fini(void);
 #define LWIP_ARP                        1
 #define LWIP_ETHERNET                   1
 #define LWIP_ICMP                       1
-/* IGMPv3 (with v2/v1 compatibility) is dpsock's own (stack/mchost.c): lwIP's
+/* IGMPv3 (with v2/v1 compatibility) is dpsock's own (stack/mcast/mchost.c): lwIP's
  * speaks v2 only, per instance, where a port needs one host per link */
 #define LWIP_IGMP                       0
 #define LWIP_UDP                        1
@@ -137,7 +137,7 @@ void dpsock_lwip_timeouts_fini(void);
 #define LWIP_TCP_CALC_INITIAL_CWND(mss) ((tcpwnd_size_t)(10U * (mss)))
 #define TCP_TTL                         IP_DEFAULT_TTL
 /* lwIP's backlog counts half-open connections in a u8 and drops the SYNs
- * beyond it silently; dpsock admits SYNs itself (stack/sock.c) */
+ * beyond it silently; dpsock admits SYNs itself (stack/sock/sock.c) */
 #define TCP_LISTEN_BACKLOG              0
 /* two ext-arg slots per pcb: one to learn when a pcb is freed (after
  * TIME_WAIT) to release its port, and to admit or refuse SYNs; one holding
@@ -221,7 +221,7 @@ uint16_t dpsock_lwip_chksum(const void *dataptr, int len);
 #define ICMP_STATS                      1
 #define UDP_STATS                       1
 #define TCP_STATS                       1
-#define IGMP_STATS                      0   /* lwIP's IGMP is off; stack/mchost.c counts its own */
+#define IGMP_STATS                      0   /* lwIP's IGMP is off; stack/mcast/mchost.c counts its own */
 #define MEM_STATS                       0   /* the per-thread allocator keeps its own counters */
 #define MEMP_STATS                      0
 #define SYS_STATS                       0

@@ -1,5 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
+ * capture/ — the frames dpsock-dump asks for.
+ *
  * capture.c — capturing: the frames the ports receive and send, copied for
  * dpsock-dump through the instance's capture segment. What it owns and how
  * the main lcore and the workers share a session: capture_priv.h; the

@@ -1161,7 +1161,7 @@ iface_validate(struct parse_ctx *p, struct dpsock_config *c,
 	unsigned int j;
 
 	/* no address: the port is shared with the kernel, which owns its
-	 * addresses, MTU and routes (stack/netview.c follows them) */
+	 * addresses, MTU and routes (stack/netview/netview.c follows them) */
 	f->shared = seen_key(sc, "address") == NULL;
 	if (f->shared) {
 		static const char *const owned_only[] = { "gateway", "mtu", "address6", "gateway6" };

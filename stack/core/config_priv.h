@@ -37,7 +37,7 @@ struct dpsock_log_module_conf {
 struct dpsock_iface_conf {
 	char port[DPSOCK_PORT_NAME_MAX]; /* PCI address or vdev name */
 	bool shared;                     /* no address: shared with the kernel, following
-					  * its netdev (stack/netview.c); addr, prefix_len,
+					  * its netdev (stack/netview/netview.c); addr, prefix_len,
 					  * gateway and mtu are then unused */
 	uint32_t addr;                   /* IPv4, network byte order */
 	uint8_t prefix_len;              /* 0..32 */

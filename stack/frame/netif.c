@@ -1179,7 +1179,7 @@ dpsock_netif_init(struct netif *netif)
 	netif->hwaddr_len = ETH_HWADDR_LEN;
 	memcpy(netif->hwaddr, port->mac.addr_bytes, ETH_HWADDR_LEN);
 	/* no NETIF_FLAG_IGMP: IGMP and the port's multicast MAC filter are
-	 * per port, not per worker's netif (stack/mchost.c, stack/mcast.c) */
+	 * per port, not per worker's netif (stack/mcast/mchost.c, stack/mcast/mcast.c) */
 	netif->flags = NETIF_FLAG_BROADCAST | NETIF_FLAG_ETHARP | NETIF_FLAG_ETHERNET |
 		       NETIF_FLAG_LINK_UP;
 	/* The worker validates every IPv4 header before lwIP sees it (RX), and

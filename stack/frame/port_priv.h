@@ -135,7 +135,7 @@ struct dpsock_port {
 	uint32_t pmd_rx_held;
 	bool is_xdp;              /* net_af_xdp: xdp below is valid */
 	bool shared;              /* shared with the kernel netdev (no address configured):
-				   * stack/netview.c, stack/sharing/filter.c */
+				   * stack/netview/netview.c, stack/sharing/filter.c */
 	struct dpsock_xdp_info xdp;
 };
 

@@ -1,5 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
+ * sharing/ — sharing a NIC with the kernel: the registry of the flows
+ * dpsock serves (here), dpsockd's XDP program (bpf/) and its loader
+ * (xdp_filter.c), rte_flow rules in isolated mode (flow_filter.c).
+ *
  * filter.c — the registry of the flows dpsock serves on the ports it shares
  * with the kernel (filter_priv.h), and what keeps the kernel off them.
  *

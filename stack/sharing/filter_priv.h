@@ -4,7 +4,7 @@
  * kernel (docs/design.md, decision 9): only those leave the kernel.
  *
  * A port whose interface has no `address` in dpsock.conf follows its kernel
- * netdev (addresses, routes, neighbours: stack/netview.c) and shares it: the
+ * netdev (addresses, routes, neighbours: stack/netview/netview.c) and shares it: the
  * kernel keeps ARP, ICMP, its own sockets and every flow dpsock does not
  * serve. What dpsock serves is, per port:
  *   - the port's local addresses (the kernel's, on that netdev): a frame to

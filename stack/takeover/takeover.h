@@ -1,5 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
+ * takeover/ — handing a running instance to a new process.
+ *
  * takeover.h — a running instance hands everything its programs depend on
  * to a new process of the same name (`dpsockd ... -- -f FILE --takeover`),
  * which goes on from there: docs/design.md decision 19, docs/running.md

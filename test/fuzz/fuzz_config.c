@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * Fuzz harness: dpsock.conf text -> struct dpsock_config (stack/config.c).
+ * Fuzz harness: dpsock.conf text -> struct dpsock_config (stack/core/config.c).
  *
  * The input is the file's text, given to dpsock_config_load_string exactly as
  * dpsockd gives a file's contents to libconfig. A configuration it accepts

@@ -4,7 +4,7 @@
  * lwIP's Ethernet, ARP, IPv4 with options and fragments, ICMP, IGMP, UDP
  * and TCP input; IPv6 with extension headers and fragments, neighbour
  * discovery, ICMPv6, UDP and TCP over IPv6; and the native socket layer above
- * them, stack/sock.c).
+ * them, stack/sock/sock.c).
  *
  * The stack runs as in dpsockd (fuzz_stack.h): one worker, one port whose
  * RX ring the harness fills, 198.18.0.1/24 and fd00:198:18::1/64. An app on

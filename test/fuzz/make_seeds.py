@@ -272,7 +272,7 @@ def mld_query(mrd, group=bytes(16), sources=(), v1=False, **kw):
 
 
 def mld_seeds(IP6):
-    """The MLD host (stack/mchost.c) and IPv6 multicast delivery: joins on
+    """The MLD host (stack/mcast/mchost.c) and IPv6 multicast delivery: joins on
     UDP 7 (records 3 with op 6 / 7), queries of both versions, other
     hosts' reports, malformed queries, a datagram for a joined group."""
     s = {}

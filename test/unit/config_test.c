@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * Unit test of the dpsock.conf parser (stack/config.c).
+ * Unit test of the dpsock.conf parser (stack/core/config.c).
  *
  * Runs from the project root (meson: workdir) so it can read
  * the files in test/unit/data and the shipped example config/dpsock.conf.
