@@ -705,6 +705,9 @@ tcp_setup_callbacks(struct dpsock_sock *s)
 	tcp_poll(pcb, on_tcp_poll, 1);
 }
 
+static int sock_serve(struct dpsock_sock *s, uint8_t proto, const struct dpsock_mc_addr *sv,
+		      unsigned int n, uint16_t port, bool hold);
+
 static err_t
 on_tcp_accept(void *arg, struct tcp_pcb *newpcb, err_t err)
 {
@@ -727,6 +730,14 @@ on_tcp_accept(void *arg, struct tcp_pcb *newpcb, err_t err)
 		return ERR_ABRT;
 	}
 	s->pcb.tcp = newpcb;
+	/* On a port shared with the kernel the connection's segments reach
+	 * dpsock by its listener's entry in the filter: the connection holds
+	 * it too, so that it outlives a listener closed first (socat, inetd
+	 * style servers), whose end would hand the rest of the connection to
+	 * the kernel, which resets it. The entry is there: this only counts. */
+	if (ls->served_proto != 0)
+		(void)sock_serve(s, ls->served_proto, ls->served, ls->n_served, ls->served_port,
+				 false);
 	if (ls->cc != 0)
 		dpsock_tcp_cc_set(newpcb, dpsock_cc_table[ls->cc - 1]->name);
 	tcp_setup_callbacks(s);

@@ -364,16 +364,29 @@ test_topo_up() {
 	topo_up "$name" "$idx" || fail "could not build topology $name"
 }
 
+# share_conf NAME [LINE...]: write the configuration of dpsockd NAME with two
+# workers on the test port, whose interface has no address (shared with
+# A's kernel), and LINEs; print its path.
+share_conf() {
+	local name=$1 f
+	shift
+	f=$TEST_TMP/$name.conf
+	on_exit "rm -f /dev/shm/dpsock.$name.ports"
+	{
+		printf 'name = "%s";\nruntime_dir = "%s";\nworkers = [ 0, 1 ];\n' "$name" "$TEST_TMP"
+		printf 'interfaces = ( { port = "%s"; } );\n' "$TEST_PORT"
+		[ $# -eq 0 ] || printf '%s\n' "$@"
+	} >"$f"
+	echo "$f"
+}
+
 # share_dpsockd_start NAME: dpsockd NAME, two workers on two queue pairs of
 # the test port, whose interface has no address: the port is shared with
 # A's kernel (docs/running.md). Its configuration is in SHARE_CONF (the
 # same dpsockd can be started again from it); preloads attach to NAME.
 share_dpsockd_start() {
 	local name=$1
-	SHARE_CONF=$TEST_TMP/$name.conf
-	on_exit "rm -f /dev/shm/dpsock.$name.ports"
-	printf 'name = "%s";\nruntime_dir = "%s";\nworkers = [ 0, 1 ];\ninterfaces = ( { port = "%s"; } );\n' \
-		"$name" "$TEST_TMP" "$TEST_PORT" >"$SHARE_CONF"
+	SHARE_CONF=$(share_conf "$name")
 	# shellcheck disable=SC2046
 	dpsockd_start "$name" "$SHARE_CONF" $(DPSOCK_TEST_LCORES=0-1 DPSOCK_TEST_QPAIRS=2 dpsockd_eal_args "$name")
 	wait_until 10 test -S "$TEST_TMP/$name.sock"
@@ -390,6 +403,11 @@ test_topo_ipv6() {
 		fail "could not turn IPv6 on for $TOPO_IF_B"
 	ip -n "$TOPO_NS_B" addr add "$TOPO_ADDR6_B/64" dev "$TOPO_IF_B" nodad ||
 		fail "could not give $TOPO_IF_B $TOPO_ADDR6_B"
+}
+
+# a_tcp_out_rsts: the TCP resets A's kernel sent so far (TcpOutRsts)
+a_tcp_out_rsts() {
+	in_a awk '/^Tcp:/ { if (!h) { for (i = 1; i <= NF; i++) c[$i] = i; h = 1 } else print $c["OutRsts"] }' /proc/net/snmp
 }
 
 # in_a CMD... / in_b CMD...: run in namespace A / B of the last topology.
@@ -1083,6 +1101,8 @@ throughput() {
 #   preload_daemon_start NAME [LINE...]
 #                                   dpsockd (2 workers) serving TOPO_ADDR_A, with
 #                                   runtime_dir = TEST_TMP (conf LINEs added)
+#                                   (PRELOAD_SHARED=1: the port shared with
+#                                   A's kernel, which has TOPO_ADDR_A)
 #   preload_daemon_stop             dpsockd_stop_clean (nothing in the
 #                                   kernel self-check)
 #   preload_daemon_takeover [CONF]  dpsockd_takeover of that dpsockd, with
@@ -1141,6 +1161,8 @@ require_preload() {
 # preload_daemon_start NAME [LINE...]: start dpsockd NAME on the current
 # topology with two workers (lcores 0-1, the test port with 2 queue pairs) and
 # runtime_dir = TEST_TMP, for preloaded programs (sets PRELOAD_NAME).
+# PRELOAD_SHARED=1: the port is shared with A's kernel, which gets
+# TOPO_ADDR_A (share_conf; net_af_xdp only, the test is skipped otherwise).
 preload_daemon_start() {
 	local name=$1 conf
 	shift
@@ -1150,7 +1172,16 @@ preload_daemon_start() {
 		note "kernel self-check: $TOPO_ADDR_A is on A's kernel, no dpsockd, no shim"
 		return 0
 	fi
-	conf=$(dpsock_conf "$name" 'workers = [ 0, 1 ];' "runtime_dir = \"$TEST_TMP\";" "$@")
+	if [ "${PRELOAD_SHARED:-0}" = 1 ]; then
+		# the port shared with A's kernel, which has the address
+		[ "$TEST_PMD" = af_xdp ] ||
+			skip "sharing the port with the kernel needs net_af_xdp: ${TEST_PMD_WHY:-DPSOCK_TEST_PMD=$TEST_PMD}"
+		in_a ip addr add "$TOPO_ADDR_A/$TOPO_PLEN" dev "$TOPO_IF_A" ||
+			fail "could not give A's kernel $TOPO_ADDR_A"
+		conf=$(share_conf "$name" "$@")
+	else
+		conf=$(dpsock_conf "$name" 'workers = [ 0, 1 ];' "runtime_dir = \"$TEST_TMP\";" "$@")
+	fi
 	PRELOAD_CONF=$conf
 	# shellcheck disable=SC2207
 	PRELOAD_EAL=($(DPSOCK_TEST_LCORES=0-1 DPSOCK_TEST_QPAIRS=2 dpsockd_eal_args "$name"))
@@ -1269,10 +1300,16 @@ preload_start() {
 # peer_start LABEL CMD...: run CMD in namespace B in the background, output
 # in $TEST_TMP/LABEL.log; sets PEER_PID. Killed (KILL) at exit if still up.
 peer_start() {
-	local label=$1
-	shift
+	ns_start "$TOPO_NS_B" "$@"
+}
+
+# ns_start NS LABEL CMD...: peer_start in namespace NS (A: a program on A's
+# kernel, not preloaded, beside dpsockd on a shared port).
+ns_start() {
+	local ns=$1 label=$2
+	shift 2
 	echo "+ $*" >"$TEST_TMP/$label.log"
-	ip netns exec "$TOPO_NS_B" "$@" >>"$TEST_TMP/$label.log" 2>&1 </dev/null &
+	ip netns exec "$ns" "$@" >>"$TEST_TMP/$label.log" 2>&1 </dev/null &
 	PEER_PID=$!
 	_LIB_PRELOAD_PID[$label]=$PEER_PID
 	on_exit "{ kill -KILL $PEER_PID && wait $PEER_PID; } 2>/dev/null; true"

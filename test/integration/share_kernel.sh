@@ -20,6 +20,9 @@
 #      port in dpsock's ephemeral range, reserved in A's kernel);
 #   6. UDP: a preloaded echo on a port dpsock serves, a kernel echo on
 #      another: both answer B;
+#   6b. a connection outlives its listener: preloaded socat -u closes its
+#      listener once it accepted; 4 MiB from B arrive whole and A's kernel
+#      sends no reset (the connection holds its listener's filter entry);
 #   7. multicast: a preloaded subscriber joins a group on the shared port:
 #      A's kernel holds the membership (/proc/net/igmp: it speaks IGMP for
 #      the host), and the subscriber receives B's datagrams through dpsock;
@@ -81,7 +84,7 @@ wait_until 20 bash -c "\"$DPSOCK_STAT\" -n $name -v sockets 2>/dev/null | grep -
 	fail "nginx's listener is not dpsockd's: $(socks) $(tail -n 3 "$pfx/logs/error.log")"
 acc0=$(stat_sum "$name" tcp_accepted)
 # the kernel's TCP resets: it would answer nginx's flows with RST had they reached it
-rst0=$(in_a awk '/^Tcp:/ && ++n == 2 { print $15 }' /proc/net/snmp)
+rst0=$(a_tcp_out_rsts)
 body=$(in_b curl -s --max-time 5 "http://$TOPO_ADDR_A/index.html") || fail "curl to nginx failed"
 [ "$body" = "dpsock shares the NIC with the kernel" ] || fail "nginx answered '$body'"
 in_b "$PINGN" -c 20 -i 0.1 -W 2 "$TOPO_ADDR_A" >"$TEST_TMP/ping.log" 2>&1 &
@@ -94,7 +97,7 @@ wait "$kpingp" || fail "the kernel server missed round trips while nginx was loa
 reqs=$WRK_REQS
 acc1=$(stat_sum "$name" tcp_accepted)
 [ $((acc1 - acc0)) -ge 16 ] || fail "dpsockd accepted $((acc1 - acc0)) connections for curl and wrk's 16"
-rst1=$(in_a awk '/^Tcp:/ && ++n == 2 { print $15 }' /proc/net/snmp)
+rst1=$(a_tcp_out_rsts)
 [ "$rst1" = "$rst0" ] || fail "A's kernel sent $((rst1 - rst0)) TCP resets: nginx's flows reached the kernel"
 red=$(stat_read "$name" port.0.filter_redirected)
 ok "nginx offloaded ($reqs requests, $((acc1 - acc0)) connections accepted by dpsockd, $red frames redirected); 20 pings and 20 kernel round trips answered meanwhile"
@@ -152,6 +155,23 @@ in_b python3 "$DPSOCK_SRC/test/tools/udp_rounds.py" "$TOPO_ADDR_A" 5353 10 >/dev
 in_b python3 "$DPSOCK_SRC/test/tools/udp_rounds.py" "$TOPO_ADDR_A" 5454 10 >/dev/null || fail "the kernel UDP echo did not answer 10 of 10"
 [ $(($(stat_sum "$name" udp_rx) - udp0)) -ge 10 ] || fail "the preloaded UDP echo's datagrams were not dpsockd's"
 ok "UDP: the preloaded echo (dpsock) and a kernel echo both answer"
+
+# ---- 6b. a listener that closes once it accepted ---------------------------------------------
+# socat -u TCP-LISTEN closes its listener after the accept: the connection
+# must stay dpsock's (it holds its listener's filter entry), never the
+# kernel's, which would reset it.
+head -c $((4 * 1024 * 1024)) /dev/urandom >"$TEST_TMP/one.bin"
+preload_start one socat -u "TCP-LISTEN:7300,bind=$TOPO_ADDR_A,reuseaddr" "CREATE:$TEST_TMP/one.out"
+preload_listener 7300 one "$TEST_TMP/one.log"
+rsts0=$(a_tcp_out_rsts)
+in_b timeout 30 socat -u "OPEN:$TEST_TMP/one.bin" "TCP:$TOPO_ADDR_A:7300" ||
+	fail "B's socat could not send 4 MiB to the preloaded socat whose listener closed after its accept"
+preload_wait one 20 || fail "the preloaded socat -u did not end: $(tail -n 2 "$TEST_TMP/one.log")"
+rsts1=$(a_tcp_out_rsts)
+cmp -s "$TEST_TMP/one.bin" "$TEST_TMP/one.out" ||
+	fail "the stream to the preloaded socat -u arrived different ($(stat -c %s "$TEST_TMP/one.out") of 4194304 bytes)"
+[ "$rsts1" = "$rsts0" ] || fail "A's kernel sent $((rsts1 - rsts0)) TCP reset(s) on a connection whose listener had closed"
+ok "a connection outlives its listener (socat -u): 4 MiB whole, no reset from A's kernel"
 
 # ---- 7. multicast through the kernel's membership ----------------------------------------
 group=239.1.22.7
