@@ -1013,8 +1013,21 @@ dpsock_run(const struct dpsock_app *app, void *arg)
 		exit_code = 1;
 		goto out;
 	}
-	/* a shared port steers only dpsock's flows to dpsock */
-	ret = dpsock_filter_init(d, err, sizeof(err));
+	/* a shared port steers only dpsock's flows to dpsock; a takeover's new
+	 * process goes on with the holder's XDP programs, attached all along */
+	{
+		int handed[DPSOCK_MAX_PORTS][DPSOCK_XDPF_FDS];
+		bool any = false;
+
+		for (unsigned int p = 0; p < DPSOCK_MAX_PORTS; p++)
+			for (unsigned int k = 0; k < DPSOCK_XDPF_FDS; k++) {
+				handed[p][k] = dpsock_tko_take_fd(d, DPSOCK_TKO_FD_XDP,
+								  p * DPSOCK_XDPF_FDS + k);
+				any |= handed[p][k] >= 0;
+			}
+		ret = dpsock_filter_init(d, any ? (const int (*)[DPSOCK_XDPF_FDS])handed : NULL, err,
+					 sizeof(err));
+	}
 	if (ret != 0) {
 		fprintf(stderr, "%s: %s\n", prog_name, err);
 		exit_code = 1;

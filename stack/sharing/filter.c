@@ -414,7 +414,8 @@ dpsock_filter_port_stats(struct dpsock_stack *d, unsigned int port_idx,
 }
 
 int
-dpsock_filter_init(struct dpsock_stack *d, char *err, size_t errlen)
+dpsock_filter_init(struct dpsock_stack *d, const int (*handed)[DPSOCK_XDPF_FDS], char *err,
+		   size_t errlen)
 {
 	struct dpsock_filter *f;
 	int r;
@@ -467,8 +468,12 @@ dpsock_filter_init(struct dpsock_stack *d, char *err, size_t errlen)
 			fds[n] = p->queues[q].xsk_fd;
 			qs[n++] = p->queues[q].if_queue;
 		}
-		f->xdpf[i] = dpsock_xdpf_open(p->xdp.ifindex, fds, qs, n,
-					      p->vlan_tci & RTE_VLAN_ID_MASK, &r, e, sizeof(e));
+		if (handed != NULL && handed[i][DPSOCK_XDPF_LINK] >= 0)
+			f->xdpf[i] = dpsock_xdpf_adopt(p->xdp.ifindex, handed[i], fds, qs, n,
+						       p->vlan_tci & RTE_VLAN_ID_MASK, &r, e, sizeof(e));
+		else
+			f->xdpf[i] = dpsock_xdpf_open(p->xdp.ifindex, fds, qs, n,
+						      p->vlan_tci & RTE_VLAN_ID_MASK, &r, e, sizeof(e));
 		if (f->xdpf[i] == NULL) {
 			snprintf(err, errlen, "port %s: %s", p->name, e);
 			return r;
@@ -486,10 +491,23 @@ dpsock_filter_init(struct dpsock_stack *d, char *err, size_t errlen)
 				   "interface fewer (ethtool -L %s combined %u)", p->name,
 				   p->xdp.ifname, p->xdp.if_rx_queues, n, p->xdp.ifname, n);
 		DPSOCK_LOG(NOTICE, pmd, "port %s: shared with the kernel on %s: dpsockd's XDP "
-			   "program sends dpsock's flows to its %u AF_XDP socket(s), everything "
-			   "else to the kernel", p->name, p->xdp.ifname, n);
+			   "program%s sends dpsock's flows to its %u AF_XDP socket(s), everything "
+			   "else to the kernel", p->name, p->xdp.ifname,
+			   handed != NULL && handed[i][DPSOCK_XDPF_LINK] >= 0 ?
+			   " (handed over, attached all along)" : "", n);
 	}
 	dpsock_filter_netview(d, d->nv);
+	return 0;
+}
+
+int
+dpsock_filter_xdp_fds(const struct dpsock_stack *d, unsigned int port, int fds[DPSOCK_XDPF_FDS])
+{
+	const struct dpsock_filter *f = d->filter;
+
+	if (f == NULL || port >= DPSOCK_MAX_PORTS || f->xdpf[port] == NULL)
+		return -ENOENT;
+	dpsock_xdpf_fds(f->xdpf[port], fds);
 	return 0;
 }
 

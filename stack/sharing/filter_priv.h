@@ -54,11 +54,34 @@ struct dpsock_stack;
 struct dpsock_netview;
 struct dpsock_xdpf_stats;
 
+/* A takeover hands an XDP port's program over as these descriptors: the
+ * BPF link that attaches it (the program stays attached while either
+ * process holds it), the program and its maps. */
+enum {
+	DPSOCK_XDPF_LINK,
+	DPSOCK_XDPF_PROG,
+	DPSOCK_XDPF_XSKS,
+	DPSOCK_XDPF_ADDRS,
+	DPSOCK_XDPF_PORTS,
+	DPSOCK_XDPF_EPH,
+	DPSOCK_XDPF_GROUPS,
+	DPSOCK_XDPF_CONFIG,
+	DPSOCK_XDPF_STATS,
+	DPSOCK_XDPF_FDS
+};
+
 /* After the ports started and the first net view: on each shared port, its
  * backend (an AF_XDP port: the XDP program; another port is refused with
  * -ENOTSUP), the ephemeral range reserved in the kernel and steered, the
- * local addresses. No-op without a shared port. 0 or -errno, message in err. */
-int dpsock_filter_init(struct dpsock_stack *d, char *err, size_t errlen);
+ * local addresses. handed (NULL: none): per port, the XDP program a
+ * takeover handed over (dpsock_xdpf_adopt; a port whose link is -1 loads
+ * its own). No-op without a shared port. 0 or -errno, message in err. */
+int dpsock_filter_init(struct dpsock_stack *d, const int (*handed)[DPSOCK_XDPF_FDS], char *err,
+		       size_t errlen);
+/* The holder of a takeover: port's XDP program as descriptors to hand
+ * over (still the filter's); -ENOENT when the port has none. */
+int dpsock_filter_xdp_fds(const struct dpsock_stack *d, unsigned int port,
+			  int fds[DPSOCK_XDPF_FDS]);
 /* Before the ports stop: the kernel gets every frame again; the
  * reservation is put back. */
 void dpsock_filter_fini(struct dpsock_stack *d);
@@ -124,6 +147,15 @@ struct dpsock_xdpf_stats {
 struct dpsock_xdpf *dpsock_xdpf_open(unsigned int ifindex, const int *xsk_fds,
 				     const uint32_t *if_queues, unsigned int n, uint16_t vlan,
 				     int *ret, char *err, size_t errlen);
+/* The holder's: x's descriptors, still x's (the hand-over sends copies). */
+void dpsock_xdpf_fds(const struct dpsock_xdpf *x, int fds[DPSOCK_XDPF_FDS]);
+/* The new process's: the program a takeover handed over (fds, owned from
+ * here, closed on failure), attached all along to ifindex, instead of a
+ * new one; its maps keep the holder's served set, this process's sockets
+ * register theirs again. The rest as dpsock_xdpf_open. */
+struct dpsock_xdpf *dpsock_xdpf_adopt(unsigned int ifindex, const int fds[DPSOCK_XDPF_FDS],
+				      const int *xsk_fds, const uint32_t *if_queues, unsigned int n,
+				      uint16_t vlan, int *ret, char *err, size_t errlen);
 /* Detach the program (the kernel gets every frame again) and free it.
  * Best before the port closes: net_af_xdp's close tries to detach the
  * program it attached, and logs an error while dpsockd's link holds the

@@ -346,7 +346,7 @@ dpsock_xdpf_open(unsigned int ifindex, const int *xsk_fds, const uint32_t *if_qu
 				 strerror(-rc), libbpf_last[0] ? ": " : "", libbpf_last);
 		goto fail_free;
 	}
-	prog = bpf_object__find_program_by_name(x->obj, "dpsock_xdp");
+	prog = bpf_object__find_program_by_name(x->obj, "xsk_def_prog");
 	x->prog_fd = prog != NULL ? bpf_program__fd(prog) : -ENOENT;
 	x->xsks_fd = map_fd(x, "xsks_map");
 	x->addrs_fd = map_fd(x, "addrs_map");
@@ -399,14 +399,126 @@ dpsock_xdpf_close(struct dpsock_xdpf *x)
 {
 	if (x == NULL)
 		return;
-	/* the only reference to the link: the kernel detaches the program */
+	/* the only reference to the link (a holder that handed it over
+	 * exited): the kernel detaches the program */
 	if (x->link_fd >= 0) {
 		close(x->link_fd);
 		DPSOCK_LOG(INFO, pmd, "%s: dpsockd's XDP program detached: the kernel gets every "
 			   "frame", x->ifname);
 	}
-	bpf_object__close(x->obj);
+	if (x->obj != NULL) {
+		bpf_object__close(x->obj);
+	} else {
+		/* adopted: the descriptors a takeover handed over */
+		int *fds[] = { &x->prog_fd, &x->xsks_fd, &x->addrs_fd, &x->ports_fd, &x->eph_fd,
+			       &x->groups_fd, &x->config_fd, &x->stats_fd };
+
+		for (unsigned int i = 0; i < RTE_DIM(fds); i++)
+			if (*fds[i] >= 0)
+				close(*fds[i]);
+	}
 	free(x);
+}
+
+void
+dpsock_xdpf_fds(const struct dpsock_xdpf *x, int fds[DPSOCK_XDPF_FDS])
+{
+	fds[DPSOCK_XDPF_LINK] = x->link_fd;
+	fds[DPSOCK_XDPF_PROG] = x->prog_fd;
+	fds[DPSOCK_XDPF_XSKS] = x->xsks_fd;
+	fds[DPSOCK_XDPF_ADDRS] = x->addrs_fd;
+	fds[DPSOCK_XDPF_PORTS] = x->ports_fd;
+	fds[DPSOCK_XDPF_EPH] = x->eph_fd;
+	fds[DPSOCK_XDPF_GROUPS] = x->groups_fd;
+	fds[DPSOCK_XDPF_CONFIG] = x->config_fd;
+	fds[DPSOCK_XDPF_STATS] = x->stats_fd;
+}
+
+struct dpsock_xdpf *
+dpsock_xdpf_adopt(unsigned int ifindex, const int fds[DPSOCK_XDPF_FDS], const int *xsk_fds,
+		  const uint32_t *if_queues, unsigned int n, uint16_t vlan, int *ret, char *err,
+		  size_t errlen)
+{
+	struct dpsock_xdp_config cfg = { .vlan = vlan };
+	struct bpf_link_info li;
+	uint32_t len = sizeof(li), zero = 0;
+	struct dpsock_xdpf *x;
+	unsigned int i;
+	int rc;
+
+	for (i = 0; i < DPSOCK_XDPF_FDS; i++)
+		if (fds[i] < 0) {
+			snprintf(err, errlen, "the hand-over lacks a descriptor of the XDP program "
+				 "(%u)", i);
+			rc = -EINVAL;
+			goto fail;
+		}
+	memset(&li, 0, sizeof(li));
+	rc = bpf_obj_get_info_by_fd(fds[DPSOCK_XDPF_LINK], &li, &len);
+	if (rc != 0) {
+		snprintf(err, errlen, "the handed-over XDP link: %s", strerror(-rc));
+		goto fail;
+	}
+	if (li.type != BPF_LINK_TYPE_XDP || li.xdp.ifindex != ifindex) {
+		snprintf(err, errlen, "the handed-over BPF link attaches no XDP program to ifindex %u "
+			 "(type %u, ifindex %u)", ifindex, li.type, li.xdp.ifindex);
+		rc = -EINVAL;
+		goto fail;
+	}
+	x = calloc(1, sizeof(*x));
+	if (x == NULL) {
+		snprintf(err, errlen, "out of memory");
+		rc = -ENOMEM;
+		goto fail;
+	}
+	x->ifindex = ifindex;
+	if (if_indextoname(ifindex, x->ifname) == NULL)
+		snprintf(x->ifname, sizeof(x->ifname), "ifindex %u", ifindex);
+	x->link_fd = fds[DPSOCK_XDPF_LINK];
+	x->prog_fd = fds[DPSOCK_XDPF_PROG];
+	x->xsks_fd = fds[DPSOCK_XDPF_XSKS];
+	x->addrs_fd = fds[DPSOCK_XDPF_ADDRS];
+	x->ports_fd = fds[DPSOCK_XDPF_PORTS];
+	x->eph_fd = fds[DPSOCK_XDPF_EPH];
+	x->groups_fd = fds[DPSOCK_XDPF_GROUPS];
+	x->config_fd = fds[DPSOCK_XDPF_CONFIG];
+	x->stats_fd = fds[DPSOCK_XDPF_STATS];
+	x->ncpus = libbpf_num_possible_cpus();
+	/* the maps hold the holder's served set as they did: the sockets
+	 * restored here register theirs again (present entries stay) */
+	rc = bpf_map_update_elem(x->config_fd, &zero, &cfg, BPF_ANY);
+	if (rc < 0) {
+		snprintf(err, errlen, "cannot write config_map: %s", strerror(-rc));
+		goto fail_x;
+	}
+	/* libxdp put them there already (the PMD found this program): the
+	 * same entries again, in case it did not */
+	for (i = 0; i < n; i++) {
+		if (xsk_fds[i] < 0)
+			continue;
+		rc = bpf_map_update_elem(x->xsks_fd, &if_queues[i], &xsk_fds[i], BPF_ANY);
+		if (rc < 0) {
+			snprintf(err, errlen, "cannot put the AF_XDP socket of queue %u of %s into "
+				 "xsks_map: %s", if_queues[i], x->ifname, strerror(-rc));
+			goto fail_x;
+		}
+	}
+	if (ret != NULL)
+		*ret = 0;
+	return x;
+
+fail_x:
+	dpsock_xdpf_close(x);
+	if (ret != NULL)
+		*ret = rc;
+	return NULL;
+fail:
+	for (i = 0; i < DPSOCK_XDPF_FDS; i++)
+		if (fds[i] >= 0)
+			close(fds[i]);
+	if (ret != NULL)
+		*ret = rc;
+	return NULL;
 }
 
 /* Presence of key in a set map (value 1). */
@@ -529,6 +641,24 @@ dpsock_xdpf_open(unsigned int ifindex, const int *xsk_fds, const uint32_t *if_qu
 void
 dpsock_xdpf_close(struct dpsock_xdpf *x)
 {
+}
+
+void
+dpsock_xdpf_fds(const struct dpsock_xdpf *x, int fds[DPSOCK_XDPF_FDS])
+{
+	for (unsigned int i = 0; i < DPSOCK_XDPF_FDS; i++)
+		fds[i] = -1;
+}
+
+struct dpsock_xdpf *
+dpsock_xdpf_adopt(unsigned int ifindex, const int fds[DPSOCK_XDPF_FDS], const int *xsk_fds,
+		  const uint32_t *if_queues, unsigned int n, uint16_t vlan, int *ret, char *err,
+		  size_t errlen)
+{
+	for (unsigned int i = 0; i < DPSOCK_XDPF_FDS; i++)
+		if (fds[i] >= 0)
+			close(fds[i]);
+	return dpsock_xdpf_open(ifindex, xsk_fds, if_queues, n, vlan, ret, err, errlen);
 }
 
 int

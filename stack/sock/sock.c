@@ -102,6 +102,8 @@ struct dpsock_sock {
 	 * filter entries' addresses, an address or a family's any; a
 	 * dual-stack socket has both anys */
 	uint8_t n_served;
+	bool served_by_app; /* the app holds the port in the kernel itself (DPSOCK_*_HELD):
+			     * the filter made no holder */
 	struct dpsock_mc_addr served[2];
 };
 
@@ -823,6 +825,7 @@ sock_serve(struct dpsock_sock *s, uint8_t proto, const struct dpsock_mc_addr *sv
 	}
 	s->served_proto = n != 0 ? proto : 0;
 	s->n_served = (uint8_t)n;
+	s->served_by_app = !hold;
 	s->served_port = port;
 	memcpy(s->served, sv, n * sizeof(*sv));
 	return 0;
@@ -2066,7 +2069,9 @@ struct sock_image {
 				   * memberships (struct dpsock_mc_memb each) */
 	uint8_t local_ip[16], remote_ip[16];
 	uint8_t remote_type;
-	uint8_t pad2[7];
+	uint8_t served_by_app;    /* 1: DPSOCK_LISTEN_HELD / DPSOCK_UDP_HELD (0 in the
+				   * images of builds before shared ports went over) */
+	uint8_t pad2[6];
 	struct dpsock_mc_addr served[2];
 };
 
@@ -2157,6 +2162,7 @@ dpsock_sock_export(struct dpsock_sock *s, struct dpsock_tko_buf *blob)
 	im.served_proto = s->served_proto;
 	im.n_served = s->n_served;
 	im.served_port = s->served_port;
+	im.served_by_app = s->served_by_app;
 	im.owned_port = s->owned_port;
 	memcpy(im.served, s->served, sizeof(im.served));
 	im.owner_pid = s->udp.owner_pid;
@@ -2303,7 +2309,8 @@ dpsock_sock_import(struct dpsock_worker *w, const void *blob, size_t len,
 	ip_in(&la, im.ip_type, im.local_ip);
 	switch (im.type) {
 	case SOCK_TCP_LISTEN:
-		s = tcp_listen_ip(w, &la, im.served, im.n_served, im.local_port, 0, ops, user);
+		s = tcp_listen_ip(w, &la, im.served, im.n_served, im.local_port,
+				  im.served_by_app ? DPSOCK_LISTEN_HELD : 0, ops, user);
 		if (s == NULL) {
 			*err = -errno;
 			return NULL;
@@ -2318,6 +2325,8 @@ dpsock_sock_import(struct dpsock_worker *w, const void *blob, size_t len,
 
 		if (im.so_options & SOF_REUSEADDR)
 			flags |= im.reuseport ? DPSOCK_UDP_REUSEPORT : DPSOCK_UDP_REUSEADDR;
+		if (im.served_by_app)
+			flags |= DPSOCK_UDP_HELD;
 		if (im.owned_port != 0 && !dpsock_steer_claim_exact(w, im.owned_port)) {
 			*err = -EADDRINUSE;
 			return NULL;
@@ -2370,6 +2379,10 @@ dpsock_sock_import(struct dpsock_worker *w, const void *blob, size_t len,
 			return NULL;
 		}
 		s->pcb.tcp = pcb;
+		/* its listener's filter entry, as on_tcp_accept took it */
+		if (im.served_proto != 0)
+			(void)sock_serve(s, im.served_proto, im.served, im.n_served, im.served_port,
+					 false);
 		s->owned_port = im.owned_port;
 		s->shut_wr = im.shut_wr;
 		s->cc = im.cc;

@@ -54,6 +54,7 @@
 
 #include "core/stack_priv.h"
 #include "frame/frame_priv.h"
+#include "sharing/filter_priv.h"
 #include "sock/sock_priv.h"
 #include "core/log_priv.h"
 #include "takeover.h"
@@ -96,7 +97,13 @@ struct tko_compat {
 	char ports[DPSOCK_MAX_PORTS][64];
 	uint32_t addr[DPSOCK_MAX_PORTS];
 	uint8_t shared[DPSOCK_MAX_PORTS];
+	/* since ports shared with the kernel are handed over; a hello that
+	 * ends before it (an older build) has none */
+	uint32_t caps;
 };
+
+/* What the new process can take over (tko_compat.caps). */
+#define TKO_CAP_SHARED_XDP 1u     /* an AF_XDP port's XDP program and maps */
 
 /* The image's header, at offset 0 of its memfd. */
 struct tko_image_hdr {
@@ -114,7 +121,14 @@ struct tko_image_hdr {
 		int32_t efd;
 		int32_t pad;
 	} worker[DPSOCK_MAX_WORKERS];
+	/* Since ports shared with the kernel are handed over: per port, its
+	 * XDP program (-1: none). An image whose main part starts before this
+	 * (an older build's) has none. */
+	int32_t xdp[DPSOCK_MAX_PORTS][DPSOCK_XDPF_FDS];
 };
+
+#define TKO_HDR_MIN offsetof(struct tko_image_hdr, xdp)
+#define TKO_HDR_HAS_XDP(h) ((h)->main_off >= sizeof(struct tko_image_hdr))
 
 struct dpsock_tko {
 	/* both */
@@ -286,6 +300,7 @@ compat_of(const struct dpsock_stack *d, struct tko_compat *c)
 		c->addr[i] = conf->ifaces[i].addr;
 		c->shared[i] = conf->ifaces[i].shared;
 	}
+	c->caps = TKO_CAP_SHARED_XDP;
 }
 
 /* Why the holder d cannot hand over to a process of configuration *nc: a
@@ -333,9 +348,15 @@ compat_refusal(const struct dpsock_stack *d, const struct tko_compat *nc, char *
 			snprintf(why, len, "interfaces[%u] differs (port, address or sharing)", i);
 			return why;
 		}
-		if (mine.shared[i]) {
-			snprintf(why, len, "interfaces[%u] (%s) is shared with the kernel: its XDP "
-				 "program and filter maps cannot be handed over yet", i, mine.ports[i]);
+		if (mine.shared[i] && !d->ports[i].is_xdp) {
+			snprintf(why, len, "interfaces[%u] (%s) is shared with the kernel in isolated "
+				 "mode: its rte_flow rules are not handed over", i, mine.ports[i]);
+			return why;
+		}
+		if (mine.shared[i] && !(nc->caps & TKO_CAP_SHARED_XDP)) {
+			snprintf(why, len, "interfaces[%u] (%s) is shared with the kernel and the new "
+				 "process's build cannot take its XDP program over (older than that)",
+				 i, mine.ports[i]);
 			return why;
 		}
 	}
@@ -472,7 +493,7 @@ dpsock_tko_receive(struct dpsock_stack *d)
 		return -1;
 	}
 	h = (const struct tko_image_hdr *)(const void *)t->image;
-	if (t->image_size < sizeof(*h) || h->magic != TKO_MAGIC || h->version != DPSOCK_TKO_VERSION ||
+	if (t->image_size < TKO_HDR_MIN || h->magic != TKO_MAGIC || h->version != DPSOCK_TKO_VERSION ||
 	    h->size != t->image_size || h->n_fds != t->n_fds) {
 		dpsock_tko_abort(d, "the image is not one this build reads");
 		return -1;
@@ -551,6 +572,11 @@ dpsock_tko_take_fd(struct dpsock_stack *d, unsigned int role, unsigned int idx)
 		return dpsock_tko_claim_fd(d, NULL, h->lock_fd);
 	case DPSOCK_TKO_FD_WORKER_EFD:
 		return idx < h->n_workers ? dpsock_tko_claim_fd(d, NULL, h->worker[idx].efd) : -1;
+	case DPSOCK_TKO_FD_XDP:
+		if (!TKO_HDR_HAS_XDP(h) || idx >= DPSOCK_MAX_PORTS * DPSOCK_XDPF_FDS)
+			return -1;
+		return h->xdp[idx / DPSOCK_XDPF_FDS][idx % DPSOCK_XDPF_FDS] < 0 ? -1 :
+		       dpsock_tko_claim_fd(d, NULL, h->xdp[idx / DPSOCK_XDPF_FDS][idx % DPSOCK_XDPF_FDS]);
 	default:
 		return -1;
 	}
@@ -767,6 +793,16 @@ image_write(struct dpsock_stack *d, const struct dpsock_tko_buf *main_part,
 	h.freeze_ns = freeze_ns;
 	h.holder_pid = (int32_t)getpid();
 	h.lock_fd = dpsock_tko_fd_add(fds, d->lock_fd);
+	for (k = 0; k < DPSOCK_MAX_PORTS; k++) {
+		int xfd[DPSOCK_XDPF_FDS];
+
+		for (unsigned int j = 0; j < DPSOCK_XDPF_FDS; j++)
+			h.xdp[k][j] = -1;
+		if (k >= d->n_ports || dpsock_filter_xdp_fds(d, k, xfd) != 0)
+			continue;
+		for (unsigned int j = 0; j < DPSOCK_XDPF_FDS; j++)
+			h.xdp[k][j] = dpsock_tko_fd_add(fds, xfd[j]);
+	}
 	off = sizeof(h);
 	h.main_off = off;
 	h.main_len = main_part->len;
@@ -869,8 +905,10 @@ serve_one(struct dpsock_stack *d, int cfd)
 	if (r != 0 || m.type != TKO_HELLO)
 		return;
 	newpid = (pid_t)m.a;
+	memset(&nc, 0, sizeof(nc));
 	n = recv(cfd, &nc, sizeof(nc), 0);
-	if (n != (ssize_t)sizeof(nc))
+	/* an older build's hello ends before caps (none) */
+	if (n < (ssize_t)offsetof(struct tko_compat, caps))
 		return;
 	refusal = compat_refusal(d, &nc, why, sizeof(why));
 	if (refusal != NULL) {

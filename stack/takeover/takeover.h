@@ -96,6 +96,8 @@ int dpsock_tko_claim_fd(struct dpsock_stack *d, const struct dpsock_tko_rd *r, i
 enum {
 	DPSOCK_TKO_FD_LOCK = 0,      /* the instance lock */
 	DPSOCK_TKO_FD_WORKER_EFD,    /* worker idx's eventfd (the programs hold it) */
+	DPSOCK_TKO_FD_XDP,           /* port idx / DPSOCK_XDPF_FDS's XDP program, descriptor
+				      * idx % DPSOCK_XDPF_FDS (sharing/filter_priv.h) */
 };
 int dpsock_tko_take_fd(struct dpsock_stack *d, unsigned int role, unsigned int idx);
 /* The stack's records of worker w's part (counters, pcbs no socket stands

@@ -43,6 +43,20 @@
 #     the dead one's left in /dev/shm; a takeover after that succeeds;
 #   - the preloaded servers end without an error; dpsockd stops cleanly.
 #
+# With PRELOAD_SHARED=1 (the test preload_takeover_shared) the port is
+# shared with A's kernel, which has the address (net_af_xdp: dpsockd's XDP
+# program sends dpsock's flows to its sockets, the rest to the kernel); the
+# program and its maps are handed over with everything else, attached all
+# along. Then also:
+#   - a TCP ping-pong with a server on A's kernel, not preloaded: every
+#     record back through the takeovers (the kernel's traffic never
+#     stopped), its gaps reported;
+#   - the XDP program on A's interface is the same one (its id) before and
+#     after every takeover and fault: it was never detached or replaced;
+#   - A's kernel sent no TCP reset during the takeovers (TcpOutRsts): no
+#     segment of an offloaded connection reached it while no dpsockd
+#     had the queues.
+#
 # With DPSOCK_PRELOAD_KERNEL=1 (lib.sh's self-check) the same script runs
 # on A's kernel, without dpsockd, and leaves the takeovers out.
 set -euo pipefail
@@ -63,7 +77,9 @@ test_topo_up 134
 preload_daemon_start "$name"
 chmod 755 "$TEST_TMP"
 A=$TOPO_ADDR_A
-P_TCP=7100 P_UDP=7101 P_HTTP=8080 P_XFER=7200 P_MC=7300
+P_TCP=7100 P_UDP=7101 P_HTTP=8080 P_XFER=7200 P_MC=7300 P_KTCP=7400
+SHARED=0
+[ "${PRELOAD_SHARED:-0}" != 1 ] || [ "$PRELOAD_KERNEL" = 1 ] || SHARED=1
 MC_G=239.7.7.1 MC_N=400
 XFER_MB=${TAKEOVER_XFER_MB:-64}
 XFER_SECS=${TAKEOVER_XFER_SECS:-12}
@@ -124,6 +140,18 @@ tcp_listening() {
 	fi
 }
 
+# xdp_prog_id: the id of the XDP program on A's interface (empty: none)
+xdp_prog_id() {
+	in_a ip -d link show dev "$TOPO_IF_A" | sed -n 's/.*prog\/xdp id \([0-9]*\).*/\1/p' | head -n 1
+}
+# xdp_same WHAT: the XDP program on A's interface is still XDP_ID
+xdp_same() {
+	local id
+	id=$(xdp_prog_id)
+	[ "$id" = "$XDP_ID" ] ||
+		fail "$1: the XDP program on $TOPO_IF_A is '${id:-none}', not $XDP_ID: it was detached or replaced"
+}
+
 # ---- (a)-(c): the programs ------------------------------------------------------
 preload_start pp-srv python3 "$PP" server --host "$A" --port "$P_TCP"
 preload_start pp-usrv python3 "$PP" server --udp --host "$A" --port "$P_UDP"
@@ -151,9 +179,19 @@ peer_start pp-cli python3 "$PP" client --host "$A" --port "$P_TCP" --mark "$MARK
 # (a pair whose bytes go FIFO to FIFO, docs/design.md decision 16)
 preload_start pp-self python3 "$PP" client --host "$A" --port "$P_TCP"
 peer_start pp-ucli python3 "$PP" client --udp --host "$A" --port "$P_UDP" --mark "$MARK"
+if [ "$SHARED" = 1 ]; then
+	# beside dpsockd on the shared port: a server on A's kernel
+	ns_start "$TOPO_NS_A" kpp-srv python3 "$PP" server --host "$A" --port "$P_KTCP"
+	wait_until 20 grep -q listening "$TEST_TMP/kpp-srv.log"
+	peer_start kpp-cli python3 "$PP" client --host "$A" --port "$P_KTCP" --mark "$MARK"
+	XDP_ID=$(xdp_prog_id)
+	[ -n "$XDP_ID" ] || fail "no XDP program on $TOPO_IF_A, shared with the kernel"
+	ok "shared with A's kernel: dpsockd's XDP program (id $XDP_ID) on $TOPO_IF_A; a kernel TCP ping-pong on $P_KTCP beside the preloaded programs"
+fi
 sleep 1
 pp_alive pp-cli "before any takeover"
 pp_alive pp-ucli "before any takeover"
+[ "$SHARED" = 0 ] || pp_alive kpp-cli "before any takeover"
 acc0=$(preload_stat tcp_accepted)
 
 # the 64 MiB stream: socat in B, paced by a reader with sleeps (no pv here)
@@ -184,6 +222,7 @@ ok "a ${XFER_MB} MiB stream from B to the preloaded socat is under way (~${XFER_
 # ---- (d): 3 takeovers under load ------------------------------------------------
 in_flight=0
 blackouts=()
+[ "$SHARED" = 0 ] || rsts0=$(a_tcp_out_rsts)
 for i in 1 2 3; do
 	mark "$i"
 	preload_daemon_takeover
@@ -197,11 +236,21 @@ for i in 1 2 3; do
 	page_ok "after takeover $i"
 	pp_alive pp-cli "after takeover $i"
 	pp_alive pp-ucli "after takeover $i"
+	if [ "$SHARED" = 1 ]; then
+		pp_alive kpp-cli "after takeover $i"
+		xdp_same "takeover $i"
+	fi
 	[ "$PRELOAD_KERNEL" = 1 ] ||
 		ok "takeover $i: the old dpsockd exited 0, pid $DPSOCKD_PID took over (blackout ${TAKEOVER_BLACKOUT_MS:-?} ms, ${TAKEOVER_TOOK_MS} ms in all); curl and both ping-pongs answer"
 done
 [ "$PRELOAD_KERNEL" = 1 ] ||
 	ok "3 takeovers in a row, the stream in flight during $in_flight of them; blackouts (dpsockd's figures): ${blackouts[*]} ms"
+if [ "$SHARED" = 1 ]; then
+	rsts1=$(a_tcp_out_rsts)
+	[ "$rsts1" = "$rsts0" ] ||
+		fail "A's kernel sent $((rsts1 - rsts0)) TCP reset(s) during the takeovers: segments of offloaded connections reached it"
+	ok "shared: the XDP program (id $XDP_ID) stayed attached through the 3 takeovers, and A's kernel sent no TCP reset"
+fi
 
 # ---- the multicast membership went over ------------------------------------------
 mcast_kernel_route
@@ -290,6 +339,7 @@ if [ "$PRELOAD_KERNEL" != 1 ]; then
 	pp_alive pp-ucli "after the new dpsockd died"
 	pp_fresh "after the new dpsockd died"
 	page_ok "after the new dpsockd died"
+	[ "$SHARED" = 0 ] || xdp_same "after the new dpsockd died"
 	ok "fault: the new dpsockd died with status $TAKEOVER_RC after the image; pid $pid0 resumed with every connection"
 	# the latest fault: everything restored and running in the new
 	# process (ports bound, segments made, connections restored), the
@@ -312,12 +362,14 @@ if [ "$PRELOAD_KERNEL" != 1 ]; then
 	for f in "/dev/shm/dpsock.$name.stats.tko" "/dev/shm/dpsock.$name.capture.tko"; do
 		[ ! -e "$f" ] || fail "the dead new dpsockd's $f is left"
 	done
+	[ "$SHARED" = 0 ] || xdp_same "after the new dpsockd died before it was done"
 	ok "fault: the new dpsockd died just before saying done; pid $pid0 resumed with every connection and its stats"
 	mark 4
 	preload_daemon_takeover
 	attempts=$((attempts + 1))
 	page_ok "after the takeover that followed the fault"
 	pp_alive pp-cli "after the takeover that followed the fault"
+	[ "$SHARED" = 0 ] || xdp_same "the takeover that followed the fault"
 	ok "a takeover after the fault: pid $DPSOCKD_PID took over (blackout ${TAKEOVER_BLACKOUT_MS:-?} ms)"
 fi
 
@@ -338,6 +390,18 @@ res=$(result pp-cli)
 note "TCP ping-pong: $(jget "$res" '"%d records, max gap %s ms, max rtt %s ms, p99 rtt %s ms, gaps over 10/50/100 ms: %s" % (r["received"], r["max_gap_ms"], r["max_rtt_ms"], r["p99_rtt_ms"], "/".join(str(r["gaps_over_ms"][k]) for k in ("10", "50", "100")))')"
 note "TCP ping-pong per window: $(windows "$res")"
 ok "TCP ping-pong: every record back, in order and unchanged, no reset (max gap $(jget "$res" 'r["max_gap_ms"]') ms)"
+
+if [ "$SHARED" = 1 ]; then
+	rc=0
+	preload_stop kpp-cli TERM || rc=$?
+	res=$(result kpp-cli)
+	[ -n "$res" ] || fail "the kernel TCP ping-pong client printed no result: $(tail -n 3 "$TEST_TMP/kpp-cli.log")"
+	[ "$rc" -eq 0 ] || fail "the kernel TCP ping-pong saw errors (status $rc): $(jget "$res" 'r["errors"]')"
+	[ "$(jget "$res" 'r["lost"]')" = 0 ] || fail "the kernel TCP ping-pong: records lost: $res"
+	note "kernel TCP ping-pong per window: $(windows "$res")"
+	ok "the kernel's own TCP ping-pong on the shared port: $(jget "$res" 'r["received"]') records, every one back (max gap $(jget "$res" 'r["max_gap_ms"]') ms)"
+	preload_stop kpp-srv TERM || true
+fi
 
 rc=0
 preload_stop pp-self TERM || rc=$?

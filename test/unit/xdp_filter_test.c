@@ -470,7 +470,7 @@ test_verdicts(void)
 		CHECK(x != NULL, "open: %s (%s)", err, strerror(-rc));
 		exit(1);
 	}
-	CHECK(attached(&mode, name, sizeof(name)) != 0 && strcmp(name, "dpsock_xdp") == 0,
+	CHECK(attached(&mode, name, sizeof(name)) != 0 && strcmp(name, "xsk_def_prog") == 0,
 	      "after open the interface runs '%s'", name);
 	p = dpsock_xdpf_prog_fd(x);
 
@@ -1097,7 +1097,7 @@ test_link(void)
 		rc = -EPIPE;
 	close(pfd[0]);
 	CHECK(rc == 0, "the child's open: %s", strerror(-rc));
-	CHECK(attached(&mode, name, sizeof(name)) != 0 && strcmp(name, "dpsock_xdp") == 0 &&
+	CHECK(attached(&mode, name, sizeof(name)) != 0 && strcmp(name, "xsk_def_prog") == 0 &&
 	      mode == XDP_ATTACHED_SKB,
 	      "the child's filter took the PMD-like program's place in its mode: '%s', mode %u",
 	      name, mode);
@@ -1107,7 +1107,7 @@ test_link(void)
 	CHECK(x == NULL && rc == -EBUSY && strstr(err, "BPF link") != NULL,
 	      "a second filter over the child's link: rc %d, '%s'", rc, x ? "" : err);
 	dpsock_xdpf_close(x);
-	CHECK(attached(&mode, name, sizeof(name)) != 0 && strcmp(name, "dpsock_xdp") == 0,
+	CHECK(attached(&mode, name, sizeof(name)) != 0 && strcmp(name, "xsk_def_prog") == 0,
 	      "the child's filter stays: '%s'", name);
 
 	kill(child, SIGKILL);

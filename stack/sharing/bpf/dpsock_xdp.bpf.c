@@ -351,9 +351,16 @@ parse6(struct ipv6hdr *ip6, void *end, struct l3 *l)
 	return 0;
 }
 
+/* Named as libxdp's default AF_XDP program, with its version marker at the
+ * end: the AF_XDP PMD of a takeover's new process (libxdp's
+ * xsk_socket__create) then finds this program on the interface and puts
+ * its sockets into xsks_map, where it would otherwise try to attach a
+ * program of its own, which the kernel refuses under a BPF link (EBUSY):
+ * the program stays attached from one process to the next
+ * (../xdp_filter.c, docs/architecture.md). */
 SEC("xdp")
 int
-dpsock_xdp(struct xdp_md *ctx)
+xsk_def_prog(struct xdp_md *ctx)
 {
 	void *data = (void *)(long)ctx->data;
 	void *end = (void *)(long)ctx->data_end;
@@ -446,3 +453,8 @@ dpsock_xdp(struct xdp_md *ctx)
 }
 
 char _license[] SEC("license") = "Dual BSD/GPL";
+
+/* libxdp's marker of its default program's version (xsk_prog_version in
+ * section xdp_metadata, 1 in libxdp 1.2-1.6): it adopts a program named
+ * xsk_def_prog only with it (see xsk_def_prog above). */
+__uint(xsk_prog_version, 1) SEC("xdp_metadata");
