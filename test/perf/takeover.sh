@@ -38,8 +38,10 @@
 # exit; min, median, p90 and max over the N takeovers.
 #
 #   test/perf/takeover.sh [--quick] [--takeovers N] [--time S] [--out FILE]
-#                         [--build DIR] [--write-docs]
+#                         [--build DIR] [--write-docs] [--shared]
 #
+# --shared: the port is shared with A's kernel, which has the address
+# (net_af_xdp; dpsockd's XDP program goes over with the rest).
 # --takeovers N (default 20, --quick 5); --time S: seconds of load between
 # two takeovers (default 3, --quick 2); --rounds is taken and ignored (one
 # run of N takeovers). The markdown report goes to --out FILE, or with
@@ -50,12 +52,13 @@
 set -uo pipefail
 
 SELF_DIR=$(cd "$(dirname "$0")" && pwd)
-takeovers='' write_docs=0 out_given=0
+takeovers='' write_docs=0 out_given=0 shared=0
 for a in "$@"; do [ "$a" != --out ] || out_given=1; done
 perf_opt() {
 	case "$1" in
 	--takeovers) takeovers=${2-}; PERF_TOOK=2 ;;
 	--write-docs) write_docs=1 ;;
+	--shared) shared=1 ;;
 	*) return 1 ;;
 	esac
 }
@@ -91,7 +94,7 @@ COUNTERS=(tcp_accepted tcp_closed tcp_reset tcp_refused tcp_rx_bytes tcp_tx_byte
 	tcp_rexmit tcp_rto rx_packets tx_packets tx_drops)
 
 test_topo_up 208
-preload_daemon_start "$TEST_NAME"
+PRELOAD_SHARED=$shared preload_daemon_start "$TEST_NAME"
 chmod 755 "$TEST_TMP" # nginx's worker (nobody) reaches the control socket and its files
 A=$TOPO_ADDR_A
 MARK=$TEST_TMP/mark
@@ -242,7 +245,8 @@ fi
 
 # ---- the report ------------------------------------------------------------------------
 mkdir -p "$(dirname "$out")"
-python3 - "$TEST_TMP" "$takeovers" "$secs" "$UDP_MS" "$TEST_PMD" "$clean" \
+python3 - "$TEST_TMP" "$takeovers" "$secs" "$UDP_MS" \
+	"$TEST_PMD$([ "$shared" = 0 ] || echo ', shared with the kernel')" "$clean" \
 	"$(git -C "$SRC" describe --always --dirty 2>/dev/null || echo unknown)" \
 	"$(uname -n), $(nproc) CPUs, kernel $(uname -r)" $(((t_end - t_start) / 1000)) >"$out" <<'PYEOF' ||
 import json, os, re, statistics, sys
