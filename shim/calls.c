@@ -5,7 +5,9 @@
  * fcntl, ioctl, dup. A descriptor without a shadow object, or whose object
  * stays in the kernel, goes straight to libc: same return, same errno.
  * Hooks that change a socket's state take its lock, run a body that returns
- * 0 or -errno, unlock once and set errno once.
+ * 0 or -errno, unlock once and set errno once. What close() and the
+ * process's exit do to a shadow object is here too: every part of the shim
+ * that holds on to a socket lets go of it there.
  */
 #include <limits.h>
 #include <linux/sockios.h>
@@ -807,6 +809,58 @@ shutdown(int fd, int how)
 	if (how != SHUT_RD)
 		s->shut_wr = 1;
 	return 0;
+}
+
+/* The last reference to a shadow object lets go of what every part of the
+ * shim holds of it: fork's tracking, the extra API's receive state, the
+ * slots (CLOSE to the workers once no process of the group holds it). */
+void
+shim_sock_unref(struct shim_sock *s)
+{
+	if (__atomic_sub_fetch(&s->refs, 1, __ATOMIC_ACQ_REL) != 0)
+		return;
+	if (shim_sock_offloaded(s)) {
+		shim_fork_untrack(s);
+		shim_xrx_release(s);
+		shim_sock_release_slots(s);
+	}
+	pthread_mutex_destroy(&s->lock);
+	free(s->mc_pending);
+	free(s);
+}
+
+/* What close(fd) does to the shadow object, before the kernel fd closes:
+ * out of the table, out of epoll sets and completion polling, one
+ * reference less (the last lets go of the slots). false: not ours. */
+static bool
+shim_fd_release(int fd)
+{
+	struct shim_sock *s = shim_fdtab_take(fd);
+
+	if (s == NULL)
+		return false;
+	shim_epoll_fd_closed(fd, s);
+	shim_comp_fd_closed(fd, s);
+	shim_sock_unref(s);
+	return true;
+}
+
+/* exit(): the kernel closes every descriptor of the process, and a TCP
+ * connection closed that way still sends what it was given, then FIN:
+ * let go of every offloaded socket as close() does, so that the workers
+ * close them in order (what their tx FIFOs hold goes out first, as an
+ * orphan once the group ends) instead of resetting them when the group
+ * ends. Another process of the group still holding a socket keeps it
+ * (shim_sock_release_slots). Then drain the thread's rings (the main
+ * thread's TLS destructor does not run). _exit() and a fatal signal skip
+ * this: the group's end resets what is left, as dpsockd does for a
+ * program that dies. */
+__attribute__((destructor)) static void
+process_exit(void)
+{
+	if (__atomic_load_n(&shim_proc.state, __ATOMIC_ACQUIRE) == 1 && !shim_daemon_gone())
+		shim_fd_release_all(shim_fd_release);
+	shim_thread_drain_self();
 }
 
 HOOK int

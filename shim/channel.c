@@ -45,28 +45,6 @@ shim_thread_drain_self(void)
 		thread_drain(t);
 }
 
-/* exit(): the kernel closes every descriptor of the process, and a TCP
- * connection closed that way still sends what it was given, then FIN:
- * let go of every offloaded socket as close() does, so that the workers
- * close them in order (what their tx FIFOs hold goes out first, as an
- * orphan once the group ends) instead of resetting them when the group
- * ends. Another process of the group still holding a socket keeps it
- * (shim_sock_release_slots). Then drain the thread's rings (the main
- * thread's TLS destructor does not run). _exit() and a fatal signal skip
- * this: the group's end resets what is left, as dpsockd does for a
- * program that dies. */
-__attribute__((destructor)) static void
-process_exit(void)
-{
-	struct shim_thread *t;
-
-	if (__atomic_load_n(&shim_proc.state, __ATOMIC_ACQUIRE) == 1 && !shim_daemon_gone())
-		shim_fd_release_all();
-	t = tls_thread;
-	if (t != NULL && t->pid == shim_getpid())
-		thread_drain(t);
-}
-
 static void
 thread_exit(void *arg)
 {

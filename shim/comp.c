@@ -23,6 +23,9 @@
 #include "shim_priv.h"
 
 int shim_xrx_take(struct shim_sock *s, struct dpsock_zpkt *pkts, unsigned int max);
+/* A socket became offloaded: it joins the calling thread's set, if it has
+ * one (shim_sock_offloaded_hook, set by the first set made). */
+void shim_comp_sock_offloaded(struct shim_sock *s);
 
 struct comp_member {
 	int fd;
@@ -176,6 +179,8 @@ comp_self(int *err)
 	pthread_mutex_unlock(&comp_list_lock);
 	tls_comp = c;
 	pthread_setspecific(comp_key, c);
+	/* release: pairs with the acquire in offload.c's shim_sock_set_offloaded */
+	__atomic_store_n(&shim_sock_offloaded_hook, shim_comp_sock_offloaded, __ATOMIC_RELEASE);
 	return c;
 }
 

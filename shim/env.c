@@ -20,6 +20,10 @@
 
 struct shim_real shim_real;
 int shim_real_ready;
+/* shim_getpid's and shim_gettid's caches; a fork's child forgets both
+ * (fork.c) */
+pid_t shim_pid_cache;
+__thread pid_t shim_tid_cache;
 static pthread_once_t real_once = PTHREAD_ONCE_INIT;
 
 static void

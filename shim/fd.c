@@ -5,7 +5,8 @@
  * kernel fds"); its shadow object is found by fd (two-level table, lock-free
  * lookups), shared by dup()s (refs), and lets go of its slots when the last
  * process of the group holding it closes it (process references in the
- * slot's shim area).
+ * slot's shim area). The last reference itself goes in calls.c
+ * (shim_sock_unref), which knows everything that holds on to a socket.
  */
 #include <stdlib.h>
 #include <sys/stat.h>
@@ -110,28 +111,15 @@ shim_fdtab_take(int fd)
 	return shim_fdmap_take(&fdtab, fd);
 }
 
-bool
-shim_fd_release(int fd)
-{
-	struct shim_sock *s = shim_fdtab_take(fd);
-
-	if (s == NULL)
-		return false;
-	shim_epoll_fd_closed(fd, s);
-	shim_comp_fd_closed(fd, s);
-	shim_sock_unref(s);
-	return true;
-}
-
 void
-shim_fd_release_all(void)
+shim_fd_release_all(bool (*release)(int fd))
 {
 	for (unsigned int hi = 0; hi < SHIM_FDMAP_PAGE; hi++) {
 		void **page = __atomic_load_n(&fdtab.page[hi], __ATOMIC_ACQUIRE);
 
 		for (unsigned int lo = 0; page != NULL && lo < SHIM_FDMAP_PAGE; lo++)
 			if (__atomic_load_n(&page[lo], __ATOMIC_ACQUIRE) != NULL)
-				shim_fd_release((int)(hi * SHIM_FDMAP_PAGE + lo));
+				release((int)(hi * SHIM_FDMAP_PAGE + lo));
 	}
 }
 
@@ -247,21 +235,6 @@ shim_sock_release_slots(struct shim_sock *s)
 		}
 	}
 	errno = saved;
-}
-
-void
-shim_sock_unref(struct shim_sock *s)
-{
-	if (__atomic_sub_fetch(&s->refs, 1, __ATOMIC_ACQ_REL) != 0)
-		return;
-	if (shim_sock_offloaded(s)) {
-		shim_fork_untrack(s);
-		shim_xrx_release(s);
-		shim_sock_release_slots(s);
-	}
-	pthread_mutex_destroy(&s->lock);
-	free(s->mc_pending);
-	free(s);
 }
 
 /* The kernel socket's inode (0: unknown; such a socket is not inherited

@@ -61,8 +61,6 @@ shim_fork_untrack(struct shim_sock *s)
  * before fork returns there. Done in pthread_atfork handlers (registered at
  * the first offloaded socket) so that forks inside libc (daemon(), ...)
  * count too. */
-pid_t shim_pid_cache;
-__thread pid_t shim_tid_cache;
 
 static void
 pid_forget(void)

@@ -13,11 +13,14 @@
 #include "mcast_filter.h"
 
 
+void (*shim_sock_offloaded_hook)(struct shim_sock *s);
+
 /* The object becomes offloaded with these slots; this process holds it. */
 void
 shim_sock_set_offloaded(struct shim_sock *s, int mode)
 {
 	struct shim_slot_area *a = shim_area(shim_sock_slot(s, 0));
+	void (*hook)(struct shim_sock *);
 
 	/* a fresh slot: nobody else in the group knows it yet */
 	for (int i = 0; i < SHIM_AREA_PIDS; i++)
@@ -44,7 +47,10 @@ shim_sock_set_offloaded(struct shim_sock *s, int mode)
 	shim_fork_track(s);
 	/* release: slots and geometry before mode (shim_sock_offloaded) */
 	__atomic_store_n(&s->mode, mode, __ATOMIC_RELEASE);
-	shim_comp_sock_offloaded(s);
+	/* acquire: pairs with the release in comp.c's comp_self */
+	hook = __atomic_load_n(&shim_sock_offloaded_hook, __ATOMIC_ACQUIRE);
+	if (hook != NULL)
+		hook(s);
 }
 
 

@@ -540,16 +540,14 @@ struct shim_sock *shim_sock_get(int fd);      /* NULL: not ours */
  * table, -ENOMEM). take: the object that was there, or NULL. */
 int shim_fdtab_set(int fd, struct shim_sock *s);
 struct shim_sock *shim_fdtab_take(int fd);
-/* What close(fd) does to the shadow object, before the kernel fd closes:
- * out of the table, out of epoll sets and completion polling, one
- * reference less (the last lets go of the slots). false: not ours. */
-bool shim_fd_release(int fd);
-/* shim_fd_release on every descriptor of the table (the process exits). */
-void shim_fd_release_all(void);
+/* release(fd) on every descriptor of the table (the process exits:
+ * calls.c hands it close()'s release). */
+void shim_fd_release_all(bool (*release)(int fd));
 /* A new undecided object (one reference), or NULL. */
 struct shim_sock *shim_sock_new(int type, int nonblock);
 /* Drop a reference; the last one lets go of the socket's slots (CLOSE to
- * the workers once no process of the group holds it). */
+ * the workers once no process of the group holds it). In calls.c: the
+ * last reference lets go of what every part of the shim holds. */
 void shim_sock_unref(struct shim_sock *s);
 /* Process references in a slot's shim area: add pid (false when the list
  * is full: the socket is then pinned until the group ends); replace one
@@ -653,6 +651,10 @@ int shim_sock_open_all(struct shim_sock *s, int op, uint32_t addr, uint16_t port
 /* The object became offloaded with the slots it holds (mode: enum
  * shim_sock_mode); this process holds it. */
 void shim_sock_set_offloaded(struct shim_sock *s, int mode);
+/* Told of each socket shim_sock_set_offloaded offloads, in the thread that
+ * offloads it; NULL until a thread makes a completion set (comp.c sets
+ * shim_comp_sock_offloaded). */
+extern void (*shim_sock_offloaded_hook)(struct shim_sock *s);
 /* Send the remembered options a worker applies, once the slots exist. */
 void shim_sock_push_opts(struct shim_thread *t, struct shim_sock *s);
 /* One option on every slot of an offloaded socket; 0 or the first -errno. */
@@ -768,9 +770,7 @@ extern __thread int shim_thread_no_offload;
 int shim_extra_getsockopt(void *val, socklen_t *len);
 /* A process rule (add_conf_rule; offload.c): 0, -EINVAL (logged), -ENOSPC. */
 int shim_proc_rule_add(const char *line);
-/* Completion sets: a socket became offloaded (it joins the calling
- * thread's set, if it has one); a descriptor closed (it leaves every set). */
-void shim_comp_sock_offloaded(struct shim_sock *s);
+/* Completion sets: a descriptor closed (it leaves every set). */
 void shim_comp_fd_closed(int fd, struct shim_sock *s);
 /* Flag for shim_tcp_accept: never wait (the listener may be blocking). */
 #define SHIM_ACCEPT_NOWAIT 0x40000000
