@@ -13,7 +13,7 @@
 #include <sys/mman.h>
 #include <sys/un.h>
 
-#include "shim_priv.h"
+#include "link/link_priv.h"
 
 struct shim_proc shim_proc = {
 	.lock = PTHREAD_MUTEX_INITIALIZER,

@@ -9,7 +9,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "shim_priv.h"
+#include "link/link_priv.h"
 
 static __thread struct shim_thread *tls_thread;
 static pthread_key_t thread_key;

@@ -20,7 +20,8 @@
 #include <string.h>
 #include <sys/epoll.h>
 
-#include "shim_priv.h"
+#include "extra/extra.h"
+#include "io/io.h"
 
 int shim_xrx_take(struct shim_sock *s, struct dpsock_zpkt *pkts, unsigned int max);
 /* A socket became offloaded: it joins the calling thread's set, if it has

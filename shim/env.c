@@ -5,12 +5,13 @@
  */
 #include <dlfcn.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
-#include "shim_priv.h"
+#include "shim.h"
 
 /* Each exported hook, redeclared from the table with default visibility:
  * the compiler checks the prototype against glibc's own declaration. */

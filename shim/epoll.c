@@ -23,7 +23,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "shim_priv.h"
+#include "io/io.h"
+#include "poll/poll.h"
 
 #define HOOK DPSOCK_SHIM_EXPORT
 

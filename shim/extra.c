@@ -14,7 +14,8 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 
-#include "shim_priv.h"
+#include "extra/extra.h"
+#include "io/io.h"
 #include "stats_segment.h"
 
 int shim_x_recvfrom_zcopy(int fd, struct dpsock_zpkt *pkts, unsigned int max, int flags);

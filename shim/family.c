@@ -13,7 +13,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "shim_priv.h"
+#include "sock/sock.h"
 
 static int bindv6only = -1;
 

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <sys/stat.h>
 
-#include "shim_priv.h"
+#include "sock/sock.h"
 
 
 /* ---- descriptor maps: two levels, 1024 x 1024 entries, filled on demand ---- */

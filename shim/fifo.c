@@ -6,7 +6,7 @@
  */
 #include <string.h>
 
-#include "shim_priv.h"
+#include "io/io_priv.h"
 
 
 size_t

@@ -6,7 +6,7 @@
  */
 #include <stdlib.h>
 
-#include "shim_priv.h"
+#include "sock/sock.h"
 
 #define HOOK DPSOCK_SHIM_EXPORT
 

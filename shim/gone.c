@@ -22,7 +22,7 @@
  */
 #include <string.h>
 
-#include "shim_priv.h"
+#include "sock/sock.h"
 
 void
 shim_sock_gone_seen(struct shim_sock *s)

@@ -35,7 +35,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "shim_priv.h"
+#include "offload/offload_priv.h"
 #include "mcast_filter.h"
 
 bool

@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "offload_rules.h"
-#include "shim_priv.h"
+#include "offload/offload_priv.h"
 #include "mcast_filter.h"
 
 

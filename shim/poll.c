@@ -13,7 +13,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "shim_priv.h"
+#include "io/io.h"
 
 #define HOOK DPSOCK_SHIM_EXPORT
 

@@ -6,7 +6,7 @@
  * wait with its no-lost-wake-up handshake (docs/preload.md "Readiness and
  * sleeping").
  */
-#include "shim_priv.h"
+#include "io/io_priv.h"
 
 
 /* ---- readiness ------------------------------------------------------------- */

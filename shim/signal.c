@@ -22,7 +22,7 @@
  */
 #include <string.h>
 
-#include "shim_priv.h"
+#include "shim.h"
 
 #define HOOK DPSOCK_SHIM_EXPORT
 

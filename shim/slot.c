@@ -9,7 +9,7 @@
 #include <sys/syscall.h>
 #include <time.h>
 
-#include "shim_priv.h"
+#include "link/link_priv.h"
 
 /* ---- segment geometry ---------------------------------------------------- */
 

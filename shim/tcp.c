@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "shim_priv.h"
+#include "io/io_priv.h"
 
 
 /* ---- TCP data ------------------------------------------------------------------ */

@@ -10,7 +10,7 @@
 #include <linux/tcp.h>
 #include <string.h>
 
-#include "shim_priv.h"
+#include "io/io.h"
 
 /* Fetch the slot's tcpi block. 0 or -errno. */
 static int

@@ -6,7 +6,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "shim_priv.h"
+#include "io/io_priv.h"
 #include "mcast_filter.h"
 
 

@@ -12,7 +12,7 @@
 #include <sys/eventfd.h>
 #include <time.h>
 
-#include "shim_priv.h"
+#include "link/link_priv.h"
 
 int
 shim_waiter_new(struct shim_waiter *w)

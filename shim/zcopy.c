@@ -30,7 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "shim_priv.h"
+#include "io/io_priv.h"
 
 #define XRX_TCP_CHUNKS 256u
 #define SHIM_HELD DPSOCK_PL_DGRAM_SHIM_HELD
