@@ -6,9 +6,10 @@
  *
  *  - the stack (stack/mcast/mcast.c): every UDP socket's memberships, which
  *    decide what the socket receives and what the port joins;
- *  - the shim (shim/mcast.c): the memberships an application makes on a
- *    UDP socket before it is bound (before the offload decision), replayed
- *    on the worker's socket once it exists, or on the kernel socket.
+ *  - the shim (shim/offload/mcast.c): the memberships an application
+ *    makes on a UDP socket before it is bound (before the offload
+ *    decision), replayed on the worker's socket once it exists, or on the
+ *    kernel socket.
  *
  * A membership is (group, interface) with a filter mode and up to
  * DPSOCK_MC_MAX_SOURCES sources; a socket has up to DPSOCK_MC_MAX_MEMBERSHIPS
