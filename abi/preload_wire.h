@@ -689,7 +689,7 @@ dpsock_pl_dgram_hlen(uint16_t flags)
 }
 /* rx datagram flags of the 0xf000 nibble are the shim's: it writes them in
  * records it has not consumed yet (the worker never reads a record back
- * once published), to receive out of order (extra API, shim/zcopy.c). */
+ * once published), to receive out of order (extra API, shim/io/zcopy.c). */
 #define DPSOCK_PL_DGRAM_SHIM_MASK 0xf000u
 #define DPSOCK_PL_DGRAM_SHIM_SEEN 0x1000u /* the receive callback kept it */
 #define DPSOCK_PL_DGRAM_SHIM_HELD 0x2000u /* the program holds it (zero copy) */
