@@ -15,7 +15,7 @@
  * of it, from the bottom up: link/ (dpsockd), sock/ (the shadow socket),
  * offload/ (the decision, what the workers apply), io/ (TCP, UDP, FIFOs,
  * readiness), then poll/ and extra/; calls.c and exec.c (shim_priv.h) use
- * them all (docs/architecture.md, "Preload clients").
+ * them all (docs/architecture.md, "The shim's folders").
  */
 #ifndef DPSOCK_SHIM_H
 #define DPSOCK_SHIM_H
