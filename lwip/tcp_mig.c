@@ -87,6 +87,7 @@ static bool
 state_to_mig(enum tcp_state s, uint8_t *out)
 {
     switch (s) {
+    case SYN_RCVD: *out = DPSOCK_TCP_MIG_SYN_RCVD; return true;
     case ESTABLISHED: *out = DPSOCK_TCP_MIG_ESTABLISHED; return true;
     case FIN_WAIT_1: *out = DPSOCK_TCP_MIG_FIN_WAIT_1; return true;
     case FIN_WAIT_2: *out = DPSOCK_TCP_MIG_FIN_WAIT_2; return true;
@@ -102,6 +103,7 @@ static bool
 state_from_mig(uint8_t m, enum tcp_state *out)
 {
     switch (m) {
+    case DPSOCK_TCP_MIG_SYN_RCVD: *out = SYN_RCVD; return true;
     case DPSOCK_TCP_MIG_ESTABLISHED: *out = ESTABLISHED; return true;
     case DPSOCK_TCP_MIG_FIN_WAIT_1: *out = FIN_WAIT_1; return true;
     case DPSOCK_TCP_MIG_FIN_WAIT_2: *out = FIN_WAIT_2; return true;
@@ -205,6 +207,18 @@ export_check(const struct tcp_pcb *pcb, struct sndq *q, uint32_t *ooseq_n, uint3
         return -EINVAL; /* a tcp_pcb_listen is smaller: read nothing else of it */
     if (pcb->refused_data != NULL)
         return -EBUSY;
+    if (pcb->state == SYN_RCVD) {
+        /* the SYN|ACK, sent or not yet, and nothing else (tcp_listen_input
+         * queued it at lastack, the ISS): carried as the state */
+        seg = pcb->unacked != NULL ? pcb->unacked : pcb->unsent;
+        if (seg == NULL || (pcb->unacked != NULL && pcb->unsent != NULL) || seg->next != NULL ||
+            !(TCPH_FLAGS(seg->tcphdr) & TCP_SYN) || seg->len != 0 || seg_seq(seg) != pcb->lastack ||
+            pcb->snd_lbb != pcb->lastack + 1 || pcb->ooseq != NULL)
+            return -EINVAL;
+        memset(q, 0, sizeof(*q));
+        *ooseq_n = *ooseq_bytes = 0;
+        return 0;
+    }
     rc = sndq_scan(pcb, q);
     if (rc != 0)
         return rc;
@@ -472,9 +486,15 @@ image_check(const struct dpsock_tcp_mig_image *img, const void *data, size_t dat
     if (img->snd_unacked_len > img->snd_data_len || img->snd_fin > DPSOCK_TCP_MIG_FIN_SENT ||
         img->snd_data_len > 0x7fffffffu || img->snd_acked_unreported > 0xffffu)
         return false;
+    /* SYN_RCVD: the SYN|ACK alone (sent when snd_nxt is past it) */
+    if (*state == SYN_RCVD &&
+        (img->snd_data_len != 0 || img->snd_fin != DPSOCK_TCP_MIG_FIN_NONE ||
+         img->ooseq_count != 0 || img->persist_backoff != 0 || (img->flags & DPSOCK_TCP_MIG_F_FIN)))
+        return false;
     /* where the queue ends: snd_lbb, or one after it when a FIN was
-     * queued (sndq_scan) */
-    end = img->snd_una + img->snd_data_len + (img->snd_fin != DPSOCK_TCP_MIG_FIN_NONE);
+     * queued (sndq_scan); after the SYN of SYN_RCVD */
+    end = img->snd_una + (*state == SYN_RCVD) + img->snd_data_len +
+          (img->snd_fin != DPSOCK_TCP_MIG_FIN_NONE);
     if (end != img->snd_lbb && !((img->flags & DPSOCK_TCP_MIG_F_FIN) && end == img->snd_lbb + 1))
         return false;
     if (img->snd_fin == DPSOCK_TCP_MIG_FIN_SENT && img->snd_unacked_len != img->snd_data_len)
@@ -829,6 +849,35 @@ queues_build(struct tcp_pcb *pcb, const struct dpsock_tcp_mig_image *img, const 
     return true;
 }
 
+/* SYN_RCVD's queue: the SYN|ACK as tcp_listen_input queues it (its
+ * options from the flags the handshake set), counted as sent when the
+ * writer had sent it; false without memory. */
+static bool
+synack_build(struct tcp_pcb *pcb, const struct dpsock_tcp_mig_image *img)
+{
+    struct dpsock_tcp_rec *r = &pcb->rec;
+    uint32_t segs_out = r->segs_out, data_segs_out = r->data_segs_out;
+    uint64_t bytes_sent = r->bytes_sent;
+    struct tcp_seg *seg;
+
+    pcb->snd_nxt = pcb->snd_lbb = img->snd_una;
+    pcb->snd_queuelen = 0;
+    if (tcp_enqueue_flags(pcb, TCP_SYN | TCP_ACK) != ERR_OK)
+        return false;
+    if (img->snd_nxt != img->snd_una) {
+        seg = pcb->unsent;
+        pcb->unsent = NULL;
+        dpsock_tcp_rec_sent(pcb, seg);
+        seg->rec.flags |= DPSOCK_SEG_EVER_RETRANS;
+        pcb->unacked = seg;
+        pcb->snd_nxt = img->snd_una + 1;
+        r->segs_out = segs_out;
+        r->data_segs_out = data_segs_out;
+        r->bytes_sent = bytes_sent;
+    }
+    return true;
+}
+
 struct tcp_pcb *
 dpsock_tcp_mig_import(const struct dpsock_tcp_mig_image *img, const void *data, size_t data_len,
                       uint8_t netif_idx, int *err)
@@ -876,7 +925,7 @@ dpsock_tcp_mig_import(const struct dpsock_tcp_mig_image *img, const void *data, 
     pcb->remote_port = img->remote_port;
     pcb->netif_idx = netif_idx;
     pcb_fill(pcb, img, state);
-    if (!queues_build(pcb, img, data)) {
+    if (state == SYN_RCVD ? !synack_build(pcb, img) : !queues_build(pcb, img, data)) {
         /* not on any list yet: free what was built, then the pcb */
         tcp_segs_free(pcb->unacked);
         tcp_segs_free(pcb->unsent);

@@ -2439,20 +2439,21 @@ struct pcb_image {
 
 static int
 pcb_export_one(struct dpsock_worker *w, struct tcp_pcb *pcb, struct dpsock_tko_buf *b,
-	       struct dpsock_tko_buf *x)
+	       struct dpsock_tko_buf *x, bool half_open)
 {
 	struct pcb_image im = { .magic = PCB_IMAGE_MAGIC };
 	const struct dpsock_sock *s = pcb->callback_arg;
 	uint32_t plen = 0;
 	int r;
 
-	/* a handshake in flight (lwIP gave the half-open pcb its listener's
-	 * argument; ours, SYN_SENT, belongs to a socket that refused to be
-	 * carried) is not carried: its peer's next segment is answered with
-	 * a reset by the new process */
-	if (pcb->state == SYN_RCVD || pcb->state == SYN_SENT || pcb->state == CLOSED)
+	/* ours, SYN_SENT, belongs to a socket that refused to be carried; a
+	 * peer's handshake (SYN_RCVD: lwIP gave the half-open pcb its
+	 * listener's argument) goes over unless the new process's build
+	 * cannot take it, whose reset then answers the peer's next segment */
+	if (pcb->state == SYN_SENT || pcb->state == CLOSED || (pcb->state == SYN_RCVD && !half_open))
 		return 0;
-	if (pcb->state != TIME_WAIT && s != NULL && !s->dead && !s->closed_by_app)
+	if (pcb->state != TIME_WAIT && pcb->state != SYN_RCVD && s != NULL && !s->dead &&
+	    !s->closed_by_app)
 		return 0; /* the app's socket carries it */
 	if (pcb->ext_args[w->extarg_id].callbacks == &active_extarg)
 		im.owned_port = (uint16_t)(uintptr_t)pcb->ext_args[w->extarg_id].data;
@@ -2467,18 +2468,52 @@ pcb_export_one(struct dpsock_worker *w, struct tcp_pcb *pcb, struct dpsock_tko_b
 }
 
 int
-dpsock_tko_export_pcbs(struct dpsock_worker *w, struct dpsock_tko_buf *b)
+dpsock_tko_export_pcbs(struct dpsock_worker *w, struct dpsock_tko_buf *b, bool half_open)
 {
 	struct dpsock_tko_buf x = { 0 };
 	struct tcp_pcb *pcb;
 	int r = 0;
 
 	for (pcb = tcp_active_pcbs; r == 0 && pcb != NULL; pcb = pcb->next)
-		r = pcb_export_one(w, pcb, b, &x);
+		r = pcb_export_one(w, pcb, b, &x, half_open);
 	for (pcb = tcp_tw_pcbs; r == 0 && pcb != NULL; pcb = pcb->next)
-		r = pcb_export_one(w, pcb, b, &x);
+		r = pcb_export_one(w, pcb, b, &x, half_open);
 	dpsock_tko_buf_free(&x);
 	return r;
+}
+
+/* A peer's handshake again on its listener, restored before it (the
+ * app's sockets come first), as tcp_listen_input and pcb_passive_open
+ * left it: the listener's argument, admission's half-open count. The
+ * listener that takes its SYNs here: of its address, else of any. None
+ * (its program closed it meanwhile): the pcb goes, and the peer's next
+ * segment gets the reset it would have got. */
+static bool
+half_open_restore(struct dpsock_worker *w, struct tcp_pcb *pcb)
+{
+	struct tcp_pcb_listen *l, *any = NULL;
+
+	for (l = tcp_listen_pcbs.listen_pcbs; l != NULL; l = l->next) {
+		if (l->local_port != pcb->local_port ||
+		    !IP_ADDR_PCB_VERSION_MATCH(l, &pcb->local_ip))
+			continue;
+		if (ip_addr_cmp(&l->local_ip, &pcb->local_ip))
+			break;
+		if (ip_addr_isany(&l->local_ip) && any == NULL)
+			any = l;
+	}
+	if (l == NULL)
+		l = any;
+	if (l == NULL || l->callback_arg == NULL) {
+		dpsock_tcp_mig_release(pcb);
+		return false;
+	}
+	pcb->listener = l;
+	pcb->callback_arg = l->callback_arg;
+	w->n_half_open++;
+	tcp_ext_arg_set_callbacks(pcb, w->extarg_id, &half_open_extarg);
+	tcp_ext_arg_set(pcb, w->extarg_id, HALF_OPEN);
+	return true;
 }
 
 int
@@ -2497,5 +2532,6 @@ dpsock_tko_import_pcb(struct dpsock_worker *w, const void *data, size_t len)
 			     im.owned_port, &err);
 	if (pcb == NULL)
 		return err;
-	return 0;
+	/* 1: a peer's handshake, on its listener again */
+	return pcb->state == SYN_RCVD && half_open_restore(w, pcb) ? 1 : 0;
 }

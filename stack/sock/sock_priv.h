@@ -99,9 +99,11 @@ struct dpsock_sock *dpsock_sock_import(struct dpsock_worker *w, const void *blob
 /* Data the app held, given back as held data of s (released with
  * dpsock_rx_release, which opens the window by len as before). */
 struct dpsock_rx *dpsock_rx_restore(struct dpsock_sock *s, const void *data, size_t len);
-/* The pcbs of w no app socket stands for (closing, TIME_WAIT, half-open):
- * DPSOCK_TKO_R_PCB records; and one of them back. */
-int dpsock_tko_export_pcbs(struct dpsock_worker *w, struct dpsock_tko_buf *b);
+/* The pcbs of w no app socket stands for (closing, TIME_WAIT; with
+ * half_open, the peers' handshakes in SYN_RCVD, which the import gives to
+ * their listener again): DPSOCK_TKO_R_PCB records; and one of them back
+ * (0, 1 for a handshake given to its listener, or -errno). */
+int dpsock_tko_export_pcbs(struct dpsock_worker *w, struct dpsock_tko_buf *b, bool half_open);
 int dpsock_tko_import_pcb(struct dpsock_worker *w, const void *data, size_t len);
 
 #endif /* DPSOCK_SOCK_PRIV_H */

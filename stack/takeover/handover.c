@@ -104,6 +104,7 @@ struct tko_compat {
 
 /* What the new process can take over (tko_compat.caps). */
 #define TKO_CAP_SHARED_XDP 1u     /* an AF_XDP port's XDP program and maps */
+#define TKO_CAP_HALF_OPEN 2u      /* a peer's handshake (SYN_RCVD pcbs) */
 
 /* The image's header, at offset 0 of its memfd. */
 struct tko_image_hdr {
@@ -148,6 +149,7 @@ struct dpsock_tko {
 	pthread_t thread;
 	bool thread_on;
 	uint32_t stop;            /* shared: the thread returns */
+	uint32_t peer_caps;       /* what the new process's build takes (tko_compat.caps) */
 	uint32_t handed;          /* shared: handed over */
 	const struct dpsock_tko_app *app;
 	void *app_arg;
@@ -300,7 +302,7 @@ compat_of(const struct dpsock_stack *d, struct tko_compat *c)
 		c->addr[i] = conf->ifaces[i].addr;
 		c->shared[i] = conf->ifaces[i].shared;
 	}
-	c->caps = TKO_CAP_SHARED_XDP;
+	c->caps = TKO_CAP_SHARED_XDP | TKO_CAP_HALF_OPEN;
 }
 
 /* Why the holder d cannot hand over to a process of configuration *nc: a
@@ -757,7 +759,8 @@ dpsock_tko_worker_freeze(struct dpsock_worker *w)
 	if (tko_app != NULL && tko_app->worker_export != NULL)
 		r = tko_app->worker_export(w, tko_app_arg, &w->tko_part);
 	if (r == 0)
-		r = dpsock_tko_export_pcbs(w, &w->tko_part);
+		r = dpsock_tko_export_pcbs(w, &w->tko_part,
+					   (d->tko->peer_caps & TKO_CAP_HALF_OPEN) != 0);
 	if (r == 0)
 		r = w->tko_part.err;
 	w->tko_err = r;
@@ -916,6 +919,7 @@ serve_one(struct dpsock_stack *d, int cfd)
 		msg_send(cfd, TKO_REFUSE, -EINVAL, refusal, 0, 0, 0, NULL, 0);
 		return;
 	}
+	t->peer_caps = nc.caps;
 	msg_send(cfd, TKO_ACCEPT, 0, NULL, (uint64_t)getpid(), 0, 0, NULL, 0);
 	DPSOCK_LOG(NOTICE, main, "takeover by pid %d: accepted; waiting for it to start", (int)newpid);
 	r = msg_recv(cfd, &m, TKO_GO_TIMEOUT_MS, NULL, NULL);
@@ -1069,6 +1073,7 @@ dpsock_tko_worker_restore(struct dpsock_worker *w, bool stats_only)
 	const void *data;
 	uint16_t type;
 	uint32_t len;
+	unsigned int half_open = 0;
 	int n, ret = 0;
 
 	if (!dpsock_tko_worker_part(w->d, w->idx, &r))
@@ -1081,10 +1086,17 @@ dpsock_tko_worker_restore(struct dpsock_worker *w, bool stats_only)
 				memcpy(w->stats, data, offsetof(struct dpsock_worker_stats, lcore_id));
 		} else if (type == DPSOCK_TKO_R_PCB && !stats_only) {
 			ret = dpsock_tko_import_pcb(w, data, len);
+			if (ret > 0) {
+				half_open++;
+				ret = 0;
+			}
 		}
 	}
 	if (ret == 0 && n < 0)
 		ret = n;
+	if (half_open != 0)
+		DPSOCK_LOG(INFO, worker, "takeover: worker %u: %u peer handshake(s) in progress "
+			   "carried", w->idx, half_open);
 	if (ret != 0)
 		DPSOCK_LOG(ERR, worker, "takeover: worker %u: restoring a connection: %s", w->idx,
 			   strerror(-ret));

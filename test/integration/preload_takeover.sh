@@ -24,6 +24,13 @@
 #   - a preloaded socat receives a 64 MiB stream from socat in B, paced
 #     to last about 12 s so that it is in flight during the takeovers,
 #     into a file whose sha256 is the one sent;
+#   - a handshake in progress goes over: a client in B connects to the
+#     preloaded httpd from a fixed port whose handshake ACK B's nftables
+#     drops (so dpsockd holds the connection half-open, SYN_RCVD), then
+#     the first takeover (the new dpsockd says it carried one peer
+#     handshake), then the rule goes and the client sends its request:
+#     the new dpsockd completes the handshake, the httpd accepts it and
+#     the page comes back;
 #   - 3 takeovers in a row while all this runs: the old dpsockd exits 0
 #     and says "handed over to pid NEW", the new one "took over from pid
 #     OLD" (and its blackout); dpsock-stat of the last one shows the
@@ -64,7 +71,7 @@ set -euo pipefail
 . "$(dirname "$0")/mcast_lib.sh"
 
 require_root
-require_cmd ip python3 socat curl sha256sum timeout ss
+require_cmd ip python3 socat curl sha256sum timeout ss nft
 require_preload
 require_tools mctool
 PP=$DPSOCK_SRC/test/tools/pace_pingpong.py
@@ -219,6 +226,42 @@ xfer_pid=$PEER_PID
 wait_until 10 test -s "$TEST_TMP/recv.bin"
 ok "a ${XFER_MB} MiB stream from B to the preloaded socat is under way (~${XFER_SECS} s)"
 
+# ---- a handshake in progress (SYN_RCVD) at the first takeover -------------------
+HS_PORT=40123
+if [ "$PRELOAD_KERNEL" != 1 ]; then
+	in_b nft -f - <<EOF
+table inet tkohs {
+	chain out {
+		type filter hook output priority 0;
+		tcp sport $HS_PORT tcp dport $P_HTTP tcp flags == ack ip length < 80 drop
+	}
+}
+EOF
+	on_exit "ip netns exec $TOPO_NS_B nft delete table inet tkohs 2>/dev/null; true"
+	# shellcheck disable=SC2016 # the python program's own text
+	peer_start hs python3 -c '
+import socket, sys, time, os
+host, port, sport, go = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("0.0.0.0", sport))
+s.settimeout(60)
+s.connect((host, port))
+print("connected", flush=True)
+while not os.path.exists(go):
+    time.sleep(0.01)
+s.sendall(b"GET /index.html HTTP/1.0\r\nHost: a\r\n\r\n")
+data = b""
+while True:
+    b = s.recv(65536)
+    if not b:
+        break
+    data += b
+print(data.decode(errors="replace"), flush=True)
+' "$A" "$P_HTTP" "$HS_PORT" "$TEST_TMP/hs.go"
+	wait_until 10 grep -q connected "$TEST_TMP/hs.log"
+fi
+
 # ---- (d): 3 takeovers under load ------------------------------------------------
 in_flight=0
 blackouts=()
@@ -232,6 +275,17 @@ for i in 1 2 3; do
 		in_flight=$((in_flight + 1))
 	elif [ "$i" = 1 ]; then
 		fail "the stream had ended before the first takeover was done: raise TAKEOVER_XFER_SECS"
+	fi
+	if [ "$i" = 1 ] && [ "$PRELOAD_KERNEL" != 1 ]; then
+		grep -q 'takeover: worker [0-9]*: 1 peer handshake(s) in progress carried' "$DPSOCKD_LOG" ||
+			fail "the new dpsockd carried no peer handshake: $(grep 'takeover: worker' "$DPSOCKD_LOG" | tr '\n' ' ')"
+		in_b nft delete table inet tkohs
+		touch "$TEST_TMP/hs.go"
+		rc=0
+		preload_wait hs 20 || rc=$?
+		[ "$rc" -eq 0 ] && grep -qF "$PAGE" "$TEST_TMP/hs.log" ||
+			fail "the connection half open at the takeover (status $rc): $(tail -n 4 "$TEST_TMP/hs.log" | tr '\n' ' ')"
+		ok "a handshake in progress (SYN_RCVD) at takeover 1 went over: completed on the new dpsockd, the httpd answered it"
 	fi
 	page_ok "after takeover $i"
 	pp_alive pp-cli "after takeover $i"
