@@ -451,8 +451,14 @@ dpsock_tko_receive(struct dpsock_stack *d)
 	if (r != 0 || m.type != TKO_IMAGE || n < 1) {
 		for (uint32_t i = 0; i < n; i++)
 			close(chunk[i]);
-		fprintf(stderr, "dpsockd: takeover refused: %s\n",
-			r != 0 ? strerror(-r) : m.type == TKO_REFUSE ? m.text : "unexpected message");
+		if (r == -EPIPE || r == -ECONNRESET)
+			fprintf(stderr, "dpsockd: takeover: the running instance (pid %d) went away "
+				"before it handed its state over: nothing to take over (its programs "
+				"see a dpsockd that stopped)\n", (int)t->holder);
+		else
+			fprintf(stderr, "dpsockd: takeover refused: %s\n",
+				r != 0 ? strerror(-r) :
+				m.type == TKO_REFUSE ? m.text : "unexpected message");
 		return -1;
 	}
 	need = (uint32_t)m.a;
@@ -874,6 +880,20 @@ tko_names_forget(const struct dpsock_stack *d)
 }
 
 /* One takeover, on an accepted connection. */
+/* Tests: DPSOCK_TAKEOVER_FAULT=holder-stall-frozen or holder-stall-sent in
+ * the holder's environment stops the hand-over there for 30 s, for the
+ * test to kill the holder (test/integration/preload_daemon_gone.sh). */
+static void
+holder_fault(const char *name, const char *where)
+{
+	const char *fault = getenv("DPSOCK_TAKEOVER_FAULT");
+
+	if (fault == NULL || strcmp(fault, name) != 0)
+		return;
+	DPSOCK_LOG(NOTICE, main, "DPSOCK_TAKEOVER_FAULT=%s: stalled (%s)", name, where);
+	sleep(30);
+}
+
 static void
 serve_one(struct dpsock_stack *d, int cfd)
 {
@@ -933,6 +953,8 @@ serve_one(struct dpsock_stack *d, int cfd)
 	r = tko_app->freeze != NULL ? tko_app->freeze(tko_app_arg) : 0;
 	app_frozen = r == 0;
 	if (r == 0)
+		holder_fault("holder-stall-frozen", "the control thread frozen, then the workers");
+	if (r == 0)
 		r = freeze_workers(d);
 	if (r == 0 && tko_app->main_export != NULL)
 		r = tko_app->main_export(tko_app_arg, &main_part, &fds);
@@ -955,6 +977,7 @@ serve_one(struct dpsock_stack *d, int cfd)
 	memfd = -1;
 	if (r != 0)
 		goto resume;
+	holder_fault("holder-stall-sent", "the image and its descriptors sent, before done");
 	DPSOCK_LOG(INFO, main, "takeover by pid %d: state handed (%zu KiB, %u descriptors; frozen "
 		   "%" PRIu64 " ms, ports released in %" PRIu64 " ms)", (int)newpid,
 		   (size_t)(main_part.len >> 10), fds.n, (mono_ns() - freeze_ns) / 1000000,

@@ -2,7 +2,11 @@
 # dpsockd goes away under preloaded programs blocked in every kind of wait:
 # each call returns at once with the error docs/preload.md names, and no
 # program spins afterwards. Once with SIGTERM (a clean stop), once with
-# SIGKILL (only the control socket's hang-up tells).
+# SIGKILL (only the control socket's hang-up tells), and once killed
+# (SIGKILL) in the middle of a takeover: its control thread frozen for the
+# hand-over, before the image went (DPSOCK_TAKEOVER_FAULT=holder-stall-frozen
+# keeps it there), the new dpsockd waiting for it; the new one then exits 1 saying
+# the running instance went away, and the programs get what SIGKILL gives.
 #
 # The programs are test/tools/pl_block (one process per call, under the
 # shim in namespace A), each blocked in its call when dpsockd stops:
@@ -60,9 +64,14 @@ modes=(udp-recvfrom udp-recvmsg udp-recvmmsg udp-read udp-poll udp-select udp-ep
 	tcp-accept tcp-accept-epoll tcp-recv tcp-poll tcp-select tcp-epoll tcp-send tcp-connect)
 
 round=0
-for sig in TERM KILL; do
+for sig in TERM KILL TKO; do
 	round=$((round + 1))
-	preload_daemon_start "$(unique_name "$round")"
+	case "$sig" in TKO) label="SIGKILL mid-takeover" ;; *) label=SIG$sig ;; esac
+	if [ "$sig" = TKO ]; then
+		DPSOCK_TAKEOVER_FAULT=holder-stall-frozen preload_daemon_start "$(unique_name "$round")"
+	else
+		preload_daemon_start "$(unique_name "$round")"
+	fi
 	declare -A pid=()
 	port=9300
 	for m in "${modes[@]}"; do
@@ -94,17 +103,32 @@ for sig in TERM KILL; do
 	done
 
 	rc=0
-	dpsockd_stop "$PRELOAD_NAME" "$sig" || rc=$?
-	[ "$sig" = KILL ] || [ "$rc" -eq 0 ] || fail "dpsockd (SIGTERM, programs blocked) exited with status $rc"
+	if [ "$sig" = TKO ]; then
+		holder_log=$DPSOCKD_LOG
+		_lib_takeover_spawn "$PRELOAD_NAME" "$PRELOAD_CONF" "${PRELOAD_EAL[@]}"
+		wait_until 30 grep -q 'DPSOCK_TAKEOVER_FAULT=holder-stall-frozen: stalled' "$holder_log" ||
+			fail "the holder never froze for the takeover: $(tail -n 3 "$holder_log" | tr '\n' ' ')"
+		dpsockd_stop "$PRELOAD_NAME" KILL || true
+		poll_until 15 _lib_dead "$TAKEOVER_PID" ||
+			fail "the new dpsockd (pid $TAKEOVER_PID) still runs 15 s after its holder was killed"
+		wait "$TAKEOVER_PID" 2>/dev/null || rc=$?
+		unset '_LIB_DAEMON_PID[$TAKEOVER_KEY]'
+		[ "$rc" -eq 1 ] && grep -q 'went away\|takeover refused' "$TAKEOVER_LOG" ||
+			fail "the new dpsockd, its holder killed mid-takeover: status $rc, $(grep -m1 'dpsockd:' "$TAKEOVER_LOG" || tail -n 1 "$TAKEOVER_LOG")"
+		ok "killed frozen for a takeover: the new dpsockd exited 1: $(grep -m1 'went away\|takeover refused' "$TAKEOVER_LOG")"
+	else
+		dpsockd_stop "$PRELOAD_NAME" "$sig" || rc=$?
+	fi
+	[ "$sig" != TERM ] || [ "$rc" -eq 0 ] || fail "dpsockd (SIGTERM, programs blocked) exited with status $rc"
 	sleep 1
 	for m in "${modes[@]}"; do
 		line=$(grep -m1 '^\(error\|returned\)' "$TEST_TMP/$m-$sig.log") ||
-			fail "SIG$sig: $m is still blocked 1 s after dpsockd stopped"
+			fail "$label: $m is still blocked 1 s after dpsockd stopped"
 		read -r kind what ms <<<"$line"
 		case "${want[$m]}" in
-		returned) [ "$kind" = returned ] || fail "SIG$sig: $m: the wait failed ($line); it should report the socket" ;;
+		returned) [ "$kind" = returned ] || fail "$label: $m: the wait failed ($line); it should report the socket" ;;
 		*) [ "$kind" = error ] && [ "$what" = "${want[$m]}" ] ||
-			fail "SIG$sig: $m: first outcome '$line'; docs/preload.md says ${want[$m]}" ;;
+			fail "$label: $m: first outcome '$line'; docs/preload.md says ${want[$m]}" ;;
 		esac
 	done
 	declare -A t0=()
@@ -115,25 +139,25 @@ for sig in TERM KILL; do
 		[ "$t1" != gone ] && [ "${t0[$m]}" != gone ] || continue # it ended: no CPU at all
 		used=$((t1 - t0[$m]))
 		[ $((used * 100)) -lt $((2 * hz * 10)) ] ||
-			fail "SIG$sig: $m used $used of $((2 * hz)) ticks in the 2 s after dpsockd stopped (log: $(tail -n 2 "$TEST_TMP/$m-$sig.log" | tr '\n' ' '))"
+			fail "$label: $m used $used of $((2 * hz)) ticks in the 2 s after dpsockd stopped (log: $(tail -n 2 "$TEST_TMP/$m-$sig.log" | tr '\n' ' '))"
 	done
-	ok "SIG$sig: ${#modes[@]} blocked calls and sockperf sr: the documented outcome at once, then < 10 % CPU each"
+	ok "$label: ${#modes[@]} blocked calls and sockperf sr: the documented outcome at once, then < 10 % CPU each"
 	# the UDP sockets and listeners are kernel sockets now, on the address
 	# the program bound: once A's kernel has it, the kernel serves them
 	ip -n "$TOPO_NS_A" addr add "$TOPO_ADDR_A/$TOPO_PLEN" dev "$TOPO_IF_A"
 	ip -n "$TOPO_NS_B" neigh flush dev "$TOPO_IF_B" 2>/dev/null || true
 	in_b python3 -c 'import socket, sys; s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.sendto(b"x" * 5, (sys.argv[1], 9301))' "$TOPO_ADDR_A"
 	wait_until 5 grep -q '^returned 5 ' "$TEST_TMP/udp-recvfrom-$sig.log" ||
-		fail "SIG$sig: after dpsockd's end, the UDP socket (now the kernel's) did not receive a datagram: $(tail -n 2 "$TEST_TMP/udp-recvfrom-$sig.log" | tr '\n' ' ')"
+		fail "$label: after dpsockd's end, the UDP socket (now the kernel's) did not receive a datagram: $(tail -n 2 "$TEST_TMP/udp-recvfrom-$sig.log" | tr '\n' ' ')"
 	wait_tcp_port "$TOPO_NS_B" "$TOPO_ADDR_A" 9308 5 ||
-		fail "SIG$sig: after dpsockd's end, the listener (now the kernel's) did not accept"
+		fail "$label: after dpsockd's end, the listener (now the kernel's) did not accept"
 	wait_until 5 grep -q '^returned [0-9]' "$TEST_TMP/tcp-accept-$sig.log" ||
-		fail "SIG$sig: the program blocked in accept() did not get the kernel's connection: $(tail -n 2 "$TEST_TMP/tcp-accept-$sig.log" | tr '\n' ' ')"
-	ok "SIG$sig: the UDP socket and the listener carry on as kernel sockets on the address they bound"
+		fail "$label: the program blocked in accept() did not get the kernel's connection: $(tail -n 2 "$TEST_TMP/tcp-accept-$sig.log" | tr '\n' ' ')"
+	ok "$label: the UDP socket and the listener carry on as kernel sockets on the address they bound"
 	ip -n "$TOPO_NS_A" addr del "$TOPO_ADDR_A/$TOPO_PLEN" dev "$TOPO_IF_A"
 	ip -n "$TOPO_NS_B" neigh flush dev "$TOPO_IF_B" 2>/dev/null || true
 	for m in "${modes[@]}" sockperf; do kill -KILL "${pid[$m]}" 2>/dev/null || true; done
 
 	unset pid t0
 done
-pass "dpsockd stopped (SIGTERM) or killed (SIGKILL) under 15 kinds of blocked call and sockperf: each returned at once, none spins, UDP sockets and listeners carry on in the kernel"
+pass "dpsockd stopped (SIGTERM), killed (SIGKILL), or killed frozen in a takeover, under 15 kinds of blocked call and sockperf: each returned at once, none spins, UDP sockets and listeners carry on in the kernel"
