@@ -87,6 +87,7 @@ static bool
 state_to_mig(enum tcp_state s, uint8_t *out)
 {
     switch (s) {
+    case SYN_SENT: *out = DPSOCK_TCP_MIG_SYN_SENT; return true;
     case SYN_RCVD: *out = DPSOCK_TCP_MIG_SYN_RCVD; return true;
     case ESTABLISHED: *out = DPSOCK_TCP_MIG_ESTABLISHED; return true;
     case FIN_WAIT_1: *out = DPSOCK_TCP_MIG_FIN_WAIT_1; return true;
@@ -103,6 +104,7 @@ static bool
 state_from_mig(uint8_t m, enum tcp_state *out)
 {
     switch (m) {
+    case DPSOCK_TCP_MIG_SYN_SENT: *out = SYN_SENT; return true;
     case DPSOCK_TCP_MIG_SYN_RCVD: *out = SYN_RCVD; return true;
     case DPSOCK_TCP_MIG_ESTABLISHED: *out = ESTABLISHED; return true;
     case DPSOCK_TCP_MIG_FIN_WAIT_1: *out = FIN_WAIT_1; return true;
@@ -207,12 +209,16 @@ export_check(const struct tcp_pcb *pcb, struct sndq *q, uint32_t *ooseq_n, uint3
         return -EINVAL; /* a tcp_pcb_listen is smaller: read nothing else of it */
     if (pcb->refused_data != NULL)
         return -EBUSY;
-    if (pcb->state == SYN_RCVD) {
-        /* the SYN|ACK, sent or not yet, and nothing else (tcp_listen_input
-         * queued it at lastack, the ISS): carried as the state */
+    if (pcb->state == SYN_RCVD || pcb->state == SYN_SENT) {
+        /* the SYN|ACK (SYN_RCVD: tcp_listen_input queued it) or the SYN
+         * (SYN_SENT: tcp_connect), sent or not yet, at lastack, the ISS,
+         * and nothing else: carried as the state */
+        u8_t want = pcb->state == SYN_RCVD ? (TCP_SYN | TCP_ACK) : TCP_SYN;
+
         seg = pcb->unacked != NULL ? pcb->unacked : pcb->unsent;
         if (seg == NULL || (pcb->unacked != NULL && pcb->unsent != NULL) || seg->next != NULL ||
-            !(TCPH_FLAGS(seg->tcphdr) & TCP_SYN) || seg->len != 0 || seg_seq(seg) != pcb->lastack ||
+            (TCPH_FLAGS(seg->tcphdr) & (TCP_SYN | TCP_ACK)) != want || seg->len != 0 ||
+            seg_seq(seg) != pcb->lastack ||
             pcb->snd_lbb != pcb->lastack + 1 || pcb->ooseq != NULL)
             return -EINVAL;
         memset(q, 0, sizeof(*q));
@@ -486,14 +492,15 @@ image_check(const struct dpsock_tcp_mig_image *img, const void *data, size_t dat
     if (img->snd_unacked_len > img->snd_data_len || img->snd_fin > DPSOCK_TCP_MIG_FIN_SENT ||
         img->snd_data_len > 0x7fffffffu || img->snd_acked_unreported > 0xffffu)
         return false;
-    /* SYN_RCVD: the SYN|ACK alone (sent when snd_nxt is past it) */
-    if (*state == SYN_RCVD &&
+    /* SYN_RCVD, SYN_SENT: the SYN|ACK or SYN alone (sent when snd_nxt is
+     * past it) */
+    if ((*state == SYN_RCVD || *state == SYN_SENT) &&
         (img->snd_data_len != 0 || img->snd_fin != DPSOCK_TCP_MIG_FIN_NONE ||
          img->ooseq_count != 0 || img->persist_backoff != 0 || (img->flags & DPSOCK_TCP_MIG_F_FIN)))
         return false;
     /* where the queue ends: snd_lbb, or one after it when a FIN was
      * queued (sndq_scan); after the SYN of SYN_RCVD */
-    end = img->snd_una + (*state == SYN_RCVD) + img->snd_data_len +
+    end = img->snd_una + (*state == SYN_RCVD || *state == SYN_SENT) + img->snd_data_len +
           (img->snd_fin != DPSOCK_TCP_MIG_FIN_NONE);
     if (end != img->snd_lbb && !((img->flags & DPSOCK_TCP_MIG_F_FIN) && end == img->snd_lbb + 1))
         return false;
@@ -850,10 +857,12 @@ queues_build(struct tcp_pcb *pcb, const struct dpsock_tcp_mig_image *img, const 
 }
 
 /* SYN_RCVD's queue: the SYN|ACK as tcp_listen_input queues it (its
- * options from the flags the handshake set), counted as sent when the
- * writer had sent it; false without memory. */
+ * options from the flags the handshake set); SYN_SENT's: the SYN as
+ * tcp_connect queues it (every option this build offers, as the writer's
+ * SYN did). Counted as sent when the writer had sent it; false without
+ * memory. */
 static bool
-synack_build(struct tcp_pcb *pcb, const struct dpsock_tcp_mig_image *img)
+syn_build(struct tcp_pcb *pcb, const struct dpsock_tcp_mig_image *img)
 {
     struct dpsock_tcp_rec *r = &pcb->rec;
     uint32_t segs_out = r->segs_out, data_segs_out = r->data_segs_out;
@@ -862,7 +871,7 @@ synack_build(struct tcp_pcb *pcb, const struct dpsock_tcp_mig_image *img)
 
     pcb->snd_nxt = pcb->snd_lbb = img->snd_una;
     pcb->snd_queuelen = 0;
-    if (tcp_enqueue_flags(pcb, TCP_SYN | TCP_ACK) != ERR_OK)
+    if (tcp_enqueue_flags(pcb, pcb->state == SYN_RCVD ? TCP_SYN | TCP_ACK : TCP_SYN) != ERR_OK)
         return false;
     if (img->snd_nxt != img->snd_una) {
         seg = pcb->unsent;
@@ -925,7 +934,8 @@ dpsock_tcp_mig_import(const struct dpsock_tcp_mig_image *img, const void *data, 
     pcb->remote_port = img->remote_port;
     pcb->netif_idx = netif_idx;
     pcb_fill(pcb, img, state);
-    if (state == SYN_RCVD ? !synack_build(pcb, img) : !queues_build(pcb, img, data)) {
+    if (state == SYN_RCVD || state == SYN_SENT ? !syn_build(pcb, img) :
+                                                 !queues_build(pcb, img, data)) {
         /* not on any list yet: free what was built, then the pcb */
         tcp_segs_free(pcb->unacked);
         tcp_segs_free(pcb->unsent);

@@ -16,11 +16,12 @@
  * tcp_sent, tcp_err, tcp_poll, ext args) and lets the connection run.
  *
  * What is carried:
- *   - state: SYN_RCVD, ESTABLISHED, FIN_WAIT_1, FIN_WAIT_2, CLOSE_WAIT,
- *     CLOSING, LAST_ACK, TIME_WAIT. Not LISTEN (the new process re-creates
- *     its listeners with tcp_bind/tcp_listen: export says -EINVAL), nor
- *     CLOSED or SYN_SENT (-EINVAL: the caller redoes its connect). A
- *     SYN_RCVD pcb (a peer's handshake, its SYN answered) is carried with
+ *   - state: SYN_SENT, SYN_RCVD, ESTABLISHED, FIN_WAIT_1, FIN_WAIT_2,
+ *     CLOSE_WAIT, CLOSING, LAST_ACK, TIME_WAIT. Not LISTEN (the new process
+ *     re-creates its listeners with tcp_bind/tcp_listen: export says
+ *     -EINVAL), nor CLOSED. A SYN_SENT pcb (our connect, no answer yet) is
+ *     carried with its SYN, queued again as tcp_connect did, sent or not as
+ *     it was (the caller sets pcb->connected again). A SYN_RCVD pcb (a peer's handshake, its SYN answered) is carried with
  *     its SYN|ACK: import queues it again as tcp_listen_input did, with the
  *     options the handshake set (MSS, window scaling, SACK, timestamps),
  *     sent or not as it was; the caller gives it its listener (pcb->listener,
@@ -122,6 +123,7 @@ struct tcp_pcb;
 
 /* state (lwIP 2.1.3's numbers, spelt out: the image does not depend on
  * lwIP's enum) */
+#define DPSOCK_TCP_MIG_SYN_SENT    2u /* our SYN sent (or queued), no answer yet */
 #define DPSOCK_TCP_MIG_SYN_RCVD    3u /* a peer's handshake, its SYN answered */
 #define DPSOCK_TCP_MIG_ESTABLISHED 4u
 #define DPSOCK_TCP_MIG_FIN_WAIT_1  5u
@@ -249,9 +251,8 @@ size_t dpsock_tcp_mig_data_size(const struct tcp_pcb *pcb);
  * Write pcb's state into *img and its bytes into data (cap bytes); the data
  * area's length goes to *data_len (also on -ENOBUFS: the size needed).
  * pcb is not changed. Returns 0 or
- *   -EINVAL   a LISTEN, CLOSED or SYN_SENT pcb, or queues that are not
- *             what lwIP builds (not contiguous, a SYN queued but SYN_RCVD's
- *             SYN|ACK);
+ *   -EINVAL   a LISTEN or CLOSED pcb, or queues that are not what lwIP
+ *             builds (not contiguous, a SYN queued but the handshake's own);
  *   -EBUSY    data lwIP holds back from the application (refused_data);
  *   -ENOBUFS  cap is too small.
  */

@@ -180,6 +180,7 @@ struct dpsock_worker {
 	bool app_ready;           /* app->worker_init succeeded */
 	/* takeover (takeover/handover.c): this worker's part of the image */
 	uint32_t tko_state;       /* shared: 1 once its part is written */
+	bool tko_connecting;      /* its part may hold connects in flight (the new build takes them) */
 	int tko_err;              /* what writing it failed with */
 	uint32_t ports_gen;       /* d->ports_gen its port handles come from */
 	struct dpsock_tko_buf tko_part;

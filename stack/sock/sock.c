@@ -2212,8 +2212,16 @@ dpsock_sock_export(struct dpsock_sock *s, struct dpsock_tko_buf *blob)
 	} else if (s->type == SOCK_TCP && s->pcb.tcp != NULL) {
 		struct tcp_pcb *pcb = s->pcb.tcp;
 
-		if (s->connecting || pcb->state == SYN_SENT)
-			return -EINPROGRESS; /* a handshake of ours in flight */
+		/* a handshake of ours in flight goes over when the new build
+		 * takes it, but not one to this instance's own address (a pair
+		 * within the host whose two ends are still meeting) */
+		if ((s->connecting || pcb->state == SYN_SENT) &&
+		    (!s->w->tko_connecting || pcb->state != SYN_SENT ||
+		     (IP_IS_V4(&pcb->remote_ip) ?
+		      dpsock_netview_local(s->w->nv, ip4_addr_get_u32(ip_2_ip4(&pcb->remote_ip)), NULL) :
+		      dpsock_netview_local6(s->w->nv, (const uint8_t *)ip_2_ip6(&pcb->remote_ip)->addr,
+					    NULL))))
+			return -EINPROGRESS;
 		im.has_pcb = 1;
 		dpsock_tko_buf_raw(blob, &im, sizeof(im));
 		at = blob->len;
@@ -2387,6 +2395,11 @@ dpsock_sock_import(struct dpsock_worker *w, const void *blob, size_t len,
 		s->shut_wr = im.shut_wr;
 		s->cc = im.cc;
 		tcp_setup_callbacks(s);
+		if (pcb->state == SYN_SENT) {
+			/* our connect in flight: its answer completes it here */
+			s->connecting = true;
+			pcb->connected = on_tcp_connected;
+		}
 		conn_count(s, true);
 		sock_stats_open(s);
 		sock_mark_loop(s);

@@ -105,6 +105,7 @@ struct tko_compat {
 /* What the new process can take over (tko_compat.caps). */
 #define TKO_CAP_SHARED_XDP 1u     /* an AF_XDP port's XDP program and maps */
 #define TKO_CAP_HALF_OPEN 2u      /* a peer's handshake (SYN_RCVD pcbs) */
+#define TKO_CAP_CONNECTING 4u     /* a program's connect() in flight (SYN_SENT) */
 
 /* The image's header, at offset 0 of its memfd. */
 struct tko_image_hdr {
@@ -302,7 +303,7 @@ compat_of(const struct dpsock_stack *d, struct tko_compat *c)
 		c->addr[i] = conf->ifaces[i].addr;
 		c->shared[i] = conf->ifaces[i].shared;
 	}
-	c->caps = TKO_CAP_SHARED_XDP | TKO_CAP_HALF_OPEN;
+	c->caps = TKO_CAP_SHARED_XDP | TKO_CAP_HALF_OPEN | TKO_CAP_CONNECTING;
 }
 
 /* Why the holder d cannot hand over to a process of configuration *nc: a
@@ -762,6 +763,7 @@ dpsock_tko_worker_freeze(struct dpsock_worker *w)
 	w->tko_part.len = 0;
 	w->tko_part.err = 0;
 	dpsock_tko_buf_put(&w->tko_part, DPSOCK_TKO_R_STATS, w->stats, sizeof(*w->stats), NULL, 0);
+	w->tko_connecting = (d->tko->peer_caps & TKO_CAP_CONNECTING) != 0;
 	if (tko_app != NULL && tko_app->worker_export != NULL)
 		r = tko_app->worker_export(w, tko_app_arg, &w->tko_part);
 	if (r == 0)

@@ -31,6 +31,11 @@
 #     handshake), then the rule goes and the client sends its request:
 #     the new dpsockd completes the handshake, the httpd accepts it and
 #     the page comes back;
+#   - a connect() in flight goes over: a preloaded ping-pong client
+#     connects to a server in B whose SYNs B's nftables drops, so its
+#     connect is in progress (SYN_SENT in dpsock-stat) at the first
+#     takeover; after it the new dpsockd shows the socket, the rule goes,
+#     its SYN sent again reaches B and the client's echoes flow;
 #   - 3 takeovers in a row while all this runs: the old dpsockd exits 0
 #     and says "handed over to pid NEW", the new one "took over from pid
 #     OLD" (and its blackout); dpsock-stat of the last one shows the
@@ -227,8 +232,22 @@ wait_until 10 test -s "$TEST_TMP/recv.bin"
 ok "a ${XFER_MB} MiB stream from B to the preloaded socat is under way (~${XFER_SECS} s)"
 
 # ---- a handshake in progress (SYN_RCVD) at the first takeover -------------------
-HS_PORT=40123
+HS_PORT=40123 P_CONN=7500
 if [ "$PRELOAD_KERNEL" != 1 ]; then
+	peer_start conn-srv python3 "$PP" server --host "$TOPO_ADDR_B" --port "$P_CONN"
+	wait_until 20 grep -q listening "$TEST_TMP/conn-srv.log"
+	in_b nft -f - <<EOF
+table inet tkoconn {
+	chain in {
+		type filter hook input priority 0;
+		tcp dport $P_CONN tcp flags & (syn | ack) == syn drop
+	}
+}
+EOF
+	on_exit "ip netns exec $TOPO_NS_B nft delete table inet tkoconn 2>/dev/null; true"
+	preload_start conn python3 "$PP" client --host "$TOPO_ADDR_B" --port "$P_CONN"
+	wait_until 20 bash -c "\"$DPSOCK_STAT\" -n $PRELOAD_NAME -v sockets 2>/dev/null | grep -qE '$TOPO_ADDR_B:$P_CONN +SYN_SENT'" ||
+		fail "the preloaded client's connect is not in progress on dpsockd: $("$DPSOCK_STAT" -n "$PRELOAD_NAME" -v sockets 2>&1 | tail -n 5)"
 	in_b nft -f - <<EOF
 table inet tkohs {
 	chain out {
@@ -286,6 +305,13 @@ for i in 1 2 3; do
 		[ "$rc" -eq 0 ] && grep -qF "$PAGE" "$TEST_TMP/hs.log" ||
 			fail "the connection half open at the takeover (status $rc): $(tail -n 4 "$TEST_TMP/hs.log" | tr '\n' ' ')"
 		ok "a handshake in progress (SYN_RCVD) at takeover 1 went over: completed on the new dpsockd, the httpd answered it"
+		"$DPSOCK_STAT" -n "$PRELOAD_NAME" -v sockets 2>/dev/null | grep -qE "$TOPO_ADDR_B:$P_CONN +SYN_SENT" ||
+			fail "the connect in flight is not the new dpsockd's: $("$DPSOCK_STAT" -n "$PRELOAD_NAME" -v sockets 2>&1 | grep ":$P_CONN" | tr '\n' ' ')"
+		in_b nft delete table inet tkoconn
+		# its SYN goes again when lwIP's backed-off timer says (seconds)
+		poll_until 30 _pp_more conn 200 ||
+			fail "the connect in flight at takeover 1: no echoes 30 s after B let its SYN in ($POLL_OUTPUT): $(tail -n 2 "$TEST_TMP/conn.log" | tr '\n' ' ')"
+		ok "a connect() in flight (SYN_SENT) at takeover 1 went over: it completed on the new dpsockd, its echoes flow"
 	fi
 	page_ok "after takeover $i"
 	pp_alive pp-cli "after takeover $i"
