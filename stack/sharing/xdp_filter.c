@@ -279,16 +279,43 @@ restore:
 	return rc;
 }
 
+/* The VLAN into config_map and the sockets into xsks_map (a negative
+ * descriptor: none for that queue). 0 or -errno, message in err. */
+static int
+maps_fill(struct dpsock_xdpf *x, uint16_t vlan, const int *xsk_fds, const uint32_t *if_queues,
+	  unsigned int n, char *err, size_t errlen)
+{
+	struct dpsock_xdp_config cfg = { .vlan = vlan };
+	uint32_t zero = 0;
+	int rc;
+
+	rc = bpf_map_update_elem(x->config_fd, &zero, &cfg, BPF_ANY);
+	if (rc < 0) {
+		snprintf(err, errlen, "cannot write config_map: %s", strerror(-rc));
+		return rc;
+	}
+	for (unsigned int i = 0; i < n; i++) {
+		if (xsk_fds[i] < 0)
+			continue;
+		rc = bpf_map_update_elem(x->xsks_fd, &if_queues[i], &xsk_fds[i], BPF_ANY);
+		if (rc < 0) {
+			snprintf(err, errlen, "cannot put the AF_XDP socket of queue %u of %s into "
+				 "xsks_map: %s", if_queues[i], x->ifname, strerror(-rc));
+			return rc;
+		}
+	}
+	return 0;
+}
+
 struct dpsock_xdpf *
 dpsock_xdpf_open(unsigned int ifindex, const int *xsk_fds, const uint32_t *if_queues,
 		 unsigned int n, uint16_t vlan, int *ret, char *err, size_t errlen)
 {
 	LIBBPF_OPTS(bpf_object_open_opts, oo, .object_name = "dpsock_xdp");
-	struct dpsock_xdp_config cfg = { .vlan = vlan };
 	libbpf_print_fn_t prev;
 	struct dpsock_xdpf *x;
 	struct bpf_program *prog;
-	uint32_t nq = 1, zero = 0;
+	uint32_t nq = 1;
 	unsigned int i;
 	int rc;
 
@@ -363,19 +390,9 @@ dpsock_xdpf_open(unsigned int ifindex, const int *xsk_fds, const uint32_t *if_qu
 		rc = -ENOENT;
 		goto fail_free;
 	}
-	rc = bpf_map_update_elem(x->config_fd, &zero, &cfg, BPF_ANY);
-	if (rc < 0) {
-		snprintf(err, errlen, "cannot write config_map: %s", strerror(-rc));
+	rc = maps_fill(x, vlan, xsk_fds, if_queues, n, err, errlen);
+	if (rc < 0)
 		goto fail_free;
-	}
-	for (i = 0; i < n; i++) {
-		rc = bpf_map_update_elem(x->xsks_fd, &if_queues[i], &xsk_fds[i], BPF_ANY);
-		if (rc < 0) {
-			snprintf(err, errlen, "cannot put the AF_XDP socket of queue %u of %s into "
-				 "xsks_map: %s", if_queues[i], x->ifname, strerror(-rc));
-			goto fail_free;
-		}
-	}
 	rc = xdpf_attach(x, err, errlen);
 	if (rc < 0)
 		goto fail_free;
@@ -439,9 +456,8 @@ dpsock_xdpf_adopt(unsigned int ifindex, const int fds[DPSOCK_XDPF_FDS], const in
 		  const uint32_t *if_queues, unsigned int n, uint16_t vlan, int *ret, char *err,
 		  size_t errlen)
 {
-	struct dpsock_xdp_config cfg = { .vlan = vlan };
 	struct bpf_link_info li;
-	uint32_t len = sizeof(li), zero = 0;
+	uint32_t len = sizeof(li);
 	struct dpsock_xdpf *x;
 	unsigned int i;
 	int rc;
@@ -485,24 +501,12 @@ dpsock_xdpf_adopt(unsigned int ifindex, const int fds[DPSOCK_XDPF_FDS], const in
 	x->stats_fd = fds[DPSOCK_XDPF_STATS];
 	x->ncpus = libbpf_num_possible_cpus();
 	/* the maps hold the holder's served set as they did: the sockets
-	 * restored here register theirs again (present entries stay) */
-	rc = bpf_map_update_elem(x->config_fd, &zero, &cfg, BPF_ANY);
-	if (rc < 0) {
-		snprintf(err, errlen, "cannot write config_map: %s", strerror(-rc));
+	 * restored here register theirs again (present entries stay); libxdp
+	 * put the sockets into xsks_map already (the PMD found this program):
+	 * the same entries again, in case it did not */
+	rc = maps_fill(x, vlan, xsk_fds, if_queues, n, err, errlen);
+	if (rc < 0)
 		goto fail_x;
-	}
-	/* libxdp put them there already (the PMD found this program): the
-	 * same entries again, in case it did not */
-	for (i = 0; i < n; i++) {
-		if (xsk_fds[i] < 0)
-			continue;
-		rc = bpf_map_update_elem(x->xsks_fd, &if_queues[i], &xsk_fds[i], BPF_ANY);
-		if (rc < 0) {
-			snprintf(err, errlen, "cannot put the AF_XDP socket of queue %u of %s into "
-				 "xsks_map: %s", if_queues[i], x->ifname, strerror(-rc));
-			goto fail_x;
-		}
-	}
 	if (ret != NULL)
 		*ret = 0;
 	return x;

@@ -1771,7 +1771,7 @@ ssize_t
 dpsock_udp_sendto(struct dpsock_sock *s, const void *buf, size_t len,
 		  const union dpsock_sockaddr *to)
 {
-	const struct dpsock_sock_mc_ops *mc = s != NULL ? s->w->d->sock_mc : NULL;
+	const struct dpsock_sock_mc_ops *mc;
 	ip_addr_t dst = IPADDR4_INIT(0);
 	struct netif *nif6 = NULL;
 	bool mcast6 = false;
@@ -1819,12 +1819,14 @@ dpsock_udp_sendto(struct dpsock_sock *s, const void *buf, size_t len,
 		const struct netif *nif = s->pcb.udp->mcast_ifindex != NETIF_NO_INDEX ?
 					  netif_get_by_index(s->pcb.udp->mcast_ifindex) : netif_default;
 
+		mc = s->w->d->sock_mc;
 		if (nif != NULL && mc != NULL)
 			mc->loop(s, buf, len, dpsock_mc_addr4(to->in.sin_addr.s_addr), port,
 				 s->pcb.udp->local_port,
 				 ((const struct dpsock_worker_port *)nif->state)->port_idx);
 	}
-	if (mcast6 && s->udp.mc_loop6 && nif6 != NULL && e != ERR_RTE && mc != NULL)
+	if (mcast6 && s->udp.mc_loop6 && nif6 != NULL && e != ERR_RTE &&
+	    (mc = s->w->d->sock_mc) != NULL)
 		/* IPV6_MULTICAST_LOOP */
 		mc->loop(s, buf, len, dpsock_mc_addr6(&to->in6.sin6_addr), port,
 			 s->pcb.udp->local_port,
